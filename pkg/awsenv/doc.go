@@ -1,0 +1,5 @@
+// Package awsenv builds aws-sdk-go-v2 clients configured the standard way
+// (AWS_ENDPOINT_URL, region, credentials). When an endpoint override points at
+// an emulator it applies the few client options emulators need: path-style S3
+// addressing and no DynamoDB response CRC check.
+package awsenv

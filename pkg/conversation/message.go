@@ -1,0 +1,45 @@
+package conversation
+
+import "encoding/json"
+
+// Role says who a message is from.
+type Role string
+
+// Roles. Tool results travel in a tool message right after the assistant
+// message that called them.
+const (
+	User      Role = "user"
+	Assistant Role = "assistant"
+	ToolRole  Role = "tool"
+)
+
+// ContentType names a content block.
+type ContentType string
+
+// Content block types.
+const (
+	Text       ContentType = "text"
+	Reasoning  ContentType = "reasoning"
+	ToolCall   ContentType = "tool-call"
+	ToolResult ContentType = "tool-result"
+)
+
+// Content is one block of a message. Only the fields its Type uses are set.
+type Content struct {
+	Type ContentType `json:"type"`
+	Text string      `json:"text,omitempty"`
+	// Signature is an opaque provider token that must be echoed back with
+	// the reasoning it signs (Anthropic thinking, Bedrock reasoning).
+	Signature  string          `json:"signature,omitempty"`
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	ToolName   string          `json:"toolName,omitempty"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	IsError    bool            `json:"isError,omitempty"`
+}
+
+// Message is one entry of the model's input.
+type Message struct {
+	Role    Role      `json:"role"`
+	Content []Content `json:"content"`
+}

@@ -1,0 +1,22 @@
+// Package ids makes identifiers for sessions, turns, approvals and messages:
+// a short prefix, a millisecond timestamp so ids sort by creation, and
+// random bits so concurrent writers never collide.
+package ids
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// New returns prefix_<13 hex digits of unix ms><16 hex random digits>.
+func New(prefix string) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand never fails on supported platforms (Go 1.24+ crashes
+		// instead of returning an error), so this is unreachable.
+		panic(fmt.Sprintf("ids: crypto/rand: %v", err))
+	}
+	return fmt.Sprintf("%s_%013x%s", prefix, time.Now().UnixMilli(), hex.EncodeToString(b[:]))
+}

@@ -1,0 +1,123 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/baton-run/baton/pkg/conversation"
+)
+
+// ToolSpec describes a tool to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"` // JSON Schema of the input object
+}
+
+// Request is one model step's input.
+type Request struct {
+	System    string
+	Messages  []conversation.Message
+	Tools     []ToolSpec
+	MaxTokens int
+}
+
+// EventType names a streamed event.
+type EventType string
+
+// Event types.
+const (
+	TextDelta      EventType = "text-delta"
+	ReasoningDelta EventType = "reasoning-delta"
+	// ReasoningSignature carries the signature of the reasoning so far.
+	ReasoningSignature EventType = "reasoning-signature"
+	ToolCall           EventType = "tool-call"
+	Finish             EventType = "finish"
+)
+
+// StopReason says why the model stopped.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopEnd       StopReason = "stop"       // a final answer
+	StopToolCalls StopReason = "tool-calls" // it wants tool results
+	StopLength    StopReason = "length"     // hit max tokens
+	StopOther     StopReason = "other"
+)
+
+// Usage counts one step's tokens.
+type Usage struct {
+	InputTokens  int64 `json:"inputTokens"`
+	OutputTokens int64 `json:"outputTokens"`
+}
+
+// Call is a complete tool call: its input is whole JSON.
+type Call struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// Event is one item of a step's stream. Only the fields its Type uses are set.
+type Event struct {
+	Type  EventType
+	Text  string     // text-delta, reasoning-delta, reasoning-signature
+	Call  Call       // tool-call
+	Stop  StopReason // finish
+	Usage Usage      // finish
+}
+
+// Model streams one step. The sequence ends after a Finish event, or with a
+// non-nil error (then the step is abandoned). Implementations honour ctx.
+type Model interface {
+	Stream(ctx context.Context, req Request) iter.Seq2[Event, error]
+}
+
+// ErrorKind classifies a model error.
+type ErrorKind string
+
+// Error kinds. Throttled and Overloaded are retryable.
+const (
+	Throttled      ErrorKind = "throttled"
+	Overloaded     ErrorKind = "overloaded"
+	ContextTooLong ErrorKind = "context-too-long"
+	Auth           ErrorKind = "auth"
+	InvalidRequest ErrorKind = "invalid-request"
+	Other          ErrorKind = "other"
+)
+
+// Error is a classified model error.
+type Error struct {
+	Kind ErrorKind
+	// Status is the HTTP status, when there was one.
+	Status int
+	// RetryAfter is the provider's hint, when it gave one.
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("model: %s (HTTP %d): %v", e.Kind, e.Status, e.Err)
+	}
+	return fmt.Sprintf("model: %s: %v", e.Kind, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether the error is worth retrying after a pause.
+func (e *Error) Retryable() bool { return e.Kind == Throttled || e.Kind == Overloaded }
+
+// KindOf returns the kind of a classified error, or Other.
+func KindOf(err error) ErrorKind {
+	var me *Error
+	if errors.As(err, &me) {
+		return me.Kind
+	}
+	return Other
+}

@@ -1,0 +1,370 @@
+package reducer
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Status is a session's coarse state.
+type Status string
+
+// Session statuses. A session with no facts has the zero Status.
+const (
+	Idle      Status = "idle"      // no open turn
+	Running   Status = "running"   // an invocation holds the turn until its lease
+	Suspended Status = "suspended" // the turn waits; Turn.Cause says for what
+)
+
+// Turn is the open turn of a session.
+type Turn struct {
+	ID       string    `json:"id"`
+	Stream   string    `json:"stream"`
+	Started  time.Time `json:"started"`
+	Messages []Message `json:"messages"` // what the turn answers
+	// Since is when the current status began.
+	Since time.Time `json:"since"`
+	// Lease is when a running invocation's hold expires.
+	Lease time.Time `json:"lease,omitzero"`
+	// Cause is set while suspended.
+	Cause Cause `json:"cause,omitempty"`
+	// Pending are approvals awaiting an answer; Answers those answered.
+	Pending []Approval `json:"pending,omitempty"`
+	Answers []Answer   `json:"answers,omitempty"`
+	// Executions are side-effecting tool calls recorded before they ran.
+	Executions []Execution `json:"executions,omitempty"`
+	// Uncertain is the execution awaiting an operator verdict, if any.
+	Uncertain *Execution `json:"uncertain,omitempty"`
+	Verdicts  []Settled  `json:"verdicts,omitempty"`
+	// Invocations counts starts and resumes of the turn.
+	Invocations int `json:"invocations"`
+}
+
+// Answer returns the answer to the approval requested for a tool call.
+func (t *Turn) Answer(toolCallID string) (Answer, bool) {
+	for _, a := range t.Answers {
+		if a.ToolCallID == toolCallID {
+			return a, true
+		}
+	}
+	return Answer{}, false
+}
+
+// Verdict returns the operator's verdict on an execution.
+func (t *Turn) Verdict(executionID string) (Settled, bool) {
+	for _, v := range t.Verdicts {
+		if v.ExecutionID == executionID {
+			return v, true
+		}
+	}
+	return Settled{}, false
+}
+
+// State is a session reduced from its facts.
+type State struct {
+	Agent   string    `json:"agent"`
+	Owner   string    `json:"owner"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	Status  Status    `json:"status"`
+	LastSeq int64     `json:"lastSeq"`
+	// Turn is the open turn, nil when idle.
+	Turn *Turn `json:"turn,omitempty"`
+	// Inbox holds messages received and not yet answered by a turn.
+	Inbox []Message `json:"inbox,omitempty"`
+	// Usage sums every ended turn.
+	Usage Usage `json:"usage"`
+	// Turns counts ended turns; Last is how the latest one ended.
+	Turns       int64    `json:"turns"`
+	Last        Type     `json:"last,omitempty"`
+	LastFailure *Failure `json:"lastFailure,omitempty"`
+	// Snapshot is the key of the newest conversation snapshot, taken when
+	// the turn ending at SnapshotSeq ended.
+	Snapshot    string `json:"snapshot,omitempty"`
+	SnapshotSeq int64  `json:"snapshotSeq,omitempty"`
+}
+
+// ErrIllegal is matched (with errors.Is) by every *TransitionError.
+var ErrIllegal = errors.New("illegal transition")
+
+// TransitionError rejects a fact that cannot follow the state it was applied to.
+type TransitionError struct {
+	Seq    int64
+	Type   Type
+	Status Status
+	Reason string
+}
+
+func (e *TransitionError) Error() string {
+	status := e.Status
+	if status == "" {
+		status = "new"
+	}
+	return fmt.Sprintf("reducer: fact %d (%s) illegal in status %s: %s", e.Seq, e.Type, status, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrIllegal) true.
+func (e *TransitionError) Is(target error) bool { return target == ErrIllegal }
+
+// Reduce folds facts, starting from an empty session.
+func Reduce(facts []Fact) (State, error) {
+	return State{}.Apply(facts...)
+}
+
+// Apply folds facts onto s and returns the new state. s itself is never
+// modified. On an illegal fact it returns the zero State and the error.
+func (s State) Apply(facts ...Fact) (State, error) {
+	next := s.clone()
+	for _, f := range facts {
+		if err := next.apply(f); err != nil {
+			return State{}, err
+		}
+	}
+	return next, nil
+}
+
+func (s *State) clone() State {
+	c := *s
+	c.Inbox = slices.Clone(s.Inbox)
+	if s.Turn != nil {
+		t := *s.Turn
+		t.Messages = slices.Clone(t.Messages)
+		t.Pending = slices.Clone(t.Pending)
+		t.Answers = slices.Clone(t.Answers)
+		t.Executions = slices.Clone(t.Executions)
+		t.Verdicts = slices.Clone(t.Verdicts)
+		if t.Uncertain != nil {
+			u := *t.Uncertain
+			t.Uncertain = &u
+		}
+		c.Turn = &t
+	}
+	if s.LastFailure != nil {
+		lf := *s.LastFailure
+		c.LastFailure = &lf
+	}
+	return c
+}
+
+func (s *State) apply(f Fact) error {
+	illegal := func(format string, args ...any) error {
+		return &TransitionError{Seq: f.Seq, Type: f.Type, Status: s.Status, Reason: fmt.Sprintf(format, args...)}
+	}
+	if f.Seq != s.LastSeq+1 {
+		return illegal("seq %d does not follow %d", f.Seq, s.LastSeq)
+	}
+	if f.Type != SessionCreated && s.LastSeq == 0 {
+		return illegal("session not created")
+	}
+	if f.Actor.Kind == "" {
+		return illegal("fact has no actor")
+	}
+	// Every turn fact must name the open turn.
+	needTurn := func() error {
+		if s.Turn == nil {
+			return illegal("no open turn")
+		}
+		if f.Turn != s.Turn.ID {
+			return illegal("turn %q is not the open turn %q", f.Turn, s.Turn.ID)
+		}
+		return nil
+	}
+
+	switch f.Type {
+	case SessionCreated:
+		if s.LastSeq != 0 {
+			return illegal("session already created")
+		}
+		if f.Agent == "" {
+			return illegal("no agent")
+		}
+		s.Agent, s.Owner, s.Created, s.Status = f.Agent, f.Owner, f.Time, Idle
+
+	case MessageReceived:
+		if f.Message == nil || f.Message.ID == "" {
+			return illegal("no message")
+		}
+		s.Inbox = append(s.Inbox, *f.Message)
+
+	case TurnStarted:
+		if s.Status != Idle {
+			return illegal("a turn is already open")
+		}
+		if f.Turn == "" || f.Stream == "" {
+			return illegal("turn or stream not named")
+		}
+		if len(s.Inbox) == 0 {
+			return illegal("no message to answer")
+		}
+		s.Turn = &Turn{ID: f.Turn, Stream: f.Stream, Started: f.Time, Since: f.Time,
+			Messages: s.Inbox, Lease: f.Lease, Invocations: 1}
+		s.Inbox = nil
+		s.Status = Running
+
+	case TurnSuspended:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		if s.Status != Running {
+			return illegal("only a running turn suspends")
+		}
+		switch f.Cause {
+		case CauseBudget, CauseThrottled, CauseLease:
+		case CauseApproval:
+			if len(s.Turn.Pending) == 0 {
+				return illegal("suspended for approval with none pending")
+			}
+		case CauseUncertain:
+			if f.Execution == nil {
+				return illegal("suspended as uncertain without the execution")
+			}
+			e := *f.Execution
+			s.Turn.Uncertain = &e
+		default:
+			return illegal("unknown cause %q", f.Cause)
+		}
+		s.Status, s.Turn.Cause, s.Turn.Since, s.Turn.Lease = Suspended, f.Cause, f.Time, time.Time{}
+
+	case TurnResumed:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		switch s.Status {
+		case Suspended:
+			if len(s.Turn.Pending) > 0 {
+				return illegal("%d approval(s) still pending", len(s.Turn.Pending))
+			}
+			if s.Turn.Uncertain != nil {
+				return illegal("execution %s awaits a verdict", s.Turn.Uncertain.ID)
+			}
+		case Running:
+			// Taking over from an invocation that died: only once its lease ran out.
+			if !f.Time.After(s.Turn.Lease) {
+				return illegal("the running invocation's lease holds until %s", s.Turn.Lease.Format(time.RFC3339Nano))
+			}
+		}
+		s.Status, s.Turn.Cause, s.Turn.Since, s.Turn.Lease = Running, "", f.Time, f.Lease
+		s.Turn.Invocations++
+
+	case ApprovalRequested:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		if s.Status != Running {
+			return illegal("only a running turn requests approval")
+		}
+		a := f.Approval
+		if a == nil || a.ID == "" || a.ToolCallID == "" {
+			return illegal("approval not named")
+		}
+		for _, p := range s.Turn.Pending {
+			if p.ID == a.ID || p.ToolCallID == a.ToolCallID {
+				return illegal("approval %s already pending", a.ID)
+			}
+		}
+		if _, ok := s.Turn.Answer(a.ToolCallID); ok {
+			return illegal("tool call %s already answered", a.ToolCallID)
+		}
+		s.Turn.Pending = append(s.Turn.Pending, *a)
+
+	case ApprovalAnswered:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		a := f.Answer
+		if a == nil {
+			return illegal("no answer")
+		}
+		if a.Decision != Approve && a.Decision != Deny {
+			return illegal("unknown decision %q", a.Decision)
+		}
+		if s.Status != Suspended || s.Turn.Cause != CauseApproval {
+			return illegal("the turn is not waiting for approval")
+		}
+		i := slices.IndexFunc(s.Turn.Pending, func(p Approval) bool { return p.ID == a.ApprovalID })
+		if i < 0 {
+			return illegal("approval %q is not pending", a.ApprovalID)
+		}
+		if a.ToolCallID != s.Turn.Pending[i].ToolCallID {
+			return illegal("approval %q is for tool call %s, not %s", a.ApprovalID, s.Turn.Pending[i].ToolCallID, a.ToolCallID)
+		}
+		s.Turn.Pending = slices.Delete(s.Turn.Pending, i, i+1)
+		s.Turn.Answers = append(s.Turn.Answers, *a)
+
+	case ExecutionStarted:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		if s.Status != Running {
+			return illegal("only a running turn executes tools")
+		}
+		e := f.Execution
+		if e == nil || e.ID == "" || e.ToolCallID == "" {
+			return illegal("execution not named")
+		}
+		for _, x := range s.Turn.Executions {
+			if x.ID == e.ID {
+				return illegal("execution %s already started", e.ID)
+			}
+		}
+		s.Turn.Executions = append(s.Turn.Executions, *e)
+
+	case ExecutionVerdict:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		v := f.Settled
+		if v == nil || (v.Verdict != Rerun && v.Verdict != Abandon) {
+			return illegal("no verdict")
+		}
+		if s.Status != Suspended || s.Turn.Uncertain == nil || s.Turn.Uncertain.ID != v.ExecutionID {
+			return illegal("execution %q awaits no verdict", v.ExecutionID)
+		}
+		v.ToolCallID = s.Turn.Uncertain.ToolCallID
+		s.Turn.Verdicts = append(s.Turn.Verdicts, *v)
+		s.Turn.Uncertain = nil
+
+	case TurnCompleted, TurnFailed:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		if s.Status != Running {
+			return illegal("only a running turn ends this way")
+		}
+		if f.Type == TurnFailed && f.Failure == nil {
+			return illegal("failure not described")
+		}
+		s.end(f)
+
+	case TurnCancelled:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		s.end(f)
+
+	default:
+		return illegal("unknown fact type")
+	}
+	s.LastSeq = f.Seq
+	s.Updated = f.Time
+	return nil
+}
+
+func (s *State) end(f Fact) {
+	if f.Usage != nil {
+		s.Usage = s.Usage.Add(*f.Usage)
+	}
+	s.Turn = nil
+	s.Status = Idle
+	s.Turns++
+	s.Last = f.Type
+	s.LastFailure = nil
+	if f.Failure != nil {
+		lf := *f.Failure
+		s.LastFailure = &lf
+	}
+	if f.Snapshot != "" {
+		s.Snapshot, s.SnapshotSeq = f.Snapshot, f.Seq
+	}
+}

@@ -1,0 +1,105 @@
+package streams
+
+import "encoding/json"
+
+// PartType names a stream part. The names and fields are those of the
+// Vercel AI SDK UI message stream protocol, so a chat front end built on it
+// can render a baton turn. baton's own markers use the protocol's data-*
+// parts.
+//
+// How a turn maps onto the protocol:
+//
+//	turn begins                 start{messageId: turn id}
+//	model step begins           start-step
+//	reasoning                   reasoning-start, reasoning-delta…, reasoning-end
+//	text                        text-start, text-delta…, text-end
+//	tool call (complete input)  tool-input-available{toolCallId, toolName, input}
+//	step usage                  message-metadata{messageMetadata: {usage, finishReason}}
+//	model step ends             finish-step
+//	tool needs approval         tool-approval-request{approvalId, toolCallId}
+//	operator answered           tool-approval-response{approvalId, approved, reason}
+//	tool result                 tool-output-available{toolCallId, output}
+//	tool failed                 tool-output-error{toolCallId, errorText}
+//	tool denied                 tool-output-denied{toolCallId}
+//	invocation suspends         data-suspended{data: {cause}}
+//	invocation resumes          data-resumed{data: {invocation}}
+//	partial step dropped        data-abandoned{data: {reason}}
+//	turn fails                  error{errorText}
+//	turn ends                   finish{finishReason}
+//
+// A model step's parts lie between start-step and finish-step; the results
+// of its tool calls follow its finish-step, so a step whose model output is
+// durable is never re-asked of the model even when its tools wait for an
+// operator.
+type PartType string
+
+// Part types.
+const (
+	Start                PartType = "start"
+	StartStep            PartType = "start-step"
+	ReasoningStart       PartType = "reasoning-start"
+	ReasoningDelta       PartType = "reasoning-delta"
+	ReasoningEnd         PartType = "reasoning-end"
+	TextStart            PartType = "text-start"
+	TextDelta            PartType = "text-delta"
+	TextEnd              PartType = "text-end"
+	ToolInputAvailable   PartType = "tool-input-available"
+	ToolApprovalRequest  PartType = "tool-approval-request"
+	ToolApprovalResponse PartType = "tool-approval-response"
+	ToolOutputAvailable  PartType = "tool-output-available"
+	ToolOutputError      PartType = "tool-output-error"
+	ToolOutputDenied     PartType = "tool-output-denied"
+	MessageMetadata      PartType = "message-metadata"
+	FinishStep           PartType = "finish-step"
+	Finish               PartType = "finish"
+	Error                PartType = "error"
+	DataSuspended        PartType = "data-suspended"
+	DataResumed          PartType = "data-resumed"
+	DataAbandoned        PartType = "data-abandoned"
+)
+
+// Part is one protocol part. Only the fields its Type uses are set.
+type Part struct {
+	Type PartType `json:"type"`
+
+	MessageID string `json:"messageId,omitempty"` // start
+	// ID names a text or reasoning block.
+	ID    string `json:"id,omitempty"`
+	Delta string `json:"delta,omitempty"`
+
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	ToolName   string          `json:"toolName,omitempty"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	ErrorText  string          `json:"errorText,omitempty"`
+
+	ApprovalID string `json:"approvalId,omitempty"`
+	Approved   *bool  `json:"approved,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+
+	FinishReason    string          `json:"finishReason,omitempty"`
+	MessageMetadata json.RawMessage `json:"messageMetadata,omitempty"`
+	// ProviderMetadata carries what a provider needs echoed back, such as a
+	// reasoning signature.
+	ProviderMetadata json.RawMessage `json:"providerMetadata,omitempty"`
+	// Data is the payload of data-* parts.
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// Marker reports whether p only marks suspension, resumption or an
+// abandoned step, and carries none of the turn's content.
+func (p Part) Marker() bool {
+	return p.Type == DataSuspended || p.Type == DataResumed || p.Type == DataAbandoned
+}
+
+// Status is how a stream was closed. The empty Status means open.
+type Status string
+
+// Close statuses.
+const (
+	Open      Status = ""
+	Completed Status = "completed"
+	Failed    Status = "failed"
+	Cancelled Status = "cancelled"
+	Aborted   Status = "aborted" // closed by a writer that lost its race
+)

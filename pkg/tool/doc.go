@@ -1,0 +1,5 @@
+// Package tool is baton's seam to the tools an agent may call: a Tool has a
+// name, a description, a JSON Schema for its input, an effect, and a policy
+// saying which calls need an operator's approval. A Registry holds an
+// agent's tools in a fixed order; demo.go has the demo agent's tools.
+package tool

@@ -1,0 +1,96 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/baton-run/baton/pkg/model"
+)
+
+// Effect says what a tool does to the world.
+type Effect string
+
+// Effects. Write and External calls are side effects.
+const (
+	Read     Effect = "read"
+	Write    Effect = "write"
+	External Effect = "external"
+)
+
+// Call is one invocation of a tool.
+type Call struct {
+	ID    string
+	Name  string
+	Input json.RawMessage
+	// IdempotencyKey is the same for every run of one tool call, so a tool
+	// that honours it never applies a side effect twice.
+	IdempotencyKey string
+}
+
+// Tool is one callable tool.
+type Tool struct {
+	Name        string
+	Description string
+	Schema      json.RawMessage
+	Effect      Effect
+	Idempotent  bool
+	// NeedsApproval reports whether a call with this input must wait for an
+	// operator. Nil means never.
+	NeedsApproval func(input json.RawMessage) bool
+	// Run executes the call. An error is reported to the model as a tool
+	// error result; it does not fail the turn.
+	Run func(ctx context.Context, call Call) (json.RawMessage, error)
+}
+
+// Approval reports whether a call with input needs approval.
+func (t Tool) Approval(input json.RawMessage) bool {
+	return t.NeedsApproval != nil && t.NeedsApproval(input)
+}
+
+// SideEffect reports whether running the tool changes the world.
+func (t Tool) SideEffect() bool { return t.Effect == Write || t.Effect == External }
+
+// Always is an approval policy that asks for every call.
+func Always(json.RawMessage) bool { return true }
+
+// Registry is an agent's set of tools, in the order the model sees them.
+type Registry struct {
+	order []string
+	tools map[string]Tool
+}
+
+// NewRegistry builds a registry. Names must be unique and non-empty.
+func NewRegistry(tools ...Tool) (*Registry, error) {
+	r := &Registry{tools: make(map[string]Tool, len(tools))}
+	for _, t := range tools {
+		if t.Name == "" {
+			return nil, fmt.Errorf("tool: a tool has no name")
+		}
+		if _, dup := r.tools[t.Name]; dup {
+			return nil, fmt.Errorf("tool: %q registered twice", t.Name)
+		}
+		if t.Run == nil {
+			return nil, fmt.Errorf("tool: %q has no Run", t.Name)
+		}
+		r.order = append(r.order, t.Name)
+		r.tools[t.Name] = t
+	}
+	return r, nil
+}
+
+// Get returns the named tool.
+func (r *Registry) Get(name string) (Tool, bool) {
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// Specs describes the tools to a model, in registry order.
+func (r *Registry) Specs() []model.ToolSpec {
+	specs := make([]model.ToolSpec, 0, len(r.order))
+	for _, name := range r.order {
+		t := r.tools[name]
+		specs = append(specs, model.ToolSpec{Name: t.Name, Description: t.Description, Schema: t.Schema})
+	}
+	return specs
+}
