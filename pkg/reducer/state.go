@@ -368,3 +368,40 @@ func (s *State) end(f Fact) {
 		s.Snapshot, s.SnapshotSeq = f.Snapshot, f.Seq
 	}
 }
+
+// Attention says when a session next needs the tick, and why. ok is false
+// when nothing is due: an idle session with an empty inbox, or a turn
+// waiting on an operator's verdict.
+//
+//   - running: the lease; past it the invocation died and must be reaped.
+//   - suspended for approval: the earliest pending expiry.
+//   - suspended for budget, throttling or a reaped lease: the suspension
+//     time; a wake should already be in flight, and the tick re-sends it
+//     when none resumed the turn after a grace period.
+//   - idle with messages waiting: the last update; a turn should start.
+func (s State) Attention() (due time.Time, why string, ok bool) {
+	switch s.Status {
+	case Running:
+		return s.Turn.Lease, "lease", true
+	case Suspended:
+		switch s.Turn.Cause {
+		case CauseApproval:
+			var first time.Time
+			for _, p := range s.Turn.Pending {
+				if first.IsZero() || p.Expires.Before(first) {
+					first = p.Expires
+				}
+			}
+			return first, "approval", !first.IsZero()
+		case CauseUncertain:
+			return time.Time{}, "", false
+		default:
+			return s.Turn.Since, "wake", true
+		}
+	case Idle:
+		if len(s.Inbox) > 0 {
+			return s.Updated, "inbox", true
+		}
+	}
+	return time.Time{}, "", false
+}
