@@ -3,6 +3,7 @@ package awsenv
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -50,6 +51,17 @@ func ForEndpoint(endpoint string) *Clients {
 	cfg := aws.Config{
 		Region:      DefaultRegion,
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+	}
+	cfg.BaseEndpoint = aws.String(endpoint)
+	return New(cfg, endpoint)
+}
+
+// Counted builds clients like ForEndpoint whose requests c counts.
+func Counted(endpoint string, c *Counter) *Clients {
+	cfg := aws.Config{
+		Region:      DefaultRegion,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		HTTPClient:  &http.Client{Transport: c},
 	}
 	cfg.BaseEndpoint = aws.String(endpoint)
 	return New(cfg, endpoint)

@@ -314,15 +314,15 @@ func (s *State) apply(f Fact) error {
 		if err := needTurn(); err != nil {
 			return err
 		}
-		v := f.Settled
-		if v == nil || (v.Verdict != Rerun && v.Verdict != Abandon) {
+		if f.Settled == nil || (f.Settled.Verdict != Rerun && f.Settled.Verdict != Abandon) {
 			return illegal("no verdict")
 		}
+		v := *f.Settled // a copy: the fact is the caller's and must not change
 		if s.Status != Suspended || s.Turn.Uncertain == nil || s.Turn.Uncertain.ID != v.ExecutionID {
 			return illegal("execution %q awaits no verdict", v.ExecutionID)
 		}
 		v.ToolCallID = s.Turn.Uncertain.ToolCallID
-		s.Turn.Verdicts = append(s.Turn.Verdicts, *v)
+		s.Turn.Verdicts = append(s.Turn.Verdicts, v)
 		s.Turn.Uncertain = nil
 
 	case TurnCompleted, TurnFailed:
@@ -375,9 +375,10 @@ func (s *State) end(f Fact) {
 //
 //   - running: the lease; past it the invocation died and must be reaped.
 //   - suspended for approval: the earliest pending expiry.
-//   - suspended for budget, throttling or a reaped lease: the suspension
-//     time; a wake should already be in flight, and the tick re-sends it
-//     when none resumed the turn after a grace period.
+//   - suspended for budget, throttling or a reaped lease, or with every
+//     approval answered or the verdict given: the last update; a wake
+//     should already be in flight, and the tick re-sends it when none
+//     resumed the turn after a grace period.
 //   - idle with messages waiting: the last update; a turn should start.
 func (s State) Attention() (due time.Time, why string, ok bool) {
 	switch s.Status {
@@ -386,17 +387,26 @@ func (s State) Attention() (due time.Time, why string, ok bool) {
 	case Suspended:
 		switch s.Turn.Cause {
 		case CauseApproval:
+			if len(s.Turn.Pending) == 0 {
+				// Every approval is answered: the turn waits for its wake.
+				return s.Updated, "wake", true
+			}
+			// The earliest expiry; an approval without one waits for the operator.
 			var first time.Time
 			for _, p := range s.Turn.Pending {
-				if first.IsZero() || p.Expires.Before(first) {
+				if !p.Expires.IsZero() && (first.IsZero() || p.Expires.Before(first)) {
 					first = p.Expires
 				}
 			}
 			return first, "approval", !first.IsZero()
 		case CauseUncertain:
-			return time.Time{}, "", false
+			if s.Turn.Uncertain != nil {
+				return time.Time{}, "", false
+			}
+			// The verdict is in: the turn waits for its wake.
+			return s.Updated, "wake", true
 		default:
-			return s.Turn.Since, "wake", true
+			return s.Updated, "wake", true
 		}
 	case Idle:
 		if len(s.Inbox) > 0 {

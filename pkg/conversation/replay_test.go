@@ -1,0 +1,128 @@
+package conversation_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/streams"
+)
+
+func yes() *bool { b := true; return &b }
+
+// stepWithCall is one complete model step calling a tool.
+func stepWithCall(n, call string) []streams.Part {
+	return []streams.Part{
+		{Type: streams.StartStep},
+		{Type: streams.ReasoningStart, ID: n + "r"},
+		{Type: streams.ReasoningDelta, ID: n + "r", Delta: "think "},
+		{Type: streams.ReasoningDelta, ID: n + "r", Delta: "hard"},
+		{Type: streams.ReasoningEnd, ID: n + "r", ProviderMetadata: conversation.SignatureMetadata("sig-" + n)},
+		{Type: streams.TextStart, ID: n + "t"},
+		{Type: streams.TextDelta, ID: n + "t", Delta: "Checking "},
+		{Type: streams.TextDelta, ID: n + "t", Delta: n},
+		{Type: streams.TextEnd, ID: n + "t"},
+		{Type: streams.ToolInputAvailable, ToolCallID: call, ToolName: "get_weather", Input: json.RawMessage(`{"city":"` + n + `"}`)},
+		{Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(reducer.Usage{InputTokens: 10, OutputTokens: 2}, "tool-calls")},
+		{Type: streams.FinishStep},
+	}
+}
+
+func TestReplayCompletedSteps(t *testing.T) {
+	var ps []streams.Part
+	ps = append(ps, streams.Part{Type: streams.Start, MessageID: "turn_1"})
+	ps = append(ps, stepWithCall("A", "c1")...)
+	ps = append(ps, streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: "c1", Output: json.RawMessage(`{"t":1}`)})
+	ps = append(ps, stepWithCall("B", "c2")...)
+	ps = append(ps,
+		streams.Part{Type: streams.ToolApprovalRequest, ApprovalID: "ap1", ToolCallID: "c2"},
+		streams.Part{Type: streams.DataSuspended},
+		streams.Part{Type: streams.DataResumed},
+		streams.Part{Type: streams.ToolApprovalResponse, ApprovalID: "ap1", Approved: yes()},
+		streams.Part{Type: streams.ToolOutputDenied, ToolCallID: "c2"},
+	)
+	tr := conversation.Replay(ps)
+	if len(tr.Steps) != 2 || tr.Abandoned {
+		t.Fatalf("steps=%d abandoned=%v", len(tr.Steps), tr.Abandoned)
+	}
+	a := tr.Steps[0]
+	if a.Content[0].Type != conversation.Reasoning || a.Content[0].Text != "think hard" || a.Content[0].Signature != "sig-A" {
+		t.Fatalf("reasoning block = %+v", a.Content[0])
+	}
+	if a.Content[1].Text != "Checking A" || a.Content[2].Type != conversation.ToolCall {
+		t.Fatalf("content = %+v", a.Content)
+	}
+	if c := tr.Steps[1].Calls[0]; c.ApprovalID != "ap1" || !c.Answered || c.Result == nil || !c.Result.IsError {
+		t.Fatalf("approved-then-denied call = %+v", c)
+	}
+	if len(tr.Pending()) != 0 {
+		t.Fatalf("pending = %v", tr.Pending())
+	}
+	if u := tr.Usage(); u.InputTokens != 20 || u.OutputTokens != 4 || u.Steps != 2 {
+		t.Fatalf("usage = %+v", u)
+	}
+	msgs := tr.Messages()
+	roles := ""
+	for _, m := range msgs {
+		roles += string(m.Role) + " "
+	}
+	if roles != "assistant tool assistant tool " {
+		t.Fatalf("roles = %q", roles)
+	}
+}
+
+func TestReplayDropsTrailingPartialStep(t *testing.T) {
+	ps := stepWithCall("A", "c1")
+	ps = append(ps, streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: "c1", Output: json.RawMessage(`1`)})
+	ps = append(ps, stepWithCall("B", "c2")[:7]...) // no finish-step
+	tr := conversation.Replay(ps)
+	if len(tr.Steps) != 1 || !tr.Abandoned {
+		t.Fatalf("steps=%d abandoned=%v, want 1 and true", len(tr.Steps), tr.Abandoned)
+	}
+	// A new start-step after the partial one: the partial is dropped, the
+	// new one kept.
+	ps = append(ps, stepWithCall("C", "c3")...)
+	tr = conversation.Replay(ps)
+	if len(tr.Steps) != 2 || tr.Steps[1].Calls[0].ID != "c3" {
+		t.Fatalf("steps = %d", len(tr.Steps))
+	}
+	if p := tr.Pending(); len(p) != 1 || p[0].ID != "c3" {
+		t.Fatalf("pending = %+v", p)
+	}
+}
+
+func TestBuildIsDeterministicAcrossChunking(t *testing.T) {
+	ps := stepWithCall("A", "c1")
+	ps = append(ps, streams.Part{Type: streams.ToolOutputError, ToolCallID: "c1", ErrorText: "boom"})
+	// The same text, coalesced as a sink would.
+	co := append([]streams.Part(nil), ps...)
+	co = append(co[:6], append([]streams.Part{{Type: streams.TextDelta, ID: "At", Delta: "Checking A"}}, co[8:]...)...)
+	user := []reducer.Message{{ID: "m1", Text: "hi"}}
+	hist := []conversation.Message{{Role: conversation.User, Content: []conversation.Content{{Type: conversation.Text, Text: "earlier"}}}}
+	a, _ := json.Marshal(conversation.Build(hist, user, conversation.Replay(ps)))
+	b, _ := json.Marshal(conversation.Build(hist, user, conversation.Replay(co)))
+	if !bytes.Equal(a, b) {
+		t.Fatalf("chunking changed the model input:\n%s\n%s", a, b)
+	}
+	var msgs []conversation.Message
+	if err := json.Unmarshal(a, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 4 || msgs[1].Role != conversation.User || msgs[3].Content[0].Output == nil || !msgs[3].Content[0].IsError {
+		t.Fatalf("messages = %s", a)
+	}
+}
+
+func TestCloseResolvesDanglingCalls(t *testing.T) {
+	tr := conversation.Replay(stepWithCall("A", "c1"))
+	if len(tr.Pending()) != 1 {
+		t.Fatal("want one pending call")
+	}
+	msgs := conversation.Close(nil, []reducer.Message{{ID: "m", Text: "x"}}, tr, "cancelled")
+	last := msgs[len(msgs)-1]
+	if last.Role != conversation.ToolRole || last.Content[0].ToolCallID != "c1" || !bytes.Contains(last.Content[0].Output, []byte("cancelled")) {
+		t.Fatalf("last message = %+v", last)
+	}
+}
