@@ -1,0 +1,229 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+
+	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/pkg/turn"
+)
+
+// Provider builds a model for an agent. apiKey is the value of the
+// agent's APIKeyEnv, if it named one.
+type Provider func(ctx context.Context, c Config, apiKey string) (model.Model, error)
+
+// Deps are what building agents may need from outside.
+type Deps struct {
+	// Providers by name, besides the built-in "scripted".
+	Providers map[string]Provider
+	// Builtins are the Go tools agents may name. Nil means tool.Demo().
+	Builtins []tool.Tool
+	// Declared builds a tool declared in the file (kind lambda or http).
+	// Nil means declared tools are refused.
+	Declared func(d Decl) (tool.Tool, error)
+	// Getenv reads API keys; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+// Load reads, validates and builds the agents of the file name in fsys.
+func Load(ctx context.Context, fsys fs.FS, name string, deps Deps) (turn.AgentMap, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, &ConfigError{File: name, Err: err}
+	}
+	f, err := Parse(name, data)
+	if err != nil {
+		return nil, err
+	}
+	return Build(ctx, fsys, name, f, deps)
+}
+
+// Build validates every agent of f and builds them. fsys and name locate
+// files the config refers to (scripts), relative to name's directory.
+func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (turn.AgentMap, error) {
+	builtins := deps.Builtins
+	if builtins == nil {
+		builtins = tool.Demo()
+	}
+	getenv := deps.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	out := turn.AgentMap{}
+	var errs []error
+	for _, an := range f.names() {
+		c := f.Agents[an]
+		bad := func(field string, err error) {
+			errs = append(errs, &ConfigError{File: name, Agent: an, Field: field, Err: err})
+		}
+		a := &turn.Agent{Name: an, System: c.System, MaxTokens: c.MaxOutputTokens}
+		if an == "" {
+			bad("", errors.New("an agent has an empty name"))
+			continue
+		}
+		if c.MaxOutputTokens < 0 {
+			bad("maxOutputTokens", errors.New("negative"))
+		}
+		lim, field, err := c.Limits.limits()
+		if err != nil {
+			bad(field, err)
+		}
+		a.Limits = lim
+
+		// The model.
+		switch c.Provider {
+		case "":
+			bad("provider", errors.New("missing"))
+		case "scripted":
+			m, err := script(fsys, name, c.Script)
+			if err != nil {
+				bad("script", err)
+			}
+			a.Model = m
+		default:
+			p, ok := deps.Providers[c.Provider]
+			if !ok {
+				bad("provider", fmt.Errorf("unknown provider %q", c.Provider))
+				break
+			}
+			if c.Model == "" {
+				bad("model", errors.New("missing"))
+				break
+			}
+			var key string
+			if c.APIKeyEnv != "" {
+				if key = getenv(c.APIKeyEnv); key == "" {
+					bad("apiKeyEnv", fmt.Errorf("environment variable %s is empty", c.APIKeyEnv))
+					break
+				}
+			}
+			m, err := p(ctx, c, key)
+			if err != nil {
+				bad("provider", err)
+				break
+			}
+			a.Model = m
+		}
+
+		// The tools.
+		var tools []tool.Tool
+		seen := map[string]bool{}
+		for i, ref := range c.Tools {
+			field := fmt.Sprintf("tools[%d]", i)
+			var t tool.Tool
+			switch {
+			case ref.Decl != nil:
+				if deps.Declared == nil {
+					bad(field, fmt.Errorf("declared tool %q: no declared tools here", ref.Name))
+					continue
+				}
+				if err := ref.Decl.validate(); err != nil {
+					bad(field, err)
+					continue
+				}
+				dt, err := deps.Declared(*ref.Decl)
+				if err != nil {
+					bad(field, err)
+					continue
+				}
+				t = dt
+				if ref.Decl.Approval != nil {
+					t.NeedsApproval = ref.Decl.Approval.Needs
+				}
+			default:
+				found := false
+				for _, b := range builtins {
+					if b.Name == ref.Name {
+						t, found = b, true
+					}
+				}
+				if !found {
+					bad(field, fmt.Errorf("unknown tool %q", ref.Name))
+					continue
+				}
+			}
+			if seen[t.Name] {
+				bad(field, fmt.Errorf("tool %q listed twice", t.Name))
+				continue
+			}
+			seen[t.Name] = true
+			if r, ok := c.Approvals[t.Name]; ok {
+				t.NeedsApproval = r.Needs
+			}
+			tools = append(tools, t)
+		}
+		for tn := range c.Approvals {
+			if !seen[tn] {
+				bad("approvals."+tn, errors.New("names a tool the agent does not have"))
+			}
+		}
+		reg, err := tool.NewRegistry(tools...)
+		if err != nil {
+			bad("tools", err)
+		}
+		a.Tools = reg
+		out[an] = a
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+func (d Decl) validate() error {
+	switch d.Kind {
+	case "lambda":
+		if d.ARN == "" {
+			return fmt.Errorf("tool %q: lambda tool needs arn", d.Name)
+		}
+	case "http":
+		if d.URL == "" {
+			return fmt.Errorf("tool %q: http tool needs url", d.Name)
+		}
+	default:
+		return fmt.Errorf("tool %q: kind %q: want lambda or http", d.Name, d.Kind)
+	}
+	if d.Name == "" {
+		return errors.New("declared tool has no name")
+	}
+	switch tool.Effect(d.Effect) {
+	case tool.Read, tool.Write, tool.External:
+	default:
+		return fmt.Errorf("tool %q: effect %q: want read, write or external", d.Name, d.Effect)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(d.Schema, &schema); err != nil || schema["type"] != "object" {
+		return fmt.Errorf("tool %q: schema must be a JSON Schema object with type object", d.Name)
+	}
+	if d.Timeout != "" {
+		if _, err := duration(d.Timeout, ""); err != nil {
+			return fmt.Errorf("tool %q: timeout: %w", d.Name, err)
+		}
+	}
+	return nil
+}
+
+// script loads a scripted model from a path next to the config, or inline.
+func script(fsys fs.FS, name string, raw json.RawMessage) (*model.Scripted, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("missing")
+	}
+	if raw[0] == '"' {
+		var p string
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, err
+		}
+		data, err := fs.ReadFile(fsys, path.Join(path.Dir(name), p))
+		if err != nil {
+			return nil, err
+		}
+		return model.ParseScript(data)
+	}
+	return model.ParseScript(raw)
+}

@@ -1,0 +1,281 @@
+package agents
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/baton-run/baton/pkg/turn"
+)
+
+//go:embed demo.json demo.script.json
+var demoFS embed.FS
+
+// Demo returns the embedded demo configuration: one scripted agent, "demo",
+// whose turn streams text, calls a read tool, then asks approval to send an
+// email.
+func Demo() (fs.FS, string) { return demoFS, "demo.json" }
+
+// File is an agent configuration file.
+type File struct {
+	Agents map[string]Config `json:"agents"`
+}
+
+// Config is one agent.
+type Config struct {
+	// Provider is scripted, anthropic, openai or bedrock.
+	Provider string `json:"provider"`
+	Model    string `json:"model,omitempty"`
+	// Script is, for the scripted provider, a path relative to the file or
+	// an inline script object.
+	Script json.RawMessage `json:"script,omitempty"`
+	// BaseURL overrides the provider's endpoint (OpenAI-compatible servers).
+	BaseURL string `json:"baseURL,omitempty"`
+	// APIKeyEnv names the environment variable holding the API key.
+	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	System    string `json:"system,omitempty"`
+	// Tools lists built-in tool names or declared tools.
+	Tools []ToolRef `json:"tools,omitempty"`
+	// Approvals maps a tool name to its approval rule, overriding the tool's own.
+	Approvals       map[string]Rule `json:"approvals,omitempty"`
+	Limits          Limits          `json:"limits,omitzero"`
+	MaxOutputTokens int             `json:"maxOutputTokens,omitempty"`
+	// MaxToolOutput caps a tool result in bytes; longer output is truncated
+	// and marked. Zero means 16 KiB.
+	MaxToolOutput int `json:"maxToolOutput,omitempty"`
+}
+
+// Limits are an agent's budgets, as Go durations and counts.
+type Limits struct {
+	Budget                string `json:"budget,omitempty"`
+	Margin                string `json:"margin,omitempty"`
+	MaxStepsPerInvocation int    `json:"maxStepsPerInvocation,omitempty"`
+	MaxStepsPerTurn       int    `json:"maxStepsPerTurn,omitempty"`
+	LeaseGrace            string `json:"leaseGrace,omitempty"`
+	ApprovalTTL           string `json:"approvalTTL,omitempty"`
+	ThrottleDelay         string `json:"throttleDelay,omitempty"`
+}
+
+// ToolRef is a tool name, or a tool declared without code.
+type ToolRef struct {
+	Name string
+	Decl *Decl
+}
+
+// UnmarshalJSON accepts a string or a declaration object.
+func (r *ToolRef) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &r.Name)
+	}
+	var d Decl
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return err
+	}
+	r.Name, r.Decl = d.Name, &d
+	return nil
+}
+
+// MarshalJSON writes the name or the declaration.
+func (r ToolRef) MarshalJSON() ([]byte, error) {
+	if r.Decl != nil {
+		return json.Marshal(r.Decl)
+	}
+	return json.Marshal(r.Name)
+}
+
+// Decl declares a Lambda or HTTP tool.
+type Decl struct {
+	Name        string          `json:"name"`
+	Kind        string          `json:"kind"` // lambda or http
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+	Effect      string          `json:"effect"` // read, write or external
+	Idempotent  bool            `json:"idempotent,omitempty"`
+	ARN         string          `json:"arn,omitempty"`     // lambda
+	URL         string          `json:"url,omitempty"`     // http
+	Timeout     string          `json:"timeout,omitempty"` // http and lambda; default 30s
+	Approval    *Rule           `json:"approval,omitempty"`
+}
+
+// Rule is an approval policy: "never", "always", or conditions on the
+// input, any of which asks for approval.
+type Rule struct {
+	Always bool
+	Never  bool
+	// PathPrefix asks when the string field Field starts with Prefix.
+	PathPrefix *PrefixRule `json:"pathPrefix,omitempty"`
+	// Over asks when the number field Field is greater than Limit.
+	Over *OverRule `json:"over,omitempty"`
+}
+
+// PrefixRule matches a string field by prefix.
+type PrefixRule struct {
+	Field  string `json:"field"`
+	Prefix string `json:"prefix"`
+}
+
+// OverRule matches a number field above a limit.
+type OverRule struct {
+	Field string  `json:"field"`
+	Limit float64 `json:"limit"`
+}
+
+// UnmarshalJSON accepts "never", "always" or an object.
+func (r *Rule) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		switch s {
+		case "never":
+			r.Never = true
+		case "always":
+			r.Always = true
+		default:
+			return fmt.Errorf("approval rule %q: want never, always or an object", s)
+		}
+		return nil
+	}
+	type plain Rule
+	var p plain
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	*r = Rule(p)
+	if r.PathPrefix == nil && r.Over == nil {
+		return errors.New("approval rule object needs pathPrefix or over")
+	}
+	return nil
+}
+
+// Needs reports whether a call with input needs approval under the rule.
+func (r Rule) Needs(input json.RawMessage) bool {
+	switch {
+	case r.Always:
+		return true
+	case r.Never:
+		return false
+	}
+	var obj map[string]any
+	if json.Unmarshal(input, &obj) != nil {
+		return true // fail closed on input the rule cannot read
+	}
+	if p := r.PathPrefix; p != nil {
+		if s, ok := obj[p.Field].(string); ok && strings.HasPrefix(path.Clean(s), p.Prefix) {
+			return true
+		}
+	}
+	if o := r.Over; o != nil {
+		if n, ok := obj[o.Field].(float64); ok && n > o.Limit {
+			return true
+		}
+	}
+	return false
+}
+
+// ConfigError names the file, agent and field of a configuration error.
+type ConfigError struct {
+	File, Agent, Field string
+	Err                error
+}
+
+func (e *ConfigError) Error() string {
+	switch {
+	case e.Agent == "":
+		return fmt.Sprintf("%s: %v", e.File, e.Err)
+	case e.Field == "":
+		return fmt.Sprintf("%s: agent %q: %v", e.File, e.Agent, e.Err)
+	}
+	return fmt.Sprintf("%s: agent %q: %s: %v", e.File, e.Agent, e.Field, e.Err)
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Parse decodes a configuration file strictly: unknown fields are errors.
+func Parse(name string, data []byte) (File, error) {
+	var f File
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return File{}, &ConfigError{File: name, Err: fmt.Errorf("parse: %w", err)}
+	}
+	if dec.More() {
+		return File{}, &ConfigError{File: name, Err: errors.New("parse: trailing data after the object")}
+	}
+	if len(f.Agents) == 0 {
+		return File{}, &ConfigError{File: name, Field: "agents", Err: errors.New("no agents")}
+	}
+	return f, nil
+}
+
+// names returns the agent names in order, for stable error reporting.
+func (f File) names() []string {
+	out := make([]string, 0, len(f.Agents))
+	for n := range f.Agents {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func duration(s, def string) (time.Duration, error) {
+	if s == "" {
+		s = def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%s is not positive", s)
+	}
+	return d, nil
+}
+
+// limits converts and checks the configured limits.
+func (l Limits) limits() (turn.Limits, string, error) {
+	var out turn.Limits
+	var err error
+	for _, d := range []struct {
+		field string
+		in    string
+		dst   *time.Duration
+	}{
+		{"limits.budget", l.Budget, &out.Budget},
+		{"limits.margin", l.Margin, &out.Margin},
+		{"limits.leaseGrace", l.LeaseGrace, &out.LeaseGrace},
+		{"limits.approvalTTL", l.ApprovalTTL, &out.ApprovalTTL},
+		{"limits.throttleDelay", l.ThrottleDelay, &out.ThrottleDelay},
+	} {
+		if d.in == "" {
+			continue
+		}
+		if *d.dst, err = duration(d.in, ""); err != nil {
+			return out, d.field, err
+		}
+	}
+	if l.MaxStepsPerInvocation < 0 {
+		return out, "limits.maxStepsPerInvocation", errors.New("negative")
+	}
+	if l.MaxStepsPerTurn < 0 {
+		return out, "limits.maxStepsPerTurn", errors.New("negative")
+	}
+	out.MaxStepsPerInvocation, out.MaxStepsPerTurn = l.MaxStepsPerInvocation, l.MaxStepsPerTurn
+	full := out.WithDefaults()
+	if full.Margin >= full.Budget {
+		return out, "limits.margin", fmt.Errorf("margin %s leaves nothing of the budget %s", full.Margin, full.Budget)
+	}
+	return out, "", nil
+}

@@ -1,0 +1,6 @@
+// Package agents loads the agent configuration file: named agents, each with
+// a provider and model, a system prompt, tools, approval rules, budgets and
+// an output cap. It validates the whole file at start-up, naming the file,
+// the agent and the field of every error, and builds the turn.Agents the
+// runner uses.
+package agents

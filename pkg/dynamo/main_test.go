@@ -1,0 +1,160 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/reducer"
+)
+
+// testEnv is the emulator and the table shared by the package's tests. kumo
+// keeps state per process, so tests use unique session ids and owners, and
+// a test that needs the whole table (Due) makes its own.
+var testEnv struct {
+	emu   *emulator.Emulator
+	table string
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	testEnv.emu = emulator.Start()
+	defer testEnv.emu.Close()
+	testEnv.table = ids.New("facts")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := New(testEnv.emu.Clients.DynamoDB, testEnv.table).CreateTable(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// sharedStore is a fresh Store (fresh request counter) on the shared table.
+func sharedStore() *Store { return New(testEnv.emu.Clients.DynamoDB, testEnv.table) }
+
+// ownTable makes a Store on a new table of the test's own.
+func ownTable(t *testing.T) *Store {
+	t.Helper()
+	s := New(testEnv.emu.Clients.DynamoDB, ids.New("facts"))
+	if err := s.CreateTable(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var t0 = time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// session builds a realistic session: facts get the next seqs and times,
+// are folded with the reducer, and are appended with the resulting state.
+type session struct {
+	t     *testing.T
+	store *Store
+	id    string
+	st    reducer.State
+	now   time.Time
+	turn  string
+	facts []reducer.Fact
+}
+
+func newSession(t *testing.T, store *Store, owner string, created time.Time) *session {
+	t.Helper()
+	s := &session{t: t, store: store, id: ids.New("s"), now: created}
+	s.append(reducer.Fact{Type: reducer.SessionCreated, Agent: "helper", Owner: owner,
+		Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: owner}})
+	return s
+}
+
+// prepare numbers, times and folds facts without writing them.
+func (s *session) prepare(facts ...reducer.Fact) (reducer.State, []reducer.Fact) {
+	s.t.Helper()
+	out := make([]reducer.Fact, len(facts))
+	for i, f := range facts {
+		f.Seq = s.st.LastSeq + int64(i) + 1
+		if f.Time.IsZero() {
+			f.Time = s.now.Add(time.Duration(i) * time.Second)
+		}
+		if f.Actor.Kind == "" {
+			f.Actor = reducer.Actor{Kind: reducer.ActorAgent, ID: f.Turn}
+		}
+		out[i] = f
+	}
+	next, err := s.st.Apply(out...)
+	if err != nil {
+		s.t.Fatalf("reduce: %v", err)
+	}
+	return next, out
+}
+
+func (s *session) append(facts ...reducer.Fact) {
+	s.t.Helper()
+	next, out := s.prepare(facts...)
+	if err := s.store.Append(s.t.Context(), s.id, next, out...); err != nil {
+		s.t.Fatalf("append: %v", err)
+	}
+	s.st, s.facts = next, append(s.facts, out...)
+	s.now = s.now.Add(time.Duration(len(facts)) * time.Second)
+}
+
+func (s *session) message(text string) {
+	s.t.Helper()
+	s.append(reducer.Fact{Type: reducer.MessageReceived,
+		Actor:   reducer.Actor{Kind: reducer.ActorOperator, ID: "op"},
+		Message: &reducer.Message{ID: ids.New("m"), Text: text}})
+}
+
+func (s *session) start() {
+	s.t.Helper()
+	s.turn = ids.New("t")
+	s.append(reducer.Fact{Type: reducer.TurnStarted, Turn: s.turn, Stream: s.turn + "/stream",
+		Lease: s.now.Add(15 * time.Minute)})
+}
+
+func (s *session) complete(snapshot string) {
+	s.t.Helper()
+	s.append(reducer.Fact{Type: reducer.TurnCompleted, Turn: s.turn, Snapshot: snapshot,
+		Usage: &reducer.Usage{InputTokens: 100, OutputTokens: 20, Steps: 2}})
+}
+
+// turns runs n complete turns, each ending with a snapshot.
+func (s *session) turns(n int) {
+	s.t.Helper()
+	for i := range n {
+		s.message(fmt.Sprintf("question %d", i))
+		s.start()
+		s.complete(fmt.Sprintf("snap/%s/%d", s.id, s.st.LastSeq+1))
+	}
+}
+
+func seqs(facts []reducer.Fact) []int64 {
+	out := make([]int64, len(facts))
+	for i, f := range facts {
+		out[i] = f.Seq
+	}
+	return out
+}
+
+func seqRange(from, to int64) []int64 {
+	var out []int64
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

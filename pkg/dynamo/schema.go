@@ -1,0 +1,107 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The table layout. Keep every attribute and index name here, in one place.
+//
+// Fact items: pk = session, sk = seq (1..n), type, fact (JSON of reducer.Fact).
+// Head item:  pk = session, sk = 0, lastSeq, status, agent, owner, created,
+// updated, turn, cause, and — only while something is due — dueShard, due, why.
+const (
+	attrPK       = "pk"       // S: session id
+	attrSK       = "sk"       // N: seq; 0 is the head
+	attrType     = "type"     // S: fact type
+	attrFact     = "fact"     // S: JSON of reducer.Fact
+	attrLastSeq  = "lastSeq"  // N
+	attrStatus   = "status"   // S
+	attrAgent    = "agent"    // S
+	attrOwner    = "owner"    // S, byOwner hash key; absent when the session has no owner
+	attrCreated  = "created"  // S, byOwner range key; fixed-width RFC 3339 UTC, so it sorts
+	attrUpdated  = "updated"  // S
+	attrTurn     = "turn"     // S: open turn id, absent when idle
+	attrCause    = "cause"    // S: suspension cause, absent unless suspended
+	attrDueShard = "dueShard" // S, byDue hash key: always dueShard while due
+	attrDue      = "due"      // N, byDue range key: unix milliseconds
+	attrWhy      = "why"      // S: why the session is due
+
+	// IndexByOwner lists an owner's sessions, newest first.
+	IndexByOwner = "byOwner"
+	// IndexByDue lists sessions the tick must look at, by due time.
+	IndexByDue = "byDue"
+
+	dueShard = "due"
+	headSK   = "0"
+)
+
+// timeLayout is RFC 3339 with a fixed nine-digit fraction, always UTC. Unlike
+// time.RFC3339Nano it never trims zeros, so strings sort in time order; it
+// still parses with time.RFC3339Nano.
+const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// TableInput describes the facts table: pay-per-request, with the byOwner
+// and byDue global secondary indexes (both sparse, projecting all attributes).
+func TableInput(table string) *dynamodb.CreateTableInput {
+	gsi := func(name, hash, rng string) types.GlobalSecondaryIndex {
+		return types.GlobalSecondaryIndex{
+			IndexName: aws.String(name),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(hash), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(rng), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}
+	}
+	def := func(name string, t types.ScalarAttributeType) types.AttributeDefinition {
+		return types.AttributeDefinition{AttributeName: aws.String(name), AttributeType: t}
+	}
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(table),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			def(attrPK, types.ScalarAttributeTypeS),
+			def(attrSK, types.ScalarAttributeTypeN),
+			def(attrOwner, types.ScalarAttributeTypeS),
+			def(attrCreated, types.ScalarAttributeTypeS),
+			def(attrDueShard, types.ScalarAttributeTypeS),
+			def(attrDue, types.ScalarAttributeTypeN),
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
+		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
+			gsi(IndexByOwner, attrOwner, attrCreated),
+			gsi(IndexByDue, attrDueShard, attrDue),
+		},
+	}
+}
+
+// CreateTable creates the store's table if it does not exist and waits until
+// it is active. An existing table is accepted as it is.
+func (s *Store) CreateTable(ctx context.Context) error {
+	_, err := s.client.CreateTable(ctx, TableInput(s.table), s.count.DynamoDB)
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("dynamo: create table %s: %w", s.table, err)
+	}
+	w := dynamodb.NewTableExistsWaiter(s.client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = time.Second
+		o.MaxDelay = 10 * time.Second
+		o.ClientOptions = append(o.ClientOptions, s.count.DynamoDB)
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)}, 5*time.Minute); err != nil {
+		return fmt.Errorf("dynamo: wait for table %s: %w", s.table, err)
+	}
+	return nil
+}

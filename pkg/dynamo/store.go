@@ -1,0 +1,264 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/baton-run/baton/pkg/reducer"
+)
+
+// MaxAppend is the most facts one Append writes: a transaction holds at most
+// 100 items, and one of them is the head.
+const MaxAppend = 99
+
+// tailPage is how many facts Tail reads per request.
+const tailPage = 25
+
+// ErrConflict is matched when an append lost the race: a condition on the
+// expected last seq (or on a fact not existing yet) failed. Nothing else —
+// throttling, transaction conflicts, timeouts, validation — matches it.
+var ErrConflict = errors.New("dynamo: lost the race")
+
+// ErrNotFound is matched when a session has no head item.
+var ErrNotFound = errors.New("dynamo: session not found")
+
+// Store is the session fact store on one DynamoDB table. It is safe for
+// concurrent use.
+type Store struct {
+	client *dynamodb.Client
+	table  string
+	count  *Counter
+}
+
+// New returns a store on table. It does not create the table; see CreateTable.
+func New(client *dynamodb.Client, table string) *Store {
+	return &Store{client: client, table: table, count: &Counter{}}
+}
+
+// Requests returns how many DynamoDB requests (attempts) this Store has sent.
+func (s *Store) Requests() int64 { return s.count.Count() }
+
+// Append writes facts, which must carry consecutive seqs, together with the
+// head item derived from next (the state after applying them), in one
+// transaction. It succeeds only if the session's last seq is still
+// facts[0].Seq-1 (or the session does not exist when facts[0].Seq is 1);
+// otherwise it returns an error matching ErrConflict and writes nothing.
+// Append does not run the reducer: next must already be the reduced state.
+func (s *Store) Append(ctx context.Context, session string, next reducer.State, facts ...reducer.Fact) error {
+	if err := checkAppend(session, next, facts); err != nil {
+		return fmt.Errorf("dynamo: append to %q: %w", session, err)
+	}
+	first, last := facts[0].Seq, facts[len(facts)-1].Seq
+	items := make([]types.TransactWriteItem, 0, len(facts)+1)
+	for _, f := range facts {
+		body, err := json.Marshal(f)
+		if err != nil {
+			return fmt.Errorf("dynamo: append facts %d..%d of %s: encode fact %d: %w", first, last, session, f.Seq, err)
+		}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName: aws.String(s.table),
+			Item: map[string]types.AttributeValue{
+				attrPK:   str(session),
+				attrSK:   num(f.Seq),
+				attrType: str(string(f.Type)),
+				attrFact: str(string(body)),
+			},
+			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+		}})
+	}
+	head := &types.Put{
+		TableName:                aws.String(s.table),
+		Item:                     headItem(session, next),
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	}
+	if first > 1 {
+		head.ConditionExpression = aws.String("#lastSeq = :prev")
+		head.ExpressionAttributeNames = map[string]string{"#lastSeq": attrLastSeq}
+		head.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(first - 1)}
+	}
+	items = append(items, types.TransactWriteItem{Put: head})
+
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, s.count.DynamoDB)
+	if err != nil {
+		if conditionFailed(err) {
+			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrConflict, err)
+		}
+		return fmt.Errorf("dynamo: append facts %d..%d of %s: %w", first, last, session, err)
+	}
+	return nil
+}
+
+func checkAppend(session string, next reducer.State, facts []reducer.Fact) error {
+	switch {
+	case session == "":
+		return errors.New("no session id")
+	case len(facts) == 0:
+		return errors.New("no facts")
+	case len(facts) > MaxAppend:
+		return fmt.Errorf("%d facts, at most %d per append", len(facts), MaxAppend)
+	case facts[0].Seq < 1:
+		return fmt.Errorf("first fact has seq %d, seqs start at 1", facts[0].Seq)
+	}
+	for i, f := range facts[1:] {
+		if f.Seq != facts[i].Seq+1 {
+			return fmt.Errorf("fact seq %d does not follow %d", f.Seq, facts[i].Seq)
+		}
+	}
+	last := facts[len(facts)-1].Seq
+	if next.LastSeq != last {
+		return fmt.Errorf("next state has last seq %d, the last fact is %d", next.LastSeq, last)
+	}
+	if next.Status == "" {
+		return errors.New("next state has no status")
+	}
+	return nil
+}
+
+// conditionFailed reports whether err says a condition expression failed,
+// and only that.
+func conditionFailed(err error) bool {
+	var cancelled *types.TransactionCanceledException
+	if errors.As(err, &cancelled) {
+		for _, r := range cancelled.CancellationReasons {
+			if aws.ToString(r.Code) == "ConditionalCheckFailed" {
+				return true
+			}
+		}
+		return false
+	}
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+// Facts returns the session's facts with seq > after, in ascending order.
+// Reads are strongly consistent. A session without facts yields none.
+func (s *Store) Facts(ctx context.Context, session string, after int64) ([]reducer.Fact, error) {
+	after = max(after, 0)
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("#pk = :pk AND #sk > :after"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(session), ":after": num(after)},
+		ConsistentRead:            aws.Bool(true),
+	}
+	var facts []reducer.Fact
+	for {
+		out, err := s.client.Query(ctx, in, s.count.DynamoDB)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: read facts after %d of %s: %w", after, session, err)
+		}
+		for _, item := range out.Items {
+			f, err := decodeFact(item)
+			if err != nil {
+				return nil, fmt.Errorf("dynamo: read facts after %d of %s: %w", after, session, err)
+			}
+			if want := after + int64(len(facts)) + 1; f.Seq != want {
+				return nil, fmt.Errorf("dynamo: read facts after %d of %s: got seq %d, want %d", after, session, f.Seq, want)
+			}
+			facts = append(facts, f)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return facts, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// Tail reads the session's facts backwards, newest first, until it has read
+// the newest fact carrying a snapshot or reached seq 1, and returns what it
+// read in ascending order. The number of requests depends on the facts since
+// the last snapshot, not on the session's age. A session without facts
+// yields none.
+func (s *Store) Tail(ctx context.Context, session string) ([]reducer.Fact, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("#pk = :pk AND #sk > :zero"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(session), ":zero": num(0)},
+		ConsistentRead:            aws.Bool(true),
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(tailPage),
+	}
+	var facts []reducer.Fact // newest first
+	for {
+		out, err := s.client.Query(ctx, in, s.count.DynamoDB)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: read tail of %s: %w", session, err)
+		}
+		for _, item := range out.Items {
+			f, err := decodeFact(item)
+			if err != nil {
+				return nil, fmt.Errorf("dynamo: read tail of %s: %w", session, err)
+			}
+			if n := len(facts); n > 0 && f.Seq != facts[n-1].Seq-1 {
+				return nil, fmt.Errorf("dynamo: read tail of %s: got seq %d after %d", session, f.Seq, facts[n-1].Seq)
+			}
+			facts = append(facts, f)
+			if f.Snapshot != "" || f.Seq == 1 {
+				slices.Reverse(facts)
+				return facts, nil
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			if len(facts) == 0 {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("dynamo: read tail of %s: facts end at seq %d, not 1", session, facts[len(facts)-1].Seq)
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+func decodeFact(item map[string]types.AttributeValue) (reducer.Fact, error) {
+	seq, err := numAttr(item, attrSK)
+	if err != nil {
+		return reducer.Fact{}, err
+	}
+	body, ok := item[attrFact].(*types.AttributeValueMemberS)
+	if !ok {
+		return reducer.Fact{}, fmt.Errorf("fact %d: no %s attribute", seq, attrFact)
+	}
+	var f reducer.Fact
+	if err := json.Unmarshal([]byte(body.Value), &f); err != nil {
+		return reducer.Fact{}, fmt.Errorf("fact %d: decode: %w", seq, err)
+	}
+	if f.Seq != seq {
+		return reducer.Fact{}, fmt.Errorf("fact item %d holds fact seq %d", seq, f.Seq)
+	}
+	return f, nil
+}
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func num(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+
+func strAttr(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func numAttr(item map[string]types.AttributeValue, name string) (int64, error) {
+	v, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, fmt.Errorf("no number attribute %s", name)
+	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("attribute %s: %w", name, err)
+	}
+	return n, nil
+}

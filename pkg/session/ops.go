@@ -1,0 +1,163 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/wake"
+)
+
+// Create starts a new session for owner with agent. It fails with
+// ErrConflict if the id is taken.
+func (s *Store) Create(ctx context.Context, id, owner, agent string) (reducer.State, error) {
+	return s.Append(ctx, id, reducer.State{}, reducer.Fact{
+		Type: reducer.SessionCreated, Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: owner},
+		Agent: agent, Owner: owner,
+	})
+}
+
+// Post records a user message and wakes the session. It returns the
+// message id.
+func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text string) (string, error) {
+	msg := reducer.Message{ID: ids.New("msg"), Text: text}
+	var st reducer.State
+	err := retry(ctx, func() error {
+		sess, err := s.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		st, err = s.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.MessageReceived, Actor: actor, Message: &msg})
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	s.wake(ctx, id, "message", st.LastSeq)
+	return msg.ID, nil
+}
+
+// Answer records an operator's decision on a pending approval and wakes the
+// turn once nothing else is pending. An approval id that is not pending —
+// unknown, already answered, or of another turn — fails with ErrNotPending
+// and writes nothing.
+func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) error {
+	if d != reducer.Approve && d != reducer.Deny {
+		return fmt.Errorf("session: decision %q: want approve or deny", d)
+	}
+	var st reducer.State
+	err := retry(ctx, func() error {
+		sess, err := s.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		t := sess.State.Turn
+		if t == nil || sess.State.Status != reducer.Suspended || t.Cause != reducer.CauseApproval {
+			return fmt.Errorf("session: approval %s: %w", approvalID, ErrNotPending)
+		}
+		var call string
+		for _, p := range t.Pending {
+			if p.ID == approvalID {
+				call = p.ToolCallID
+			}
+		}
+		if call == "" {
+			return fmt.Errorf("session: approval %s: %w", approvalID, ErrNotPending)
+		}
+		st, err = s.Append(ctx, id, sess.State, reducer.Fact{
+			Type: reducer.ApprovalAnswered, Actor: actor, Turn: t.ID,
+			Answer: &reducer.Answer{ApprovalID: approvalID, ToolCallID: call, Decision: d, Reason: reason},
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(st.Turn.Pending) == 0 {
+		s.wake(ctx, id, "approval", st.LastSeq)
+	}
+	return nil
+}
+
+// Settle records an operator's verdict on an uncertain execution and wakes
+// the turn. An execution that awaits no verdict fails with ErrNotPending.
+func (s *Store) Settle(ctx context.Context, id string, actor reducer.Actor, executionID string, v reducer.Verdict) error {
+	if v != reducer.Rerun && v != reducer.Abandon {
+		return fmt.Errorf("session: verdict %q: want rerun or abandon", v)
+	}
+	var st reducer.State
+	err := retry(ctx, func() error {
+		sess, err := s.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		t := sess.State.Turn
+		if t == nil || t.Uncertain == nil || t.Uncertain.ID != executionID || sess.State.Status != reducer.Suspended {
+			return fmt.Errorf("session: execution %s: %w", executionID, ErrNotPending)
+		}
+		st, err = s.Append(ctx, id, sess.State, reducer.Fact{
+			Type: reducer.ExecutionVerdict, Actor: actor, Turn: t.ID,
+			Settled: &reducer.Settled{ExecutionID: executionID, Verdict: v},
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.wake(ctx, id, "verdict", st.LastSeq)
+	return nil
+}
+
+// Cancel ends the open turn as cancelled and closes its stream. A runner
+// still working on the turn loses its next compare-and-set and stops.
+func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reason string) error {
+	var sink *streams.Sink
+	err := retry(ctx, func() error {
+		sess, err := s.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		t := sess.State.Turn
+		if t == nil {
+			return fmt.Errorf("session: cancel %s: %w", id, ErrNoTurn)
+		}
+		var parts []streams.Part
+		sink, parts, err = s.Streams.Resume(ctx, id, t.Stream)
+		if err != nil {
+			return fmt.Errorf("session: cancel %s: read stream: %w", id, err)
+		}
+		_, err = s.End(ctx, sess, conversation.Replay(parts), reducer.Fact{
+			Type: reducer.TurnCancelled, Actor: actor, Turn: t.ID, Reason: reason,
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = sink.Append(streams.Part{Type: streams.Finish, FinishReason: "cancelled"})
+	if err == nil {
+		err = sink.Close(ctx, streams.Cancelled)
+	}
+	if err != nil && !errors.Is(err, streams.ErrChunkTaken) && !errors.Is(err, streams.ErrClosed) {
+		// The fact stands; a live runner closes the stream when it notices.
+		slog.WarnContext(ctx, "cancel: close stream", "session", id, "stream", sink.Stream(), "err", err)
+	}
+	// Messages that arrived during the turn now start a new one.
+	s.wake(ctx, id, "cancelled", 0)
+	return nil
+}
+
+func (s *Store) wake(ctx context.Context, id, reason string, seq int64) {
+	if s.Waker == nil {
+		return
+	}
+	if err := s.Waker.Wake(ctx, wake.Wake{Session: id, Reason: reason, Seq: seq}, 0); err != nil {
+		// The fact is durable; the tick finds the session and re-sends.
+		slog.WarnContext(ctx, "wake not sent; the tick will re-send it", "session", id, "reason", reason, "err", err)
+	}
+}

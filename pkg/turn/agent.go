@@ -1,0 +1,95 @@
+package turn
+
+import (
+	"time"
+
+	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/tool"
+)
+
+// Limits bound a turn. Zero fields take the defaults.
+type Limits struct {
+	// Budget is how long one invocation may run; the Lambda deadline, when
+	// sooner, wins.
+	Budget time.Duration
+	// Margin is kept back at the end of the budget for the last flush and
+	// fact writes. No step starts unless it is expected to end before
+	// deadline minus Margin, and a step still running then is aborted.
+	Margin time.Duration
+	// MaxStepsPerInvocation and MaxStepsPerTurn cap model steps.
+	MaxStepsPerInvocation int
+	MaxStepsPerTurn       int
+	// LeaseGrace is added to the deadline to form the invocation's lease;
+	// past it the reaper may take the turn over.
+	LeaseGrace time.Duration
+	// ApprovalTTL is how long an approval request waits before the tick
+	// denies it.
+	ApprovalTTL time.Duration
+	// ThrottleDelay is how long a turn suspended for a throttled model
+	// waits before its wake.
+	ThrottleDelay time.Duration
+}
+
+// DefaultLimits suit a Lambda function with a 15-minute timeout.
+func DefaultLimits() Limits {
+	return Limits{
+		Budget:                14 * time.Minute,
+		Margin:                10 * time.Second,
+		MaxStepsPerInvocation: 50,
+		MaxStepsPerTurn:       200,
+		LeaseGrace:            time.Minute,
+		ApprovalTTL:           72 * time.Hour,
+		ThrottleDelay:         30 * time.Second,
+	}
+}
+
+// WithDefaults fills zero fields from the defaults.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits()
+	if l.Budget > 0 {
+		d.Budget = l.Budget
+	}
+	if l.Margin > 0 {
+		d.Margin = l.Margin
+	}
+	if l.MaxStepsPerInvocation > 0 {
+		d.MaxStepsPerInvocation = l.MaxStepsPerInvocation
+	}
+	if l.MaxStepsPerTurn > 0 {
+		d.MaxStepsPerTurn = l.MaxStepsPerTurn
+	}
+	if l.LeaseGrace > 0 {
+		d.LeaseGrace = l.LeaseGrace
+	}
+	if l.ApprovalTTL > 0 {
+		d.ApprovalTTL = l.ApprovalTTL
+	}
+	if l.ThrottleDelay > 0 {
+		d.ThrottleDelay = l.ThrottleDelay
+	}
+	return d
+}
+
+// Agent is what a turn runs: a model, its tools and its limits.
+type Agent struct {
+	Name      string
+	System    string
+	Model     model.Model
+	Tools     *tool.Registry
+	MaxTokens int
+	Limits    Limits
+}
+
+// Agents finds an agent by name.
+type Agents interface {
+	Agent(name string) (*Agent, bool)
+}
+
+// AgentMap is a fixed set of agents.
+type AgentMap map[string]*Agent
+
+// Agent returns the named agent.
+func (m AgentMap) Agent(name string) (*Agent, bool) {
+	a, ok := m[name]
+	return a, ok
+}

@@ -1,0 +1,92 @@
+package turn_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/turn"
+)
+
+// stepsScript has n-1 tool-calling steps and a final answer, no delays.
+func stepsScript(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"steps":[`)
+	for i := range n - 1 {
+		fmt.Fprintf(&b, `{"text":"step %d of the plan","toolCalls":[{"name":"get_weather","input":{"city":"C%d"}}]},`, i, i)
+	}
+	b.WriteString(`{"text":"all done"}]}`)
+	return b.String()
+}
+
+// BenchmarkStep measures the runner's cost per step with a zero-delay
+// scripted model, in-process against the emulator: the flush of each step
+// to S3 included. It reports S3 PUTs per step and DynamoDB writes per turn.
+func BenchmarkStep(b *testing.B) {
+	const steps = 10
+	agent := demoAgent(b, script(b, stepsScript(steps)), turn.Limits{})
+	inv := fresh(agent)
+	ctx := context.Background()
+	ids := make([]string, b.N)
+	for i := range ids {
+		ids[i] = newSession(b, inv, "go")
+	}
+	inv.counter.Reset()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		out, err := inv.runner.Start(ctx, ids[i])
+		if err != nil || out.Kind != turn.Completed {
+			b.Fatalf("%+v %v", out, err)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n/steps, "ns/step")
+	b.ReportMetric(float64(inv.counter.Total("s3:PutObject"))/n/steps, "s3-puts/step")
+	b.ReportMetric(float64(inv.counter.Total("dynamodb:TransactWriteItems")+inv.counter.Total("dynamodb:PutItem"))/n, "ddb-writes/turn")
+	b.ReportMetric(float64(inv.counter.Total(""))/n, "requests/turn")
+}
+
+// BenchmarkRebuild reports the requests needed to rebuild a session after
+// 1, 10 and 100 completed turns: load its state and history, as Start does.
+func BenchmarkRebuild(b *testing.B) {
+	for _, turns := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("turns=%d", turns), func(b *testing.B) {
+			agent := demoAgent(b, script(b, stepsScript(2)), turn.Limits{})
+			inv := fresh(agent)
+			ctx := context.Background()
+			id := newSession(b, inv, "first")
+			for i := range turns {
+				if i > 0 {
+					sess, err := inv.sessions.Load(ctx, id)
+					if err != nil {
+						b.Fatal(err)
+					}
+					msg := reducer.Message{ID: fmt.Sprintf("m%d", i), Text: "again"}
+					if _, err := inv.sessions.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.MessageReceived, Actor: operator, Message: &msg}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if out, err := inv.runner.Start(ctx, id); err != nil || out.Kind != turn.Completed {
+					b.Fatalf("turn %d: %+v %v", i, out, err)
+				}
+			}
+			inv.counter.Reset()
+			b.ResetTimer()
+			for range b.N {
+				sess, err := inv.sessions.Load(ctx, id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := len(sess.History); got != 4*turns {
+					b.Fatalf("history has %d messages, want %d", got, 4*turns)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(inv.counter.Total(""))/float64(b.N), "requests/rebuild")
+		})
+	}
+}

@@ -1,0 +1,328 @@
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
+	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/pkg/wake"
+)
+
+// loop runs steps until the turn ends or this invocation must stop. Each
+// iteration settles the tool calls of the last step, then checkpoints, then
+// asks the model for the next step. The checkpoint is one chunk holding the
+// step and its tool results: one durable write per step.
+func (ru *run) loop(ctx context.Context) (Outcome, error) {
+	var spent time.Duration // time spent in model steps this invocation
+	for {
+		ru.replay()
+		if pending := ru.turn.Pending(); len(pending) > 0 {
+			approvals, err := ru.settle(ctx, pending)
+			if err != nil {
+				return ru.stopped(ctx, err)
+			}
+			if len(approvals) > 0 {
+				return ru.suspendForApproval(ctx, approvals)
+			}
+			ru.replay()
+		}
+		if last := ru.turn.Last(); last != nil && len(last.Calls) == 0 {
+			return ru.complete(ctx)
+		}
+		if n := len(ru.turn.Steps); n >= ru.lim.MaxStepsPerTurn {
+			return ru.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn reached its cap of %d steps", ru.lim.MaxStepsPerTurn))
+		}
+		if ru.out.Steps >= ru.lim.MaxStepsPerInvocation || !ru.fits(spent) {
+			return ru.suspend(ctx, reducer.CauseBudget, 0)
+		}
+		if err := ru.sink.Flush(ctx); err != nil {
+			return ru.stopped(ctx, err)
+		}
+		began := time.Now()
+		parts, err := ru.step(ctx)
+		spent += time.Since(began)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			// The invocation itself is ending (a process death, in tests):
+			// write nothing more; the last checkpoint stands.
+			return ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, ctx.Err())
+		case errors.Is(err, context.DeadlineExceeded):
+			// A runaway step hit the hard deadline: drop it and suspend.
+			ru.r.log().WarnContext(ctx, "step aborted at the deadline", "session", ru.out.Session, "turn", ru.out.Turn)
+			return ru.suspend(ctx, reducer.CauseBudget, 0)
+		case isRetryable(err):
+			return ru.suspend(ctx, reducer.CauseThrottled, ru.throttleDelay(err))
+		default:
+			return ru.fail(ctx, reducer.FailModel, err)
+		}
+		ru.emit(parts...)
+		ru.out.Steps++
+	}
+}
+
+// fits reports whether another step, as long as the average so far, would
+// end before the deadline minus the margin.
+func (ru *run) fits(spent time.Duration) bool {
+	var avg time.Duration
+	if ru.out.Steps > 0 {
+		avg = spent / time.Duration(ru.out.Steps)
+	}
+	return time.Now().Add(avg).Before(ru.deadline.Add(-ru.lim.Margin))
+}
+
+func isRetryable(err error) bool {
+	var me *model.Error
+	return errors.As(err, &me) && me.Retryable()
+}
+
+func (ru *run) throttleDelay(err error) time.Duration {
+	var me *model.Error
+	if errors.As(err, &me) && me.RetryAfter > 0 {
+		return me.RetryAfter
+	}
+	return ru.lim.ThrottleDelay
+}
+
+// step asks the model for one step and returns its parts, from start-step
+// to finish-step. Nothing reaches the sink unless the step completes.
+func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
+	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
+	defer cancel()
+	st := ru.sess.State
+	req := model.Request{
+		System:    ru.agent.System,
+		Messages:  conversation.Build(ru.sess.History, st.Turn.Messages, ru.turn),
+		Tools:     ru.agent.Tools.Specs(),
+		MaxTokens: ru.agent.MaxTokens,
+	}
+	n := len(ru.turn.Steps)
+	parts := []streams.Part{{Type: streams.StartStep}}
+	var open streams.PartType // the open block's start type, if any
+	var blockID, signature string
+	blocks := 0
+	closeBlock := func() {
+		switch open {
+		case streams.TextStart:
+			parts = append(parts, streams.Part{Type: streams.TextEnd, ID: blockID})
+		case streams.ReasoningStart:
+			p := streams.Part{Type: streams.ReasoningEnd, ID: blockID}
+			if signature != "" {
+				p.ProviderMetadata = conversation.SignatureMetadata(signature)
+			}
+			parts = append(parts, p)
+		}
+		open, signature = "", ""
+	}
+	openBlock := func(t streams.PartType) {
+		if open == t {
+			return
+		}
+		closeBlock()
+		open = t
+		blockID = fmt.Sprintf("s%d-b%d", n, blocks)
+		blocks++
+		parts = append(parts, streams.Part{Type: t, ID: blockID})
+	}
+	finished := false
+	for ev, err := range ru.agent.Model.Stream(ctx, req) {
+		if err != nil {
+			if ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+			}
+			return nil, fmt.Errorf("step %d: %w", n, err)
+		}
+		switch ev.Type {
+		case model.ReasoningDelta:
+			openBlock(streams.ReasoningStart)
+			parts = append(parts, streams.Part{Type: streams.ReasoningDelta, ID: blockID, Delta: ev.Text})
+		case model.ReasoningSignature:
+			if open == streams.ReasoningStart {
+				signature += ev.Text
+			}
+		case model.TextDelta:
+			openBlock(streams.TextStart)
+			parts = append(parts, streams.Part{Type: streams.TextDelta, ID: blockID, Delta: ev.Text})
+		case model.ToolCall:
+			closeBlock()
+			parts = append(parts, streams.Part{Type: streams.ToolInputAvailable, ToolCallID: ev.Call.ID,
+				ToolName: ev.Call.Name, Input: normalizeInput(ev.Call.Input)})
+		case model.Finish:
+			closeBlock()
+			u := reducer.Usage{InputTokens: ev.Usage.InputTokens, OutputTokens: ev.Usage.OutputTokens}
+			parts = append(parts,
+				streams.Part{Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(u, string(ev.Stop))},
+				streams.Part{Type: streams.FinishStep})
+			finished = true
+		}
+	}
+	if !finished {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("step %d: %w", n, err)
+		}
+		return nil, &model.Error{Kind: model.Other, Err: fmt.Errorf("step %d: the stream ended without a finish", n)}
+	}
+	return parts, nil
+}
+
+// normalizeInput compacts a tool call's JSON input, so the same call always
+// has the same bytes. Input that is not JSON is kept as a JSON string; the
+// tool's schema check then rejects it.
+func normalizeInput(in json.RawMessage) json.RawMessage {
+	if len(in) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	var v any
+	if err := json.Unmarshal(in, &v); err != nil {
+		return mustJSON(string(in))
+	}
+	return mustJSON(v)
+}
+
+// settle resolves the pending calls of the last step, in call order: it
+// runs the tools that need no approval or were approved, records denials,
+// and returns the approvals still to request.
+func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]reducer.Approval, error) {
+	var requests []reducer.Approval
+	st := ru.sess.State
+	now := ru.r.Sessions.Clock()
+	for _, c := range pending {
+		t, ok := ru.agent.Tools.Get(c.Name)
+		if !ok {
+			ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: fmt.Sprintf("unknown tool %q", c.Name)})
+			continue
+		}
+		if t.Approval(c.Input) {
+			ans, answered := st.Turn.Answer(c.ID)
+			if !answered {
+				id := c.ApprovalID
+				if id == "" {
+					id = "ap_" + c.ID + "_" + ru.out.Turn[len(ru.out.Turn)-8:]
+					ru.emit(streams.Part{Type: streams.ToolApprovalRequest, ApprovalID: id, ToolCallID: c.ID})
+				}
+				requests = append(requests, reducer.Approval{ID: id, ToolCallID: c.ID, Tool: c.Name, Input: c.Input,
+					Expires: now.Add(ru.lim.ApprovalTTL)})
+				continue
+			}
+			if !c.Answered {
+				approved := ans.Decision == reducer.Approve
+				ru.emit(streams.Part{Type: streams.ToolApprovalResponse, ApprovalID: ans.ApprovalID, Approved: &approved, Reason: ans.Reason})
+			}
+			if ans.Decision == reducer.Deny {
+				ru.emit(streams.Part{Type: streams.ToolOutputDenied, ToolCallID: c.ID})
+				continue
+			}
+		}
+		ru.emit(ru.runTool(ctx, t, c))
+	}
+	return requests, nil
+}
+
+// runTool runs one call and returns its output part. A tool error is the
+// model's to see, not the turn's failure.
+func (ru *run) runTool(ctx context.Context, t tool.Tool, c *conversation.Call) streams.Part {
+	out, err := t.Run(ctx, tool.Call{ID: c.ID, Name: c.Name, Input: c.Input,
+		IdempotencyKey: ru.out.Session + "/" + ru.out.Turn + "/" + c.ID})
+	if err != nil {
+		return streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()}
+	}
+	if len(out) == 0 || !json.Valid(out) {
+		out = mustJSON(string(out))
+	}
+	return streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: c.ID, Output: out}
+}
+
+// suspend checkpoints the turn with a suspension marker, records the
+// suspension, and for a cause that needs no operator, sends the wake.
+func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Duration, extra ...reducer.Fact) (Outcome, error) {
+	ru.emit(streams.Part{Type: streams.DataSuspended, Data: mustJSON(map[string]string{"cause": string(cause)})})
+	if err := ru.sink.Flush(ctx); err != nil {
+		return ru.stopped(ctx, err)
+	}
+	facts := append(extra, reducer.Fact{Type: reducer.TurnSuspended, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Cause: cause})
+	next, err := ru.r.Sessions.Append(ctx, ru.out.Session, ru.sess.State, facts...)
+	if err != nil {
+		return ru.stopped(ctx, err)
+	}
+	ru.sess.State = next
+	ru.out.Kind, ru.out.Cause = Suspended, cause
+	if cause != reducer.CauseApproval && cause != reducer.CauseUncertain && ru.r.Waker != nil {
+		w := wake.Wake{Session: ru.out.Session, Reason: string(cause), Seq: next.LastSeq}
+		if err := ru.r.Waker.Wake(ctx, w, delay); err != nil {
+			// The suspension is durable; the tick re-sends lost wakes.
+			ru.r.log().WarnContext(ctx, "wake not sent", "session", ru.out.Session, "err", err)
+		}
+	}
+	return ru.out, nil
+}
+
+func (ru *run) suspendForApproval(ctx context.Context, approvals []reducer.Approval) (Outcome, error) {
+	facts := make([]reducer.Fact, len(approvals))
+	for i := range approvals {
+		facts[i] = reducer.Fact{Type: reducer.ApprovalRequested, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Approval: &approvals[i]}
+	}
+	return ru.suspend(ctx, reducer.CauseApproval, 0, facts...)
+}
+
+// complete closes the stream, then records the outcome with a snapshot.
+func (ru *run) complete(ctx context.Context) (Outcome, error) {
+	ru.emit(streams.Part{Type: streams.Finish, FinishReason: "stop"})
+	if err := ru.sink.Close(ctx, streams.Completed); err != nil {
+		return ru.stopped(ctx, err)
+	}
+	return ru.record(ctx, reducer.Fact{Type: reducer.TurnCompleted}, Completed)
+}
+
+// fail closes the stream with an error part and records the failure.
+func (ru *run) fail(ctx context.Context, kind reducer.FailureKind, cause error) (Outcome, error) {
+	ru.emit(streams.Part{Type: streams.Error, ErrorText: cause.Error()}, streams.Part{Type: streams.Finish, FinishReason: "error"})
+	if err := ru.sink.Close(ctx, streams.Failed); err != nil {
+		return ru.stopped(ctx, err)
+	}
+	f := &reducer.Failure{Kind: kind, Error: cause.Error()}
+	ru.out.Failure = f
+	return ru.record(ctx, reducer.Fact{Type: reducer.TurnFailed, Failure: f}, Failed)
+}
+
+// finishClosed records the outcome of a turn whose stream an earlier
+// invocation closed before it died.
+func (ru *run) finishClosed(ctx context.Context, status streams.Status) (Outcome, error) {
+	if status == streams.Completed {
+		return ru.record(ctx, reducer.Fact{Type: reducer.TurnCompleted}, Completed)
+	}
+	f := &reducer.Failure{Kind: reducer.FailInternal, Error: "the stream was closed as " + string(status) + " before the outcome was recorded"}
+	ru.out.Failure = f
+	return ru.record(ctx, reducer.Fact{Type: reducer.TurnFailed, Failure: f}, Failed)
+}
+
+func (ru *run) record(ctx context.Context, f reducer.Fact, kind Kind) (Outcome, error) {
+	ru.replay()
+	u := ru.turn.Usage()
+	f.Actor, f.Turn, f.Usage = agentActor(ru.out.Turn), ru.out.Turn, &u
+	if _, err := ru.r.Sessions.End(ctx, ru.sess, ru.turn, f); err != nil {
+		return ru.stopped(ctx, err)
+	}
+	ru.out.Kind, ru.out.Usage = kind, u
+	return ru.out, nil
+}
+
+// stopped handles an error writing the stream or the facts. Losing a race
+// means another invocation or an operator owns the turn now: stop quietly.
+// Anything else is returned; the reaper will find the turn.
+func (ru *run) stopped(ctx context.Context, err error) (Outcome, error) {
+	if errors.Is(err, streams.ErrChunkTaken) || errors.Is(err, streams.ErrPoisoned) ||
+		errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+		ru.r.log().InfoContext(ctx, "turn superseded", "session", ru.out.Session, "turn", ru.out.Turn, "err", err)
+		ru.out.Kind = Superseded
+		return ru.out, nil
+	}
+	return ru.out, fmt.Errorf("turn %s of %s: %w", ru.out.Turn, ru.out.Session, err)
+}

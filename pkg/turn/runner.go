@@ -1,0 +1,209 @@
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
+	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/wake"
+)
+
+// Errors for a Start or Resume that did not run.
+var (
+	// ErrNotIdle: Start found a turn already open, or nothing to answer.
+	ErrNotIdle = errors.New("turn: session is not idle with a message to answer")
+	// ErrNotResumable: Resume found no turn ready to continue.
+	ErrNotResumable = errors.New("turn: no turn ready to resume")
+	// ErrLost: another invocation won the compare-and-set.
+	ErrLost = errors.New("turn: lost the race")
+	// ErrUnknownAgent: the session names an agent this runner lacks.
+	ErrUnknownAgent = errors.New("turn: unknown agent")
+)
+
+// Kind is how an invocation ended.
+type Kind string
+
+// Outcome kinds.
+const (
+	Completed  Kind = "completed"
+	Suspended  Kind = "suspended"
+	Failed     Kind = "failed"
+	Superseded Kind = "superseded" // the turn was cancelled or taken over mid-run
+)
+
+// Outcome reports one invocation of a turn.
+type Outcome struct {
+	Session string
+	Turn    string
+	Kind    Kind
+	Cause   reducer.Cause    // when suspended
+	Failure *reducer.Failure // when failed
+	// Steps is the number of model steps this invocation ran.
+	Steps int
+	// Usage is the whole turn's, when it completed.
+	Usage reducer.Usage
+}
+
+// Runner runs turns. Its fields are set once; a Runner is safe for
+// concurrent use and keeps nothing between calls.
+type Runner struct {
+	Sessions *session.Store
+	Agents   Agents
+	Waker    wake.Waker
+	Log      *slog.Logger
+}
+
+func (r *Runner) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.Default()
+}
+
+// run is one invocation's working state.
+type run struct {
+	r        *Runner
+	sess     *session.Session
+	agent    *Agent
+	lim      Limits
+	sink     *streams.Sink
+	parts    []streams.Part // the turn's durable parts plus this invocation's
+	turn     conversation.Turn
+	deadline time.Time
+	out      Outcome
+}
+
+// Start opens a turn answering the session's waiting messages and runs it.
+// Only one of any number of concurrent Starts wins; the others return
+// ErrLost and change nothing.
+func (r *Runner) Start(ctx context.Context, id string) (Outcome, error) {
+	sess, err := r.Sessions.Load(ctx, id)
+	if err != nil {
+		return Outcome{}, err
+	}
+	st := sess.State
+	if st.Status != reducer.Idle || len(st.Inbox) == 0 {
+		return Outcome{}, fmt.Errorf("turn: start %s (status %s, %d waiting): %w", id, st.Status, len(st.Inbox), ErrNotIdle)
+	}
+	agent, ok := r.Agents.Agent(st.Agent)
+	if !ok {
+		return Outcome{}, fmt.Errorf("turn: start %s: agent %q: %w", id, st.Agent, ErrUnknownAgent)
+	}
+	lim := agent.Limits.WithDefaults()
+	deadline := deadlineOf(ctx, lim.Budget)
+	turnID := ids.New("turn")
+	// A stream exists from its first chunk, so a losing Start leaves nothing
+	// behind: its Close writes nothing.
+	sink := r.Sessions.Streams.Open(id, turnID)
+	next, err := r.Sessions.Append(ctx, id, st, reducer.Fact{
+		Type: reducer.TurnStarted, Actor: agentActor(turnID), Turn: turnID, Stream: turnID,
+		Lease: deadline.Add(lim.LeaseGrace),
+	})
+	if err != nil {
+		if cerr := sink.Close(ctx, streams.Aborted); cerr != nil {
+			r.log().WarnContext(ctx, "close losing stream", "session", id, "err", cerr)
+		}
+		if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+			return Outcome{}, fmt.Errorf("turn: start %s: %w", id, ErrLost)
+		}
+		return Outcome{}, err
+	}
+	sess.State = next
+	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, deadline: deadline,
+		out: Outcome{Session: id, Turn: turnID}}
+	ru.emit(streams.Part{Type: streams.Start, MessageID: turnID})
+	return ru.loop(ctx)
+}
+
+// Resume continues a suspended turn whose wait is over, or takes over a
+// running turn whose invocation's lease ran out. Only one of any number of
+// concurrent Resumes wins; the others return ErrLost and change nothing.
+func (r *Runner) Resume(ctx context.Context, id string) (Outcome, error) {
+	sess, err := r.Sessions.Load(ctx, id)
+	if err != nil {
+		return Outcome{}, err
+	}
+	st := sess.State
+	t := st.Turn
+	now := r.Sessions.Clock()
+	switch {
+	case t == nil:
+		return Outcome{}, fmt.Errorf("turn: resume %s: no open turn: %w", id, ErrNotResumable)
+	case st.Status == reducer.Suspended && len(t.Pending) > 0:
+		return Outcome{}, fmt.Errorf("turn: resume %s: %d approval(s) pending: %w", id, len(t.Pending), ErrNotResumable)
+	case st.Status == reducer.Suspended && t.Uncertain != nil:
+		return Outcome{}, fmt.Errorf("turn: resume %s: execution %s awaits a verdict: %w", id, t.Uncertain.ID, ErrNotResumable)
+	case st.Status == reducer.Running && !now.After(t.Lease):
+		return Outcome{}, fmt.Errorf("turn: resume %s: running until %s: %w", id, t.Lease.Format(time.RFC3339), ErrNotResumable)
+	}
+	agent, ok := r.Agents.Agent(st.Agent)
+	if !ok {
+		return Outcome{}, fmt.Errorf("turn: resume %s: agent %q: %w", id, st.Agent, ErrUnknownAgent)
+	}
+	lim := agent.Limits.WithDefaults()
+	deadline := deadlineOf(ctx, lim.Budget)
+	next, err := r.Sessions.Append(ctx, id, st, reducer.Fact{
+		Type: reducer.TurnResumed, Actor: agentActor(t.ID), Turn: t.ID, Lease: deadline.Add(lim.LeaseGrace),
+	})
+	if err != nil {
+		if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+			return Outcome{}, fmt.Errorf("turn: resume %s: %w", id, ErrLost)
+		}
+		return Outcome{}, err
+	}
+	sess.State = next
+	sink, parts, err := r.Sessions.Streams.Resume(ctx, id, t.Stream)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("turn: resume %s: %w", id, err)
+	}
+	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, parts: parts, deadline: deadline,
+		out: Outcome{Session: id, Turn: t.ID}}
+	ru.turn = conversation.Replay(parts)
+	if status := sink.Closed(); status != streams.Open {
+		// The last invocation closed the stream and died before recording
+		// the outcome: record it now.
+		return ru.finishClosed(ctx, status)
+	}
+	if ru.turn.Abandoned {
+		ru.emit(streams.Part{Type: streams.DataAbandoned, Data: json.RawMessage(`{"reason":"the invocation ended mid-step; the step is redone"}`)})
+	}
+	ru.emit(streams.Part{Type: streams.DataResumed, Data: json.RawMessage(fmt.Sprintf(`{"invocation":%d}`, next.Turn.Invocations))})
+	return ru.loop(ctx)
+}
+
+func deadlineOf(ctx context.Context, budget time.Duration) time.Time {
+	d := time.Now().Add(budget)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		d = cd
+	}
+	return d
+}
+
+func agentActor(turn string) reducer.Actor {
+	return reducer.Actor{Kind: reducer.ActorAgent, ID: turn}
+}
+
+// mustJSON marshals values that cannot fail to marshal: strings, plain
+// maps, and values that came from json.Unmarshal.
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// emit buffers parts in the sink and in the run's view of the turn.
+func (ru *run) emit(parts ...streams.Part) {
+	ru.parts = append(ru.parts, parts...)
+	// Append fails only on a poisoned or closed sink; the next Flush or
+	// Close reports that, so the error here adds nothing.
+	_ = ru.sink.Append(parts...)
+}
+
+func (ru *run) replay() { ru.turn = conversation.Replay(ru.parts) }

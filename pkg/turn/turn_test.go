@@ -1,0 +1,527 @@
+package turn_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
+	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton/pkg/wake"
+)
+
+const threeSteps = `{"steps":[
+ {"text":"Let me check the weather in Paris.","toolCalls":[{"name":"get_weather","input":{"city":"Paris"}}]},
+ {"reasoning":"Now the docs.","text":"And the runbook.","toolCalls":[{"name":"search_docs","input":{"query":"rain plan"}},{"name":"get_weather","input":{"city":"Oslo"}}]},
+ {"text":"Paris is clear at 15C and the rain plan is in the runbook."}
+]}`
+
+func TestThreeStepTurnCompletes(t *testing.T) {
+	ctx := ctxT(t)
+	inv := fresh(demoAgent(t, script(t, threeSteps), turn.Limits{}))
+	id := newSession(t, inv, "What is the weather?")
+
+	out, err := inv.runner.Start(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Kind != turn.Completed || out.Steps != 3 || out.Usage.Steps != 3 {
+		t.Fatalf("outcome = %+v, want completed after 3 steps", out)
+	}
+
+	fs := facts(t, inv, id)
+	want := []reducer.Type{reducer.SessionCreated, reducer.MessageReceived, reducer.TurnStarted, reducer.TurnCompleted}
+	if got := types(fs); !reflect.DeepEqual(got, want) {
+		t.Fatalf("facts = %v, want %v", got, want)
+	}
+	done := fs[3]
+	if done.Turn != out.Turn || done.Snapshot == "" || done.Usage == nil || done.Usage.Steps != 3 || done.Actor.Kind != reducer.ActorAgent {
+		t.Fatalf("turn.completed = %+v", done)
+	}
+
+	ps, closed := parts(t, inv, id, out.Turn)
+	if closed != streams.Completed {
+		t.Fatalf("stream closed = %q, want completed", closed)
+	}
+	var seq []string
+	for _, p := range ps {
+		switch p.Type {
+		case streams.Start, streams.StartStep, streams.FinishStep, streams.Finish:
+			seq = append(seq, string(p.Type))
+		case streams.ToolInputAvailable:
+			seq = append(seq, "call:"+p.ToolName)
+		case streams.ToolOutputAvailable:
+			seq = append(seq, "result:"+p.ToolCallID)
+		}
+	}
+	wantSeq := "start start-step call:get_weather finish-step result:call_0_0 " +
+		"start-step call:search_docs call:get_weather finish-step result:call_1_0 result:call_1_1 " +
+		"start-step finish-step finish"
+	if got := strings.Join(seq, " "); got != wantSeq {
+		t.Fatalf("stream:\n got %s\nwant %s", got, wantSeq)
+	}
+	var text strings.Builder
+	for _, p := range ps {
+		if p.Type == streams.TextDelta {
+			text.WriteString(p.Delta)
+		}
+	}
+	if !strings.Contains(text.String(), "Paris is clear at 15C") {
+		t.Fatalf("streamed text %q lacks the answer", text.String())
+	}
+	var weather map[string]any
+	for _, p := range ps {
+		if p.Type == streams.ToolOutputAvailable && p.ToolCallID == "call_0_0" {
+			if err := json.Unmarshal(p.Output, &weather); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if weather["city"] != "Paris" {
+		t.Fatalf("weather output = %v", weather)
+	}
+
+	// The session is idle again and a second Start has nothing to answer.
+	if _, err := inv.runner.Start(ctx, id); !errors.Is(err, turn.ErrNotIdle) {
+		t.Fatalf("second Start err = %v, want ErrNotIdle", err)
+	}
+}
+
+// fiveSteps takes 200 ms a step.
+const fiveSteps = `{"steps":[
+ {"delay":"200ms","text":"one","toolCalls":[{"name":"get_weather","input":{"city":"A"}}]},
+ {"delay":"200ms","text":"two","toolCalls":[{"name":"get_weather","input":{"city":"BB"}}]},
+ {"delay":"200ms","text":"three","toolCalls":[{"name":"get_weather","input":{"city":"CCC"}}]},
+ {"delay":"200ms","text":"four","toolCalls":[{"name":"get_weather","input":{"city":"DDDD"}}]},
+ {"delay":"200ms","text":"five","toolCalls":[{"name":"search_docs","input":{"query":"e"}}]},
+ {"delay":"200ms","text":"six and done"}
+]}`
+
+func TestDeadlineSuspendsAndResumesByteForByte(t *testing.T) {
+	ctx := ctxT(t)
+	lim := turn.Limits{Budget: time.Second, Margin: 100 * time.Millisecond}
+	m := script(t, fiveSteps)
+	first := fresh(demoAgent(t, m, lim))
+	id := newSession(t, first, "Count to six.")
+	drainWakes(t, first)
+
+	out, err := first.runner.Start(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Kind != turn.Suspended || out.Cause != reducer.CauseBudget {
+		t.Fatalf("first invocation = %+v, want suspended for budget", out)
+	}
+	if out.Steps < 2 || out.Steps > 4 {
+		t.Fatalf("first invocation ran %d steps of 200 ms in a 1 s budget", out.Steps)
+	}
+	if w := receiveWake(t, first); w.Session != id || w.Reason != "budget" {
+		t.Fatalf("wake = %+v", w)
+	}
+
+	total := out.Steps
+	invocations := 1
+	for out.Kind == turn.Suspended {
+		inv := fresh(demoAgent(t, script(t, fiveSteps), lim)) // nothing shared in memory
+		out, err = inv.runner.Resume(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += out.Steps
+		invocations++
+		if invocations > 6 {
+			t.Fatal("the turn never completed")
+		}
+	}
+	if out.Kind != turn.Completed || total != 6 || out.Usage.Steps != 6 {
+		t.Fatalf("final = %+v after %d steps, want completed after 6", out, total)
+	}
+	if invocations < 2 {
+		t.Fatal("the turn never suspended")
+	}
+
+	// An uninterrupted run of the same script.
+	whole := fresh(demoAgent(t, m.WithDelay(0), turn.Limits{}))
+	other := newSession(t, whole, "Count to six.")
+	wout, err := whole.runner.Start(ctx, other)
+	if err != nil || wout.Kind != turn.Completed {
+		t.Fatalf("uninterrupted run: %+v, %v", wout, err)
+	}
+
+	a, b := transcript(t, fresh(demoAgent(t, m, lim)), id), transcript(t, whole, other)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("rebuilt conversations differ:\n%s\n%s", a, b)
+	}
+	// Rebuilding twice gives the same bytes.
+	if again := transcript(t, fresh(demoAgent(t, m, lim)), id); !bytes.Equal(a, again) {
+		t.Fatal("two rebuilds of one session differ")
+	}
+
+	pa, _ := parts(t, whole, id, out.Turn)
+	pb, _ := parts(t, whole, other, wout.Turn)
+	if ca, cb := mergeDeltas(content(pa)), mergeDeltas(content(pb)); !reflect.DeepEqual(ca, cb) {
+		ja, _ := json.Marshal(ca)
+		jb, _ := json.Marshal(cb)
+		t.Fatalf("streams differ beyond markers:\n%s\n%s", ja, jb)
+	}
+	markers := 0
+	for _, p := range pa {
+		if p.Type == streams.DataSuspended || p.Type == streams.DataResumed {
+			markers++
+		}
+	}
+	if markers != 2*(invocations-1) {
+		t.Fatalf("%d suspension/resumption markers for %d invocations", markers, invocations)
+	}
+}
+
+const approvalScript = `{"steps":[
+ {"text":"I will email the team.","toolCalls":[{"name":"send_email","input":{"to":"team@example.com","subject":"Status"}}]},
+ {"text":"Done."}
+]}`
+
+func suspendOnApproval(t *testing.T) (*invocation, string, reducer.Approval) {
+	t.Helper()
+	ctx := ctxT(t)
+	inv := fresh(demoAgent(t, script(t, approvalScript), turn.Limits{}))
+	id := newSession(t, inv, "Email the team.")
+	out, err := inv.runner.Start(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Kind != turn.Suspended || out.Cause != reducer.CauseApproval {
+		t.Fatalf("outcome = %+v, want suspended for approval", out)
+	}
+	sess, err := inv.sessions.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.State.Status != reducer.Suspended || len(sess.State.Turn.Pending) != 1 {
+		t.Fatalf("state = %+v", sess.State)
+	}
+	ap := sess.State.Turn.Pending[0]
+	if ap.Tool != "send_email" || !strings.Contains(string(ap.Input), "team@example.com") || !ap.Expires.After(time.Now()) {
+		t.Fatalf("pending approval = %+v", ap)
+	}
+	ps, closed := parts(t, inv, id, out.Turn)
+	if closed != streams.Open || ps[len(ps)-1].Type != streams.DataSuspended {
+		t.Fatalf("stream after approval suspension: closed=%q last=%+v", closed, ps[len(ps)-1])
+	}
+	// Resume before an answer does nothing.
+	if _, err := inv.runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
+		t.Fatalf("Resume before answer: %v", err)
+	}
+	return inv, id, ap
+}
+
+var operator = reducer.Actor{Kind: reducer.ActorOperator, ID: "bob"}
+
+func TestApprovalApproveRunsTool(t *testing.T) {
+	ctx := ctxT(t)
+	inv, id, ap := suspendOnApproval(t)
+	before := len(facts(t, inv, id))
+
+	// A wrong approval id is refused and writes nothing.
+	if err := inv.sessions.Answer(ctx, id, operator, "ap_nope", reducer.Approve, ""); !errors.Is(err, session.ErrNotPending) {
+		t.Fatalf("wrong id: %v", err)
+	}
+	if n := len(facts(t, inv, id)); n != before {
+		t.Fatalf("wrong id wrote %d facts", n-before)
+	}
+	if err := inv.sessions.Answer(ctx, id, operator, ap.ID, reducer.Approve, "looks fine"); err != nil {
+		t.Fatal(err)
+	}
+	// A second answer is refused and writes nothing.
+	after := len(facts(t, inv, id))
+	if err := inv.sessions.Answer(ctx, id, operator, ap.ID, reducer.Deny, ""); !errors.Is(err, session.ErrNotPending) {
+		t.Fatalf("second answer: %v", err)
+	}
+	if n := len(facts(t, inv, id)); n != after {
+		t.Fatalf("second answer wrote %d facts", n-after)
+	}
+
+	out, err := fresh(demoAgent(t, script(t, approvalScript), turn.Limits{})).runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume after approve: %+v, %v", out, err)
+	}
+	ps, _ := parts(t, inv, id, out.Turn)
+	var sawResponse, sawOutput bool
+	for _, p := range ps {
+		if p.Type == streams.ToolApprovalResponse && p.ApprovalID == ap.ID && p.Approved != nil && *p.Approved {
+			sawResponse = true
+		}
+		if p.Type == streams.ToolOutputAvailable && p.ToolCallID == ap.ToolCallID && strings.Contains(string(p.Output), `"sent":true`) {
+			sawOutput = true
+		}
+	}
+	if !sawResponse || !sawOutput {
+		t.Fatalf("approved tool: response=%v output=%v", sawResponse, sawOutput)
+	}
+	fs := facts(t, inv, id)
+	want := []reducer.Type{reducer.ApprovalRequested, reducer.TurnSuspended, reducer.ApprovalAnswered, reducer.TurnResumed, reducer.TurnCompleted}
+	if got := types(fs[3:]); !reflect.DeepEqual(got, want) {
+		t.Fatalf("facts = %v, want …%v", types(fs), want)
+	}
+	if fs[5].Actor != operator || fs[5].Answer.Decision != reducer.Approve {
+		t.Fatalf("answer fact = %+v", fs[5])
+	}
+}
+
+func TestApprovalDenyTellsTheModel(t *testing.T) {
+	ctx := ctxT(t)
+	inv, id, ap := suspendOnApproval(t)
+	if err := inv.sessions.Answer(ctx, id, operator, ap.ID, reducer.Deny, "not today"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := fresh(demoAgent(t, script(t, approvalScript), turn.Limits{})).runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume after deny: %+v, %v", out, err)
+	}
+	ps, _ := parts(t, inv, id, out.Turn)
+	for _, p := range ps {
+		if p.Type == streams.ToolOutputAvailable && p.ToolCallID == ap.ToolCallID {
+			t.Fatal("a denied tool ran")
+		}
+	}
+	// The model's input holds the denial as the call's result.
+	var msgs []struct {
+		Role    string `json:"role"`
+		Content []struct {
+			Type       string          `json:"type"`
+			ToolCallID string          `json:"toolCallId"`
+			Output     json.RawMessage `json:"output"`
+			IsError    bool            `json:"isError"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(transcript(t, inv, id), &msgs); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range msgs {
+		for _, c := range m.Content {
+			if m.Role == "tool" && c.ToolCallID == ap.ToolCallID && c.IsError && strings.Contains(string(c.Output), "denied") {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no denial in the conversation: %+v", msgs)
+	}
+}
+
+// race runs f from n goroutines at once and returns their errors.
+func race(n int, f func() error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = f()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+func TestRaceStart(t *testing.T) {
+	ctx := ctxT(t)
+	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
+	id := newSession(t, fresh(agent), "Race me.")
+	var mu sync.Mutex
+	var won []turn.Outcome
+	errs := race(20, func() error {
+		out, err := fresh(agent).runner.Start(ctx, id)
+		if err == nil {
+			mu.Lock()
+			won = append(won, out)
+			mu.Unlock()
+		}
+		return err
+	})
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, turn.ErrLost) && !errors.Is(err, turn.ErrNotIdle) {
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	inv := fresh(agent)
+	fs := facts(t, inv, id)
+	if n := count(fs, reducer.TurnStarted); n != 1 || len(won) != 1 {
+		t.Fatalf("%d turn.started facts and %d winners, want 1 and 1", n, len(won))
+	}
+	infos, err := inv.sessions.Streams.Streams(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range infos {
+		if s.ID != won[0].Turn && s.Closed == streams.Open {
+			t.Fatalf("orphan open stream %s", s.ID)
+		}
+	}
+	if len(infos) != 1 || infos[0].Closed != streams.Completed {
+		t.Fatalf("streams = %+v, want only the winner's, completed", infos)
+	}
+}
+
+func TestRaceResume(t *testing.T) {
+	ctx := ctxT(t)
+	lim := turn.Limits{MaxStepsPerInvocation: 1}
+	agent := demoAgent(t, script(t, threeSteps), lim)
+	inv := fresh(agent)
+	id := newSession(t, inv, "Race me.")
+	out, err := inv.runner.Start(ctx, id)
+	if err != nil || out.Kind != turn.Suspended {
+		t.Fatalf("start: %+v %v", out, err)
+	}
+	before := count(facts(t, inv, id), reducer.TurnResumed)
+	wins := 0
+	var mu sync.Mutex
+	errs := race(20, func() error {
+		_, err := fresh(agent).runner.Resume(ctx, id)
+		if err == nil {
+			mu.Lock()
+			wins++
+			mu.Unlock()
+		}
+		return err
+	})
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, turn.ErrLost) && !errors.Is(err, turn.ErrNotResumable) {
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	if n := count(facts(t, inv, id), reducer.TurnResumed) - before; n != 1 || wins != 1 {
+		t.Fatalf("%d turn.resumed facts and %d winners, want 1 and 1", n, wins)
+	}
+}
+
+func TestRaceAnswer(t *testing.T) {
+	ctx := ctxT(t)
+	inv, id, ap := suspendOnApproval(t)
+	errs := race(20, func() error {
+		return fresh(demoAgent(t, script(t, approvalScript), turn.Limits{})).sessions.Answer(ctx, id, operator, ap.ID, reducer.Approve, "")
+	})
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, session.ErrNotPending), errors.Is(err, session.ErrConflict):
+		default:
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	if n := count(facts(t, inv, id), reducer.ApprovalAnswered); n != 1 || ok != 1 {
+		t.Fatalf("%d approval.answered facts and %d successes, want 1 and 1", n, ok)
+	}
+}
+
+const slowThree = `{"steps":[
+ {"delay":"300ms","text":"first","toolCalls":[{"name":"get_weather","input":{"city":"Rome"}}]},
+ {"delay":"300ms","text":"second","toolCalls":[{"name":"get_weather","input":{"city":"Lima"}}]},
+ {"delay":"300ms","text":"third and final"}
+]}`
+
+func TestCrashMidStepResumesFromCheckpoint(t *testing.T) {
+	lim := turn.Limits{Budget: 5 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 50 * time.Millisecond}
+	agent := demoAgent(t, script(t, slowThree), lim)
+	inv := fresh(agent)
+	id := newSession(t, inv, "Go.")
+
+	// Die in the middle of the second step.
+	dying, kill := context.WithCancel(context.Background())
+	time.AfterFunc(450*time.Millisecond, kill)
+	out, err := inv.runner.Start(dying, id)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("killed invocation: %+v, %v", out, err)
+	}
+	ctx := ctxT(t)
+	sess, err := inv.sessions.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.State.Status != reducer.Running {
+		t.Fatalf("after the crash the session is %s, want still running", sess.State.Status)
+	}
+	ps, _ := parts(t, inv, id, sess.State.Turn.Stream)
+	steps := 0
+	for _, p := range ps {
+		if p.Type == streams.FinishStep {
+			steps++
+		}
+	}
+	if steps != 1 {
+		t.Fatalf("checkpoint holds %d steps, want 1", steps)
+	}
+	// The lease still holds: nobody may take over yet.
+	if _, err := fresh(agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
+		t.Fatalf("resume under a live lease: %v", err)
+	}
+	time.Sleep(time.Until(sess.State.Turn.Lease) + 10*time.Millisecond)
+	out, err = fresh(agent).runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed || out.Steps != 2 || out.Usage.Steps != 3 {
+		t.Fatalf("resume after crash: %+v, %v", out, err)
+	}
+	// No step lost, none duplicated.
+	var msgs []struct {
+		Role string `json:"role"`
+	}
+	if err := json.Unmarshal(transcript(t, inv, id), &msgs); err != nil {
+		t.Fatal(err)
+	}
+	roles := make([]string, len(msgs))
+	for i, m := range msgs {
+		roles[i] = m.Role
+	}
+	if got := strings.Join(roles, ","); got != "user,assistant,tool,assistant,tool,assistant" {
+		t.Fatalf("conversation roles = %s", got)
+	}
+}
+
+func drainWakes(t testing.TB, inv *invocation) {
+	t.Helper()
+	for {
+		out, err := inv.clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(env.queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			return
+		}
+		for _, m := range out.Messages {
+			_, _ = inv.clients.SQS.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(env.queueURL), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+}
+
+func receiveWake(t testing.TB, inv *invocation) wake.Wake {
+	t.Helper()
+	out, err := inv.clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(env.queueURL), MaxNumberOfMessages: 1, WaitTimeSeconds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Messages) != 1 {
+		t.Fatal("no wake on the queue")
+	}
+	w, err := wake.Parse(aws.ToString(out.Messages[0].Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}

@@ -1,0 +1,5 @@
+// Package wake sends and parses the SQS messages that wake a session: a
+// resume handler receives one, and decides what to do from the session's
+// facts, never from the message, since SQS may deliver it late or twice.
+// CreateQueue sets up the wake queue with its dead-letter queue.
+package wake

@@ -1,0 +1,176 @@
+package wake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// MaxDelay is the longest delay SQS supports on a message.
+const MaxDelay = 15 * time.Minute
+
+// MaxReceiveCount is how often a wake is received before it is moved to the
+// dead-letter queue.
+const MaxReceiveCount = 5
+
+// Wake asks for a session to be looked at.
+type Wake struct {
+	Session string `json:"session"`
+	Reason  string `json:"reason"`
+	// Seq is the session's last seq when the wake was sent; informational only.
+	Seq int64 `json:"seq"`
+}
+
+// Waker sends wakes.
+type Waker interface {
+	// Wake sends w, to be delivered no earlier than delay from now.
+	Wake(ctx context.Context, w Wake, delay time.Duration) error
+}
+
+// SQS sends wakes to an SQS queue.
+type SQS struct {
+	client *sqs.Client
+	url    string
+}
+
+var _ Waker = (*SQS)(nil)
+
+// NewSQS returns a Waker sending to the queue at queueURL.
+func NewSQS(client *sqs.Client, queueURL string) *SQS {
+	return &SQS{client: client, url: queueURL}
+}
+
+// Wake sends w with delay clamped to 0..MaxDelay, rounded up to whole seconds.
+func (q *SQS) Wake(ctx context.Context, w Wake, delay time.Duration) error {
+	if err := w.check(); err != nil {
+		return fmt.Errorf("wake: send: %w", err)
+	}
+	body, err := json.Marshal(w)
+	if err != nil {
+		return fmt.Errorf("wake: send %s for %s: %w", w.Reason, w.Session, err)
+	}
+	_, err = q.client.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:     aws.String(q.url),
+		MessageBody:  aws.String(string(body)),
+		DelaySeconds: delaySeconds(delay),
+	})
+	if err != nil {
+		return fmt.Errorf("wake: send %s for %s: %w", w.Reason, w.Session, err)
+	}
+	return nil
+}
+
+// delaySeconds clamps d to what SQS accepts, rounding up so a wake is never
+// delivered before it was asked for.
+func delaySeconds(d time.Duration) int32 {
+	d = min(max(d, 0), MaxDelay)
+	return int32((d + time.Second - 1) / time.Second)
+}
+
+// ErrInvalid is matched by every *ParseError.
+var ErrInvalid = errors.New("wake: invalid message")
+
+// ParseError rejects a message body that is not a wake.
+type ParseError struct {
+	Reason string
+	Err    error // the decoding error, if any
+}
+
+func (e *ParseError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("wake: invalid message: %s: %v", e.Reason, e.Err)
+	}
+	return "wake: invalid message: " + e.Reason
+}
+
+// Unwrap returns the decoding error.
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *ParseError) Is(target error) bool { return target == ErrInvalid }
+
+// Parse reads a wake from a message body. Unknown fields are ignored; a body
+// that is not one JSON object, or names no session, is a *ParseError.
+func Parse(body string) (Wake, error) {
+	dec := json.NewDecoder(strings.NewReader(body))
+	var w Wake
+	if err := dec.Decode(&w); err != nil {
+		return Wake{}, &ParseError{Reason: "not a JSON wake", Err: err}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Wake{}, &ParseError{Reason: "trailing data after the wake"}
+	}
+	if err := w.check(); err != nil {
+		return Wake{}, err
+	}
+	return w, nil
+}
+
+func (w Wake) check() error {
+	switch {
+	case strings.TrimSpace(w.Session) == "":
+		return &ParseError{Reason: "no session"}
+	case w.Seq < 0:
+		return &ParseError{Reason: fmt.Sprintf("negative seq %d", w.Seq)}
+	}
+	return nil
+}
+
+// CreateQueue creates the wake queue name and its dead-letter queue
+// "<name>-dlq" if they do not exist, and points the queue's redrive policy
+// at the dead-letter queue (MaxReceiveCount receives). It returns the wake
+// queue's URL and is safe to call again.
+func CreateQueue(ctx context.Context, client *sqs.Client, name string) (url string, err error) {
+	dlq := name + "-dlq"
+	dlqOut, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(dlq)})
+	if err != nil {
+		return "", fmt.Errorf("wake: create queue %s: %w", dlq, err)
+	}
+	attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       dlqOut.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return "", fmt.Errorf("wake: read the ARN of queue %s: %w", dlq, err)
+	}
+	arn := attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	if arn == "" {
+		return "", fmt.Errorf("wake: queue %s has no ARN", dlq)
+	}
+	// The dead-letter queue keeps messages as long as SQS allows.
+	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
+		QueueUrl:   dlqOut.QueueUrl,
+		Attributes: map[string]string{string(sqstypes.QueueAttributeNameMessageRetentionPeriod): "1209600"},
+	}); err != nil {
+		return "", fmt.Errorf("wake: configure queue %s: %w", dlq, err)
+	}
+
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("wake: create queue %s: %w", name, err)
+	}
+	policy, err := json.Marshal(map[string]string{
+		"deadLetterTargetArn": arn,
+		"maxReceiveCount":     fmt.Sprint(MaxReceiveCount),
+	})
+	if err != nil {
+		return "", fmt.Errorf("wake: redrive policy for %s: %w", name, err)
+	}
+	// Set separately rather than on create: creating an existing queue with
+	// different attributes fails, and this also repairs a queue made without.
+	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
+		QueueUrl:   out.QueueUrl,
+		Attributes: map[string]string{string(sqstypes.QueueAttributeNameRedrivePolicy): string(policy)},
+	}); err != nil {
+		return "", fmt.Errorf("wake: set the redrive policy of %s: %w", name, err)
+	}
+	return aws.ToString(out.QueueUrl), nil
+}

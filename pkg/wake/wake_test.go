@@ -1,0 +1,201 @@
+package wake
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/pkg/ids"
+)
+
+// testEmu is the emulator shared by the package's tests; each test makes
+// queues of its own, since kumo's state is process-wide.
+var testEmu *emulator.Emulator
+
+func TestMain(m *testing.M) {
+	testEmu = emulator.Start()
+	code := m.Run()
+	testEmu.Close()
+	os.Exit(code)
+}
+
+func newQueue(t *testing.T) string {
+	t.Helper()
+	url, err := CreateQueue(t.Context(), testEmu.Clients.SQS, ids.New("wakes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
+func receive(t *testing.T, url string, wait int32) []sqstypes.Message {
+	t.Helper()
+	out, err := testEmu.Clients.SQS.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: wait,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Messages
+}
+
+func TestSendReceiveParse(t *testing.T) {
+	url := newQueue(t)
+	waker := NewSQS(testEmu.Clients.SQS, url)
+	sent := Wake{Session: ids.New("s"), Reason: "budget", Seq: 42}
+	if err := waker.Wake(t.Context(), sent, 0); err != nil {
+		t.Fatal(err)
+	}
+	msgs := receive(t, url, 2)
+	if len(msgs) != 1 {
+		t.Fatalf("received %d messages, want 1", len(msgs))
+	}
+	got, err := Parse(aws.ToString(msgs[0].Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != sent {
+		t.Fatalf("got %+v, want %+v", got, sent)
+	}
+	if err := waker.Wake(t.Context(), Wake{Reason: "budget"}, 0); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("sending a wake without a session: %v, want ErrInvalid", err)
+	}
+	if msgs := receive(t, url, 0); len(msgs) != 0 {
+		t.Fatalf("a refused wake was sent: %d messages", len(msgs))
+	}
+}
+
+func TestDelayIsHonoured(t *testing.T) {
+	url := newQueue(t)
+	waker := NewSQS(testEmu.Clients.SQS, url)
+	sent := Wake{Session: ids.New("s"), Reason: "approval"}
+	start := time.Now()
+	if err := waker.Wake(t.Context(), sent, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := receive(t, url, 0); len(msgs) != 0 {
+		t.Fatalf("a wake delayed 2s was visible at once: %d messages", len(msgs))
+	}
+	// Poll rather than long-poll: kumo's long poll wakes only on a send, not
+	// when a delayed message becomes visible.
+	var msgs []sqstypes.Message
+	for time.Since(start) < 6*time.Second && len(msgs) == 0 {
+		time.Sleep(100 * time.Millisecond)
+		msgs = receive(t, url, 0)
+	}
+	elapsed := time.Since(start)
+	if len(msgs) != 1 {
+		t.Fatalf("the delayed wake never arrived (%d messages after %v)", len(msgs), elapsed)
+	}
+	if elapsed < 1900*time.Millisecond {
+		t.Fatalf("the delayed wake arrived after %v, want about 2s", elapsed)
+	}
+	if got, err := Parse(aws.ToString(msgs[0].Body)); err != nil || got != sent {
+		t.Fatalf("Parse = %+v, %v; want %+v", got, err, sent)
+	}
+}
+
+func TestDelayClamped(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want int32
+	}{
+		{-time.Hour, 0},
+		{0, 0},
+		{time.Millisecond, 1},
+		{1500 * time.Millisecond, 2},
+		{2 * time.Second, 2},
+		{15 * time.Minute, 900},
+		{time.Hour, 900},
+	} {
+		if got := delaySeconds(c.d); got != c.want {
+			t.Errorf("delaySeconds(%v) = %d, want %d", c.d, got, c.want)
+		}
+	}
+	// A negative delay is sent at once rather than refused.
+	url := newQueue(t)
+	if err := NewSQS(testEmu.Clients.SQS, url).Wake(t.Context(), Wake{Session: "s_neg", Reason: "wake"}, -time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := receive(t, url, 2); len(msgs) != 1 {
+		t.Fatalf("a wake with a negative delay: %d messages, want 1", len(msgs))
+	}
+}
+
+func TestParseRejectsBadBodies(t *testing.T) {
+	for name, body := range map[string]string{
+		"empty":           "",
+		"garbage":         "wake up!",
+		"array":           `["s_1"]`,
+		"null":            "null",
+		"no session":      `{"reason":"budget","seq":3}`,
+		"blank session":   `{"session":"  ","reason":"budget"}`,
+		"session number":  `{"session":5}`,
+		"seq string":      `{"session":"s_1","seq":"3"}`,
+		"negative seq":    `{"session":"s_1","seq":-1}`,
+		"two objects":     `{"session":"s_1"}{"session":"s_2"}`,
+		"truncated":       `{"session":"s_1"`,
+		"trailing tokens": `{"session":"s_1"} x`,
+	} {
+		w, err := Parse(body)
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("Parse(%s %q) = %+v, %v; want ErrInvalid", name, body, w, err)
+			continue
+		}
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.Reason == "" {
+			t.Errorf("Parse(%s): %v is not a *ParseError with a reason", name, err)
+		}
+	}
+	// Unknown fields and surrounding whitespace are fine.
+	w, err := Parse(" {\"session\":\"s_1\",\"reason\":\"lease\",\"seq\":7,\"extra\":true}\n")
+	if err != nil || w != (Wake{Session: "s_1", Reason: "lease", Seq: 7}) {
+		t.Fatalf("Parse of a good body = %+v, %v", w, err)
+	}
+}
+
+func TestCreateQueueIsIdempotentWithDeadLetterQueue(t *testing.T) {
+	client := testEmu.Clients.SQS
+	name := ids.New("wakes")
+	url, err := CreateQueue(t.Context(), client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := CreateQueue(t.Context(), client, name)
+	if err != nil || again != url {
+		t.Fatalf("second CreateQueue = %q, %v; want %q", again, err, url)
+	}
+	dlq, err := client.GetQueueUrl(t.Context(), &sqs.GetQueueUrlInput{QueueName: aws.String(name + "-dlq")})
+	if err != nil {
+		t.Fatalf("dead-letter queue: %v", err)
+	}
+	dlqAttrs, err := client.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{
+		QueueUrl: dlq.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs, err := client.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy struct {
+		Target string          `json:"deadLetterTargetArn"`
+		Max    json.RawMessage `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal([]byte(attrs.Attributes["RedrivePolicy"]), &policy); err != nil {
+		t.Fatalf("redrive policy %q: %v", attrs.Attributes["RedrivePolicy"], err)
+	}
+	if policy.Target != dlqAttrs.Attributes["QueueArn"] || (string(policy.Max) != `"5"` && string(policy.Max) != "5") {
+		t.Fatalf("redrive policy %+v (max %s), want target %s, max 5", policy, policy.Max, dlqAttrs.Attributes["QueueArn"])
+	}
+}
