@@ -1,0 +1,139 @@
+package streams
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseCursor(t *testing.T) {
+	good := []string{"", "0.0", "3.12", "9999999999.0", "12.2147483647"}
+	for _, s := range good {
+		c, err := ParseCursor(s)
+		if err != nil || string(c) != s {
+			t.Errorf("ParseCursor(%q) = %q, %v", s, c, err)
+		}
+	}
+	bad := []string{"x", "-1.2", "1", "1.", ".1", "1.2.3", "01.2", "1.02", "+1.2", " 1.2", "1.2 ", "1.x",
+		"10000000000.0", "1.2147483648", "99999999999999999999.1"}
+	for _, s := range bad {
+		if c, err := ParseCursor(s); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("ParseCursor(%q) = %q, %v; want ErrBadCursor", s, c, err)
+		}
+	}
+	if got := CursorAt(12, 3); got != "12.3" {
+		t.Fatalf("CursorAt(12, 3) = %q", got)
+	}
+}
+
+func TestReadRefusesCursorsNamingNoPart(t *testing.T) {
+	ctx := t.Context()
+	store := sharedStore()
+	sess, stream := session(), "r"
+	k := store.Open(sess, stream)
+	mustAppend(t, k, Part{Type: Start}, Part{Type: StartStep})
+	mustFlush(t, k)
+	mustAppend(t, k, Part{Type: FinishStep})
+	mustFlush(t, k)
+	for _, c := range []Cursor{"0.2", "1.1", "2.0", "7.0", "garbage"} {
+		if _, err := store.Read(ctx, sess, stream, c); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("read after %q: %v, want ErrBadCursor", c, err)
+		}
+	}
+	if _, err := store.Read(ctx, sess, "nothing", "0.0"); !errors.Is(err, ErrBadCursor) {
+		t.Errorf("read of an empty stream after 0.0: %v, want ErrBadCursor", err)
+	}
+}
+
+func TestReadOfMissingBucketFails(t *testing.T) {
+	store := New(testEnv.emu.Clients.S3, "no-such-bucket-"+strings.ToLower(session()))
+	if _, err := store.Read(t.Context(), session(), "x", ""); err == nil {
+		t.Fatal("read from a missing bucket succeeded")
+	}
+}
+
+func TestStreamsListsCloseStatus(t *testing.T) {
+	ctx := t.Context()
+	store := sharedStore()
+	sess := session()
+
+	done := store.Open(sess, "a-done")
+	mustAppend(t, done, Part{Type: Start})
+	mustFlush(t, done)
+	mustAppend(t, done, Part{Type: Finish})
+	if err := done.Close(ctx, Completed); err != nil {
+		t.Fatal(err)
+	}
+	open := store.Open(sess, "b-open")
+	for range 3 {
+		mustAppend(t, open, Part{Type: StartStep})
+		mustFlush(t, open)
+	}
+	failed := store.Open(sess, "c-failed")
+	mustAppend(t, failed, Part{Type: Error, ErrorText: "boom"})
+	if err := failed.Close(ctx, Failed); err != nil {
+		t.Fatal(err)
+	}
+	// Never written: not a stream.
+	if err := store.Open(sess, "d-never").Close(ctx, Aborted); err != nil {
+		t.Fatal(err)
+	}
+	// Another session sharing a prefix of this one's id is not listed.
+	other := store.Open(sess+"x", "z")
+	mustAppend(t, other, Part{Type: Start})
+	mustFlush(t, other)
+
+	infos, err := store.Streams(ctx, sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Info{{ID: "a-done", Chunks: 2, Closed: Completed}, {ID: "b-open", Chunks: 3}, {ID: "c-failed", Chunks: 1, Closed: Failed}}
+	if asJSON(t, infos) != asJSON(t, want) {
+		t.Fatalf("streams %s, want %s", asJSON(t, infos), asJSON(t, want))
+	}
+	if infos, err := store.Streams(ctx, session()); err != nil || len(infos) != 0 {
+		t.Fatalf("streams of an unknown session: %v %v", infos, err)
+	}
+}
+
+func TestSnapshots(t *testing.T) {
+	ctx := t.Context()
+	store := sharedStore()
+	sess := session()
+	k1, k2 := SnapshotKey(sess, 42), SnapshotKey(sess, 42)
+	if k1 == k2 {
+		t.Fatalf("two snapshot keys are equal: %s", k1)
+	}
+	prefix := "snapshots/" + sess + "/000000000042-"
+	if !strings.HasPrefix(k1, prefix) || !strings.HasSuffix(k1, ".json") {
+		t.Fatalf("snapshot key %s, want %s<hex>.json", k1, prefix)
+	}
+
+	type snap struct {
+		Seq      int64    `json:"seq"`
+		Messages []string `json:"messages"`
+	}
+	in := snap{Seq: 42, Messages: []string{"hi", "there"}}
+	if err := store.PutSnapshot(ctx, k1, in); err != nil {
+		t.Fatal(err)
+	}
+	var out snap
+	if err := store.GetSnapshot(ctx, k1, &out); err != nil {
+		t.Fatal(err)
+	}
+	if asJSON(t, out) != asJSON(t, in) {
+		t.Fatalf("snapshot %+v, want %+v", out, in)
+	}
+	if err := store.PutSnapshot(ctx, k1, snap{Seq: 1}); !errors.Is(err, ErrExists) {
+		t.Fatalf("overwrite: %v, want ErrExists", err)
+	}
+	if err := store.GetSnapshot(ctx, k1, &out); err != nil || out.Seq != 42 {
+		t.Fatalf("after refused overwrite: %+v %v", out, err)
+	}
+	if err := store.GetSnapshot(ctx, k2, &out); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing snapshot: %v, want ErrNotFound", err)
+	}
+	if err := store.PutSnapshot(ctx, k2, func() {}); err == nil {
+		t.Fatal("put of an unencodable value succeeded")
+	}
+}
