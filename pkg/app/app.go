@@ -1,0 +1,160 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing/fstest"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/baton-run/baton/pkg/agents"
+	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/pkg/session"
+	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton/pkg/wake"
+)
+
+// The environment variables baton reads. template.yaml sets the same ones.
+const (
+	EnvTable     = "BATON_TABLE"
+	EnvBucket    = "BATON_BUCKET"
+	EnvQueueURL  = "BATON_QUEUE_URL"
+	EnvAgents    = "BATON_AGENTS"
+	EnvLogFormat = "LOG_FORMAT"
+)
+
+// Env is baton's configuration.
+type Env struct {
+	Table, Bucket, QueueURL string
+	// Agents is a file path, an s3://bucket/key URL, or empty for the
+	// embedded demo agent.
+	Agents string
+	// LogFormat is json or text.
+	LogFormat string
+}
+
+// EnvFromOS reads Env from the process environment.
+func EnvFromOS() (Env, error) {
+	e := Env{
+		Table:     os.Getenv(EnvTable),
+		Bucket:    os.Getenv(EnvBucket),
+		QueueURL:  os.Getenv(EnvQueueURL),
+		Agents:    os.Getenv(EnvAgents),
+		LogFormat: os.Getenv(EnvLogFormat),
+	}
+	var missing []string
+	for name, v := range map[string]string{EnvTable: e.Table, EnvBucket: e.Bucket, EnvQueueURL: e.QueueURL} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return Env{}, fmt.Errorf("app: environment variables not set: %s", strings.Join(missing, ", "))
+	}
+	return e, nil
+}
+
+// Logger returns a JSON logger for "json" (Lambda) and a text one otherwise.
+func Logger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// App is baton, wired.
+type App struct {
+	Env      Env
+	Clients  *awsenv.Clients
+	Sessions *session.Store
+	Agents   turn.AgentMap
+	Runner   *turn.Runner
+	Waker    wake.Waker
+	Log      *slog.Logger
+}
+
+// New builds an App on clients.
+func New(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Logger) (*App, error) {
+	agentMap, err := LoadAgents(ctx, env.Agents, clients.S3)
+	if err != nil {
+		return nil, err
+	}
+	waker := wake.NewSQS(clients.SQS, env.QueueURL)
+	ss := &session.Store{
+		Facts:   dynamo.New(clients.DynamoDB, env.Table),
+		Streams: streams.New(clients.S3, env.Bucket),
+		Waker:   waker,
+	}
+	return &App{
+		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log,
+		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log},
+	}, nil
+}
+
+// FromOS builds an App from the process environment and the standard AWS
+// configuration chain, as a Lambda function does.
+func FromOS(ctx context.Context) (*App, error) {
+	env, err := EnvFromOS()
+	if err != nil {
+		return nil, err
+	}
+	log := Logger(env.LogFormat, os.Stderr)
+	clients, err := awsenv.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, env, clients, log)
+}
+
+// LoadAgents loads the agent file named by src: empty for the embedded
+// demo, s3://bucket/key for an S3 object, else a file path.
+func LoadAgents(ctx context.Context, src string, client *s3.Client) (turn.AgentMap, error) {
+	deps := Deps()
+	switch {
+	case src == "":
+		fsys, name := agents.Demo()
+		return agents.Load(ctx, fsys, name, deps)
+	case strings.HasPrefix(src, "s3://"):
+		bucket, key, ok := strings.Cut(strings.TrimPrefix(src, "s3://"), "/")
+		if !ok || bucket == "" || key == "" {
+			return nil, fmt.Errorf("app: agents %q: want s3://bucket/key", src)
+		}
+		out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			return nil, fmt.Errorf("app: agents %s: %w", src, err)
+		}
+		defer out.Body.Close()
+		var buf bytes.Buffer
+		if _, err := buf.ReadFrom(out.Body); err != nil {
+			return nil, fmt.Errorf("app: agents %s: %w", src, err)
+		}
+		// Scripts referenced by path cannot follow an S3 config; inline them.
+		fsys := fstest.MapFS{"agents.json": &fstest.MapFile{Data: buf.Bytes()}}
+		return agents.Load(ctx, fsys, "agents.json", deps)
+	default:
+		abs, err := filepath.Abs(src)
+		if err != nil {
+			return nil, fmt.Errorf("app: agents %s: %w", src, err)
+		}
+		if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("app: agents file %s does not exist", src)
+		}
+		return agents.Load(ctx, os.DirFS(filepath.Dir(abs)), filepath.Base(abs), deps)
+	}
+}
+
+// Deps are the providers and tools agents may use.
+func Deps() agents.Deps {
+	return agents.Deps{}
+}

@@ -1,0 +1,481 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
+)
+
+// Limits on request content.
+const (
+	// DefaultMaxBody is the request body limit when Config.MaxBody is 0.
+	DefaultMaxBody = 64 << 10
+	// MaxText is the longest message text accepted, in bytes. With the
+	// default body limit a body that large is refused first, with 413.
+	MaxText = 100 << 10
+	// MaxReason is the longest reason accepted with an answer or a cancel.
+	MaxReason = 4 << 10
+	// MaxListLimit is the largest page GET /sessions serves.
+	MaxListLimit = 100
+	// maxID is the longest path id looked up; longer ones are not found.
+	maxID = 256
+)
+
+// pollInterval is how often a held stream read looks for new parts.
+const pollInterval = 200 * time.Millisecond
+
+// Config configures the operator API.
+type Config struct {
+	// Sessions commits and loads sessions; Sessions.Facts and
+	// Sessions.Streams are read directly for listings, facts and streams.
+	Sessions *session.Store
+	// Agents reports whether an agent name is known. Nil knows none.
+	Agents func(name string) bool
+	// Identity returns the caller's identity; false answers 401. Nil means
+	// ContextIdentity.
+	Identity func(*http.Request) (string, bool)
+	// MaxBody limits request bodies; 0 means DefaultMaxBody.
+	MaxBody int64
+	// StreamHold is how long a stream read may wait for new parts of an
+	// open stream before answering; 0 answers at once.
+	StreamHold time.Duration
+	// Log receives request failures; nil means slog.Default().
+	Log *slog.Logger
+}
+
+// api is the handler New returns.
+type api struct {
+	sessions *session.Store
+	agents   func(string) bool
+	identity func(*http.Request) (string, bool)
+	maxBody  int64
+	hold     time.Duration
+	log      *slog.Logger
+	mux      *http.ServeMux
+}
+
+// New returns the operator API. Routes:
+//
+//	POST /sessions                                   create a session → 201
+//	GET  /sessions                                   the caller's sessions (?limit=&cursor=)
+//	GET  /sessions/{id}                              reduced state
+//	POST /sessions/{id}/messages                     post a message → 202
+//	GET  /sessions/{id}/facts                        facts after ?after=N
+//	GET  /sessions/{id}/turns/{turn}/stream          stream parts after ?after= (JSON or SSE)
+//	POST /sessions/{id}/approvals/{approvalId}       approve or deny → 202
+//	POST /sessions/{id}/cancel                       cancel the open turn → 202
+//	POST /sessions/{id}/executions/{executionId}     rerun or abandon → 202
+//
+// Every answer but an event stream is JSON; failures are {"error": "..."}.
+// A session of another caller is answered 404, like one that does not exist.
+func New(c Config) http.Handler {
+	a := &api{
+		sessions: c.Sessions, agents: c.Agents, identity: c.Identity,
+		maxBody: c.MaxBody, hold: max(c.StreamHold, 0), log: c.Log, mux: http.NewServeMux(),
+	}
+	if a.agents == nil {
+		a.agents = func(string) bool { return false }
+	}
+	if a.identity == nil {
+		a.identity = ContextIdentity
+	}
+	if a.maxBody <= 0 {
+		a.maxBody = DefaultMaxBody
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	routes := map[string]func(http.ResponseWriter, *http.Request, string) error{
+		"POST /sessions":                               a.create,
+		"GET /sessions":                                a.list,
+		"GET /sessions/{id}":                           a.get,
+		"POST /sessions/{id}/messages":                 a.message,
+		"GET /sessions/{id}/facts":                     a.facts,
+		"GET /sessions/{id}/turns/{turn}/stream":       a.stream,
+		"POST /sessions/{id}/approvals/{approvalId}":   a.answer,
+		"POST /sessions/{id}/cancel":                   a.cancel,
+		"POST /sessions/{id}/executions/{executionId}": a.settle,
+	}
+	for pattern, h := range routes {
+		a.mux.Handle(pattern, a.authed(h))
+	}
+	return a
+}
+
+// ServeHTTP routes r, answering unknown routes and methods in JSON.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := a.mux.Handler(r)
+	if pattern != "" {
+		a.mux.ServeHTTP(w, r)
+		return
+	}
+	// The mux's own answer is 404 or 405 (with Allow) in plain text: keep
+	// its status and Allow header, and say it in JSON.
+	probe := &probeWriter{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	switch probe.status {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		writeJSON(w, http.StatusMethodNotAllowed, Error{Error: "method " + r.Method + " not allowed; allowed: " + probe.header.Get("Allow")})
+	default:
+		writeJSON(w, http.StatusNotFound, Error{Error: "no such route: " + r.Method + " " + r.URL.Path})
+	}
+}
+
+// probeWriter records the status and headers of a handler's answer and
+// drops its body.
+type probeWriter struct {
+	header http.Header
+	status int
+}
+
+func (p *probeWriter) Header() http.Header { return p.header }
+func (p *probeWriter) Write(b []byte) (int, error) {
+	if p.status == 0 {
+		p.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (p *probeWriter) WriteHeader(status int) {
+	if p.status == 0 {
+		p.status = status
+	}
+}
+
+// authed resolves the caller's identity, answers 401 without one, and
+// turns a handler's error into an answer.
+func (a *api) authed(h func(http.ResponseWriter, *http.Request, string) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, ok := a.identity(r)
+		if !ok || caller == "" {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeJSON(w, http.StatusUnauthorized, Error{Error: "authentication required"})
+			return
+		}
+		if err := h(w, r, caller); err != nil {
+			a.fail(w, r, caller, err)
+		}
+	})
+}
+
+// fail answers err: a refusal as it says, known session errors with 404,
+// 409 or 503, anything else with a generic 500 whose detail is logged.
+func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err error) {
+	status, msg := http.StatusInternalServerError, "internal error"
+	var te *reducer.TransitionError
+	switch ae, isAPI := errors.AsType[*apiError](err); {
+	case isAPI:
+		status, msg = ae.status, ae.msg
+	case errors.Is(err, session.ErrNotFound), errors.Is(err, dynamo.ErrNotFound):
+		status, msg = http.StatusNotFound, "session not found"
+	case errors.Is(err, session.ErrNotPending):
+		status, msg = http.StatusConflict, "nothing of that id is waiting for an answer"
+	case errors.Is(err, session.ErrNoTurn):
+		status, msg = http.StatusConflict, "the session has no open turn"
+	case errors.As(err, &te):
+		status, msg = http.StatusConflict, "not allowed now: "+te.Reason
+	case errors.Is(err, reducer.ErrIllegal):
+		status, msg = http.StatusConflict, "not allowed in the session's current state"
+	case errors.Is(err, session.ErrConflict):
+		status, msg = http.StatusConflict, "the session kept changing while this request was handled; retry"
+	case errors.Is(err, context.DeadlineExceeded):
+		status, msg = http.StatusServiceUnavailable, "timed out; retry"
+	case errors.Is(err, context.Canceled) || r.Context().Err() != nil:
+		status, msg = http.StatusServiceUnavailable, "request cancelled"
+	}
+	level := slog.LevelDebug
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	a.log.Log(r.Context(), level, "operator: request failed", "method", r.Method, "path", r.URL.Path,
+		"caller", caller, "status", status, "err", err)
+	writeJSON(w, status, Error{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	// The status is sent; a failed write means the client went away.
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// pathID returns the path value name, or a 404 refusal when it cannot name
+// anything stored (empty, too long, or holding control characters).
+func pathID(r *http.Request, name, what string) (string, error) {
+	v := r.PathValue(name)
+	ok := v != "" && len(v) <= maxID && utf8.ValidString(v)
+	for _, c := range v {
+		if c < 0x20 || c == 0x7f || c == '/' {
+			ok = false
+		}
+	}
+	if !ok {
+		return "", refuse(http.StatusNotFound, "%s not found", what)
+	}
+	return v, nil
+}
+
+// owned checks that session id exists and belongs to caller, reading only
+// its head. Another caller's session is not found.
+func (a *api) owned(ctx context.Context, id, caller string) (dynamo.Head, error) {
+	h, err := a.sessions.Facts.Head(ctx, id)
+	if err != nil {
+		return dynamo.Head{}, err
+	}
+	if h.Owner != caller {
+		return dynamo.Head{}, refuse(http.StatusNotFound, "session not found")
+	}
+	return h, nil
+}
+
+// ownedID is pathID("id") followed by owned.
+func (a *api) ownedID(r *http.Request, caller string) (string, error) {
+	id, err := pathID(r, "id", "session")
+	if err != nil {
+		return "", err
+	}
+	if _, err := a.owned(r.Context(), id, caller); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+func operatorActor(caller string) reducer.Actor {
+	return reducer.Actor{Kind: reducer.ActorOperator, ID: caller}
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return s
+	}
+	for i := n; i > 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			return s[:i] + "…"
+		}
+	}
+	return ""
+}
+
+func (a *api) create(w http.ResponseWriter, r *http.Request, caller string) error {
+	var in struct {
+		Agent string `json:"agent"`
+	}
+	if err := decode(w, r, a.maxBody, &in, false); err != nil {
+		return err
+	}
+	switch {
+	case in.Agent == "":
+		return refuse(http.StatusBadRequest, "agent is required")
+	case !a.agents(in.Agent):
+		return refuse(http.StatusUnprocessableEntity, "unknown agent %q", clip(in.Agent))
+	}
+	id := ids.New("s")
+	st, err := a.sessions.Create(r.Context(), id, caller, in.Agent)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/sessions/"+id)
+	writeJSON(w, http.StatusCreated, sessionView(id, st))
+	return nil
+}
+
+func (a *api) list(w http.ResponseWriter, r *http.Request, caller string) error {
+	q := r.URL.Query()
+	var limit int64
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil || n < 1 || n > MaxListLimit {
+			return refuse(http.StatusBadRequest, "limit must be an integer from 1 to %d", MaxListLimit)
+		}
+		limit = n
+	}
+	heads, next, err := a.sessions.Facts.ByOwner(r.Context(), caller, int32(limit), q.Get("cursor"))
+	if errors.Is(err, dynamo.ErrBadCursor) {
+		return refuse(http.StatusBadRequest, "cursor is not one this listing returned")
+	}
+	if err != nil {
+		return err
+	}
+	out := List{Sessions: make([]Summary, 0, len(heads)), Next: next}
+	for _, h := range heads {
+		if h.Owner == caller { // the index says so; never trust it blindly
+			out.Sessions = append(out.Sessions, summaryView(h))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *api) get(w http.ResponseWriter, r *http.Request, caller string) error {
+	id, err := pathID(r, "id", "session")
+	if err != nil {
+		return err
+	}
+	sess, err := a.sessions.Load(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if sess.State.Owner != caller {
+		return refuse(http.StatusNotFound, "session not found")
+	}
+	writeJSON(w, http.StatusOK, sessionView(id, sess.State))
+	return nil
+}
+
+func (a *api) facts(w http.ResponseWriter, r *http.Request, caller string) error {
+	id, err := a.ownedID(r, caller)
+	if err != nil {
+		return err
+	}
+	var after int64
+	if s := r.URL.Query().Get("after"); s != "" {
+		after, err = strconv.ParseInt(s, 10, 64)
+		if err != nil || after < 0 {
+			return refuse(http.StatusBadRequest, "after must be a fact seq: an integer ≥ 0")
+		}
+	}
+	facts, err := a.sessions.Facts.Facts(r.Context(), id, after)
+	if err != nil {
+		return err
+	}
+	if facts == nil {
+		facts = []reducer.Fact{}
+	}
+	writeJSON(w, http.StatusOK, Facts{Facts: facts})
+	return nil
+}
+
+func (a *api) message(w http.ResponseWriter, r *http.Request, caller string) error {
+	id, err := a.ownedID(r, caller)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Text string `json:"text"`
+	}
+	if err := decode(w, r, a.maxBody, &in, false); err != nil {
+		return err
+	}
+	switch {
+	case strings.TrimSpace(in.Text) == "":
+		return refuse(http.StatusBadRequest, "text is required and must not be blank")
+	case len(in.Text) > MaxText:
+		return refuse(http.StatusBadRequest, "text is %d bytes, longer than the %d allowed", len(in.Text), MaxText)
+	}
+	msg, err := a.sessions.Post(r.Context(), id, operatorActor(caller), in.Text)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, MessageAccepted{MessageID: msg})
+	return nil
+}
+
+func checkReason(reason string) error {
+	if len(reason) > MaxReason {
+		return refuse(http.StatusBadRequest, "reason is %d bytes, longer than the %d allowed", len(reason), MaxReason)
+	}
+	return nil
+}
+
+func (a *api) answer(w http.ResponseWriter, r *http.Request, caller string) error {
+	id, err := a.ownedID(r, caller)
+	if err != nil {
+		return err
+	}
+	approval, err := pathID(r, "approvalId", "approval")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Decision reducer.Decision `json:"decision"`
+		Reason   string           `json:"reason"`
+	}
+	if err := decode(w, r, a.maxBody, &in, false); err != nil {
+		return err
+	}
+	if in.Decision != reducer.Approve && in.Decision != reducer.Deny {
+		return refuse(http.StatusBadRequest, "decision must be %q or %q", reducer.Approve, reducer.Deny)
+	}
+	if err := checkReason(in.Reason); err != nil {
+		return err
+	}
+	err = a.sessions.Answer(r.Context(), id, operatorActor(caller), approval, in.Decision, in.Reason)
+	if errors.Is(err, session.ErrNotPending) {
+		return refuse(http.StatusConflict, "approval %q is not pending", clip(approval))
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, Accepted{Status: string(in.Decision)})
+	return nil
+}
+
+func (a *api) cancel(w http.ResponseWriter, r *http.Request, caller string) error {
+	id, err := a.ownedID(r, caller)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if err := decode(w, r, a.maxBody, &in, true); err != nil {
+		return err
+	}
+	if err := checkReason(in.Reason); err != nil {
+		return err
+	}
+	err = a.sessions.Cancel(r.Context(), id, operatorActor(caller), in.Reason)
+	if errors.Is(err, session.ErrNoTurn) {
+		return refuse(http.StatusConflict, "the session has no open turn to cancel")
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, Accepted{Status: "cancelled"})
+	return nil
+}
+
+func (a *api) settle(w http.ResponseWriter, r *http.Request, caller string) error {
+	id, err := a.ownedID(r, caller)
+	if err != nil {
+		return err
+	}
+	execution, err := pathID(r, "executionId", "execution")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Verdict reducer.Verdict `json:"verdict"`
+	}
+	if err := decode(w, r, a.maxBody, &in, false); err != nil {
+		return err
+	}
+	if in.Verdict != reducer.Rerun && in.Verdict != reducer.Abandon {
+		return refuse(http.StatusBadRequest, "verdict must be %q or %q", reducer.Rerun, reducer.Abandon)
+	}
+	err = a.sessions.Settle(r.Context(), id, operatorActor(caller), execution, in.Verdict)
+	if errors.Is(err, session.ErrNotPending) {
+		return refuse(http.StatusConflict, "execution %q awaits no verdict", clip(execution))
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, Accepted{Status: string(in.Verdict)})
+	return nil
+}

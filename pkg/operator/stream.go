@@ -1,0 +1,180 @@
+package operator
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/streams"
+)
+
+// stream serves a turn's stream parts after a cursor: as one JSON page, or,
+// when the client accepts text/event-stream, as Server-Sent Events in the
+// shape of the AI SDK's UI message stream. Either way an open stream is
+// watched for up to the configured hold.
+func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) error {
+	ctx := r.Context()
+	id, err := pathID(r, "id", "session")
+	if err != nil {
+		return err
+	}
+	turn, err := pathID(r, "turn", "turn")
+	if err != nil {
+		return err
+	}
+	stream, err := a.turnStream(ctx, id, turn, caller)
+	if err != nil {
+		return err
+	}
+	sse := acceptsEventStream(r)
+	after := r.URL.Query().Get("after")
+	if sse {
+		if last := r.Header.Get("Last-Event-ID"); last != "" {
+			after = last
+		}
+	}
+	cursor, err := streams.ParseCursor(after)
+	if err != nil {
+		return refuse(http.StatusBadRequest, "after is not a stream cursor: want <chunk>.<part>")
+	}
+	deadline := time.Now().Add(a.hold)
+	page, err := a.read(ctx, id, stream, cursor)
+	if err != nil {
+		return err
+	}
+	if sse {
+		a.serveEvents(w, r, id, stream, page, deadline)
+		return nil
+	}
+	for len(page.Entries) == 0 && page.Closed == streams.Open && wait(ctx, deadline) {
+		if page, err = a.read(ctx, id, stream, page.Cursor); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, StreamPage{Parts: page.Entries, Cursor: page.Cursor, Closed: page.Closed})
+	return nil
+}
+
+// turnStream returns the stream of turn (named by its turn or stream id) of
+// session id, after checking from the session's facts that the session is
+// the caller's and that the turn is one of its own.
+func (a *api) turnStream(ctx context.Context, id, turn, caller string) (string, error) {
+	facts, err := a.sessions.Facts.Facts(ctx, id, 0)
+	if err != nil {
+		return "", err
+	}
+	if len(facts) == 0 || facts[0].Type != reducer.SessionCreated || facts[0].Owner != caller {
+		return "", refuse(http.StatusNotFound, "session not found")
+	}
+	for _, f := range facts {
+		if f.Type == reducer.TurnStarted && (f.Turn == turn || f.Stream == turn) {
+			return f.Stream, nil
+		}
+	}
+	return "", refuse(http.StatusNotFound, "turn not found")
+}
+
+func (a *api) read(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error) {
+	page, err := a.sessions.Streams.Read(ctx, id, stream, after)
+	if errors.Is(err, streams.ErrBadCursor) {
+		return streams.Page{}, refuse(http.StatusBadRequest, "after names no part of this stream")
+	}
+	if err != nil {
+		return streams.Page{}, err
+	}
+	return page, nil
+}
+
+// wait sleeps one poll interval, or less when deadline is nearer. It
+// reports false when the deadline has passed or ctx is done.
+func wait(ctx context.Context, deadline time.Time) bool {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return false
+	}
+	t := time.NewTimer(min(left, pollInterval))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// acceptsEventStream reports whether the Accept header names
+// text/event-stream.
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for item := range strings.SplitSeq(v, ",") {
+			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(item)); err == nil && mt == "text/event-stream" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// serveEvents writes page, then keeps polling the stream until it closes
+// or deadline passes. Each part is an event whose id is its cursor and whose
+// data is the part's JSON, so a client reconnects with Last-Event-ID. A
+// closed stream ends with one event named close whose data is [DONE]: the
+// AI SDK ignores event names and skips [DONE], and an EventSource client
+// listens for close to stop reconnecting. An open stream's response just
+// ends at the deadline, and the client reconnects.
+func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, id, stream string, page streams.Page, deadline time.Time) {
+	ctx := r.Context()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Vercel-AI-UI-Message-Stream", "v1")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	bw := bufio.NewWriter(w)
+	send := func(p streams.Page) error {
+		for _, e := range p.Entries {
+			data, err := json.Marshal(e.Part)
+			if err != nil {
+				return fmt.Errorf("encode part %s: %w", e.Cursor, err)
+			}
+			fmt.Fprintf(bw, "id: %s\ndata: %s\n\n", e.Cursor, data)
+		}
+		if p.Closed != streams.Open {
+			bw.WriteString("event: close\ndata: [DONE]\n\n")
+		}
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("write events: %w", err)
+		}
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return fmt.Errorf("flush events: %w", err)
+		}
+		return nil
+	}
+	for {
+		if err := send(page); err != nil {
+			a.log.DebugContext(ctx, "operator: event stream ended", "session", id, "stream", stream, "err", err)
+			return
+		}
+		if page.Closed != streams.Open || !wait(ctx, deadline) {
+			return
+		}
+		next, err := a.read(ctx, id, stream, page.Cursor)
+		if err != nil {
+			// Headers are sent: end the response; the client reconnects
+			// from the last event it got.
+			if ctx.Err() == nil {
+				a.log.ErrorContext(ctx, "operator: read stream", "session", id, "stream", stream, "err", err)
+			}
+			return
+		}
+		page = next
+	}
+}

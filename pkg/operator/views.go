@@ -1,0 +1,134 @@
+package operator
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/streams"
+)
+
+// Session is a session as GET /sessions/{id} and POST /sessions return it:
+// its state reduced from the facts.
+type Session struct {
+	ID          string           `json:"id"`
+	Agent       string           `json:"agent"`
+	Status      reducer.Status   `json:"status"`
+	Created     time.Time        `json:"created"`
+	Updated     time.Time        `json:"updated"`
+	LastSeq     int64            `json:"lastSeq"`
+	Usage       reducer.Usage    `json:"usage"`
+	Turns       int64            `json:"turns"`
+	Last        reducer.Type     `json:"last,omitempty"`
+	LastFailure *reducer.Failure `json:"lastFailure,omitempty"`
+	// Inbox counts messages waiting for a turn.
+	Inbox int `json:"inbox"`
+	// Turn is the open turn, null when idle.
+	Turn *Turn `json:"turn"`
+	// Pending are the approvals the open turn waits for.
+	Pending []Approval `json:"pending"`
+	// Uncertain is the execution waiting for a verdict, null when none.
+	Uncertain *Execution `json:"uncertain"`
+}
+
+// Turn is the open turn of a session.
+type Turn struct {
+	ID          string        `json:"id"`
+	Stream      string        `json:"stream"`
+	Cause       reducer.Cause `json:"cause,omitempty"`
+	Started     time.Time     `json:"started"`
+	Since       time.Time     `json:"since"`
+	Lease       time.Time     `json:"lease,omitzero"`
+	Invocations int           `json:"invocations"`
+}
+
+// Approval is a tool call waiting for an operator's decision.
+type Approval struct {
+	ApprovalID string          `json:"approvalId"`
+	ToolCallID string          `json:"toolCallId"`
+	Tool       string          `json:"tool"`
+	Input      json.RawMessage `json:"input"`
+	Expires    time.Time       `json:"expires,omitzero"`
+}
+
+// Execution is a side-effecting tool call that may or may not have run.
+type Execution struct {
+	ExecutionID string `json:"executionId"`
+	ToolCallID  string `json:"toolCallId"`
+	Tool        string `json:"tool"`
+	Idempotent  bool   `json:"idempotent"`
+}
+
+// Summary is one entry of GET /sessions.
+type Summary struct {
+	ID      string         `json:"id"`
+	Agent   string         `json:"agent"`
+	Status  reducer.Status `json:"status"`
+	LastSeq int64          `json:"lastSeq"`
+	Created time.Time      `json:"created"`
+	Updated time.Time      `json:"updated"`
+	Turn    string         `json:"turn,omitempty"`
+	Cause   reducer.Cause  `json:"cause,omitempty"`
+}
+
+// List is the body of GET /sessions. Next is the cursor of the next page,
+// "" after the last one.
+type List struct {
+	Sessions []Summary `json:"sessions"`
+	Next     string    `json:"next"`
+}
+
+// Facts is the body of GET /sessions/{id}/facts.
+type Facts struct {
+	Facts []reducer.Fact `json:"facts"`
+}
+
+// StreamPage is the JSON body of GET /sessions/{id}/turns/{turn}/stream.
+// Cursor names the last part delivered (or is the request's cursor when
+// none was); Closed is how the stream was closed, "" while it is open.
+type StreamPage struct {
+	Parts  []streams.Entry `json:"parts"`
+	Cursor streams.Cursor  `json:"cursor"`
+	Closed streams.Status  `json:"closed"`
+}
+
+// MessageAccepted is the body of a 202 answer to POST .../messages.
+type MessageAccepted struct {
+	MessageID string `json:"messageId"`
+}
+
+// Accepted is the body of the other 202 answers.
+type Accepted struct {
+	Status string `json:"status"`
+}
+
+// Error is the body of every 4xx and 5xx answer.
+type Error struct {
+	Error string `json:"error"`
+}
+
+func sessionView(id string, st reducer.State) Session {
+	s := Session{
+		ID: id, Agent: st.Agent, Status: st.Status, Created: st.Created, Updated: st.Updated,
+		LastSeq: st.LastSeq, Usage: st.Usage, Turns: st.Turns, Last: st.Last, LastFailure: st.LastFailure,
+		Inbox: len(st.Inbox), Pending: []Approval{},
+	}
+	if t := st.Turn; t != nil {
+		s.Turn = &Turn{ID: t.ID, Stream: t.Stream, Cause: t.Cause, Started: t.Started, Since: t.Since,
+			Lease: t.Lease, Invocations: t.Invocations}
+		for _, p := range t.Pending {
+			s.Pending = append(s.Pending, Approval{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool,
+				Input: p.Input, Expires: p.Expires})
+		}
+		if u := t.Uncertain; u != nil {
+			s.Uncertain = &Execution{ExecutionID: u.ID, ToolCallID: u.ToolCallID, Tool: u.Tool, Idempotent: u.Idempotent}
+		}
+	}
+	return s
+}
+
+func summaryView(h dynamo.Head) Summary {
+	return Summary{ID: h.Session, Agent: h.Agent, Status: h.Status, LastSeq: h.LastSeq,
+		Created: h.Created, Updated: h.Updated, Turn: h.Turn, Cause: h.Cause}
+}
