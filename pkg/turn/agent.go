@@ -93,3 +93,9 @@ func (m AgentMap) Agent(name string) (*Agent, bool) {
 	a, ok := m[name]
 	return a, ok
 }
+
+// Has reports whether the named agent exists.
+func (m AgentMap) Has(name string) bool {
+	_, ok := m[name]
+	return ok
+}

@@ -1,0 +1,50 @@
+# baton — build, test, run and deploy.
+#
+#   make test     the full test suite (the same command CI runs)
+#   make run      the local dev server: emulator, demo agent, API on :8080
+#   make build    the three Lambda bootstraps under build/
+#   make deploy   sam build && sam deploy --guided
+#   make lint     gofmt and go vet
+
+GO        ?= go
+GOARCH    ?= arm64
+FUNCTIONS := operator resume tick
+LDFLAGS   := -s -w
+BUILD     := CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags "$(LDFLAGS)"
+
+.PHONY: build test run deploy lint bench clean \
+	build-OperatorFunction build-ResumeFunction build-TickFunction
+
+build: $(FUNCTIONS:%=build/%/bootstrap)
+
+build/%/bootstrap: FORCE
+	$(BUILD) -o $@ ./functions/$*
+
+# sam build calls these with ARTIFACTS_DIR set (BuildMethod: makefile).
+build-OperatorFunction:
+	$(BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/operator
+build-ResumeFunction:
+	$(BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/resume
+build-TickFunction:
+	$(BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/tick
+
+test:
+	$(GO) test ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./pkg/turn/ ./pkg/tick/ ./pkg/provider/...
+
+run:
+	$(GO) run ./cmd/baton dev
+
+deploy:
+	sam build && sam deploy --guided
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+
+clean:
+	rm -rf build .aws-sam
+
+FORCE:

@@ -1,0 +1,84 @@
+// Command baton runs baton locally.
+//
+//	baton dev        the dev server: emulator, demo agent, operator API on 127.0.0.1:8080
+//	baton provision  create the table, bucket and queues at AWS_ENDPOINT_URL
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/devserver"
+	"github.com/baton-run/baton/pkg/provision"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "baton:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: baton dev | baton provision")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "dev":
+		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+		opts := devserver.Options{}
+		fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "operator API address")
+		fs.StringVar(&opts.DataDir, "data", ".baton/data", "where the embedded emulator keeps its data")
+		fs.StringVar(&opts.Agents, "agents", "", "agent config file (default: the embedded demo agent)")
+		fs.DurationVar(&opts.Tick, "tick", 10*time.Second, "how often the tick runs")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		// kumo reads KUMO_DATA_DIR when the process starts, so set it and
+		// start again.
+		if os.Getenv("AWS_ENDPOINT_URL") == "" && os.Getenv("KUMO_DATA_DIR") == "" && opts.DataDir != "" {
+			return reexec(opts.DataDir)
+		}
+		opts.Out = os.Stdout
+		return devserver.Run(ctx, opts, app.Logger("text", os.Stderr))
+	case "provision":
+		clients, err := awsenv.Load(ctx)
+		if err != nil {
+			return err
+		}
+		res, err := provision.Provision(ctx, clients, baton.Template(), provision.DefaultNames())
+		if err != nil {
+			return err
+		}
+		fmt.Printf("BATON_TABLE=%s\nBATON_BUCKET=%s\nBATON_QUEUE_URL=%s\n", res.Table, res.Bucket, res.QueueURL)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q: want dev or provision", args[0])
+}
+
+func reexec(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	env := append(os.Environ(), "KUMO_DATA_DIR="+abs)
+	return syscall.Exec(self, os.Args, env)
+}

@@ -1,0 +1,13 @@
+// Package baton holds what belongs to the repository as a whole: the AWS SAM
+// template that deploys the three functions with their table, bucket and
+// queues. pkg/provision reads the same template to create matching resources
+// on LocalStack or kumo, so deployed and local resources cannot drift.
+package baton
+
+import _ "embed"
+
+//go:embed template.yaml
+var template string
+
+// Template returns the AWS SAM template (template.yaml), a fresh copy per call.
+func Template() []byte { return []byte(template) }
