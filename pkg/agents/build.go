@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/url"
 	"os"
 	"path"
 
@@ -69,6 +71,9 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 		}
 		if c.MaxOutputTokens < 0 {
 			bad("maxOutputTokens", errors.New("negative"))
+		}
+		if c.MaxToolOutput < 0 {
+			bad("maxToolOutput", errors.New("negative"))
 		}
 		lim, field, err := c.Limits.limits()
 		if err != nil {
@@ -177,6 +182,9 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 }
 
 func (d Decl) validate() error {
+	if d.Name == "" {
+		return errors.New("declared tool has no name")
+	}
 	switch d.Kind {
 	case "lambda":
 		if d.ARN == "" {
@@ -186,11 +194,12 @@ func (d Decl) validate() error {
 		if d.URL == "" {
 			return fmt.Errorf("tool %q: http tool needs url", d.Name)
 		}
+		u, err := url.Parse(d.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("tool %q: url %q: want an absolute http or https URL", d.Name, d.URL)
+		}
 	default:
 		return fmt.Errorf("tool %q: kind %q: want lambda or http", d.Name, d.Kind)
-	}
-	if d.Name == "" {
-		return errors.New("declared tool has no name")
 	}
 	switch tool.Effect(d.Effect) {
 	case tool.Read, tool.Write, tool.External:
@@ -201,12 +210,38 @@ func (d Decl) validate() error {
 	if err := json.Unmarshal(d.Schema, &schema); err != nil || schema["type"] != "object" {
 		return fmt.Errorf("tool %q: schema must be a JSON Schema object with type object", d.Name)
 	}
+	if err := tool.CheckSchema(d.Name, d.Schema); err != nil {
+		return err
+	}
 	if d.Timeout != "" {
 		if _, err := duration(d.Timeout, ""); err != nil {
 			return fmt.Errorf("tool %q: timeout: %w", d.Name, err)
 		}
 	}
 	return nil
+}
+
+// DeclaredTools returns a Deps.Declared that builds lambda tools with
+// lambdaClient and http tools with httpClient. A declaration without a
+// timeout gets 30s.
+func DeclaredTools(lambdaClient tool.LambdaInvoker, httpClient *http.Client) func(Decl) (tool.Tool, error) {
+	return func(d Decl) (tool.Tool, error) {
+		timeout, err := duration(d.Timeout, "30s")
+		if err != nil {
+			return tool.Tool{}, fmt.Errorf("tool %q: timeout: %w", d.Name, err)
+		}
+		effect := tool.Effect(d.Effect)
+		switch d.Kind {
+		case "lambda":
+			if lambdaClient == nil {
+				return tool.Tool{}, fmt.Errorf("tool %q: lambda tools are not available here", d.Name)
+			}
+			return tool.LambdaTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.ARN, timeout, lambdaClient), nil
+		case "http":
+			return tool.HTTPTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.URL, timeout, httpClient), nil
+		}
+		return tool.Tool{}, fmt.Errorf("tool %q: kind %q: want lambda or http", d.Name, d.Kind)
+	}
 }
 
 // script loads a scripted model from a path next to the config, or inline.

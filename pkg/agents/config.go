@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"sort"
@@ -157,6 +158,13 @@ func (r *Rule) UnmarshalJSON(b []byte) error {
 	if r.PathPrefix == nil && r.Over == nil {
 		return errors.New("approval rule object needs pathPrefix or over")
 	}
+	// A rule on no field would never ask: refuse it rather than fail open.
+	if r.PathPrefix != nil && r.PathPrefix.Field == "" {
+		return errors.New("approval rule pathPrefix needs a field")
+	}
+	if r.Over != nil && r.Over.Field == "" {
+		return errors.New("approval rule over needs a field")
+	}
 	return nil
 }
 
@@ -204,20 +212,111 @@ func (e *ConfigError) Error() string {
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Parse decodes a configuration file strictly: unknown fields are errors.
+// A decoding error names the agent and, as far as it can be found, the
+// field it is in.
 func Parse(name string, data []byte) (File, error) {
-	var f File
+	var top struct {
+		Agents map[string]json.RawMessage `json:"agents"`
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return File{}, &ConfigError{File: name, Err: fmt.Errorf("parse: %w", err)}
+	if err := dec.Decode(&top); err != nil {
+		return File{}, &ConfigError{File: name, Field: unknownField(err), Err: fmt.Errorf("parse: %w", err)}
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return File{}, &ConfigError{File: name, Err: errors.New("parse: trailing data after the object")}
 	}
-	if len(f.Agents) == 0 {
+	if len(top.Agents) == 0 {
 		return File{}, &ConfigError{File: name, Field: "agents", Err: errors.New("no agents")}
 	}
+	f := File{Agents: make(map[string]Config, len(top.Agents))}
+	an := make([]string, 0, len(top.Agents))
+	for n := range top.Agents {
+		an = append(an, n)
+	}
+	sort.Strings(an)
+	for _, n := range an {
+		c, err := decodeStrict[Config](top.Agents[n])
+		if err != nil {
+			return File{}, &ConfigError{File: name, Agent: n, Field: locate(top.Agents[n]), Err: fmt.Errorf("parse: %w", err)}
+		}
+		f.Agents[n] = c
+	}
 	return f, nil
+}
+
+func decodeStrict[T any](raw []byte) (T, error) {
+	var v T
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&v)
+	return v, err
+}
+
+// unknownField is the name in encoding/json's unknown-field error, or "".
+func unknownField(err error) string {
+	const pre = `json: unknown field "`
+	if s := err.Error(); strings.HasPrefix(s, pre) && strings.HasSuffix(s, `"`) {
+		return strings.TrimSuffix(strings.TrimPrefix(s, pre), `"`)
+	}
+	return ""
+}
+
+// locate finds the field of an agent object that does not decode, by
+// decoding its members one at a time: "model", "limits.budget",
+// "tools[2]", "approvals.send_email". It returns "" when no single member
+// is at fault.
+func locate(agent json.RawMessage) string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(agent, &members) != nil {
+		return ""
+	}
+	keys := make([]string, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fails := func(k string, v any) bool {
+		b, err := json.Marshal(map[string]any{k: v})
+		if err != nil {
+			return true
+		}
+		_, err = decodeStrict[Config](b)
+		return err != nil
+	}
+	for _, k := range keys {
+		v := members[k]
+		if !fails(k, v) {
+			continue
+		}
+		switch k {
+		case "limits", "approvals":
+			var sub map[string]json.RawMessage
+			if json.Unmarshal(v, &sub) == nil {
+				subKeys := make([]string, 0, len(sub))
+				for sk := range sub {
+					subKeys = append(subKeys, sk)
+				}
+				sort.Strings(subKeys)
+				for _, sk := range subKeys {
+					if fails(k, map[string]json.RawMessage{sk: sub[sk]}) {
+						return k + "." + sk
+					}
+				}
+			}
+		case "tools":
+			var items []json.RawMessage
+			if json.Unmarshal(v, &items) == nil {
+				for i, it := range items {
+					if fails(k, []json.RawMessage{it}) {
+						return fmt.Sprintf("tools[%d]", i)
+					}
+				}
+			}
+		}
+		return k
+	}
+	return ""
 }
 
 // names returns the agent names in order, for stable error reporting.

@@ -86,7 +86,7 @@ type App struct {
 
 // New builds an App on clients.
 func New(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Logger) (*App, error) {
-	agentMap, err := LoadAgents(ctx, env.Agents, clients.S3)
+	agentMap, err := LoadAgents(ctx, env.Agents, clients)
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +119,8 @@ func FromOS(ctx context.Context) (*App, error) {
 
 // LoadAgents loads the agent file named by src: empty for the embedded
 // demo, s3://bucket/key for an S3 object, else a file path.
-func LoadAgents(ctx context.Context, src string, client *s3.Client) (turn.AgentMap, error) {
-	deps := Deps()
+func LoadAgents(ctx context.Context, src string, clients *awsenv.Clients) (turn.AgentMap, error) {
+	deps := Deps(clients)
 	switch {
 	case src == "":
 		fsys, name := agents.Demo()
@@ -130,7 +130,7 @@ func LoadAgents(ctx context.Context, src string, client *s3.Client) (turn.AgentM
 		if !ok || bucket == "" || key == "" {
 			return nil, fmt.Errorf("app: agents %q: want s3://bucket/key", src)
 		}
-		out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		out, err := clients.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 		if err != nil {
 			return nil, fmt.Errorf("app: agents %s: %w", src, err)
 		}
@@ -152,9 +152,4 @@ func LoadAgents(ctx context.Context, src string, client *s3.Client) (turn.AgentM
 		}
 		return agents.Load(ctx, os.DirFS(filepath.Dir(abs)), filepath.Base(abs), deps)
 	}
-}
-
-// Deps are the providers and tools agents may use.
-func Deps() agents.Deps {
-	return agents.Deps{}
 }

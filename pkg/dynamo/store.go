@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -88,7 +89,19 @@ func (s *Store) Append(ctx context.Context, session string, next reducer.State, 
 	}
 	items = append(items, types.TransactWriteItem{Put: head})
 
-	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, s.count.DynamoDB)
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
+	_, err := s.client.TransactWriteItems(ctx, in, s.count.DynamoDB)
+	// A TransactionConflict means another transaction on the same items was
+	// in flight and ours was not applied: send it again, so the outcome is
+	// decided by the conditions (a win, or ErrConflict), not by timing.
+	for attempt := 1; err != nil && transactionConflict(err) && attempt < 5; attempt++ {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w", first, last, session, ctx.Err())
+		case <-time.After(time.Duration(attempt*attempt) * 10 * time.Millisecond):
+		}
+		_, err = s.client.TransactWriteItems(ctx, in, s.count.DynamoDB)
+	}
 	if err != nil {
 		if conditionFailed(err) {
 			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrConflict, err)
@@ -122,6 +135,24 @@ func checkAppend(session string, next reducer.State, facts []reducer.Fact) error
 		return errors.New("next state has no status")
 	}
 	return nil
+}
+
+// transactionConflict reports whether a transaction was refused because
+// another one on the same items was in flight.
+func transactionConflict(err error) bool {
+	var tce *types.TransactionConflictException
+	if errors.As(err, &tce) {
+		return true
+	}
+	var cancelled *types.TransactionCanceledException
+	if errors.As(err, &cancelled) && !conditionFailed(err) {
+		for _, r := range cancelled.CancellationReasons {
+			if aws.ToString(r.Code) == "TransactionConflict" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // conditionFailed reports whether err says a condition expression failed,

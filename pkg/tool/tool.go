@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/baton-run/baton/pkg/model"
 )
 
@@ -56,13 +58,15 @@ func Always(json.RawMessage) bool { return true }
 
 // Registry is an agent's set of tools, in the order the model sees them.
 type Registry struct {
-	order []string
-	tools map[string]Tool
+	order   []string
+	tools   map[string]Tool
+	schemas map[string]*jsonschema.Schema // compiled once; nil for no schema
 }
 
-// NewRegistry builds a registry. Names must be unique and non-empty.
+// NewRegistry builds a registry. Names must be unique and non-empty, and
+// every schema must compile (see CheckSchema).
 func NewRegistry(tools ...Tool) (*Registry, error) {
-	r := &Registry{tools: make(map[string]Tool, len(tools))}
+	r := &Registry{tools: make(map[string]Tool, len(tools)), schemas: make(map[string]*jsonschema.Schema, len(tools))}
 	for _, t := range tools {
 		if t.Name == "" {
 			return nil, fmt.Errorf("tool: a tool has no name")
@@ -73,8 +77,13 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 		if t.Run == nil {
 			return nil, fmt.Errorf("tool: %q has no Run", t.Name)
 		}
+		sch, err := compile(t.Name, t.Schema)
+		if err != nil {
+			return nil, err
+		}
 		r.order = append(r.order, t.Name)
 		r.tools[t.Name] = t
+		r.schemas[t.Name] = sch
 	}
 	return r, nil
 }

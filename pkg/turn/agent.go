@@ -77,7 +77,16 @@ type Agent struct {
 	Model     model.Model
 	Tools     *tool.Registry
 	MaxTokens int
-	Limits    Limits
+	// MaxToolOutput caps a tool result in bytes; 0 means 16 KiB.
+	MaxToolOutput int
+	Limits        Limits
+}
+
+func (a *Agent) maxToolOutput() int {
+	if a.MaxToolOutput > 0 {
+		return a.MaxToolOutput
+	}
+	return 16 << 10
 }
 
 // Agents finds an agent by name.

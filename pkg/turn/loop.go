@@ -25,9 +25,12 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	for {
 		ru.replay()
 		if pending := ru.turn.Pending(); len(pending) > 0 {
-			approvals, err := ru.settle(ctx, pending)
+			approvals, uncertain, err := ru.settle(ctx, pending)
 			if err != nil {
 				return ru.stopped(ctx, err)
+			}
+			if uncertain != nil {
+				return ru.suspend(ctx, reducer.CauseUncertain, 0, reducer.Fact{Type: reducer.TurnSuspended, Execution: uncertain})
 			}
 			if len(approvals) > 0 {
 				return ru.suspendForApproval(ctx, approvals)
@@ -187,17 +190,34 @@ func normalizeInput(in json.RawMessage) json.RawMessage {
 	return mustJSON(v)
 }
 
-// settle resolves the pending calls of the last step, in call order: it
-// runs the tools that need no approval or were approved, records denials,
-// and returns the approvals still to request.
-func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]reducer.Approval, error) {
+// plan is a settled call waiting to run or to have its result emitted.
+type plan struct {
+	c      *conversation.Call
+	t      tool.Tool
+	out    chan streams.Part // the result of a read tool running concurrently
+	ledger bool              // record execution.started before running
+	exec   *reducer.Execution
+}
+
+// settle resolves the pending calls of the last step, in call order. It
+// runs the tools that need no approval or were approved (read-only ones
+// concurrently), records denials and invalid input, and returns the
+// approvals still to request. A side effect that may already have happened
+// and cannot safely rerun is returned as uncertain, and nothing after it is
+// settled.
+func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]reducer.Approval, *reducer.Execution, error) {
 	var requests []reducer.Approval
+	var plans []*plan
 	st := ru.sess.State
 	now := ru.r.Sessions.Clock()
 	for _, c := range pending {
 		t, ok := ru.agent.Tools.Get(c.Name)
 		if !ok {
 			ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: fmt.Sprintf("unknown tool %q", c.Name)})
+			continue
+		}
+		if err := ru.agent.Tools.Check(c.Name, c.Input); err != nil {
+			ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
 			continue
 		}
 		if t.Approval(c.Input) {
@@ -221,22 +241,99 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 				continue
 			}
 		}
-		ru.emit(ru.runTool(ctx, t, c))
+		p := &plan{c: c, t: t}
+		if t.SideEffect() {
+			if ex, started := execution(st.Turn, c.ID); started {
+				// Started before and no result reached the stream: uncertain.
+				v, settled := st.Turn.Verdict(ex.ID)
+				switch {
+				case settled && v.Verdict == reducer.Abandon:
+					ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: AbandonedText})
+					continue
+				case settled || ex.Idempotent:
+					p.exec = &ex // rerun with the same idempotency key
+				default:
+					// Only an operator can say whether to run it again.
+					if err := ru.runPlans(ctx, plans); err != nil {
+						return nil, nil, err
+					}
+					return requests, &ex, nil
+				}
+			} else {
+				p.ledger = true
+				p.exec = &reducer.Execution{ID: "ex_" + c.ID, ToolCallID: c.ID, Tool: c.Name, Idempotent: t.Idempotent}
+			}
+		} else {
+			p.out = make(chan streams.Part, 1)
+			go func() { p.out <- ru.runTool(ctx, t, c, "") }()
+		}
+		plans = append(plans, p)
 	}
-	return requests, nil
+	return requests, nil, ru.runPlans(ctx, plans)
+}
+
+// runPlans emits the planned calls' results in call order. Side effects run
+// here, one at a time, each made durable before and after it runs.
+func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
+	for _, p := range plans {
+		if p.out != nil {
+			ru.emit(<-p.out)
+			continue
+		}
+		if p.ledger {
+			// The execution ledger: the step so far, then the intent, are
+			// durable before the side effect can happen.
+			if err := ru.sink.Flush(ctx); err != nil {
+				return err
+			}
+			next, err := ru.r.Sessions.Append(ctx, ru.out.Session, ru.sess.State, reducer.Fact{
+				Type: reducer.ExecutionStarted, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Execution: p.exec,
+			})
+			if err != nil {
+				return err
+			}
+			ru.sess.State = next
+		}
+		ru.emit(ru.runTool(ctx, p.t, p.c, p.exec.ID))
+		// The result is durable before anything else happens.
+		if err := ru.sink.Flush(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AbandonedText is the result the model sees for a side effect an operator
+// abandoned after it became uncertain.
+const AbandonedText = "The outcome of this tool call is unknown: the run stopped while it executed, and an operator chose not to run it again. It may or may not have taken effect."
+
+func execution(t *reducer.Turn, callID string) (reducer.Execution, bool) {
+	for _, e := range t.Executions {
+		if e.ToolCallID == callID {
+			return e, true
+		}
+	}
+	return reducer.Execution{}, false
 }
 
 // runTool runs one call and returns its output part. A tool error is the
-// model's to see, not the turn's failure.
-func (ru *run) runTool(ctx context.Context, t tool.Tool, c *conversation.Call) streams.Part {
+// model's to see, not the turn's failure. Output over the agent's cap is
+// truncated, and the truncation marked.
+func (ru *run) runTool(ctx context.Context, t tool.Tool, c *conversation.Call, key string) streams.Part {
+	if key == "" {
+		key = "call_" + c.ID
+	}
+	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
+	defer cancel()
 	out, err := t.Run(ctx, tool.Call{ID: c.ID, Name: c.Name, Input: c.Input,
-		IdempotencyKey: ru.out.Session + "/" + ru.out.Turn + "/" + c.ID})
+		IdempotencyKey: ru.out.Session + "/" + ru.out.Turn + "/" + key})
 	if err != nil {
 		return streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()}
 	}
 	if len(out) == 0 || !json.Valid(out) {
 		out = mustJSON(string(out))
 	}
+	out, _ = tool.Truncate(out, ru.agent.maxToolOutput())
 	return streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: c.ID, Output: out}
 }
 
@@ -247,7 +344,12 @@ func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Dura
 	if err := ru.sink.Flush(ctx); err != nil {
 		return ru.stopped(ctx, err)
 	}
-	facts := append(extra, reducer.Fact{Type: reducer.TurnSuspended, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Cause: cause})
+	last := reducer.Fact{Type: reducer.TurnSuspended}
+	if n := len(extra); n > 0 && extra[n-1].Type == reducer.TurnSuspended {
+		last, extra = extra[n-1], extra[:n-1]
+	}
+	last.Actor, last.Turn, last.Cause = agentActor(ru.out.Turn), ru.out.Turn, cause
+	facts := append(extra, last)
 	next, err := ru.r.Sessions.Append(ctx, ru.out.Session, ru.sess.State, facts...)
 	if err != nil {
 		return ru.stopped(ctx, err)

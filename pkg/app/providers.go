@@ -1,0 +1,51 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/baton-run/baton/pkg/agents"
+	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/provider/anthropic"
+	"github.com/baton-run/baton/pkg/provider/bedrock"
+	"github.com/baton-run/baton/pkg/provider/openai"
+)
+
+// Deps are the providers and declared tools agents may use. Every provider
+// is wrapped in model.WithRetry: throttling backs off within the step's time,
+// and a model that stays throttled suspends the turn.
+func Deps(clients *awsenv.Clients) agents.Deps {
+	retry := func(m model.Model) model.Model { return model.WithRetry(m, model.RetryPolicy{}) }
+	httpClient := &http.Client{Timeout: 5 * time.Minute}
+	return agents.Deps{
+		Providers: map[string]agents.Provider{
+			"anthropic": func(_ context.Context, c agents.Config, key string) (model.Model, error) {
+				m, err := anthropic.New(anthropic.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL, HTTPClient: httpClient})
+				if err != nil {
+					return nil, err
+				}
+				return retry(m), nil
+			},
+			"openai": func(_ context.Context, c agents.Config, key string) (model.Model, error) {
+				m, err := openai.New(openai.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL, HTTPClient: httpClient})
+				if err != nil {
+					return nil, err
+				}
+				return retry(m), nil
+			},
+			"bedrock": func(_ context.Context, c agents.Config, _ string) (model.Model, error) {
+				m, err := bedrock.New(bedrockruntime.NewFromConfig(clients.Config), bedrock.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens})
+				if err != nil {
+					return nil, err
+				}
+				return retry(m), nil
+			},
+		},
+		Declared: agents.DeclaredTools(lambda.NewFromConfig(clients.Config), httpClient),
+	}
+}

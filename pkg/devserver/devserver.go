@@ -1,0 +1,139 @@
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/provision"
+	"github.com/baton-run/baton/pkg/tick"
+	"github.com/baton-run/baton/pkg/worker"
+)
+
+// LocalOperator is the identity of callers that send no X-Baton-Operator header.
+const LocalOperator = "local"
+
+// Options configure the dev server.
+type Options struct {
+	Addr    string        // operator API address; default 127.0.0.1:8080
+	DataDir string        // informational: where the emulator persists (KUMO_DATA_DIR)
+	Agents  string        // agent config; empty for the embedded demo
+	Tick    time.Duration // tick interval; default 10s
+	Out     io.Writer     // where the how-to is printed; nil for nowhere
+	// Ready, when set, receives the API's base URL once it listens.
+	Ready func(url string)
+}
+
+// Run serves until ctx is done.
+func Run(ctx context.Context, o Options, log *slog.Logger) error {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:8080"
+	}
+	if o.Tick <= 0 {
+		o.Tick = 10 * time.Second
+	}
+	emu := emulator.Start()
+	defer emu.Close()
+	res, err := provision.Provision(ctx, emu.Clients, baton.Template(), provision.DefaultNames())
+	if err != nil {
+		return fmt.Errorf("devserver: provision: %w", err)
+	}
+	a, err := app.New(ctx, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, Agents: o.Agents}, emu.Clients, log)
+	if err != nil {
+		return fmt.Errorf("devserver: %w", err)
+	}
+
+	api := operator.New(operator.Config{
+		Sessions: a.Sessions, Agents: a.Agents.Has, Log: log, StreamHold: 25 * time.Second,
+		Identity: func(r *http.Request) (string, bool) {
+			if id := r.Header.Get("X-Baton-Operator"); id != "" {
+				return id, true
+			}
+			return LocalOperator, true
+		},
+	})
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("devserver: listen: %w", err)
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	url := "http://" + ln.Addr().String()
+
+	w := &worker.Worker{Sessions: a.Sessions, Runner: a.Runner, Log: log}
+	t := &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Log: log}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := worker.Poll(ctx, emu.Clients.SQS, res.QueueURL, w.HandleSQS, log); err != nil && ctx.Err() == nil {
+			log.Error("resume poller stopped", "err", err)
+		}
+	})
+	wg.Go(func() {
+		every := time.NewTicker(o.Tick)
+		defer every.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-every.C:
+				tctx, cancel := context.WithTimeout(ctx, o.Tick)
+				rep, err := t.Run(tctx)
+				cancel()
+				if err != nil && ctx.Err() == nil {
+					log.Warn("tick", "err", err)
+				} else if rep.Reaped+rep.Expired+rep.Rewoken > 0 {
+					log.Info("tick", "reaped", rep.Reaped, "expired", rep.Expired, "rewoken", rep.Rewoken)
+				}
+			}
+		}
+	})
+	wg.Go(func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	})
+
+	endpoint := "in-process kumo, data in " + o.DataDir
+	if emu.External {
+		endpoint = emu.URL
+	}
+	if o.Out != nil {
+		fmt.Fprintf(o.Out, howTo, url, endpoint, url, url, url, url)
+	}
+	if o.Ready != nil {
+		o.Ready(url)
+	}
+	err = srv.Serve(ln)
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		// Give the emulator's background snapshot a moment to land.
+		time.Sleep(1200 * time.Millisecond)
+		return nil
+	}
+	return err
+}
+
+const howTo = `
+baton dev server
+  operator API  %s   (you are operator "local"; send X-Baton-Operator to be someone else)
+  AWS endpoint  %s
+  agent         demo: streams text, checks the weather, then asks approval to send an email
+
+Try it:
+  curl -s -XPOST %s/sessions -H 'content-type: application/json' -d '{"agent":"demo"}'
+  curl -s -XPOST %s/sessions/$ID/messages -H 'content-type: application/json' -d '{"text":"Send the team a status update"}'
+  curl -s %s/sessions/$ID                      # status, open turn, pending approval
+  curl -sN -H 'accept: text/event-stream' %s/sessions/$ID/turns/$TURN/stream
+  curl -s -XPOST .../sessions/$ID/approvals/$APPROVAL -H 'content-type: application/json' -d '{"decision":"approve"}'
+
+`

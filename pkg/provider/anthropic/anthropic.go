@@ -1,0 +1,397 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"strings"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/provider"
+)
+
+const name = "anthropic"
+
+// Config configures a Model.
+type Config struct {
+	// Model is the model id, such as "claude-sonnet-4-5". Required.
+	Model string
+	// MaxTokens caps the output of a step when the request does not; it
+	// defaults to 4096.
+	MaxTokens int
+	// APIKey is sent as x-api-key; empty falls back to the SDK's environment
+	// defaults (ANTHROPIC_API_KEY).
+	APIKey string
+	// BaseURL overrides the API endpoint (tests, proxies).
+	BaseURL string
+	// ThinkingBudget, when positive, enables extended thinking with this
+	// many budget tokens; it must be below the step's max tokens.
+	ThinkingBudget int
+	// AdaptiveThinking enables adaptive thinking (newer models); it wins
+	// over ThinkingBudget.
+	AdaptiveThinking bool
+	// HTTPClient replaces the SDK's default HTTP client.
+	HTTPClient *http.Client
+	// Options are appended to the SDK client options.
+	Options []option.RequestOption
+}
+
+// Model streams steps from the Anthropic Messages API. It is safe for
+// concurrent use.
+type Model struct {
+	cfg    Config
+	client sdk.Client
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New returns a Model for cfg. The SDK's own retries are off: baton retries
+// through model.WithRetry, so a throttled step can become a suspension.
+func New(cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("anthropic: config: model is required")
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = 4096
+	}
+	opts := []option.RequestOption{option.WithMaxRetries(0)}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	opts = append(opts, cfg.Options...)
+	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+}
+
+// Stream implements model.Model.
+func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) {
+		params, err := m.params(req)
+		if err != nil {
+			yield(model.Event{}, err)
+			return
+		}
+		stream := m.client.Messages.NewStreaming(ctx, params)
+		defer stream.Close()
+
+		var st state
+		for stream.Next() {
+			if ctx.Err() != nil {
+				yield(model.Event{}, provider.Canceled(name, ctx.Err()))
+				return
+			}
+			ev := stream.Current()
+			out, err := st.handle(&ev)
+			if err != nil {
+				yield(model.Event{}, err)
+				return
+			}
+			for _, e := range out {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if st.done {
+				return
+			}
+		}
+		if err := stream.Err(); err != nil {
+			yield(model.Event{}, classify(ctx, err))
+			return
+		}
+		yield(model.Event{}, provider.Truncated(name))
+	}
+}
+
+// block is one content block being streamed.
+type block struct {
+	typ   string
+	id    string
+	name  string
+	input strings.Builder
+}
+
+// state folds the SSE events of one step into model events.
+type state struct {
+	blocks     map[int64]*block
+	stop       model.StopReason
+	usage      model.Usage
+	incomplete string // id of a tool call whose input was cut off
+	buf        [1]model.Event
+	done       bool
+}
+
+func (s *state) handle(ev *sdk.MessageStreamEventUnion) ([]model.Event, error) {
+	switch ev.Type {
+	case "message_start":
+		u := ev.Message.Usage
+		s.usage.InputTokens = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+		s.usage.OutputTokens = u.OutputTokens
+	case "content_block_start":
+		cb := ev.ContentBlock
+		if s.blocks == nil {
+			s.blocks = make(map[int64]*block, 4)
+		}
+		b := &block{typ: cb.Type, id: cb.ID, name: cb.Name}
+		s.blocks[ev.Index] = b
+		// A block may start with content already in it.
+		switch cb.Type {
+		case "text":
+			if cb.Text != "" {
+				return s.one(model.Event{Type: model.TextDelta, Text: cb.Text}), nil
+			}
+		case "thinking":
+			if cb.Thinking != "" {
+				return s.one(model.Event{Type: model.ReasoningDelta, Text: cb.Thinking}), nil
+			}
+		}
+	case "content_block_delta":
+		d := &ev.Delta
+		switch d.Type {
+		case "text_delta":
+			if d.Text != "" {
+				return s.one(model.Event{Type: model.TextDelta, Text: d.Text}), nil
+			}
+		case "thinking_delta":
+			if d.Thinking != "" {
+				return s.one(model.Event{Type: model.ReasoningDelta, Text: d.Thinking}), nil
+			}
+		case "signature_delta":
+			if d.Signature != "" {
+				return s.one(model.Event{Type: model.ReasoningSignature, Text: d.Signature}), nil
+			}
+		case "input_json_delta":
+			b := s.blocks[ev.Index]
+			if b == nil {
+				return nil, &model.Error{Kind: model.Other, Err: fmt.Errorf("anthropic: input delta for unknown block %d", ev.Index)}
+			}
+			b.input.WriteString(d.PartialJSON)
+		}
+	case "content_block_stop":
+		b := s.blocks[ev.Index]
+		if b == nil || b.typ != "tool_use" {
+			return nil, nil
+		}
+		delete(s.blocks, ev.Index)
+		in, ok := provider.CallInput(b.input.String())
+		if !ok {
+			s.incomplete = b.id
+			return nil, nil
+		}
+		return s.one(model.Event{Type: model.ToolCall, Call: model.Call{ID: b.id, Name: b.name, Input: in}}), nil
+	case "message_delta":
+		s.stop = stopReason(ev.Delta.StopReason)
+		u := ev.Usage
+		if in := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens; in > 0 {
+			s.usage.InputTokens = in
+		}
+		if u.OutputTokens > 0 {
+			s.usage.OutputTokens = u.OutputTokens
+		}
+	case "message_stop":
+		if s.stop == "" {
+			return nil, &model.Error{Kind: model.Other, Err: errors.New("anthropic: message stopped without a stop reason")}
+		}
+		if s.incomplete != "" && s.stop != model.StopLength {
+			return nil, &model.Error{Kind: model.Other, Err: fmt.Errorf("anthropic: tool call %s: input is not valid JSON", s.incomplete)}
+		}
+		s.done = true
+		return s.one(model.Event{Type: model.Finish, Stop: s.stop, Usage: s.usage}), nil
+	}
+	return nil, nil
+}
+
+func (s *state) one(e model.Event) []model.Event {
+	s.buf[0] = e
+	return s.buf[:]
+}
+
+func stopReason(r sdk.StopReason) model.StopReason {
+	switch r {
+	case sdk.StopReasonEndTurn, sdk.StopReasonStopSequence:
+		return model.StopEnd
+	case sdk.StopReasonToolUse:
+		return model.StopToolCalls
+	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
+		return model.StopLength
+	default:
+		return model.StopOther
+	}
+}
+
+// classify turns an SDK error into a *model.Error.
+func classify(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return provider.Canceled(name, ctx.Err())
+	}
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		f := provider.Failure{
+			Code: string(apiErr.Type()),
+			Err:  fmt.Errorf("anthropic: %w", err),
+		}
+		if apiErr.StatusCode >= 400 { // an in-stream error event carries the stream's 200
+			f.Status = apiErr.StatusCode
+		}
+		if apiErr.Response != nil && f.Status != 0 {
+			f.Header = apiErr.Response.Header
+		}
+		var body struct {
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal([]byte(apiErr.RawJSON()), &body) == nil {
+			f.Message = body.Error.Message
+			if f.Code == "" {
+				f.Code = body.Error.Type
+			}
+		}
+		return provider.Classify(f)
+	}
+	// An error event whose body the SDK could not parse, or a transport error.
+	msg := err.Error()
+	f := provider.Failure{Message: msg, Err: fmt.Errorf("anthropic: %w", err)}
+	if strings.Contains(msg, "received error while streaming") {
+		f.Code = msg
+	}
+	return provider.Classify(f)
+}
+
+// params builds the SDK request for one step.
+func (m *Model) params(req model.Request) (sdk.MessageNewParams, error) {
+	msgs, err := Messages(req.Messages)
+	if err != nil {
+		return sdk.MessageNewParams{}, err
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = m.cfg.MaxTokens
+	}
+	p := sdk.MessageNewParams{
+		Model:     sdk.Model(m.cfg.Model),
+		MaxTokens: int64(maxTokens),
+		Messages:  msgs,
+	}
+	if req.System != "" {
+		p.System = []sdk.TextBlockParam{{Text: req.System}}
+	}
+	if len(req.Tools) > 0 {
+		p.Tools = make([]sdk.ToolUnionParam, 0, len(req.Tools))
+		for _, t := range req.Tools {
+			tp, err := toolParam(t)
+			if err != nil {
+				return sdk.MessageNewParams{}, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("anthropic: tool %q: %w", t.Name, err)}
+			}
+			p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
+		}
+	}
+	switch {
+	case m.cfg.AdaptiveThinking:
+		p.Thinking = sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{}}
+	case m.cfg.ThinkingBudget > 0:
+		p.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(m.cfg.ThinkingBudget))
+	}
+	return p, nil
+}
+
+func toolParam(t model.ToolSpec) (*sdk.ToolParam, error) {
+	var schema map[string]json.RawMessage
+	if len(t.Schema) > 0 {
+		if err := json.Unmarshal(t.Schema, &schema); err != nil {
+			return nil, fmt.Errorf("schema: %w", err)
+		}
+	}
+	in := sdk.ToolInputSchemaParam{}
+	for k, v := range schema {
+		switch k {
+		case "type":
+			// always "object"
+		case "properties":
+			in.Properties = v
+		case "required":
+			if err := json.Unmarshal(v, &in.Required); err != nil {
+				return nil, fmt.Errorf("schema required: %w", err)
+			}
+		default:
+			if in.ExtraFields == nil {
+				in.ExtraFields = map[string]any{}
+			}
+			in.ExtraFields[k] = v
+		}
+	}
+	if in.Properties == nil {
+		in.Properties = json.RawMessage(`{}`)
+	}
+	tp := &sdk.ToolParam{Name: t.Name, InputSchema: in}
+	if t.Description != "" {
+		tp.Description = sdk.String(t.Description)
+	}
+	return tp, nil
+}
+
+// Messages converts a provider-neutral conversation into Anthropic messages:
+// tool messages become user messages of tool_result blocks, reasoning with a
+// signature becomes a thinking block (unsigned reasoning cannot be replayed
+// and is dropped), empty text is dropped, and consecutive messages of the
+// same role are merged, as the API wants roles to alternate.
+func Messages(msgs []conversation.Message) ([]sdk.MessageParam, error) {
+	if err := provider.CheckToolPairing(msgs); err != nil {
+		return nil, err
+	}
+	out := make([]sdk.MessageParam, 0, len(msgs))
+	for i, m := range msgs {
+		role := sdk.MessageParamRoleUser
+		if m.Role == conversation.Assistant {
+			role = sdk.MessageParamRoleAssistant
+		}
+		blocks := make([]sdk.ContentBlockParamUnion, 0, len(m.Content))
+		for _, c := range m.Content {
+			switch c.Type {
+			case conversation.Text:
+				if c.Text != "" {
+					blocks = append(blocks, sdk.NewTextBlock(c.Text))
+				}
+			case conversation.Reasoning:
+				if m.Role == conversation.Assistant && c.Signature != "" {
+					blocks = append(blocks, sdk.NewThinkingBlock(c.Signature, c.Text))
+				}
+			case conversation.ToolCall:
+				blocks = append(blocks, sdk.NewToolUseBlock(c.ToolCallID, provider.InputOrEmpty(c.Input), c.ToolName))
+			case conversation.ToolResult:
+				tr := &sdk.ToolResultBlockParam{ToolUseID: c.ToolCallID}
+				if text := provider.ResultText(c.Output); text != "" {
+					tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: text}}}
+				}
+				if c.IsError {
+					tr.IsError = sdk.Bool(true)
+				}
+				blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: tr})
+			default:
+				return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("anthropic: message %d: unknown content type %q", i, c.Type)}
+			}
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+			continue
+		}
+		out = append(out, sdk.MessageParam{Role: role, Content: blocks})
+	}
+	return out, nil
+}

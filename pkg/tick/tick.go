@@ -1,0 +1,356 @@
+package tick
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
+	"github.com/baton-run/baton/pkg/wake"
+)
+
+// Defaults for the Tick's zero fields.
+const (
+	DefaultGrace       = 2 * time.Minute
+	DefaultConcurrency = 16
+	DefaultMargin      = 5 * time.Second
+	DefaultPageSize    = 100
+)
+
+// actor is who the tick's facts name.
+func actor() reducer.Actor { return reducer.Actor{Kind: reducer.ActorSystem, ID: "tick"} }
+
+// Wake reasons the tick sends.
+const (
+	ReasonLease  = "lease"  // a reaped turn is to be resumed
+	ReasonRewake = "rewake" // the earlier wake was lost
+)
+
+// Tick sweeps the sessions that need attention. Its fields are set once; a
+// Tick is safe for concurrent use and keeps nothing between runs.
+type Tick struct {
+	// Sessions loads and commits sessions; Sessions.Facts is queried for
+	// due sessions. Its Waker, when set, sends the wake after an expiry
+	// leaves nothing pending (Waker does otherwise).
+	Sessions *session.Store
+	// Waker sends the tick's wakes; nil means Sessions.Waker.
+	Waker wake.Waker
+	// Grace is how long a session that waits for a wake may go without
+	// one resuming it before the wake is taken as lost; 0 means 2 minutes.
+	Grace time.Duration
+	// Concurrency bounds the sessions looked at once; 0 means 16.
+	Concurrency int
+	// Margin is how long before the context's deadline the run stops
+	// taking sessions; 0 means 5 seconds.
+	Margin time.Duration
+	// PageSize is the number of heads read per index page; 0 means 100.
+	PageSize int32
+	// Now is the clock deciding what is due; nil means time.Now.
+	Now func() time.Time
+	Log *slog.Logger
+}
+
+// Report counts what one run did.
+type Report struct {
+	// Seen counts the due heads looked at.
+	Seen int
+	// Reaped counts turns suspended after their lease ran out.
+	Reaped int
+	// Expired counts approvals denied as expired.
+	Expired int
+	// Rewoken counts wakes re-sent.
+	Rewoken int
+	// Pages counts index pages read.
+	Pages int
+	// Errors counts sessions the run failed to handle; the next run tries
+	// them again.
+	Errors int
+	// Stopped is set when the run hit its own deadline before the end of
+	// the due sessions.
+	Stopped bool
+}
+
+func (t *Tick) now() time.Time {
+	if t.Now != nil {
+		return t.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (t *Tick) log() *slog.Logger {
+	if t.Log != nil {
+		return t.Log
+	}
+	return slog.Default()
+}
+
+func (t *Tick) waker() wake.Waker {
+	if t.Waker != nil {
+		return t.Waker
+	}
+	return t.Sessions.Waker
+}
+
+func orDefault[T int | int32 | time.Duration](v, d T) T {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
+// HandleScheduled is the tick function's Lambda handler for its EventBridge
+// schedule. The event says only that it is time; Run does the rest.
+func (t *Tick) HandleScheduled(ctx context.Context, ev events.EventBridgeEvent) (Report, error) {
+	rep, err := t.Run(ctx)
+	log := t.log().With("event", ev.ID, "scheduled", ev.Time, "seen", rep.Seen, "reaped", rep.Reaped,
+		"expired", rep.Expired, "rewoken", rep.Rewoken, "pages", rep.Pages, "errors", rep.Errors, "stopped", rep.Stopped)
+	if err != nil {
+		log.ErrorContext(ctx, "tick failed", "err", err)
+		return rep, err
+	}
+	log.InfoContext(ctx, "tick done")
+	return rep, nil
+}
+
+// counts is a Report under construction by concurrent visits.
+type counts struct {
+	mu  sync.Mutex
+	rep Report
+}
+
+func (c *counts) add(f func(*Report)) {
+	c.mu.Lock()
+	f(&c.rep)
+	c.mu.Unlock()
+}
+
+// Run looks at every session due now, through the byDue index (a query,
+// never a scan), Concurrency at a time. For each it reloads the session and
+// decides from its facts, since the index may be stale:
+//
+//   - running past its lease: the invocation died. Record turn.suspended
+//     {lease} and send a wake; the worker resumes from the last checkpoint.
+//   - suspended for approval with an expired request: deny it as "expired".
+//   - waiting for a wake (suspended with nothing pending, or idle with
+//     messages) for longer than Grace: the wake was lost; send it again.
+//
+// A session someone else changed meanwhile is left to them. Run stops
+// taking sessions Margin before the context's deadline and reports Stopped;
+// the next run carries on. It returns an error only when the index cannot
+// be read or the context ends first; a session that fails is logged,
+// counted in Errors, and tried again by the next run.
+func (t *Tick) Run(ctx context.Context) (Report, error) {
+	if t.Sessions == nil || t.Sessions.Facts == nil {
+		return Report{}, errors.New("tick: no session store")
+	}
+	if t.waker() == nil {
+		return Report{}, errors.New("tick: no waker")
+	}
+	now := t.now()
+	var c counts
+
+	// soft ends when the run must stop taking sessions; a visit under way
+	// then finishes under ctx, within the margin.
+	stopAt := time.Time{}
+	if dl, ok := ctx.Deadline(); ok {
+		stopAt = dl.Add(-orDefault(t.Margin, DefaultMargin))
+		if !time.Now().Before(stopAt) {
+			return Report{Stopped: true}, nil
+		}
+	}
+	soft, cancel := context.WithCancel(ctx)
+	if !stopAt.IsZero() {
+		soft, cancel = context.WithDeadline(ctx, stopAt)
+	}
+	defer cancel()
+
+	heads := make(chan dynamo.Head)
+	var (
+		exhausted bool // the pager reached the end of the index
+		pageErr   error
+	)
+	go func() {
+		defer close(heads)
+		exhausted, pageErr = t.page(soft, now, heads, &c)
+	}()
+
+	var wg sync.WaitGroup
+	var abandoned atomic.Bool // a worker stopped with heads left
+	for range orDefault(t.Concurrency, DefaultConcurrency) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for h := range heads {
+				if soft.Err() != nil {
+					abandoned.Store(true)
+					return
+				}
+				c.add(func(r *Report) { r.Seen++ })
+				if err := t.visit(ctx, h, now, &c); err != nil {
+					c.add(func(r *Report) { r.Errors++ })
+					t.log().WarnContext(ctx, "tick: session not handled; the next run tries again", "session", h.Session, "why", h.Why, "err", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// Workers that stopped early leave the pager to notice soft ending;
+	// wait for it to close heads, so its results are in.
+	for range heads {
+		abandoned.Store(true)
+	}
+
+	rep := c.rep
+	switch {
+	case ctx.Err() != nil:
+		return rep, fmt.Errorf("tick: %w", ctx.Err())
+	case pageErr != nil:
+		return rep, fmt.Errorf("tick: %w", pageErr)
+	case !exhausted || abandoned.Load():
+		rep.Stopped = true
+	}
+	return rep, nil
+}
+
+// page sends every head due by now, each session once, until the index is
+// exhausted or ctx ends. It reports whether it reached the index's end.
+func (t *Tick) page(ctx context.Context, now time.Time, out chan<- dynamo.Head, c *counts) (bool, error) {
+	seen := map[string]bool{}
+	cursor := ""
+	for {
+		hs, next, err := t.Sessions.Facts.Due(ctx, now, orDefault(t.PageSize, DefaultPageSize), cursor)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, nil // the run is stopping; Run reports it
+			}
+			return false, err
+		}
+		c.add(func(r *Report) { r.Pages++ })
+		for _, h := range hs {
+			// A session the run changed may turn up again further on.
+			if seen[h.Session] {
+				continue
+			}
+			seen[h.Session] = true
+			select {
+			case out <- h:
+			case <-ctx.Done():
+				return false, nil
+			}
+		}
+		if next == "" {
+			return true, nil
+		}
+		cursor = next
+	}
+}
+
+// visit decides what one due session needs, from its facts.
+func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *counts) error {
+	grace := orDefault(t.Grace, DefaultGrace)
+	if (h.Why == "wake" || h.Why == "inbox") && now.Sub(h.Updated) <= grace {
+		// Its wake is recent enough to be in flight. A stale head only
+		// understates Updated, so the session needs no reading.
+		return nil
+	}
+	sess, err := t.Sessions.Load(ctx, h.Session)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st := sess.State
+	tr := st.Turn
+	switch {
+	case st.Status == reducer.Running && tr != nil && now.After(tr.Lease):
+		return t.reap(ctx, h.Session, st, c)
+	case st.Status == reducer.Suspended && tr != nil && tr.Cause == reducer.CauseApproval && len(tr.Pending) > 0:
+		return t.expire(ctx, h.Session, st, now, c)
+	case waitsForWake(st) && now.Sub(st.Updated) > grace:
+		if err := t.waker().Wake(ctx, wake.Wake{Session: h.Session, Reason: ReasonRewake, Seq: st.LastSeq}, 0); err != nil {
+			return err
+		}
+		c.add(func(r *Report) { r.Rewoken++ })
+		t.log().InfoContext(ctx, "tick: lost wake re-sent", "session", h.Session, "status", st.Status,
+			"cause", causeOf(st), "updated", st.Updated)
+	}
+	return nil
+}
+
+// waitsForWake reports whether only a wake stands between the session and
+// its next run: a suspended turn with nothing pending, or waiting messages.
+func waitsForWake(st reducer.State) bool {
+	switch st.Status {
+	case reducer.Suspended:
+		return st.Turn != nil && len(st.Turn.Pending) == 0 && st.Turn.Uncertain == nil
+	case reducer.Idle:
+		return len(st.Inbox) > 0
+	}
+	return false
+}
+
+func causeOf(st reducer.State) reducer.Cause {
+	if st.Turn != nil {
+		return st.Turn.Cause
+	}
+	return ""
+}
+
+// reap suspends a turn whose invocation's lease ran out, and wakes it.
+func (t *Tick) reap(ctx context.Context, id string, st reducer.State, c *counts) error {
+	next, err := t.Sessions.Append(ctx, id, st, reducer.Fact{
+		Type: reducer.TurnSuspended, Actor: actor(), Turn: st.Turn.ID, Cause: reducer.CauseLease,
+	})
+	if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+		t.log().InfoContext(ctx, "tick: the turn moved on before the reap", "session", id, "err", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reap %s: %w", id, err)
+	}
+	c.add(func(r *Report) { r.Reaped++ })
+	t.log().InfoContext(ctx, "tick: reaped a turn past its lease", "session", id, "turn", st.Turn.ID, "lease", st.Turn.Lease)
+	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: ReasonLease, Seq: next.LastSeq}, 0); err != nil {
+		// The suspension is durable: a later run re-sends the wake.
+		return fmt.Errorf("wake reaped %s: %w", id, err)
+	}
+	return nil
+}
+
+// expire denies the session's expired approvals. Answer wakes the turn once
+// nothing is left pending.
+func (t *Tick) expire(ctx context.Context, id string, st reducer.State, now time.Time, c *counts) error {
+	pending := st.Turn.Pending
+	denied := 0
+	for _, p := range pending {
+		if p.Expires.IsZero() || !p.Expires.Before(now) {
+			continue
+		}
+		err := t.Sessions.Answer(ctx, id, actor(), p.ID, reducer.Deny, "expired")
+		if errors.Is(err, session.ErrNotPending) {
+			continue // answered meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("expire approval %s of %s: %w", p.ID, id, err)
+		}
+		denied++
+		c.add(func(r *Report) { r.Expired++ })
+		t.log().InfoContext(ctx, "tick: approval expired and denied", "session", id, "approval", p.ID, "tool", p.Tool, "expires", p.Expires)
+	}
+	if denied == len(pending) && t.Sessions.Waker == nil {
+		// Answer sent no wake; send it here.
+		if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: "approval"}, 0); err != nil {
+			return fmt.Errorf("wake %s after expiry: %w", id, err)
+		}
+	}
+	return nil
+}

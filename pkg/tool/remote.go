@@ -1,0 +1,222 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+)
+
+// DefaultTimeout bounds a remote tool call when no timeout is given.
+const DefaultTimeout = 30 * time.Second
+
+// MaxResponseBytes is the largest response a remote tool may return; a
+// larger one is an error. Output is capped again, much lower, by Truncate.
+const MaxResponseBytes = 8 << 20
+
+// excerptBytes is how much of a failed response an error quotes.
+const excerptBytes = 200
+
+// LambdaInvoker invokes Lambda functions; *lambda.Client satisfies it.
+type LambdaInvoker interface {
+	Invoke(ctx context.Context, params *lambda.InvokeInput, optFns ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+}
+
+// Envelope is what a remote tool receives: the model's input and the ids
+// that let it recognise a repeated call.
+type Envelope struct {
+	Input          json.RawMessage `json:"input"`
+	ToolCallID     string          `json:"toolCallId"`
+	IdempotencyKey string          `json:"idempotencyKey"`
+}
+
+func envelope(c Call) ([]byte, error) {
+	in := c.Input
+	if len(bytes.TrimSpace(in)) == 0 {
+		in = json.RawMessage(`{}`)
+	}
+	b, err := json.Marshal(Envelope{Input: in, ToolCallID: c.ID, IdempotencyKey: c.IdempotencyKey})
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	return b, nil
+}
+
+// FunctionError is a Lambda invocation that ran and failed: the response
+// carried X-Amz-Function-Error.
+type FunctionError struct {
+	Tool    string
+	Kind    string // X-Amz-Function-Error, e.g. Unhandled
+	Type    string // errorType of the payload, if any
+	Message string // errorMessage of the payload, or an excerpt
+}
+
+func (e *FunctionError) Error() string {
+	msg := e.Message
+	if e.Type != "" {
+		msg = e.Type + ": " + msg
+	}
+	return fmt.Sprintf("tool %s: function failed (%s): %s", e.Tool, e.Kind, msg)
+}
+
+// StatusError is an HTTP tool answer outside 2xx.
+type StatusError struct {
+	Tool   string
+	Status int
+	// Body is a short excerpt of the response body.
+	Body string
+}
+
+func (e *StatusError) Error() string {
+	s := fmt.Sprintf("tool %s: HTTP %d %s", e.Tool, e.Status, http.StatusText(e.Status))
+	if e.Body != "" {
+		s += ": " + e.Body
+	}
+	return s
+}
+
+// LambdaTool is a tool run by a Lambda function, invoked synchronously
+// with an Envelope as the payload. The function's response payload, which
+// must be JSON, is the output. A function error or a non-JSON payload is
+// an error, which the model sees as the tool's error result. timeout <= 0
+// means DefaultTimeout.
+func LambdaTool(name, description string, schema json.RawMessage, effect Effect, idempotent bool, arn string, timeout time.Duration, client LambdaInvoker) Tool {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return Tool{
+		Name: name, Description: description, Schema: schema, Effect: effect, Idempotent: idempotent,
+		Run: func(parent context.Context, c Call) (json.RawMessage, error) {
+			if client == nil {
+				return nil, fmt.Errorf("tool %s: no Lambda client", name)
+			}
+			payload, err := envelope(c)
+			if err != nil {
+				return nil, fmt.Errorf("tool %s: %w", name, err)
+			}
+			ctx, cancel := context.WithTimeout(parent, timeout)
+			defer cancel()
+			out, err := client.Invoke(ctx, &lambda.InvokeInput{
+				FunctionName:   aws.String(arn),
+				InvocationType: lambdatypes.InvocationTypeRequestResponse,
+				Payload:        payload,
+			})
+			if err != nil {
+				if timedOut(parent, ctx) {
+					return nil, fmt.Errorf("tool %s: no answer within %s: %w", name, timeout, err)
+				}
+				return nil, fmt.Errorf("tool %s: invoke %s: %w", name, arn, err)
+			}
+			if out.FunctionError != nil {
+				fe := &FunctionError{Tool: name, Kind: aws.ToString(out.FunctionError)}
+				var doc struct {
+					Type    string `json:"errorType"`
+					Message string `json:"errorMessage"`
+				}
+				if json.Unmarshal(out.Payload, &doc) == nil && (doc.Type != "" || doc.Message != "") {
+					fe.Type, fe.Message = doc.Type, doc.Message
+				} else {
+					fe.Message = excerpt(out.Payload)
+				}
+				return nil, fe
+			}
+			if !json.Valid(out.Payload) {
+				return nil, fmt.Errorf("tool %s: function returned a non-JSON payload: %q", name, excerpt(out.Payload))
+			}
+			return json.RawMessage(out.Payload), nil
+		},
+	}
+}
+
+// HTTPTool is a tool run by an HTTP endpoint: each call POSTs an Envelope
+// as application/json with an Idempotency-Key header. A 2xx body is the
+// output; one that is not JSON is wrapped as a JSON string. Any other
+// status is a *StatusError. timeout <= 0 means DefaultTimeout; a nil
+// client means a new http.Client.
+func HTTPTool(name, description string, schema json.RawMessage, effect Effect, idempotent bool, url string, timeout time.Duration, client *http.Client) Tool {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if client == nil {
+		client = &http.Client{}
+	}
+	return Tool{
+		Name: name, Description: description, Schema: schema, Effect: effect, Idempotent: idempotent,
+		Run: func(parent context.Context, c Call) (json.RawMessage, error) {
+			payload, err := envelope(c)
+			if err != nil {
+				return nil, fmt.Errorf("tool %s: %w", name, err)
+			}
+			ctx, cancel := context.WithTimeout(parent, timeout)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+			if err != nil {
+				return nil, fmt.Errorf("tool %s: %w", name, err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json")
+			if c.IdempotencyKey != "" {
+				req.Header.Set("Idempotency-Key", c.IdempotencyKey)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				if timedOut(parent, ctx) {
+					return nil, fmt.Errorf("tool %s: no answer within %s: %w", name, timeout, err)
+				}
+				return nil, fmt.Errorf("tool %s: %w", name, err)
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+			if err != nil {
+				if timedOut(parent, ctx) {
+					return nil, fmt.Errorf("tool %s: no complete answer within %s: %w", name, timeout, err)
+				}
+				return nil, fmt.Errorf("tool %s: read response: %w", name, err)
+			}
+			if resp.StatusCode < 200 || resp.StatusCode > 299 {
+				return nil, &StatusError{Tool: name, Status: resp.StatusCode, Body: excerpt(body)}
+			}
+			if len(body) > MaxResponseBytes {
+				return nil, fmt.Errorf("tool %s: response larger than %d bytes", name, MaxResponseBytes)
+			}
+			if json.Valid(body) {
+				return json.RawMessage(body), nil
+			}
+			wrapped, err := json.Marshal(string(body))
+			if err != nil {
+				return nil, fmt.Errorf("tool %s: wrap response: %w", name, err)
+			}
+			return wrapped, nil
+		},
+	}
+}
+
+// excerpt is the start of b for an error message: whitespace collapsed,
+// at most excerptBytes bytes, cut on a UTF-8 boundary.
+func excerpt(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) <= excerptBytes {
+		return s
+	}
+	cut := excerptBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// timedOut reports whether ctx ended because of the tool's own timeout
+// rather than its parent's end.
+func timedOut(parent, ctx context.Context) bool {
+	return parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+}

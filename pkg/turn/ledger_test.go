@@ -1,0 +1,240 @@
+package turn_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
+	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/pkg/turn"
+)
+
+// charger is a side-effecting tool whose first run hangs until its
+// invocation dies, so the run stops between "execution started" and the
+// result.
+type charger struct {
+	mu      sync.Mutex
+	keys    []string
+	started chan struct{}
+}
+
+func (c *charger) tool(idempotent bool) tool.Tool {
+	return tool.Tool{
+		Name: "charge", Description: "Charge a card.", Effect: tool.Write, Idempotent: idempotent,
+		Schema: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
+		Run: func(ctx context.Context, call tool.Call) (json.RawMessage, error) {
+			c.mu.Lock()
+			c.keys = append(c.keys, call.IdempotencyKey)
+			first := len(c.keys) == 1
+			c.mu.Unlock()
+			if first {
+				close(c.started)
+				<-ctx.Done() // the process dies here
+				return nil, ctx.Err()
+			}
+			return json.RawMessage(`{"charged":true}`), nil
+		},
+	}
+}
+
+const chargeScript = `{"steps":[
+ {"text":"Charging.","toolCalls":[{"name":"charge","input":{"amount":5}}]},
+ {"text":"Charged."}
+]}`
+
+// killMidExecution starts a turn and kills it while the charge runs.
+func killMidExecution(t *testing.T, idempotent bool) (*turn.Agent, *charger, *invocation, string) {
+	t.Helper()
+	ch := &charger{started: make(chan struct{})}
+	reg, err := tool.NewRegistry(ch.tool(idempotent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &turn.Agent{Name: "demo", Model: script(t, chargeScript), Tools: reg,
+		Limits: turn.Limits{Budget: 2 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}}
+	inv := fresh(agent)
+	id := newSession(t, inv, "Charge me.")
+	dying, kill := context.WithCancel(context.Background())
+	go func() { <-ch.started; kill() }()
+	if _, err := inv.runner.Start(dying, id); !errors.Is(err, context.Canceled) {
+		t.Fatalf("killed run: %v", err)
+	}
+	ctx := ctxT(t)
+	sess, err := inv.sessions.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sess.State.Turn.Executions); n != 1 {
+		t.Fatalf("%d executions recorded before the kill, want 1", n)
+	}
+	time.Sleep(time.Until(sess.State.Turn.Lease) + 10*time.Millisecond)
+	return agent, ch, inv, id
+}
+
+func outputsFor(ps []streams.Part, call string) []streams.Part {
+	var out []streams.Part
+	for _, p := range ps {
+		if p.ToolCallID == call && (p.Type == streams.ToolOutputAvailable || p.Type == streams.ToolOutputError) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func TestLedgerIdempotentToolRerunsWithSameKey(t *testing.T) {
+	agent, ch, inv, id := killMidExecution(t, true)
+	out, err := fresh(agent).runner.Resume(ctxT(t), id)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	if len(ch.keys) != 2 || ch.keys[0] != ch.keys[1] {
+		t.Fatalf("runs = %v, want two runs with one key", ch.keys)
+	}
+	ps, _ := parts(t, inv, id, out.Turn)
+	if got := outputsFor(ps, "call_0_0"); len(got) != 1 || got[0].Type != streams.ToolOutputAvailable {
+		t.Fatalf("outputs = %+v", got)
+	}
+}
+
+func TestLedgerUncertainRerun(t *testing.T) {
+	ctx := ctxT(t)
+	agent, ch, inv, id := killMidExecution(t, false)
+	out, err := fresh(agent).runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseUncertain {
+		t.Fatalf("resume: %+v %v, want suspended uncertain", out, err)
+	}
+	if len(ch.keys) != 1 {
+		t.Fatalf("a non-idempotent tool ran %d times before a verdict", len(ch.keys))
+	}
+	sess, _ := inv.sessions.Load(ctx, id)
+	ex := sess.State.Turn.Uncertain
+	if ex == nil || ex.ToolCallID != "call_0_0" {
+		t.Fatalf("uncertain = %+v", ex)
+	}
+	if _, err := fresh(agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
+		t.Fatalf("resume before verdict: %v", err)
+	}
+	if err := inv.sessions.Settle(ctx, id, operator, ex.ID, reducer.Rerun); err != nil {
+		t.Fatal(err)
+	}
+	before := len(facts(t, inv, id))
+	if err := inv.sessions.Settle(ctx, id, operator, ex.ID, reducer.Abandon); !errors.Is(err, session.ErrNotPending) {
+		t.Fatalf("second verdict: %v", err)
+	}
+	if n := len(facts(t, inv, id)); n != before {
+		t.Fatal("a second verdict wrote a fact")
+	}
+	out, err = fresh(agent).runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume after rerun: %+v %v", out, err)
+	}
+	if len(ch.keys) != 2 || ch.keys[0] != ch.keys[1] {
+		t.Fatalf("runs = %v", ch.keys)
+	}
+}
+
+func TestLedgerUncertainAbandon(t *testing.T) {
+	ctx := ctxT(t)
+	agent, ch, inv, id := killMidExecution(t, false)
+	if out, err := fresh(agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	sess, _ := inv.sessions.Load(ctx, id)
+	if err := inv.sessions.Settle(ctx, id, operator, sess.State.Turn.Uncertain.ID, reducer.Abandon); err != nil {
+		t.Fatal(err)
+	}
+	out, err := fresh(agent).runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume after abandon: %+v %v", out, err)
+	}
+	if len(ch.keys) != 1 {
+		t.Fatalf("an abandoned tool ran again: %v", ch.keys)
+	}
+	ps, _ := parts(t, inv, id, out.Turn)
+	got := outputsFor(ps, "call_0_0")
+	if len(got) != 1 || got[0].Type != streams.ToolOutputError || got[0].ErrorText != turn.AbandonedText {
+		t.Fatalf("outputs = %+v", got)
+	}
+	// The model saw the unknown outcome, and no call is left without a result.
+	if tr := string(transcript(t, inv, id)); !strings.Contains(tr, "outcome of this tool call is unknown") {
+		t.Fatalf("transcript lacks the abandoned result: %s", tr)
+	}
+}
+
+const twoApprovals = `{"steps":[
+ {"text":"Two emails and a lookup.","toolCalls":[
+   {"name":"send_email","input":{"to":"a@example.com","subject":"A"}},
+   {"name":"get_weather","input":{"city":"Porto"}},
+   {"name":"send_email","input":{"to":"b@example.com","subject":"B"}}]},
+ {"text":"Both sent."}
+]}`
+
+func TestParallelApprovalsEitherOrder(t *testing.T) {
+	for _, order := range []string{"first-then-second", "second-then-first"} {
+		t.Run(order, func(t *testing.T) {
+			ctx := ctxT(t)
+			agent := demoAgent(t, script(t, twoApprovals), turn.Limits{})
+			inv := fresh(agent)
+			id := newSession(t, inv, "Email both.")
+			out, err := inv.runner.Start(ctx, id)
+			if err != nil || out.Cause != reducer.CauseApproval {
+				t.Fatalf("start: %+v %v", out, err)
+			}
+			sess, _ := inv.sessions.Load(ctx, id)
+			pend := sess.State.Turn.Pending
+			if len(pend) != 2 {
+				t.Fatalf("%d approvals requested at once, want 2", len(pend))
+			}
+			ps, _ := parts(t, inv, id, out.Turn)
+			if len(outputsFor(ps, "call_0_1")) != 1 {
+				t.Fatal("the read tool did not run before the suspension")
+			}
+			if order == "second-then-first" {
+				pend[0], pend[1] = pend[1], pend[0]
+			}
+			if err := inv.sessions.Answer(ctx, id, operator, pend[0].ID, reducer.Approve, ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fresh(agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
+				t.Fatalf("resumed with one approval pending: %v", err)
+			}
+			if err := inv.sessions.Answer(ctx, id, operator, pend[1].ID, reducer.Approve, ""); err != nil {
+				t.Fatal(err)
+			}
+			out, err = fresh(agent).runner.Resume(ctx, id)
+			if err != nil || out.Kind != turn.Completed {
+				t.Fatalf("resume: %+v %v", out, err)
+			}
+			if n := count(facts(t, inv, id), reducer.TurnResumed); n != 1 {
+				t.Fatalf("%d resumes, want 1", n)
+			}
+			var results []string
+			var msgs []struct {
+				Role    string `json:"role"`
+				Content []struct {
+					ToolCallID string `json:"toolCallId"`
+				} `json:"content"`
+			}
+			if err := json.Unmarshal(transcript(t, inv, id), &msgs); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				if m.Role == "tool" {
+					for _, c := range m.Content {
+						results = append(results, c.ToolCallID)
+					}
+				}
+			}
+			if got := strings.Join(results, ","); got != "call_0_0,call_0_1,call_0_2" {
+				t.Fatalf("results in order %s, want call order", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,179 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
+	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton/pkg/wake"
+)
+
+// Defaults for the Worker's optional fields.
+const (
+	// DefaultConcurrency bounds how many sessions of one SQS batch run at once.
+	DefaultConcurrency = 4
+	// DefaultReserve is the least time left before the invocation's deadline
+	// for Handle to start another turn after the one it ran.
+	DefaultReserve = 30 * time.Second
+	// maxRuns caps the runs of one Handle call, whatever the deadline.
+	maxRuns = 16
+)
+
+// Worker handles wakes. Its fields are set once; a Worker is safe for
+// concurrent use and keeps nothing between calls.
+type Worker struct {
+	Sessions *session.Store
+	Runner   *turn.Runner
+	Log      *slog.Logger
+	// Concurrency bounds the sessions of one batch handled at once; 0 means
+	// DefaultConcurrency.
+	Concurrency int
+	// Reserve is the least time that must be left before the context's
+	// deadline to run again after a run; 0 means DefaultReserve.
+	Reserve time.Duration
+}
+
+// Result says what one Handle call ran.
+type Result struct {
+	// Runs counts the Starts and Resumes that ran a turn.
+	Runs     int
+	Outcomes []turn.Outcome
+}
+
+func (w *Worker) log() *slog.Logger {
+	if w.Log != nil {
+		return w.Log
+	}
+	return slog.Default()
+}
+
+// action is what the reduced state asks of the worker.
+type action int
+
+const (
+	none   action = iota
+	start         // idle with messages waiting
+	resume        // suspended and ready, or running past its lease
+)
+
+func (a action) String() string {
+	return [...]string{"none", "start", "resume"}[a]
+}
+
+// decide reads what the session needs from its reduced state alone.
+func decide(st reducer.State, now time.Time) action {
+	t := st.Turn
+	switch st.Status {
+	case reducer.Idle:
+		if len(st.Inbox) > 0 {
+			return start
+		}
+	case reducer.Suspended:
+		if t != nil && len(t.Pending) == 0 && t.Uncertain == nil {
+			return resume
+		}
+	case reducer.Running:
+		// The invocation holding the turn died: take it over.
+		if t != nil && now.After(t.Lease) {
+			return resume
+		}
+	}
+	return none
+}
+
+// Handle looks at the session wk names and runs what its facts call for:
+// idle with waiting messages, a new turn; suspended with nothing pending,
+// or running past its lease, the open turn. Anything else — and a wake that
+// arrives late, twice, or after someone else acted — changes nothing. After
+// a run that leaves messages waiting, Handle starts the next turn too while
+// the context's deadline leaves at least Reserve; otherwise it sends a wake
+// for them.
+//
+// An error means the wake should be retried: the session could not be read
+// or the run failed in a way a later attempt may not. A wake for an unknown
+// session, or a session whose agent this runner lacks, can never succeed: it
+// is logged and Handle returns no error.
+func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
+	var res Result
+	log := w.log().With("session", wk.Session, "reason", wk.Reason, "seq", wk.Seq)
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("worker: wake for %s: %w", wk.Session, err)
+		}
+		sess, err := w.Sessions.Load(ctx, wk.Session)
+		if errors.Is(err, session.ErrNotFound) {
+			log.WarnContext(ctx, "wake for a session that does not exist; dropped")
+			return res, nil
+		}
+		if err != nil {
+			return res, fmt.Errorf("worker: wake for %s: %w", wk.Session, err)
+		}
+		act := decide(sess.State, w.Sessions.Clock())
+		if res.Runs > 0 && act == resume {
+			// After a run of ours the turn suspended for its budget or a
+			// throttled model, and the runner sent the wake for its next
+			// invocation; or another writer acted and sent its own.
+			act = none
+		}
+		if act == none {
+			if res.Runs == 0 {
+				log.DebugContext(ctx, "nothing to do", "status", sess.State.Status)
+			}
+			return res, nil
+		}
+		if res.Runs > 0 && (res.Runs >= maxRuns || !w.timeLeft(ctx)) {
+			// Messages arrived while the turn ran, and their wake found it
+			// running. Hand them to a fresh invocation.
+			w.rewake(ctx, log, wake.Wake{Session: wk.Session, Reason: "inbox", Seq: sess.State.LastSeq})
+			return res, nil
+		}
+		var out turn.Outcome
+		if act == start {
+			out, err = w.Runner.Start(ctx, wk.Session)
+		} else {
+			out, err = w.Runner.Resume(ctx, wk.Session)
+		}
+		switch {
+		case errors.Is(err, turn.ErrLost), errors.Is(err, turn.ErrNotIdle), errors.Is(err, turn.ErrNotResumable):
+			log.DebugContext(ctx, "someone else acted", "action", act.String(), "err", err)
+			return res, nil
+		case errors.Is(err, turn.ErrUnknownAgent):
+			log.ErrorContext(ctx, "the session's agent is not deployed; wake dropped", "agent", sess.State.Agent, "err", err)
+			return res, nil
+		case err != nil:
+			return res, fmt.Errorf("worker: %s %s: %w", act, wk.Session, err)
+		}
+		res.Runs++
+		res.Outcomes = append(res.Outcomes, out)
+		log.InfoContext(ctx, "turn ran", "action", act.String(), "turn", out.Turn, "kind", out.Kind,
+			"cause", out.Cause, "steps", out.Steps)
+	}
+}
+
+// timeLeft reports whether the context leaves room for another run.
+func (w *Worker) timeLeft(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return true
+	}
+	reserve := w.Reserve
+	if reserve <= 0 {
+		reserve = DefaultReserve
+	}
+	return time.Until(dl) > reserve
+}
+
+func (w *Worker) rewake(ctx context.Context, log *slog.Logger, wk wake.Wake) {
+	if w.Runner.Waker == nil {
+		log.WarnContext(ctx, "messages wait and no waker is set; the tick will re-send the wake")
+		return
+	}
+	if err := w.Runner.Waker.Wake(ctx, wk, 0); err != nil {
+		log.WarnContext(ctx, "wake not sent; the tick will re-send it", "err", err)
+	}
+}
