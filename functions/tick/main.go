@@ -20,6 +20,6 @@ func main() {
 		slog.Error("tick: start", "err", err)
 		os.Exit(1)
 	}
-	t := &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Log: a.Log}
+	t := &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Grace: a.Env.WakeGrace, Log: a.Log}
 	lambda.Start(t.HandleScheduled)
 }

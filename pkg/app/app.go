@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing/fstest"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -32,7 +33,16 @@ const (
 	EnvQueueURL  = "BATON_QUEUE_URL"
 	EnvAgents    = "BATON_AGENTS"
 	EnvLogFormat = "LOG_FORMAT"
+	// EnvWakeGrace is how long the tick waits for a wake to resume a turn
+	// before it counts the wake as lost and sends another (a Go duration).
+	EnvWakeGrace = "BATON_WAKE_GRACE"
 )
+
+// Vars lists every environment variable baton's code reads, besides the
+// AWS SDK's own (AWS_REGION, AWS_ENDPOINT_URL, credentials).
+func Vars() []string {
+	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace}
+}
 
 // Env is baton's configuration.
 type Env struct {
@@ -42,6 +52,8 @@ type Env struct {
 	Agents string
 	// LogFormat is json or text.
 	LogFormat string
+	// WakeGrace is the tick's grace for lost wakes; zero means its default.
+	WakeGrace time.Duration
 }
 
 // EnvFromOS reads Env from the process environment.
@@ -52,6 +64,13 @@ func EnvFromOS() (Env, error) {
 		QueueURL:  os.Getenv(EnvQueueURL),
 		Agents:    os.Getenv(EnvAgents),
 		LogFormat: os.Getenv(EnvLogFormat),
+	}
+	if g := os.Getenv(EnvWakeGrace); g != "" {
+		d, err := time.ParseDuration(g)
+		if err != nil || d <= 0 {
+			return Env{}, fmt.Errorf("app: %s=%q: want a positive Go duration", EnvWakeGrace, g)
+		}
+		e.WakeGrace = d
 	}
 	var missing []string
 	for name, v := range map[string]string{EnvTable: e.Table, EnvBucket: e.Bucket, EnvQueueURL: e.QueueURL} {

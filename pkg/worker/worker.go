@@ -102,15 +102,19 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 	var res Result
 	log := w.log().With("session", wk.Session, "reason", wk.Reason, "seq", wk.Seq)
 	for {
-		if err := ctx.Err(); err != nil {
-			return res, fmt.Errorf("worker: wake for %s: %w", wk.Session, err)
-		}
 		sess, err := w.Sessions.Load(ctx, wk.Session)
-		if errors.Is(err, session.ErrNotFound) {
+		if err == nil {
+			err = ctx.Err()
+		}
+		switch {
+		case errors.Is(err, session.ErrNotFound):
 			log.WarnContext(ctx, "wake for a session that does not exist; dropped")
 			return res, nil
-		}
-		if err != nil {
+		case err != nil && res.Runs > 0:
+			// The wake did its work; the tick finds anything left over.
+			log.WarnContext(ctx, "could not look again after the run", "err", err)
+			return res, nil
+		case err != nil:
 			return res, fmt.Errorf("worker: wake for %s: %w", wk.Session, err)
 		}
 		act := decide(sess.State, w.Sessions.Clock())
