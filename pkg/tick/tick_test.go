@@ -307,10 +307,13 @@ func TestRunStopsBeforeItsDeadline(t *testing.T) {
 		t.Fatalf("run inside the default margin = %+v, %v", rep, err)
 	}
 
-	// Without a deadline the next run sees them all.
-	tk.Waker = nil
+	// Without a deadline the next run sees them all. (In one page: kumo
+	// orders index items with equal due times arbitrarily on every query,
+	// so paging through sessions created in the same millisecond skips
+	// some; DynamoDB does not.)
+	tk.Waker, tk.PageSize = nil, 0
 	rep, err = tk.Run(ctxT(t))
-	if err != nil || rep.Stopped || rep.Seen != n || rep.Rewoken != n || rep.Pages < n/10 {
+	if err != nil || rep.Stopped || rep.Seen != n || rep.Rewoken != n || rep.Pages != 1 {
 		t.Fatalf("unbounded run = %+v, %v", rep, err)
 	}
 }

@@ -286,13 +286,12 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 			if err := ru.sink.Flush(ctx); err != nil {
 				return err
 			}
-			next, err := ru.r.Sessions.Append(ctx, ru.out.Session, ru.sess.State, reducer.Fact{
+			err := ru.append(ctx, reducer.Fact{
 				Type: reducer.ExecutionStarted, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Execution: p.exec,
 			})
 			if err != nil {
 				return err
 			}
-			ru.sess.State = next
 		}
 		ru.emit(ru.runTool(ctx, p.t, p.c, p.exec.ID))
 		// The result is durable before anything else happens.
@@ -350,11 +349,10 @@ func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Dura
 	}
 	last.Actor, last.Turn, last.Cause = agentActor(ru.out.Turn), ru.out.Turn, cause
 	facts := append(extra, last)
-	next, err := ru.r.Sessions.Append(ctx, ru.out.Session, ru.sess.State, facts...)
-	if err != nil {
+	if err := ru.append(ctx, facts...); err != nil {
 		return ru.stopped(ctx, err)
 	}
-	ru.sess.State = next
+	next := ru.sess.State
 	ru.out.Kind, ru.out.Cause = Suspended, cause
 	if cause != reducer.CauseApproval && cause != reducer.CauseUncertain && ru.r.Waker != nil {
 		w := wake.Wake{Session: ru.out.Session, Reason: string(cause), Seq: next.LastSeq}
@@ -409,11 +407,48 @@ func (ru *run) record(ctx context.Context, f reducer.Fact, kind Kind) (Outcome, 
 	ru.replay()
 	u := ru.turn.Usage()
 	f.Actor, f.Turn, f.Usage = agentActor(ru.out.Turn), ru.out.Turn, &u
-	if _, err := ru.r.Sessions.End(ctx, ru.sess, ru.turn, f); err != nil {
+	err := ru.retry(ctx, func() error {
+		_, err := ru.r.Sessions.End(ctx, ru.sess, ru.turn, f)
+		return err
+	})
+	if err != nil {
 		return ru.stopped(ctx, err)
 	}
 	ru.out.Kind, ru.out.Usage = kind, u
 	return ru.out, nil
+}
+
+// append commits the run's facts; see retry.
+func (ru *run) append(ctx context.Context, facts ...reducer.Fact) error {
+	return ru.retry(ctx, func() error {
+		next, err := ru.r.Sessions.Append(ctx, ru.out.Session, ru.sess.State, facts...)
+		if err == nil {
+			ru.sess.State = next
+		}
+		return err
+	})
+}
+
+// retry runs a commit of the run's own facts. Losing the compare-and-set
+// to a fact that leaves the turn in this invocation's hands — a message
+// posted meanwhile — is no reason to stop: reload and commit again. If the
+// turn was cancelled or taken over, the conflict stands.
+func (ru *run) retry(ctx context.Context, commit func() error) error {
+	for {
+		err := commit()
+		if !errors.Is(err, session.ErrConflict) {
+			return err
+		}
+		sess, lerr := ru.r.Sessions.Load(ctx, ru.out.Session)
+		if lerr != nil {
+			return errors.Join(err, lerr)
+		}
+		t, mine := sess.State.Turn, ru.sess.State.Turn
+		if t == nil || sess.State.Status != reducer.Running || t.ID != mine.ID || t.Invocations != mine.Invocations {
+			return err
+		}
+		ru.sess.State = sess.State
+	}
 }
 
 // stopped handles an error writing the stream or the facts. Losing a race

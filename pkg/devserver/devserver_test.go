@@ -1,0 +1,131 @@
+package devserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/pkg/devserver"
+)
+
+// TestDemoTurnThroughTheDevServer runs the README's dev server with its
+// embedded defaults and drives the demo agent's turn through the API: it
+// streams, checks the weather, asks approval to email, and completes once
+// approved.
+func TestDemoTurnThroughTheDevServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ready := make(chan string, 1)
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Out: &out,
+			Ready: func(u string) { ready <- u }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	var base string
+	select {
+	case base = <-ready:
+	case err := <-done:
+		t.Fatalf("dev server stopped: %v", err)
+	case <-ctx.Done():
+		t.Fatal("dev server never became ready")
+	}
+	if !strings.Contains(out.String(), base+"/sessions") {
+		t.Fatalf("the how-to does not show the API address:\n%s", out.String())
+	}
+
+	call := func(method, path, body string, into any) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if into != nil {
+			if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+		}
+		return resp.StatusCode
+	}
+	var sess struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Turn   *struct {
+			ID string `json:"id"`
+		} `json:"turn"`
+		Pending []struct {
+			ApprovalID string `json:"approvalId"`
+			Tool       string `json:"tool"`
+		} `json:"pending"`
+		Turns int `json:"turns"`
+	}
+	if code := call("POST", "/sessions", `{"agent":"demo"}`, &sess); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	id := sess.ID
+	if code := call("POST", "/sessions/"+id+"/messages", `{"text":"Send the team a status update"}`, nil); code != http.StatusAccepted {
+		t.Fatalf("message: %d", code)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("timed out waiting for %s; last state %+v", what, sess)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	waitFor("the approval request", func() bool {
+		call("GET", "/sessions/"+id, "", &sess)
+		return len(sess.Pending) == 1
+	})
+	if sess.Pending[0].Tool != "send_email" {
+		t.Fatalf("pending = %+v", sess.Pending)
+	}
+	turn := sess.Turn.ID
+	if code := call("POST", "/sessions/"+id+"/approvals/"+sess.Pending[0].ApprovalID, `{"decision":"approve"}`, nil); code != http.StatusAccepted {
+		t.Fatalf("approve: %d", code)
+	}
+	waitFor("the turn to complete", func() bool {
+		call("GET", "/sessions/"+id, "", &sess)
+		return sess.Status == "idle" && sess.Turns == 1
+	})
+	var page struct {
+		Parts []struct {
+			Part struct {
+				Type  string `json:"type"`
+				Delta string `json:"delta"`
+			} `json:"part"`
+		} `json:"parts"`
+		Closed string `json:"closed"`
+	}
+	call("GET", "/sessions/"+id+"/turns/"+turn+"/stream", "", &page)
+	var text strings.Builder
+	types := map[string]int{}
+	for _, p := range page.Parts {
+		types[p.Part.Type]++
+		text.WriteString(p.Part.Delta)
+	}
+	if page.Closed != "completed" || types["tool-output-available"] != 2 || types["tool-approval-response"] != 1 || types["finish"] != 1 {
+		t.Fatalf("stream closed=%q parts=%v", page.Closed, types)
+	}
+	if !strings.Contains(text.String(), "Done: the weather in Lisbon is clear") {
+		t.Fatalf("streamed text lacks the answer: %q", text.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("dev server: %v", err)
+	}
+}
