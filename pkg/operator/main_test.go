@@ -233,7 +233,8 @@ func (e *env) append(id string, facts ...reducer.Fact) reducer.State {
 // startTurn records a message and a running turn for it.
 func (e *env) startTurn(id string) (turn, stream string) {
 	e.t.Helper()
-	turn, stream = ids.New("turn"), ids.New("stream")
+	turn = ids.New("turn")
+	stream = turn // a turn's stream has the turn's id
 	e.append(id,
 		reducer.Fact{Type: reducer.MessageReceived, Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "seed"},
 			Message: &reducer.Message{ID: ids.New("msg"), Text: "deploy it"}},

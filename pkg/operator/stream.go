@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 )
 
@@ -29,7 +28,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err != nil {
 		return err
 	}
-	stream, err := a.turnStream(ctx, id, turn, caller)
+	stream, open, err := a.turnStream(ctx, id, turn, caller)
 	if err != nil {
 		return err
 	}
@@ -49,6 +48,10 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err != nil {
 		return err
 	}
+	if !open && cursor == "" && len(page.Entries) == 0 && page.Closed == streams.Open {
+		// Not the open turn, and no stream under this session by that name.
+		return refuse(http.StatusNotFound, "turn not found")
+	}
 	if sse {
 		a.serveEvents(w, r, id, stream, page, deadline)
 		return nil
@@ -62,23 +65,16 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 	return nil
 }
 
-// turnStream returns the stream of turn (named by its turn or stream id) of
-// session id, after checking from the session's facts that the session is
-// the caller's and that the turn is one of its own.
-func (a *api) turnStream(ctx context.Context, id, turn, caller string) (string, error) {
-	facts, err := a.sessions.Facts.Facts(ctx, id, 0)
+// turnStream checks with one read of the session's head that the session
+// is the caller's, and returns the turn's stream (a turn's stream has the
+// turn's id, and streams live under their session, so one session's id
+// never reaches another's) and whether it is the open turn's.
+func (a *api) turnStream(ctx context.Context, id, turn, caller string) (string, bool, error) {
+	h, err := a.owned(ctx, id, caller)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	if len(facts) == 0 || facts[0].Type != reducer.SessionCreated || facts[0].Owner != caller {
-		return "", refuse(http.StatusNotFound, "session not found")
-	}
-	for _, f := range facts {
-		if f.Type == reducer.TurnStarted && (f.Turn == turn || f.Stream == turn) {
-			return f.Stream, nil
-		}
-	}
-	return "", refuse(http.StatusNotFound, "turn not found")
+	return turn, h.Turn == turn, nil
 }
 
 func (a *api) read(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error) {
