@@ -46,8 +46,14 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		if ru.out.Steps >= ru.lim.MaxStepsPerInvocation || !ru.fits(spent) {
 			return ru.suspend(ctx, reducer.CauseBudget, 0)
 		}
-		if err := ru.sink.Flush(ctx); err != nil {
-			return ru.stopped(ctx, err)
+		// The checkpoint. A buffer holding only the turn's start or
+		// resumption markers waits for the first step, so a step costs one
+		// write.
+		if ru.dirty {
+			if err := ru.sink.Flush(ctx); err != nil {
+				return ru.stopped(ctx, err)
+			}
+			ru.dirty = false
 		}
 		began := time.Now()
 		parts, err := ru.step(ctx)

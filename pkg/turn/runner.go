@@ -79,6 +79,7 @@ type run struct {
 	turn     conversation.Turn
 	deadline time.Time
 	out      Outcome
+	dirty    bool // the sink holds parts beyond start and markers
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.
@@ -200,6 +201,11 @@ func mustJSON(v any) json.RawMessage {
 
 // emit buffers parts in the sink and in the run's view of the turn.
 func (ru *run) emit(parts ...streams.Part) {
+	for _, p := range parts {
+		if p.Type != streams.Start && !p.Marker() {
+			ru.dirty = true
+		}
+	}
 	ru.parts = append(ru.parts, parts...)
 	// Append fails only on a poisoned or closed sink; the next Flush or
 	// Close reports that, so the error here adds nothing.
