@@ -64,7 +64,7 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 		bad := func(field string, err error) {
 			errs = append(errs, &ConfigError{File: name, Agent: an, Field: field, Err: err})
 		}
-		a := &turn.Agent{Name: an, System: c.System, MaxTokens: c.MaxOutputTokens}
+		a := &turn.Agent{Name: an, System: c.System, MaxTokens: c.MaxOutputTokens, MaxToolOutput: c.MaxToolOutput}
 		if an == "" {
 			bad("", errors.New("an agent has an empty name"))
 			continue

@@ -13,10 +13,7 @@ import (
 // New returns prefix_<13 hex digits of unix ms><16 hex random digits>.
 func New(prefix string) string {
 	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		// crypto/rand never fails on supported platforms (Go 1.24+ crashes
-		// instead of returning an error), so this is unreachable.
-		panic(fmt.Sprintf("ids: crypto/rand: %v", err))
-	}
+	// Since Go 1.24 crypto/rand.Read never returns an error.
+	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s_%013x%s", prefix, time.Now().UnixMilli(), hex.EncodeToString(b[:]))
 }

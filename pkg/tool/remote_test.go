@@ -41,7 +41,6 @@ func TestHTTPTool(t *testing.T) {
 	ctx := context.Background()
 	rec := &recorded{}
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
 		rec.mu.Lock()
@@ -65,6 +64,9 @@ func TestHTTPTool(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		// The server notices a client that hangs up only once the body
+		// has been read.
+		_, _ = io.Copy(io.Discard, r.Body)
 		select {
 		case <-r.Context().Done():
 		case <-release:
@@ -78,6 +80,7 @@ func TestHTTPTool(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs before srv.Close
 	tool := func(path string, timeout time.Duration) Tool {
 		return HTTPTool("remote", "A remote tool.", schemaAny, External, true, srv.URL+path, timeout, srv.Client())
 	}
