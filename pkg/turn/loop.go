@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -183,17 +184,18 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 }
 
 // normalizeInput compacts a tool call's JSON input, so the same call always
-// has the same bytes. Input that is not JSON is kept as a JSON string; the
+// has the same bytes, without decoding it: numbers and key order stay as the
+// model wrote them. Input that is not JSON is kept as a JSON string; the
 // tool's schema check then rejects it.
 func normalizeInput(in json.RawMessage) json.RawMessage {
 	if len(in) == 0 {
 		return json.RawMessage(`{}`)
 	}
-	var v any
-	if err := json.Unmarshal(in, &v); err != nil {
+	var b bytes.Buffer
+	if err := json.Compact(&b, in); err != nil {
 		return mustJSON(string(in))
 	}
-	return mustJSON(v)
+	return b.Bytes()
 }
 
 // plan is a settled call waiting to run or to have its result emitted.

@@ -1,0 +1,7 @@
+// Package turntest holds cross-package tests and nothing else: a turn run by
+// pkg/turn on each real provider (anthropic, openai, bedrock), against a
+// local server replaying realistic streaming wire traffic, through a
+// suspension for approval and a resumption in a fresh invocation, checking
+// that the conversation the runner rebuilds is what each provider's API
+// expects. See the *_test.go files.
+package turntest

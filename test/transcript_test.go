@@ -1,0 +1,202 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/baton-run/baton/pkg/streams"
+)
+
+// script is a scripted model's file, as far as the tests read it.
+type script struct {
+	Steps []struct {
+		Reasoning string `json:"reasoning"`
+		Text      string `json:"text"`
+		ToolCalls []struct {
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		} `json:"toolCalls"`
+	} `json:"steps"`
+}
+
+func loadScript(t *testing.T, path string) script {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s script
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return s
+}
+
+func (s script) calls() []string {
+	var out []string
+	for _, st := range s.Steps {
+		for _, c := range st.ToolCalls {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+func countParts(parts []streams.Part, typ streams.PartType) int {
+	n := 0
+	for _, p := range parts {
+		if p.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// blocks returns the text of each text (or reasoning) block, in order.
+func blocks(parts []streams.Part, start, delta streams.PartType) []string {
+	var order []string
+	text := map[string]*strings.Builder{}
+	for _, p := range parts {
+		switch p.Type {
+		case start:
+			if _, dup := text[p.ID]; dup {
+				order = append(order, "<block "+p.ID+" started twice>")
+				continue
+			}
+			text[p.ID] = &strings.Builder{}
+			order = append(order, p.ID)
+		case delta:
+			if b, ok := text[p.ID]; ok {
+				b.WriteString(p.Delta)
+			}
+		}
+	}
+	out := make([]string, len(order))
+	for i, id := range order {
+		if b, ok := text[id]; ok {
+			out[i] = b.String()
+		} else {
+			out[i] = id
+		}
+	}
+	return out
+}
+
+// outcome is what the test expects of the approval in a transcript.
+type outcome struct {
+	approved bool
+	reason   string
+}
+
+// checkTranscript asserts that a closed stream holds the whole scripted turn
+// exactly once: every step (start-step … finish-step), its reasoning and text
+// blocks in order, every tool call with exactly one result, the approval
+// request and the operator's response, and a final finish.
+func checkTranscript(t *testing.T, parts []streams.Part, sc script, ap outcome) {
+	t.Helper()
+	if len(parts) == 0 {
+		t.Fatal("empty stream")
+	}
+	if parts[0].Type != streams.Start {
+		t.Errorf("first part %s, want start", parts[0].Type)
+	}
+	if last := parts[len(parts)-1]; last.Type != streams.Finish || last.FinishReason != "stop" {
+		t.Errorf("last part %+v, want finish(stop)", last)
+	}
+	if n := countParts(parts, streams.Finish); n != 1 {
+		t.Errorf("%d finish parts, want 1", n)
+	}
+	steps := len(sc.Steps)
+	if got := countParts(parts, streams.FinishStep); got != steps {
+		t.Errorf("%d finish-step parts, want %d (the script's steps): a step was lost or repeated", got, steps)
+	}
+	if got := countParts(parts, streams.StartStep); got != steps {
+		t.Errorf("%d start-step parts, want %d", got, steps)
+	}
+
+	var wantText, wantReasoning []string
+	for _, st := range sc.Steps {
+		if st.Text != "" {
+			wantText = append(wantText, st.Text)
+		}
+		if st.Reasoning != "" {
+			wantReasoning = append(wantReasoning, st.Reasoning)
+		}
+	}
+	if got := blocks(parts, streams.TextStart, streams.TextDelta); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", wantText) {
+		t.Errorf("text blocks\n got %q\nwant %q", got, wantText)
+	}
+	if got := blocks(parts, streams.ReasoningStart, streams.ReasoningDelta); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", wantReasoning) {
+		t.Errorf("reasoning blocks\n got %q\nwant %q", got, wantReasoning)
+	}
+
+	// Tool calls, in script order, each with exactly one result.
+	var names []string
+	results := map[string][]streams.Part{}
+	callName := map[string]string{}
+	for _, p := range parts {
+		switch p.Type {
+		case streams.ToolInputAvailable:
+			if _, dup := callName[p.ToolCallID]; dup {
+				t.Errorf("tool call %s made twice", p.ToolCallID)
+			}
+			callName[p.ToolCallID] = p.ToolName
+			names = append(names, p.ToolName)
+		case streams.ToolOutputAvailable, streams.ToolOutputError, streams.ToolOutputDenied:
+			results[p.ToolCallID] = append(results[p.ToolCallID], p)
+		}
+	}
+	if want := sc.calls(); fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("tool calls %v, want %v", names, want)
+	}
+	for id, name := range callName {
+		rs := results[id]
+		if len(rs) != 1 {
+			t.Errorf("tool call %s (%s) has %d results, want 1: %+v", id, name, len(rs), rs)
+			continue
+		}
+		r := rs[0]
+		switch {
+		case name == "send_email" && !ap.approved:
+			if r.Type != streams.ToolOutputDenied {
+				t.Errorf("denied send_email: result %+v, want tool-output-denied", r)
+			}
+		case r.Type != streams.ToolOutputAvailable:
+			t.Errorf("%s: result %+v, want tool-output-available", name, r)
+		case name == "send_email" && !strings.Contains(string(r.Output), `"sent":true`):
+			t.Errorf("send_email output %s", r.Output)
+		case name == "get_weather" && !strings.Contains(string(r.Output), `"sky":"clear"`):
+			t.Errorf("get_weather output %s", r.Output)
+		case name == "search_docs" && !strings.Contains(string(r.Output), `"hits"`):
+			t.Errorf("search_docs output %s", r.Output)
+		}
+	}
+	for id := range results {
+		if _, ok := callName[id]; !ok {
+			t.Errorf("result for unknown tool call %s", id)
+		}
+	}
+
+	// The approval.
+	var req, resp []streams.Part
+	for _, p := range parts {
+		switch p.Type {
+		case streams.ToolApprovalRequest:
+			req = append(req, p)
+		case streams.ToolApprovalResponse:
+			resp = append(resp, p)
+		}
+	}
+	if len(req) != 1 || len(resp) != 1 {
+		t.Fatalf("%d approval requests and %d responses, want 1 and 1", len(req), len(resp))
+	}
+	if callName[req[0].ToolCallID] != "send_email" || resp[0].ApprovalID != req[0].ApprovalID {
+		t.Errorf("approval request %+v, response %+v", req[0], resp[0])
+	}
+	if resp[0].Approved == nil || *resp[0].Approved != ap.approved || resp[0].Reason != ap.reason {
+		t.Errorf("approval response %+v, want approved=%v reason %q", resp[0], ap.approved, ap.reason)
+	}
+}
