@@ -181,7 +181,7 @@ func (r Rule) Needs(input json.RawMessage) bool {
 		return true // fail closed on input the rule cannot read
 	}
 	if p := r.PathPrefix; p != nil {
-		if s, ok := obj[p.Field].(string); ok && strings.HasPrefix(path.Clean(s), p.Prefix) && s == path.Clean(s) {
+		if s, ok := obj[p.Field].(string); ok && strings.HasPrefix(path.Clean(s), p.Prefix) {
 			return true
 		}
 	}
@@ -238,7 +238,7 @@ func Parse(name string, data []byte) (File, error) {
 	for _, n := range an {
 		c, err := decodeStrict[Config](top.Agents[n])
 		if err != nil {
-			return File{}, &ConfigError{File: name, Agent: n, Field: locate(nil), Err: fmt.Errorf("parse: %w", err)}
+			return File{}, &ConfigError{File: name, Agent: n, Field: locate(top.Agents[n]), Err: fmt.Errorf("parse: %w", err)}
 		}
 		f.Agents[n] = c
 	}

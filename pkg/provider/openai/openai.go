@@ -42,6 +42,10 @@ type Config struct {
 	BaseURL string
 	// ReasoningEffort is sent as reasoning_effort when set.
 	ReasoningEffort string
+	// EchoReasoning sends a step's reasoning back as reasoning_content on
+	// assistant messages that made tool calls, as DeepSeek-style thinking
+	// servers require. Off for api.openai.com, which has no such field.
+	EchoReasoning bool
 	// HTTPClient replaces the SDK's default HTTP client.
 	HTTPClient *http.Client
 	// Options are appended to the SDK client options.
@@ -302,7 +306,7 @@ func streamFailure(obj string, err error) provider.Failure {
 
 // params builds the SDK request for one step.
 func (m *Model) params(req model.Request) (sdk.ChatCompletionNewParams, error) {
-	msgs, err := Messages(req.System, req.Messages)
+	msgs, err := Messages(req.System, req.Messages, m.cfg.EchoReasoning)
 	if err != nil {
 		return sdk.ChatCompletionNewParams{}, err
 	}
@@ -342,9 +346,10 @@ func (m *Model) params(req model.Request) (sdk.ChatCompletionNewParams, error) {
 // Messages converts a provider-neutral conversation into chat messages: the
 // system prompt first, assistant tool calls as tool_calls, and each tool
 // result as a tool message with its tool_call_id (an error result's text is
-// prefixed "Error: ", as the API has no error flag). Reasoning is not sent
-// back: chat completions has no field for it.
-func Messages(system string, msgs []conversation.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
+// prefixed "Error: ", as the API has no error flag). Reasoning is sent back
+// only when echo is set, as the non-standard reasoning_content of assistant
+// messages with tool calls; standard chat completions has no field for it.
+func Messages(system string, msgs []conversation.Message, echo bool) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	if err := provider.CheckToolPairing(msgs); err != nil {
 		return nil, err
 	}
@@ -353,7 +358,7 @@ func Messages(system string, msgs []conversation.Message) ([]sdk.ChatCompletionM
 		out = append(out, sdk.SystemMessage(system))
 	}
 	for i, m := range msgs {
-		var text []string
+		var text, thought []string
 		var calls []sdk.ChatCompletionMessageToolCallParam
 		for _, c := range m.Content {
 			switch c.Type {
@@ -362,6 +367,9 @@ func Messages(system string, msgs []conversation.Message) ([]sdk.ChatCompletionM
 					text = append(text, c.Text)
 				}
 			case conversation.Reasoning:
+				if c.Text != "" {
+					thought = append(thought, c.Text)
+				}
 			case conversation.ToolCall:
 				calls = append(calls, sdk.ChatCompletionMessageToolCallParam{
 					ID:       c.ToolCallID,
@@ -390,6 +398,9 @@ func Messages(system string, msgs []conversation.Message) ([]sdk.ChatCompletionM
 			a := &sdk.ChatCompletionAssistantMessageParam{ToolCalls: calls}
 			if joined != "" {
 				a.Content.OfString = param.NewOpt(joined)
+			}
+			if echo && len(calls) > 0 && len(thought) > 0 {
+				a.SetExtraFields(map[string]any{"reasoning_content": strings.Join(thought, "\n\n")})
 			}
 			out = append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: a})
 		case conversation.ToolRole:
