@@ -41,7 +41,10 @@ type Config struct {
 	BaseURL string `json:"baseURL,omitempty"`
 	// APIKeyEnv names the environment variable holding the API key.
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
-	System    string `json:"system,omitempty"`
+	// EchoReasoning sends reasoning back to OpenAI-compatible servers that
+	// require it with tool calls (DeepSeek-style thinking).
+	EchoReasoning bool   `json:"echoReasoning,omitempty"`
+	System        string `json:"system,omitempty"`
 	// Tools lists built-in tool names or declared tools.
 	Tools []ToolRef `json:"tools,omitempty"`
 	// Approvals maps a tool name to its approval rule, overriding the tool's own.
@@ -181,7 +184,7 @@ func (r Rule) Needs(input json.RawMessage) bool {
 		return true // fail closed on input the rule cannot read
 	}
 	if p := r.PathPrefix; p != nil {
-		if s, ok := obj[p.Field].(string); ok && strings.HasPrefix(path.Clean(s), p.Prefix) {
+		if s, ok := obj[p.Field].(string); ok && underPrefix(s, p.Prefix) {
 			return true
 		}
 	}
@@ -191,6 +194,18 @@ func (r Rule) Needs(input json.RawMessage) bool {
 		}
 	}
 	return false
+}
+
+// underPrefix reports whether path s lies at or under prefix, comparing
+// whole path elements ("/etc" covers "/etc/x", not "/etcetera"). A relative
+// path checked against an absolute prefix fails closed: it could be anywhere.
+func underPrefix(s, prefix string) bool {
+	c := path.Clean(s)
+	pre := path.Clean(prefix)
+	if path.IsAbs(pre) && !path.IsAbs(c) {
+		return true
+	}
+	return c == pre || pre == "/" || strings.HasPrefix(c, pre+"/")
 }
 
 // ConfigError names the file, agent and field of a configuration error.

@@ -347,6 +347,8 @@ func TestRuleNeeds(t *testing.T) {
 		{`{"pathPrefix":{"field":"path","prefix":"/etc"}}`, `{"path":"/tmp/x"}`, false},
 		{`{"pathPrefix":{"field":"path","prefix":"/etc"}}`, `{"path":"/tmp/../etc/x"}`, true},
 		{`{"pathPrefix":{"field":"path","prefix":"/etc"}}`, `{"path":"//etc/./passwd"}`, true},
+		{`{"pathPrefix":{"field":"path","prefix":"/etc"}}`, `{"path":"/etcetera/x"}`, false},
+		{`{"pathPrefix":{"field":"path","prefix":"/etc"}}`, `{"path":"../etc/x"}`, true}, // relative: fails closed
 		{`{"pathPrefix":{"field":"path","prefix":"/etc"}}`, `{"other":"/etc/passwd"}`, false},
 		{`{"pathPrefix":{"field":"path","prefix":"/etc"}}`, `{"path":["/etc/passwd"]}`, false},
 		{`{"pathPrefix":{"field":"path","prefix":"/etc"}}`, `{"path":`, true},

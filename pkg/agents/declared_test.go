@@ -22,7 +22,8 @@ import (
 	"github.com/baton-run/baton/test/harness"
 )
 
-func load(t *testing.T, cfg string, declared func(agents.Decl) (tool.Tool, error)) *agentsAgent {
+// load builds cfg's agent "a" with declared and returns its tools.
+func load(t *testing.T, cfg string, declared func(agents.Decl) (tool.Tool, error)) *tools {
 	t.Helper()
 	d := deps(t)
 	d.Declared = declared
@@ -34,12 +35,12 @@ func load(t *testing.T, cfg string, declared func(agents.Decl) (tool.Tool, error
 	if !ok {
 		t.Fatal("no agent a")
 	}
-	return &agentsAgent{a.Tools}
+	return &tools{a.Tools}
 }
 
-type agentsAgent struct{ tools *tool.Registry }
+type tools struct{ tools *tool.Registry }
 
-func (a *agentsAgent) get(t *testing.T, name string) tool.Tool {
+func (a *tools) get(t *testing.T, name string) tool.Tool {
 	t.Helper()
 	tl, ok := a.tools.Get(name)
 	if !ok {

@@ -32,7 +32,8 @@ func Deps(clients *awsenv.Clients) agents.Deps {
 				return retry(m), nil
 			},
 			"openai": func(_ context.Context, c agents.Config, key string) (model.Model, error) {
-				m, err := openai.New(openai.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL, HTTPClient: httpClient})
+				m, err := openai.New(openai.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL,
+					EchoReasoning: c.EchoReasoning, HTTPClient: httpClient})
 				if err != nil {
 					return nil, err
 				}

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -223,6 +224,9 @@ func TestLambdaTool(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// kumo's services keep their state per process, not per server, so
+	// names must not repeat across runs of this test (-count).
+	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	emu := emulator.Start()
 	t.Cleanup(emu.Close)
 	// No retries: kumo's 502 for a function nobody runs must come back as is.
@@ -238,7 +242,7 @@ func TestLambdaTool(t *testing.T) {
 
 		// Registered but not running: kumo has nothing to execute.
 		created, err := client.CreateFunction(ctx, &lambda.CreateFunctionInput{
-			FunctionName: aws.String("idle"),
+			FunctionName: aws.String("idle-" + suffix),
 			Role:         aws.String(harness.Role),
 			Runtime:      lambdatypes.RuntimeProvidedal2023,
 			Handler:      aws.String("bootstrap"),
@@ -257,7 +261,7 @@ func TestLambdaTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn, err := harness.StartFunction(ctx, emu.URL, "echofn", bin, nil, harness.WithTimeout(5*time.Second))
+	fn, err := harness.StartFunction(ctx, emu.URL, "echofn-"+suffix, bin, nil, harness.WithTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -229,7 +229,7 @@ func jsonType(v any) string {
 //
 // head is the output's first bytes as a JSON string, cut on a UTF-8
 // boundary so that its escaped form fits in max bytes; the whole object
-// stays within max plus about 60 bytes. Invalid UTF-8 in the head becomes
+// stays within max plus 65 bytes. Invalid UTF-8 in the head becomes
 // U+FFFD.
 func Truncate(out json.RawMessage, max int) (json.RawMessage, bool) {
 	if len(out) <= max {

@@ -44,8 +44,8 @@ func TestCheck(t *testing.T) {
 	r := registry(t)
 	for _, tc := range []struct {
 		name, tool, input string
-		want               []string // exact problems; nil means valid
-		contains           string   // instead of want: one problem containing this
+		want              []string // exact problems; nil means valid
+		contains          string   // instead of want: one problem containing this
 	}{
 		{name: "valid", tool: "get_weather", input: `{"city":"Lisbon"}`},
 		{name: "valid nested", tool: "order", input: `{"items":[{"name":"a"}],"mode":"fast","n":2,"v":3,"address":{"zip":"1000"}}`},
@@ -176,8 +176,8 @@ func checkTruncated(t *testing.T, in []byte, max int) truncated {
 	if !json.Valid(out) {
 		t.Fatalf("Truncate output is not JSON: %s", out)
 	}
-	if len(out) > max+200 {
-		t.Fatalf("Truncate output is %d bytes, cap %d", len(out), max)
+	if len(out) > max+65 {
+		t.Fatalf("Truncate output is %d bytes, cap %d+65", len(out), max)
 	}
 	var got truncated
 	dec := json.NewDecoder(bytes.NewReader(out))
