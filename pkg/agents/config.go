@@ -65,6 +65,9 @@ type Limits struct {
 	LeaseGrace            string `json:"leaseGrace,omitempty"`
 	ApprovalTTL           string `json:"approvalTTL,omitempty"`
 	ThrottleDelay         string `json:"throttleDelay,omitempty"`
+	// LiveFlush streams an unfinished step's parts this often (e.g.
+	// "250ms"); empty flushes at step ends only.
+	LiveFlush string `json:"liveFlush,omitempty"`
 }
 
 // ToolRef is a tool name, or a tool declared without code.
@@ -372,6 +375,7 @@ func (l Limits) limits() (turn.Limits, string, error) {
 		{"limits.leaseGrace", l.LeaseGrace, &out.LeaseGrace},
 		{"limits.approvalTTL", l.ApprovalTTL, &out.ApprovalTTL},
 		{"limits.throttleDelay", l.ThrottleDelay, &out.ThrottleDelay},
+		{"limits.liveFlush", l.LiveFlush, &out.LiveFlush},
 	} {
 		if d.in == "" {
 			continue

@@ -28,6 +28,10 @@ type Limits struct {
 	// ThrottleDelay is how long a turn suspended for a throttled model
 	// waits before its wake.
 	ThrottleDelay time.Duration
+	// LiveFlush, when positive, also flushes an unfinished step's parts
+	// this often, so a UI watching the stream sees tokens as they arrive,
+	// at the cost of more writes per step. Zero flushes at step ends only.
+	LiveFlush time.Duration
 }
 
 // DefaultLimits suit a Lambda function with a 15-minute timeout.
@@ -67,6 +71,7 @@ func (l Limits) WithDefaults() Limits {
 	if l.ThrottleDelay > 0 {
 		d.ThrottleDelay = l.ThrottleDelay
 	}
+	d.LiveFlush = l.LiveFlush
 	return d
 }
 

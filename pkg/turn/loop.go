@@ -59,8 +59,11 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		began := time.Now()
 		parts, err := ru.step(ctx)
 		spent += time.Since(began)
+		var fe *flushError
 		switch {
 		case err == nil:
+		case errors.As(err, &fe):
+			return ru.stopped(ctx, fe.err)
 		case ctx.Err() != nil:
 			// The invocation itself is ending (a process death, in tests):
 			// write nothing more; the last checkpoint stands.
@@ -143,12 +146,35 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 		parts = append(parts, streams.Part{Type: t, ID: blockID})
 	}
 	finished := false
+	// Live flushing: parts of an unfinished step reach the stream every
+	// LiveFlush, so a UI sees tokens as they come. A step cut short then
+	// leaves a partial step in the stream, marked abandoned and redone.
+	// The first event flushes at once (leading edge), later ones once
+	// LiveFlush has passed since the last flush.
+	pushed, lastFlush := 0, time.Time{}
+	push := func(force bool) error {
+		if ru.lim.LiveFlush <= 0 || (!force && time.Since(lastFlush) < ru.lim.LiveFlush) {
+			return nil
+		}
+		ru.emit(parts[pushed:]...)
+		pushed, lastFlush = len(parts), time.Now()
+		if err := ru.sink.Flush(ctx); err != nil {
+			return &flushError{err}
+		}
+		return nil
+	}
+	abandon := func(err error) ([]streams.Part, error) {
+		if pushed > 0 {
+			ru.emit(streams.Part{Type: streams.DataAbandoned, Data: json.RawMessage(`{"reason":"the step was cut short and will be redone"}`)})
+		}
+		return nil, err
+	}
 	for ev, err := range ru.agent.Model.Stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				err = fmt.Errorf("%w (%w)", ctx.Err(), err)
 			}
-			return nil, fmt.Errorf("step %d: %w", n, err)
+			return abandon(fmt.Errorf("step %d: %w", n, err))
 		}
 		switch ev.Type {
 		case model.ReasoningDelta:
@@ -173,15 +199,29 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 				streams.Part{Type: streams.FinishStep})
 			finished = true
 		}
+		if err := push(false); err != nil {
+			return nil, err
+		}
 	}
 	if !finished {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("step %d: %w", n, err)
+			return abandon(fmt.Errorf("step %d: %w", n, err))
 		}
-		return nil, &model.Error{Kind: model.Other, Err: fmt.Errorf("step %d: the stream ended without a finish", n)}
+		return abandon(&model.Error{Kind: model.Other, Err: fmt.Errorf("step %d: the stream ended without a finish", n)})
+	}
+	if ru.lim.LiveFlush > 0 {
+		ru.emit(parts[pushed:]...)
+		return nil, nil
 	}
 	return parts, nil
 }
+
+// flushError is a failed write of a live flush: the stream's, not the
+// model's.
+type flushError struct{ err error }
+
+func (e *flushError) Error() string { return e.err.Error() }
+func (e *flushError) Unwrap() error { return e.err }
 
 // normalizeInput compacts a tool call's JSON input, so the same call always
 // has the same bytes, without decoding it: numbers and key order stay as the

@@ -526,3 +526,74 @@ func receiveWake(t testing.TB, inv *invocation) wake.Wake {
 	}
 	return w
 }
+
+const liveScript = `{"steps":[
+ {"delay":"800ms","text":"one two three four five six seven eight","toolCalls":[{"name":"get_weather","input":{"city":"Nice"}}]},
+ {"delay":"800ms","text":"the answer is sunny"}
+]}`
+
+func TestLiveFlushStreamsMidStepAndAbandonsOnCrash(t *testing.T) {
+	lim := turn.Limits{Budget: 2500 * time.Millisecond, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond, LiveFlush: 50 * time.Millisecond}
+	agent := demoAgent(t, script(t, liveScript), lim)
+	inv := fresh(agent)
+	id := newSession(t, inv, "Live.")
+	dying, kill := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := inv.runner.Start(dying, id)
+		done <- err
+	}()
+	// Mid-step, a reader already sees the first words.
+	time.Sleep(400 * time.Millisecond)
+	ctx := ctxT(t)
+	sess, err := inv.sessions.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := parts(t, inv, id, sess.State.Turn.Stream)
+	var text strings.Builder
+	for _, p := range ps {
+		if p.Type == streams.TextDelta {
+			text.WriteString(p.Delta)
+		}
+		if p.Type == streams.FinishStep {
+			t.Fatal("the step finished before the reader looked")
+		}
+	}
+	if !strings.HasPrefix(text.String(), "one") {
+		t.Fatalf("mid-step the stream holds %q, want the first words", text.String())
+	}
+	kill() // the process dies mid-step
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("killed run: %v", err)
+	}
+	time.Sleep(time.Until(sess.State.Turn.Lease) + 20*time.Millisecond)
+	out, err := fresh(agent).runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed || out.Usage.Steps != 2 {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	ps, _ = parts(t, inv, id, out.Turn)
+	abandoned := 0
+	for _, p := range ps {
+		if p.Type == streams.DataAbandoned {
+			abandoned++
+		}
+	}
+	if abandoned != 1 {
+		t.Fatalf("%d data-abandoned parts, want 1", abandoned)
+	}
+	// The partial step is not in the conversation; the redone one is, once.
+	var msgs []struct {
+		Role string `json:"role"`
+	}
+	if err := json.Unmarshal(transcript(t, inv, id), &msgs); err != nil {
+		t.Fatal(err)
+	}
+	roles := make([]string, len(msgs))
+	for i, m := range msgs {
+		roles[i] = m.Role
+	}
+	if got := strings.Join(roles, ","); got != "user,assistant,tool,assistant" {
+		t.Fatalf("roles = %s", got)
+	}
+}
