@@ -238,3 +238,34 @@ func TestParallelApprovalsEitherOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestLedgerCost measures the ledger's extra durable writes: the same turn
+// with a side-effecting tool and with a read tool.
+func TestLedgerCost(t *testing.T) {
+	writes := func(effect tool.Effect) (puts, txns int64) {
+		t.Helper()
+		reg, err := tool.NewRegistry(tool.Tool{
+			Name: "charge", Effect: effect, Idempotent: true,
+			Schema: json.RawMessage(`{"type":"object"}`),
+			Run: func(context.Context, tool.Call) (json.RawMessage, error) {
+				return json.RawMessage(`{"ok":true}`), nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv := fresh(&turn.Agent{Name: "demo", Model: script(t, chargeScript), Tools: reg})
+		id := newSession(t, inv, "Charge me.")
+		inv.counter.Reset()
+		if out, err := inv.runner.Start(ctxT(t), id); err != nil || out.Kind != turn.Completed {
+			t.Fatalf("%+v %v", out, err)
+		}
+		return inv.counter.Total("s3:PutObject"), inv.counter.Total("dynamodb:TransactWriteItems")
+	}
+	rp, rt := writes(tool.Read)
+	wp, wt := writes(tool.Write)
+	t.Logf("read tool: %d PUTs, %d transactions; write tool: %d PUTs, %d transactions", rp, rt, wp, wt)
+	if wp-rp != 1 || wt-rt != 1 {
+		t.Fatalf("the ledger added %d PUTs and %d transactions, want 1 and 1", wp-rp, wt-rt)
+	}
+}
