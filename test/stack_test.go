@@ -31,7 +31,6 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/operator"
@@ -73,6 +72,7 @@ var (
 	buildDir   string
 	bootstraps map[string]string
 	buildErr   error
+	buildTook  time.Duration
 
 	emuOnce     sync.Once
 	emu         *emulator.Emulator
@@ -110,6 +110,8 @@ func bootstrap(t *testing.T, role string) string {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
+		began := time.Now()
+		defer func() { buildTook = time.Since(began) }()
 		bootstraps = map[string]string{}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -389,7 +391,7 @@ type reply struct {
 
 func (r reply) String() string { return fmt.Sprintf("%d %s", r.code, bytes.TrimSpace(r.body)) }
 
-func token(t *testing.T, sub string) string {
+func bearer(t *testing.T, sub string) string {
 	t.Helper()
 	tok, err := harness.UnverifiedJWT(map[string]any{
 		"iss": jwtIssuer, "aud": jwtAudience, "sub": sub, "exp": time.Now().Add(time.Hour).Unix(),
@@ -418,7 +420,7 @@ func (s *stack) do(method, path, user, body string, hdr map[string]string) reply
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if user != "" {
-		req.Header.Set("Authorization", "Bearer "+token(s.t, user))
+		req.Header.Set("Authorization", "Bearer "+bearer(s.t, user))
 	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
@@ -594,6 +596,7 @@ type pump struct {
 
 	mu         sync.Mutex
 	intercepts []*interceptor
+	wakes      []wake.Wake // delivered and deleted
 
 	batches   atomic.Int64
 	delivered atomic.Int64
@@ -653,6 +656,20 @@ func (p *pump) intercepted(m sqstypes.Message) bool {
 		}
 	}
 	return false
+}
+
+// reasons returns the reasons of the wakes for session the resume function
+// has handled, in order.
+func (p *pump) reasons(session string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, w := range p.wakes {
+		if w.Session == session {
+			out = append(out, w.Reason)
+		}
+	}
+	return out
 }
 
 func (p *pump) run(ctx context.Context) {
@@ -740,6 +757,11 @@ func (p *pump) run(ctx context.Context) {
 				continue
 			}
 			p.delivered.Add(1)
+			if w, err := wake.Parse(aws.ToString(m.Body)); err == nil {
+				p.mu.Lock()
+				p.wakes = append(p.wakes, w)
+				p.mu.Unlock()
+			}
 			if _, err := sqsc.DeleteMessage(dctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle}); err != nil {
 				p.s.t.Errorf("pump: delete: %v", err)
 			}
@@ -792,10 +814,9 @@ func suspended(facts []reducer.Fact, cause reducer.Cause) []reducer.Fact {
 	return out
 }
 
-// checkResumes asserts that every suspension of the turn is followed by
-// exactly one turn.resumed before the next suspension or the turn's end,
-// and that nothing but the turn's own facts and the operator's answers
-// come between them.
+// checkResumes asserts that every suspension of a turn that has ended is
+// followed by exactly one turn.resumed before the next suspension or the
+// turn's end.
 func checkResumes(t *testing.T, facts []reducer.Fact) {
 	t.Helper()
 	for i, f := range facts {

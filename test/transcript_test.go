@@ -85,6 +85,41 @@ func blocks(parts []streams.Part, start, delta streams.PartType) []string {
 	return out
 }
 
+// splitSteps separates a stream's model steps from the rest. A step runs
+// from start-step to finish-step; one that a marker (data-abandoned,
+// -suspended, -resumed) or another start-step interrupts is a partial step,
+// live-flushed before its invocation was cut short, and is redone later.
+// It returns the parts of the completed steps, in order, the number of
+// partial steps, and the parts outside any step.
+func splitSteps(parts []streams.Part) (completed [][]streams.Part, partial int, outside []streams.Part) {
+	var cur []streams.Part
+	in := false
+	for _, p := range parts {
+		switch {
+		case p.Type == streams.StartStep:
+			if in {
+				partial++
+			}
+			cur, in = []streams.Part{p}, true
+		case p.Type == streams.FinishStep && in:
+			completed = append(completed, append(cur, p))
+			cur, in = nil, false
+		case p.Marker() && in:
+			partial++
+			cur, in = nil, false
+			outside = append(outside, p)
+		case in:
+			cur = append(cur, p)
+		default:
+			outside = append(outside, p)
+		}
+	}
+	if in {
+		partial++
+	}
+	return completed, partial, outside
+}
+
 // outcome is what the test expects of the approval in a transcript.
 type outcome struct {
 	approved bool
@@ -109,12 +144,21 @@ func checkTranscript(t *testing.T, parts []streams.Part, sc script, ap outcome) 
 	if n := countParts(parts, streams.Finish); n != 1 {
 		t.Errorf("%d finish parts, want 1", n)
 	}
+	completed, partial, _ := splitSteps(parts)
 	steps := len(sc.Steps)
-	if got := countParts(parts, streams.FinishStep); got != steps {
-		t.Errorf("%d finish-step parts, want %d (the script's steps): a step was lost or repeated", got, steps)
+	if got := len(completed); got != steps {
+		t.Errorf("%d completed steps (start-step … finish-step), want %d (the script's steps): a step was lost or repeated", got, steps)
 	}
-	if got := countParts(parts, streams.StartStep); got != steps {
-		t.Errorf("%d start-step parts, want %d", got, steps)
+	if got := countParts(parts, streams.FinishStep); got != steps {
+		t.Errorf("%d finish-step parts, want %d", got, steps)
+	}
+	// A partial step is marked abandoned, once.
+	if got := countParts(parts, streams.DataAbandoned); got != partial {
+		t.Errorf("%d partial steps but %d data-abandoned markers: %s", partial, got, outline(parts))
+	}
+	var inSteps []streams.Part
+	for _, st := range completed {
+		inSteps = append(inSteps, st...)
 	}
 
 	var wantText, wantReasoning []string
@@ -126,10 +170,10 @@ func checkTranscript(t *testing.T, parts []streams.Part, sc script, ap outcome) 
 			wantReasoning = append(wantReasoning, st.Reasoning)
 		}
 	}
-	if got := blocks(parts, streams.TextStart, streams.TextDelta); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", wantText) {
+	if got := blocks(inSteps, streams.TextStart, streams.TextDelta); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", wantText) {
 		t.Errorf("text blocks\n got %q\nwant %q", got, wantText)
 	}
-	if got := blocks(parts, streams.ReasoningStart, streams.ReasoningDelta); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", wantReasoning) {
+	if got := blocks(inSteps, streams.ReasoningStart, streams.ReasoningDelta); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", wantReasoning) {
 		t.Errorf("reasoning blocks\n got %q\nwant %q", got, wantReasoning)
 	}
 
@@ -137,14 +181,19 @@ func checkTranscript(t *testing.T, parts []streams.Part, sc script, ap outcome) 
 	var names []string
 	results := map[string][]streams.Part{}
 	callName := map[string]string{}
-	for _, p := range parts {
-		switch p.Type {
-		case streams.ToolInputAvailable:
+	// Calls of partial steps are not counted: the redone step makes them
+	// again, and only completed steps' calls run.
+	for _, p := range inSteps {
+		if p.Type == streams.ToolInputAvailable {
 			if _, dup := callName[p.ToolCallID]; dup {
 				t.Errorf("tool call %s made twice", p.ToolCallID)
 			}
 			callName[p.ToolCallID] = p.ToolName
 			names = append(names, p.ToolName)
+		}
+	}
+	for _, p := range parts {
+		switch p.Type {
 		case streams.ToolOutputAvailable, streams.ToolOutputError, streams.ToolOutputDenied:
 			results[p.ToolCallID] = append(results[p.ToolCallID], p)
 		}
@@ -199,4 +248,27 @@ func checkTranscript(t *testing.T, parts []streams.Part, sc script, ap outcome) 
 	if resp[0].Approved == nil || *resp[0].Approved != ap.approved || resp[0].Reason != ap.reason {
 		t.Errorf("approval response %+v, want approved=%v reason %q", resp[0], ap.approved, ap.reason)
 	}
+}
+
+// outline renders a stream compactly: the part types, with deltas, blocks
+// and tool parts folded, one step per line.
+func outline(parts []streams.Part) string {
+	var b strings.Builder
+	for i, p := range parts {
+		switch p.Type {
+		case streams.TextDelta, streams.ReasoningDelta, streams.TextEnd, streams.ReasoningEnd, streams.MessageMetadata:
+			continue
+		case streams.StartStep:
+			b.WriteString("\n  ")
+		}
+		fmt.Fprintf(&b, "%d:%s", i, p.Type)
+		switch {
+		case p.ToolCallID != "":
+			fmt.Fprintf(&b, "(%s)", p.ToolCallID)
+		case len(p.Data) > 0:
+			fmt.Fprintf(&b, "%s", p.Data)
+		}
+		b.WriteString(" ")
+	}
+	return b.String()
 }

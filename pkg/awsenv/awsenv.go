@@ -80,6 +80,8 @@ func New(cfg aws.Config, emulator string) *Clients {
 			}
 		}),
 		S3: s3.NewFromConfig(cfg, func(o *s3.Options) {
+			// Chunks are checked by their JSON; a missing checksum is noise.
+			o.DisableLogOutputChecksumValidationSkipped = true
 			if emu {
 				o.BaseEndpoint = aws.String(emulator)
 				o.UsePathStyle = true

@@ -85,12 +85,12 @@ func Replay(parts []streams.Part) Turn {
 	for _, p := range parts {
 		switch p.Type {
 		case streams.StartStep:
-			if open != nil {
-				t.Abandoned = true
-			}
+			// A step still open here was cut short; it is dropped.
 			open = &Step{}
 			clear(blocks)
 			builders = builders[:0]
+		case streams.DataAbandoned:
+			open = nil
 		case streams.TextStart, streams.ReasoningStart:
 			if open == nil {
 				continue

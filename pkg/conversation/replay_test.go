@@ -88,6 +88,16 @@ func TestReplayDropsTrailingPartialStep(t *testing.T) {
 	if len(tr.Steps) != 2 || tr.Steps[1].Calls[0].ID != "c3" {
 		t.Fatalf("steps = %d", len(tr.Steps))
 	}
+	// A partial step earlier in the stream is history, not a trailing
+	// abandoned step: resumes after it must not mark it again.
+	if tr.Abandoned {
+		t.Fatal("a partial step followed by a complete one still reads as abandoned")
+	}
+	// A partial step the runner already marked abandoned is closed by the marker.
+	marked := append(stepWithCall("D", "c4")[:5], streams.Part{Type: streams.DataAbandoned})
+	if tr := conversation.Replay(marked); tr.Abandoned || len(tr.Steps) != 0 {
+		t.Fatalf("marked partial step: abandoned=%v steps=%d", tr.Abandoned, len(tr.Steps))
+	}
 	if p := tr.Pending(); len(p) != 1 || p[0].ID != "c3" {
 		t.Fatalf("pending = %+v", p)
 	}
