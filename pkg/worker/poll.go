@@ -85,7 +85,7 @@ func Poll(ctx context.Context, client *sqs.Client, queueURL string, handle func(
 			}
 			continue
 		}
-		ev := toEvent(out.Messages, arn, region)
+		ev := Event(out.Messages, arn, region)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -137,8 +137,10 @@ func queueARN(ctx context.Context, client *sqs.Client, queueURL string) (string,
 	return arn, nil
 }
 
-// toEvent shapes received messages as Lambda's SQS event.
-func toEvent(msgs []sqstypes.Message, arn, region string) events.SQSEvent {
+// Event shapes received messages as the event an SQS event source mapping
+// invokes a function with: one record per message, with its id, receipt
+// handle, body and attributes, the queue's ARN and the region.
+func Event(msgs []sqstypes.Message, arn, region string) events.SQSEvent {
 	ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(msgs))}
 	for _, m := range msgs {
 		rec := events.SQSMessage{

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/baton-run/baton/pkg/worker"
 )
 
 // kumo has no event source mappings and no schedules: a test that wants a
@@ -21,39 +22,9 @@ import (
 const Account = "000000000000"
 
 // SQSEvent shapes received messages as the event an SQS event source mapping
-// invokes a function with (as pkg/worker's poller does): one record per
-// message, with its id, receipt handle, body, attributes and message
-// attributes, the queue's ARN and the region.
+// invokes a function with, exactly as the dev server's poller does.
 func SQSEvent(msgs []sqstypes.Message, queueARN, region string) events.SQSEvent {
-	ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(msgs))}
-	for _, m := range msgs {
-		rec := events.SQSMessage{
-			MessageId:              aws.ToString(m.MessageId),
-			ReceiptHandle:          aws.ToString(m.ReceiptHandle),
-			Body:                   aws.ToString(m.Body),
-			Md5OfBody:              aws.ToString(m.MD5OfBody),
-			Md5OfMessageAttributes: aws.ToString(m.MD5OfMessageAttributes),
-			Attributes:             make(map[string]string, len(m.Attributes)),
-			MessageAttributes:      make(map[string]events.SQSMessageAttribute, len(m.MessageAttributes)),
-			EventSource:            "aws:sqs",
-			EventSourceARN:         queueARN,
-			AWSRegion:              region,
-		}
-		for k, v := range m.Attributes {
-			rec.Attributes[k] = v
-		}
-		for k, v := range m.MessageAttributes {
-			rec.MessageAttributes[k] = events.SQSMessageAttribute{
-				StringValue:      v.StringValue,
-				BinaryValue:      v.BinaryValue,
-				StringListValues: v.StringListValues,
-				BinaryListValues: v.BinaryListValues,
-				DataType:         aws.ToString(v.DataType),
-			}
-		}
-		ev.Records = append(ev.Records, rec)
-	}
-	return ev
+	return worker.Event(msgs, queueARN, region)
 }
 
 // ScheduledEvent returns the JSON of the event an EventBridge schedule rule
