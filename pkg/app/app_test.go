@@ -1,0 +1,88 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/baton-run/baton/pkg/agents"
+	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/pkg/ids"
+)
+
+const inline = `{"agents":{"helper":{"provider":"scripted","script":{"steps":[{"text":"hi"}]},"tools":["get_weather"]}}}`
+
+func TestLoadAgentsFromEverySource(t *testing.T) {
+	ctx := context.Background()
+	e := emulator.Start()
+	defer e.Close()
+
+	demo, err := app.LoadAgents(ctx, "", e.Clients)
+	if err != nil || !demo.Has("demo") {
+		t.Fatalf("embedded demo: %v %v", demo, err)
+	}
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agents.json")
+	if err := os.WriteFile(path, []byte(inline), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := app.LoadAgents(ctx, path, e.Clients)
+	if err != nil || !fromFile.Has("helper") {
+		t.Fatalf("file: %v %v", fromFile, err)
+	}
+
+	bucket := strings.ToLower(ids.New("cfg"))
+	if _, err := e.Clients.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Clients.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("config/agents.json"), Body: strings.NewReader(inline)}); err != nil {
+		t.Fatal(err)
+	}
+	fromS3, err := app.LoadAgents(ctx, "s3://"+bucket+"/config/agents.json", e.Clients)
+	if err != nil || !fromS3.Has("helper") {
+		t.Fatalf("s3: %v %v", fromS3, err)
+	}
+
+	// Bad sources fail with errors that say what is wrong.
+	if _, err := app.LoadAgents(ctx, filepath.Join(dir, "missing.json"), e.Clients); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("missing file: %v", err)
+	}
+	if _, err := app.LoadAgents(ctx, "s3://"+bucket, e.Clients); err == nil || !strings.Contains(err.Error(), "s3://bucket/key") {
+		t.Fatalf("bad s3 url: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"agents":{"x":{"provider":"nope"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var ce *agents.ConfigError
+	if _, err := app.LoadAgents(ctx, bad, e.Clients); !errors.As(err, &ce) || ce.Agent != "x" || ce.Field != "provider" {
+		t.Fatalf("bad config: %v", err)
+	}
+}
+
+func TestEnvFromOS(t *testing.T) {
+	t.Setenv(app.EnvTable, "")
+	if _, err := app.EnvFromOS(); err == nil || !strings.Contains(err.Error(), app.EnvTable) {
+		t.Fatalf("missing table: %v", err)
+	}
+	t.Setenv(app.EnvTable, "t")
+	t.Setenv(app.EnvBucket, "b")
+	t.Setenv(app.EnvQueueURL, "q")
+	t.Setenv(app.EnvWakeGrace, "soon")
+	if _, err := app.EnvFromOS(); err == nil || !strings.Contains(err.Error(), app.EnvWakeGrace) {
+		t.Fatalf("bad grace: %v", err)
+	}
+	t.Setenv(app.EnvWakeGrace, "90s")
+	env, err := app.EnvFromOS()
+	if err != nil || env.WakeGrace.Seconds() != 90 || env.Table != "t" {
+		t.Fatalf("env = %+v, %v", env, err)
+	}
+}
