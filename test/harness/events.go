@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/baton-run/baton/pkg/worker"
+	"github.com/baton-run/baton/pkg/wake"
 )
 
 // kumo has no event source mappings and no schedules: a test that wants a
@@ -24,7 +24,7 @@ const Account = "000000000000"
 // SQSEvent shapes received messages as the event an SQS event source mapping
 // invokes a function with, exactly as the dev server's poller does.
 func SQSEvent(msgs []sqstypes.Message, queueARN, region string) events.SQSEvent {
-	return worker.Event(msgs, queueARN, region)
+	return wake.Event(msgs, queueARN, region)
 }
 
 // ScheduledEvent returns the JSON of the event an EventBridge schedule rule
