@@ -40,4 +40,3 @@ func Event(msgs []sqstypes.Message, arn, region string) events.SQSEvent {
 	}
 	return ev
 }
-
