@@ -774,6 +774,9 @@ func TestDemoRequestCounts(t *testing.T) {
 // (host) and as it is deployed (linux/arm64, built like the Makefile), and
 // the median time from process start to the first poll of the Runtime API.
 func TestBootstrapSizes(t *testing.T) {
+	if os.Getenv("BATON_MEASURE") == "" {
+		t.Skip("a measurement, not a check: run with BATON_MEASURE=1 to build for arm64 and report sizes")
+	}
 	if len(startupLatencies()) < len(functionRoles) {
 		newStack(t, stackConfig{agents: testdataPath(t, "agents.json")})
 	}

@@ -108,7 +108,7 @@ func bootstrap(t *testing.T, role string) string {
 		if buildErr != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
 		began := time.Now()
 		defer func() { buildTook = time.Since(began) }()
@@ -244,6 +244,11 @@ type stack struct {
 
 func newStack(t *testing.T, cfg stackConfig) *stack {
 	t.Helper()
+	// Build the bootstraps first: on a cold build cache that takes minutes,
+	// and must not eat into the stack's own deadline.
+	for _, r := range functionRoles {
+		bootstrap(t, r)
+	}
 	e := kumo(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
