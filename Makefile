@@ -32,7 +32,10 @@ test:
 	$(GO) test ./...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 20x ./pkg/turn/ ./pkg/tick/ ./pkg/provider/...
+	$(GO) test ./pkg/turn -run '^$$' -bench . -benchmem
+	$(GO) test ./pkg/tick -run '^$$' -bench . -benchtime 1x
+	$(GO) test ./pkg/provider/... -run '^$$' -bench . -benchmem
+	BATON_MEASURE=1 $(GO) test ./test -run 'Sizes|Demo' -v
 
 run:
 	$(GO) run ./cmd/baton dev
