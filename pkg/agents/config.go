@@ -62,6 +62,7 @@ type Limits struct {
 	Margin                string `json:"margin,omitempty"`
 	MaxStepsPerInvocation int    `json:"maxStepsPerInvocation,omitempty"`
 	MaxStepsPerTurn       int    `json:"maxStepsPerTurn,omitempty"`
+	MaxInvocationsPerTurn int    `json:"maxInvocationsPerTurn,omitempty"`
 	LeaseGrace            string `json:"leaseGrace,omitempty"`
 	ApprovalTTL           string `json:"approvalTTL,omitempty"`
 	ThrottleDelay         string `json:"throttleDelay,omitempty"`
@@ -390,7 +391,11 @@ func (l Limits) limits() (turn.Limits, string, error) {
 	if l.MaxStepsPerTurn < 0 {
 		return out, "limits.maxStepsPerTurn", errors.New("negative")
 	}
+	if l.MaxInvocationsPerTurn < 0 {
+		return out, "limits.maxInvocationsPerTurn", errors.New("negative")
+	}
 	out.MaxStepsPerInvocation, out.MaxStepsPerTurn = l.MaxStepsPerInvocation, l.MaxStepsPerTurn
+	out.MaxInvocationsPerTurn = l.MaxInvocationsPerTurn
 	full := out.WithDefaults()
 	if full.Margin >= full.Budget {
 		return out, "limits.margin", fmt.Errorf("margin %s leaves nothing of the budget %s", full.Margin, full.Budget)

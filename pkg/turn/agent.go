@@ -19,6 +19,9 @@ type Limits struct {
 	// MaxStepsPerInvocation and MaxStepsPerTurn cap model steps.
 	MaxStepsPerInvocation int
 	MaxStepsPerTurn       int
+	// MaxInvocationsPerTurn fails a turn that keeps being resumed without
+	// finishing, such as one whose every step outlasts the budget.
+	MaxInvocationsPerTurn int
 	// LeaseGrace is added to the deadline to form the invocation's lease;
 	// past it the reaper may take the turn over.
 	LeaseGrace time.Duration
@@ -41,6 +44,7 @@ func DefaultLimits() Limits {
 		Margin:                10 * time.Second,
 		MaxStepsPerInvocation: 50,
 		MaxStepsPerTurn:       200,
+		MaxInvocationsPerTurn: 100,
 		LeaseGrace:            time.Minute,
 		ApprovalTTL:           72 * time.Hour,
 		ThrottleDelay:         30 * time.Second,
@@ -61,6 +65,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxStepsPerTurn > 0 {
 		d.MaxStepsPerTurn = l.MaxStepsPerTurn
+	}
+	if l.MaxInvocationsPerTurn > 0 {
+		d.MaxInvocationsPerTurn = l.MaxInvocationsPerTurn
 	}
 	if l.LeaseGrace > 0 {
 		d.LeaseGrace = l.LeaseGrace

@@ -177,6 +177,9 @@ func (r *Runner) Resume(ctx context.Context, id string) (Outcome, error) {
 		ru.emit(streams.Part{Type: streams.DataAbandoned, Data: json.RawMessage(`{"reason":"the invocation ended mid-step; the step is redone"}`)})
 	}
 	ru.emit(streams.Part{Type: streams.DataResumed, Data: json.RawMessage(fmt.Sprintf(`{"invocation":%d}`, next.Turn.Invocations))})
+	if n := next.Turn.Invocations; n > lim.MaxInvocationsPerTurn {
+		return ru.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn was resumed %d times without finishing (cap %d)", n-1, lim.MaxInvocationsPerTurn))
+	}
 	return ru.loop(ctx)
 }
 

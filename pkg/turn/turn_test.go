@@ -597,3 +597,51 @@ func TestLiveFlushStreamsMidStepAndAbandonsOnCrash(t *testing.T) {
 		t.Fatalf("roles = %s", got)
 	}
 }
+
+// A step that would run past the deadline is aborted by the hard context
+// deadline: the turn suspends for its budget with the last checkpoint
+// standing, and the next invocation redoes the step.
+func TestRunawayStepIsAbortedAtTheDeadline(t *testing.T) {
+	const runaway = `{"steps":[{"delay":"5s","text":"far too slow"}]}`
+	lim := turn.Limits{Budget: 600 * time.Millisecond, Margin: 100 * time.Millisecond}
+	inv := fresh(demoAgent(t, script(t, runaway), lim))
+	id := newSession(t, inv, "Take your time.")
+	out, err := inv.runner.Start(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Kind != turn.Suspended || out.Cause != reducer.CauseBudget || out.Steps != 0 {
+		t.Fatalf("outcome = %+v, want suspended for budget after no step", out)
+	}
+	ps, _ := parts(t, inv, id, out.Turn)
+	for _, p := range ps {
+		if p.Type == streams.StartStep || p.Type == streams.TextDelta {
+			t.Fatalf("the aborted step reached the stream: %+v", p)
+		}
+	}
+	sess, err := inv.sessions.Load(ctxT(t), id)
+	if err != nil || sess.State.Status != reducer.Suspended {
+		t.Fatalf("state = %+v, %v", sess, err)
+	}
+}
+
+// A turn that never makes progress — every step outlasts the budget — is
+// failed once it has been resumed too often, instead of waking forever.
+func TestTurnWithoutProgressFailsAtTheInvocationCap(t *testing.T) {
+	const runaway = `{"steps":[{"delay":"5s","text":"far too slow"}]}`
+	lim := turn.Limits{Budget: 200 * time.Millisecond, Margin: 50 * time.Millisecond, MaxInvocationsPerTurn: 3}
+	agent := demoAgent(t, script(t, runaway), lim)
+	id := newSession(t, fresh(agent), "Take your time.")
+	ctx := ctxT(t)
+	out, err := fresh(agent).runner.Start(ctx, id)
+	for i := 0; err == nil && out.Kind == turn.Suspended && i < 10; i++ {
+		out, err = fresh(agent).runner.Resume(ctx, id)
+	}
+	if err != nil || out.Kind != turn.Failed || out.Failure == nil || out.Failure.Kind != reducer.FailLimit {
+		t.Fatalf("outcome = %+v, %v; want failed at the limit", out, err)
+	}
+	fs := facts(t, fresh(agent), id)
+	if n := count(fs, reducer.TurnResumed); n != 3 {
+		t.Fatalf("%d resumes before failing, want 3", n)
+	}
+}
