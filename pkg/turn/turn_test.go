@@ -645,3 +645,50 @@ func TestTurnWithoutProgressFailsAtTheInvocationCap(t *testing.T) {
 		t.Fatalf("%d resumes before failing, want 3", n)
 	}
 }
+
+// An invocation that closed its stream as completed and died before
+// recording the outcome leaves a running turn with a closed stream; the next
+// Resume records the completion instead of running anything again.
+func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
+	ctx := ctxT(t)
+	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
+	inv := fresh(agent)
+	id := newSession(t, inv, "Hi.")
+	sess, err := inv.sessions.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := "turn_closed0000000000000000000"
+	if _, err := inv.sessions.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.TurnStarted,
+		Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: tid}, Turn: tid, Stream: tid, Lease: time.Now().Add(50 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	sink := inv.sessions.Streams.Open(id, tid)
+	_ = sink.Append(
+		streams.Part{Type: streams.Start, MessageID: tid},
+		streams.Part{Type: streams.StartStep},
+		streams.Part{Type: streams.TextStart, ID: "a"},
+		streams.Part{Type: streams.TextDelta, ID: "a", Delta: "All done."},
+		streams.Part{Type: streams.TextEnd, ID: "a"},
+		streams.Part{Type: streams.FinishStep},
+		streams.Part{Type: streams.Finish, FinishReason: "stop"},
+	)
+	if err := sink.Close(ctx, streams.Completed); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the dead invocation's lease runs out
+	out, err := fresh(agent).runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed || out.Steps != 0 {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	fs := facts(t, inv, id)
+	if last := fs[len(fs)-1]; last.Type != reducer.TurnCompleted || last.Snapshot == "" {
+		t.Fatalf("last fact = %+v", last)
+	}
+	if tr := string(transcript(t, inv, id)); !strings.Contains(tr, "All done.") {
+		t.Fatalf("the snapshot lacks the turn: %s", tr)
+	}
+	if ps, _ := parts(t, inv, id, tid); len(ps) != 7 {
+		t.Fatalf("the closed stream changed: %d parts", len(ps))
+	}
+}
