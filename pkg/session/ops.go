@@ -139,17 +139,38 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 	if err != nil {
 		return err
 	}
-	err = sink.Append(streams.Part{Type: streams.Finish, FinishReason: "cancelled"})
-	if err == nil {
-		err = sink.Close(ctx, streams.Cancelled)
-	}
-	if err != nil && !errors.Is(err, streams.ErrChunkTaken) && !errors.Is(err, streams.ErrClosed) {
-		// The fact stands; a live runner closes the stream when it notices.
+	if err := CloseStream(ctx, s.Streams, sink, streams.Cancelled, "cancelled"); err != nil {
+		// The fact stands; the stream is left open for a reader to time out on.
 		slog.WarnContext(ctx, "cancel: close stream", "session", id, "stream", sink.Stream(), "err", err)
 	}
 	// Messages that arrived during the turn now start a new one.
 	s.wake(ctx, id, "cancelled", 0)
 	return nil
+}
+
+// CloseStream ends a turn's stream with a finish part and status. A live
+// runner may still be flushing steps to it: when a chunk it wrote takes the
+// index, the stream is resumed after it and closed again, a few times.
+func CloseStream(ctx context.Context, st *streams.Store, sink *streams.Sink, status streams.Status, reason string) error {
+	var err error
+	for range 5 {
+		if err = sink.Append(streams.Part{Type: streams.Finish, FinishReason: reason}); err == nil {
+			err = sink.Close(ctx, status)
+		}
+		if errors.Is(err, streams.ErrClosed) || (err == nil) {
+			return nil
+		}
+		if !errors.Is(err, streams.ErrChunkTaken) {
+			return err
+		}
+		if sink, _, err = st.Resume(ctx, sink.Session(), sink.Stream()); err != nil {
+			return err
+		}
+		if sink.Closed() != streams.Open {
+			return nil
+		}
+	}
+	return err
 }
 
 func (s *Store) wake(ctx context.Context, id, reason string, seq int64) {

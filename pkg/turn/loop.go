@@ -499,6 +499,19 @@ func (ru *run) retry(ctx context.Context, commit func() error) error {
 	}
 }
 
+// closeIfEnded closes the stream when the turn was ended by someone else (a
+// cancel) rather than taken over by another invocation, which owns the
+// stream now and must not lose it.
+func (ru *run) closeIfEnded(ctx context.Context) {
+	sess, err := ru.r.Sessions.Load(ctx, ru.out.Session)
+	if err != nil || (sess.State.Turn != nil && sess.State.Turn.ID == ru.out.Turn) {
+		return
+	}
+	if err := session.CloseStream(ctx, ru.r.Sessions.Streams, ru.sink, streams.Cancelled, "cancelled"); err != nil {
+		ru.r.log().WarnContext(ctx, "close the stream of an ended turn", "session", ru.out.Session, "err", err)
+	}
+}
+
 // stopped handles an error writing the stream or the facts. Losing a race
 // means another invocation or an operator owns the turn now: stop quietly.
 // Anything else is returned; the reaper will find the turn.
@@ -507,6 +520,9 @@ func (ru *run) stopped(ctx context.Context, err error) (Outcome, error) {
 		errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
 		ru.r.log().InfoContext(ctx, "turn superseded", "session", ru.out.Session, "turn", ru.out.Turn, "err", err)
 		ru.out.Kind = Superseded
+		if !errors.Is(err, streams.ErrChunkTaken) && !errors.Is(err, streams.ErrPoisoned) {
+			ru.closeIfEnded(ctx)
+		}
 		return ru.out, nil
 	}
 	return ru.out, fmt.Errorf("turn %s of %s: %w", ru.out.Turn, ru.out.Session, err)

@@ -692,3 +692,39 @@ func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
 		t.Fatalf("the closed stream changed: %d parts", len(ps))
 	}
 }
+
+// An operator cancels a turn while its invocation is mid-run: the runner
+// stops at its next write, and the stream ends closed as cancelled.
+func TestCancelWhileRunning(t *testing.T) {
+	ctx := ctxT(t)
+	agent := demoAgent(t, script(t, slowThree), turn.Limits{})
+	inv := fresh(agent)
+	id := newSession(t, inv, "Go slowly.")
+	done := make(chan turn.Outcome, 1)
+	go func() {
+		out, err := inv.runner.Start(ctx, id)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	time.Sleep(450 * time.Millisecond) // into the second step
+	if err := fresh(agent).sessions.Cancel(ctx, id, operator, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	out := <-done
+	if out.Kind != turn.Superseded {
+		t.Fatalf("runner outcome = %+v, want superseded", out)
+	}
+	fs := facts(t, inv, id)
+	if last := fs[len(fs)-1]; last.Type != reducer.TurnCancelled || last.Actor != operator {
+		t.Fatalf("last fact = %+v", last)
+	}
+	ps, closed := parts(t, inv, id, out.Turn)
+	if closed != streams.Cancelled {
+		t.Fatalf("stream closed = %q, want cancelled", closed)
+	}
+	if last := ps[len(ps)-1]; last.Type != streams.Finish || last.FinishReason != "cancelled" {
+		t.Fatalf("last part = %+v", last)
+	}
+}
