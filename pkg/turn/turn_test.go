@@ -378,10 +378,19 @@ func TestRaceStart(t *testing.T) {
 	}
 }
 
+// raceResumeScript's second step is slow, so the winning resume is still
+// running while every racer has tried: a racer that came late cannot find a
+// fresh suspension to resume.
+const raceResumeScript = `{"steps":[
+ {"text":"one","toolCalls":[{"name":"get_weather","input":{"city":"Graz"}}]},
+ {"delay":"1500ms","text":"two","toolCalls":[{"name":"get_weather","input":{"city":"Linz"}}]},
+ {"text":"done"}
+]}`
+
 func TestRaceResume(t *testing.T) {
 	ctx := ctxT(t)
 	lim := turn.Limits{MaxStepsPerInvocation: 1}
-	agent := demoAgent(t, script(t, threeSteps), lim)
+	agent := demoAgent(t, script(t, raceResumeScript), lim)
 	inv := fresh(agent)
 	id := newSession(t, inv, "Race me.")
 	out, err := inv.runner.Start(ctx, id)
