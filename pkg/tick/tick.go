@@ -261,6 +261,12 @@ func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *count
 		// understates Updated, so the session needs no reading.
 		return nil
 	}
+	if h.Why == "wake" || h.Why == "inbox" {
+		// A lost wake needs only the head: it is written in the same
+		// transaction as every fact, and a consistent read of it says
+		// whether the session still waits, at a fraction of a Load.
+		return t.rewake(ctx, h.Session, now, grace, c)
+	}
 	sess, err := t.Sessions.Load(ctx, h.Session)
 	if errors.Is(err, session.ErrNotFound) {
 		return nil
@@ -283,6 +289,27 @@ func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *count
 		t.log().InfoContext(ctx, "tick: lost wake re-sent", "session", h.Session, "status", st.Status,
 			"cause", causeOf(st), "updated", st.Updated)
 	}
+	return nil
+}
+
+// rewake re-sends the wake of a session whose head, read consistently, still
+// says it waits for one and has for longer than grace.
+func (t *Tick) rewake(ctx context.Context, id string, now time.Time, grace time.Duration, c *counts) error {
+	h, err := t.Sessions.Facts.Head(ctx, id)
+	if errors.Is(err, dynamo.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if (h.Why != "wake" && h.Why != "inbox") || now.Sub(h.Updated) <= grace {
+		return nil
+	}
+	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: ReasonRewake, Seq: h.LastSeq}, 0); err != nil {
+		return err
+	}
+	c.add(func(r *Report) { r.Rewoken++ })
+	t.log().InfoContext(ctx, "tick: lost wake re-sent", "session", id, "status", h.Status, "cause", h.Cause, "updated", h.Updated)
 	return nil
 }
 
