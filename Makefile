@@ -21,12 +21,19 @@ build/%/bootstrap: FORCE
 	$(BUILD) -o $@ ./functions/$*
 
 # sam build calls these with ARTIFACTS_DIR set (BuildMethod: makefile).
+# An agents.json at the top of the repository ships next to each bootstrap;
+# deploy with AgentsConfig=agents.json to use it (the default is the
+# embedded demo agent; s3://... works too).
+AGENTS_FILE := $(wildcard agents.json)
 build-OperatorFunction:
 	$(BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/operator
+	$(if $(AGENTS_FILE),cp $(AGENTS_FILE) $(ARTIFACTS_DIR)/)
 build-ResumeFunction:
 	$(BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/resume
+	$(if $(AGENTS_FILE),cp $(AGENTS_FILE) $(ARTIFACTS_DIR)/)
 build-TickFunction:
 	$(BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/tick
+	$(if $(AGENTS_FILE),cp $(AGENTS_FILE) $(ARTIFACTS_DIR)/)
 
 test:
 	$(GO) test ./...
