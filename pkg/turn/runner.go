@@ -50,6 +50,9 @@ type Outcome struct {
 	Steps int
 	// Usage is the whole turn's, when it completed.
 	Usage reducer.Usage
+	// Waiting counts the messages waiting for the next turn as this
+	// invocation last wrote the session: a caller may start it at once.
+	Waiting int
 }
 
 // Runner runs turns. Its fields are set once; a Runner is safe for
@@ -90,6 +93,13 @@ func (r *Runner) Start(ctx context.Context, id string) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	return r.StartLoaded(ctx, sess)
+}
+
+// StartLoaded is Start for a session the caller has just loaded. A stale
+// session only makes the compare-and-set fail.
+func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcome, error) {
+	id := sess.ID
 	st := sess.State
 	if st.Status != reducer.Idle || len(st.Inbox) == 0 {
 		return Outcome{}, fmt.Errorf("turn: start %s (status %s, %d waiting): %w", id, st.Status, len(st.Inbox), ErrNotIdle)
@@ -121,7 +131,7 @@ func (r *Runner) Start(ctx context.Context, id string) (Outcome, error) {
 	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, deadline: deadline,
 		out: Outcome{Session: id, Turn: turnID}}
 	ru.emit(streams.Part{Type: streams.Start, MessageID: turnID})
-	return ru.loop(ctx)
+	return ru.finish(ru.loop(ctx))
 }
 
 // Resume continues a suspended turn whose wait is over, or takes over a
@@ -132,6 +142,13 @@ func (r *Runner) Resume(ctx context.Context, id string) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	return r.ResumeLoaded(ctx, sess)
+}
+
+// ResumeLoaded is Resume for a session the caller has just loaded. A stale
+// session only makes the compare-and-set fail.
+func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outcome, error) {
+	id := sess.ID
 	st := sess.State
 	t := st.Turn
 	now := r.Sessions.Clock()
@@ -171,16 +188,16 @@ func (r *Runner) Resume(ctx context.Context, id string) (Outcome, error) {
 	if status := sink.Closed(); status != streams.Open {
 		// The last invocation closed the stream and died before recording
 		// the outcome: record it now.
-		return ru.finishClosed(ctx, status)
+		return ru.finish(ru.finishClosed(ctx, status))
 	}
 	if ru.turn.Abandoned {
 		ru.emit(streams.Part{Type: streams.DataAbandoned, Data: json.RawMessage(`{"reason":"the invocation ended mid-step; the step is redone"}`)})
 	}
 	ru.emit(streams.Part{Type: streams.DataResumed, Data: json.RawMessage(fmt.Sprintf(`{"invocation":%d}`, next.Turn.Invocations))})
 	if n := next.Turn.Invocations; n > lim.MaxInvocationsPerTurn {
-		return ru.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn was resumed %d times without finishing (cap %d)", n-1, lim.MaxInvocationsPerTurn))
+		return ru.finish(ru.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn was resumed %d times without finishing (cap %d)", n-1, lim.MaxInvocationsPerTurn)))
 	}
-	return ru.loop(ctx)
+	return ru.finish(ru.loop(ctx))
 }
 
 func deadlineOf(ctx context.Context, budget time.Duration) time.Time {
@@ -200,6 +217,12 @@ func agentActor(turn string) reducer.Actor {
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// finish adds what the session looked like at the invocation's last write.
+func (ru *run) finish(out Outcome, err error) (Outcome, error) {
+	out.Waiting = len(ru.sess.State.Inbox)
+	return out, err
 }
 
 // emit buffers parts in the sink and in the run's view of the turn.

@@ -138,9 +138,9 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 		}
 		var out turn.Outcome
 		if act == start {
-			out, err = w.Runner.Start(ctx, wk.Session)
+			out, err = w.Runner.StartLoaded(ctx, sess)
 		} else {
-			out, err = w.Runner.Resume(ctx, wk.Session)
+			out, err = w.Runner.ResumeLoaded(ctx, sess)
 		}
 		switch {
 		case errors.Is(err, turn.ErrLost), errors.Is(err, turn.ErrNotIdle), errors.Is(err, turn.ErrNotResumable):
@@ -156,6 +156,12 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 		res.Outcomes = append(res.Outcomes, out)
 		log.InfoContext(ctx, "turn ran", "action", act.String(), "turn", out.Turn, "kind", out.Kind,
 			"cause", out.Cause, "steps", out.Steps)
+		if out.Kind == turn.Suspended || (out.Kind != turn.Superseded && out.Waiting == 0) {
+			// A suspended turn has its own wake coming; and no message
+			// waited when this run last wrote (one that came later brings
+			// its own wake). After a superseded run, look again.
+			return res, nil
+		}
 	}
 }
 
