@@ -289,6 +289,13 @@ func (t Turn) messages(history []Message) []Message {
 // which is unique in the session. So every result pairs with its own call
 // on the wire, whatever ids the provider sent.
 func (t Turn) wireIDs(history []Message) map[*Call]string {
+	n := 0
+	for _, s := range t.Steps {
+		n += len(s.Calls)
+	}
+	if n == 0 {
+		return nil
+	}
 	used := map[string]bool{}
 	for _, m := range history {
 		for _, c := range m.Content {
@@ -297,13 +304,13 @@ func (t Turn) wireIDs(history []Message) map[*Call]string {
 			}
 		}
 	}
-	baton := map[string]bool{}
+	baton := make(map[string]bool, n)
 	for _, s := range t.Steps {
 		for _, c := range s.Calls {
 			baton[c.ID] = true
 		}
 	}
-	wire := map[*Call]string{}
+	wire := make(map[*Call]string, n)
 	for _, s := range t.Steps {
 		for _, c := range s.Calls {
 			id := c.ProviderID
