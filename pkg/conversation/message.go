@@ -30,7 +30,10 @@ type Content struct {
 	Text string      `json:"text,omitempty"`
 	// Signature is an opaque provider token that must be echoed back with
 	// the reasoning it signs (Anthropic thinking, Bedrock reasoning).
-	Signature  string          `json:"signature,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	// ToolCallID names a tool call or the call a result answers. In a
+	// Step it is baton's id; in the Messages of the model input it is the
+	// wire id, the one the provider knows the call by (see Build).
 	ToolCallID string          `json:"toolCallId,omitempty"`
 	ToolName   string          `json:"toolName,omitempty"`
 	Input      json.RawMessage `json:"input,omitempty"`

@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/baton-run/baton/pkg/reducer"
@@ -10,9 +11,14 @@ import (
 
 // Call is a tool call of a completed step and what became of it.
 type Call struct {
-	ID    string
-	Name  string
-	Input json.RawMessage
+	// ID is baton's id for the call, unique within the session: approvals,
+	// executions, idempotency keys and results are keyed by it.
+	ID string
+	// ProviderID is the id the provider gave the call, empty if none. The
+	// model input carries it (see Build) unless it is not unique.
+	ProviderID string
+	Name       string
+	Input      json.RawMessage
 	// ApprovalID is set once an approval was requested for the call.
 	ApprovalID string
 	// Answered is set once the operator's answer reached the stream.
@@ -63,6 +69,37 @@ func SignatureMetadata(sig string) json.RawMessage {
 	m.Baton.Signature = sig
 	b, _ := json.Marshal(m) // plain struct: cannot fail
 	return b
+}
+
+// callMeta is the providerMetadata of a tool-input-available part.
+type callMeta struct {
+	Baton struct {
+		ProviderCallID string `json:"providerCallId"`
+	} `json:"baton"`
+}
+
+// CallMetadata encodes the id a provider gave a tool call as
+// providerMetadata, or returns nil when it gave none.
+func CallMetadata(providerID string) json.RawMessage {
+	if providerID == "" {
+		return nil
+	}
+	var m callMeta
+	m.Baton.ProviderCallID = providerID
+	b, _ := json.Marshal(m) // plain struct: cannot fail
+	return b
+}
+
+// providerID reads a tool-input-available part's provider id. A part with
+// no such metadata (a call the provider gave no id, or a stream written
+// before baton minted its own ids) is known to the provider by its
+// toolCallId.
+func providerID(p streams.Part) string {
+	var m callMeta
+	if len(p.ProviderMetadata) > 0 && json.Unmarshal(p.ProviderMetadata, &m) == nil && m.Baton.ProviderCallID != "" {
+		return m.Baton.ProviderCallID
+	}
+	return p.ToolCallID
 }
 
 // Replay folds a turn's stream parts into its completed steps. Parts of a
@@ -121,7 +158,7 @@ func Replay(parts []streams.Part) Turn {
 			if open == nil {
 				continue
 			}
-			c := &Call{ID: p.ToolCallID, Name: p.ToolName, Input: p.Input}
+			c := &Call{ID: p.ToolCallID, ProviderID: providerID(p), Name: p.ToolName, Input: p.Input}
 			open.Calls = append(open.Calls, c)
 			open.Content = append(open.Content, Content{Type: ToolCall, ToolCallID: c.ID, ToolName: c.Name, Input: c.Input})
 			builders = append(builders, nil)
@@ -210,17 +247,33 @@ func (t Turn) Last() *Step {
 
 // Messages renders the completed steps: each step's assistant message, then
 // one tool message with the results it has, in call order. An assistant
-// message with no content is left out.
-func (t Turn) Messages() []Message {
+// message with no content is left out. Tool calls and results carry each
+// call's wire id; see Build.
+func (t Turn) Messages() []Message { return t.messages(nil) }
+
+// messages renders the steps with wire ids unique among themselves and
+// among the ids already in history.
+func (t Turn) messages(history []Message) []Message {
+	wire := t.wireIDs(history)
 	var out []Message
 	for _, s := range t.Steps {
 		if len(s.Content) > 0 {
-			out = append(out, Message{Role: Assistant, Content: s.Content})
+			content := slices.Clone(s.Content)
+			k := 0
+			for i := range content {
+				if content[i].Type == ToolCall && k < len(s.Calls) {
+					content[i].ToolCallID = wire[s.Calls[k]]
+					k++
+				}
+			}
+			out = append(out, Message{Role: Assistant, Content: content})
 		}
 		var results []Content
 		for _, c := range s.Calls {
 			if c.Result != nil {
-				results = append(results, *c.Result)
+				r := *c.Result
+				r.ToolCallID = wire[c]
+				results = append(results, r)
 			}
 		}
 		if len(results) > 0 {
@@ -228,6 +281,47 @@ func (t Turn) Messages() []Message {
 		}
 	}
 	return out
+}
+
+// wireIDs decides the id the provider sees for each call of the turn: the
+// id it gave the call, unless that is empty, already used in history or by
+// an earlier call of the turn, or another call's baton id; then baton's id,
+// which is unique in the session. So every result pairs with its own call
+// on the wire, whatever ids the provider sent.
+func (t Turn) wireIDs(history []Message) map[*Call]string {
+	n := 0
+	for _, s := range t.Steps {
+		n += len(s.Calls)
+	}
+	if n == 0 {
+		return nil
+	}
+	used := map[string]bool{}
+	for _, m := range history {
+		for _, c := range m.Content {
+			if c.Type == ToolCall {
+				used[c.ToolCallID] = true
+			}
+		}
+	}
+	baton := make(map[string]bool, n)
+	for _, s := range t.Steps {
+		for _, c := range s.Calls {
+			baton[c.ID] = true
+		}
+	}
+	wire := make(map[*Call]string, n)
+	for _, s := range t.Steps {
+		for _, c := range s.Calls {
+			id := c.ProviderID
+			if id == "" || used[id] || (id != c.ID && baton[id]) {
+				id = c.ID
+			}
+			used[id] = true
+			wire[c] = id
+		}
+	}
+	return wire
 }
 
 // UserMessage renders the messages a turn answers as one user message.
@@ -240,12 +334,14 @@ func UserMessage(msgs []reducer.Message) Message {
 }
 
 // Build returns the model input: the ended turns' history, the open turn's
-// user message, and its completed steps.
+// user message, and its completed steps. A tool call and its result carry
+// the call's wire id: the provider's id for it when that is unique in the
+// input, else baton's id.
 func Build(history []Message, user []reducer.Message, t Turn) []Message {
 	out := make([]Message, 0, len(history)+1+2*len(t.Steps))
 	out = append(out, history...)
 	out = append(out, UserMessage(user))
-	return append(out, t.Messages()...)
+	return append(out, t.messages(history)...)
 }
 
 // Unresolved is the result recorded for a call that never got one because

@@ -3,6 +3,7 @@ package conversation_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/baton-run/baton/pkg/conversation"
@@ -134,5 +135,76 @@ func TestCloseResolvesDanglingCalls(t *testing.T) {
 	last := msgs[len(msgs)-1]
 	if last.Role != conversation.ToolRole || last.Content[0].ToolCallID != "c1" || !bytes.Contains(last.Content[0].Output, []byte("cancelled")) {
 		t.Fatalf("last message = %+v", last)
+	}
+}
+
+// call is a tool-input-available part under baton's id, with the
+// provider's id in its metadata.
+func call(baton, provider string) streams.Part {
+	return streams.Part{Type: streams.ToolInputAvailable, ToolCallID: baton, ToolName: "t", Input: json.RawMessage(`{}`),
+		ProviderMetadata: conversation.CallMetadata(provider)}
+}
+
+func TestWireIDsAreUniqueInTheModelInput(t *testing.T) {
+	step := func(calls ...streams.Part) []streams.Part {
+		ps := append([]streams.Part{{Type: streams.StartStep}}, calls...)
+		for _, c := range calls {
+			ps = append(ps, streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: c.ToolCallID, Output: json.RawMessage(`"` + c.ToolCallID + `"`)})
+		}
+		return ps
+	}
+	var ps []streams.Part
+	ps = append(ps, step(call("b0", "p"), call("b1", "p"), call("b2", ""))...)
+	ps = append(ps, streams.Part{Type: streams.FinishStep})
+	ps = append(ps, step(call("b3", "p"), call("b4", "h"), call("b5", "b0"), call("b6", "q"))...)
+	ps = append(ps, streams.Part{Type: streams.FinishStep})
+	// Older streams have no metadata: the toolCallId is both ids.
+	ps = append(ps, step(streams.Part{Type: streams.ToolInputAvailable, ToolCallID: "old", ToolName: "t", Input: json.RawMessage(`{}`)})...)
+	ps = append(ps, streams.Part{Type: streams.FinishStep})
+	// Results stream after finish-step; move them there.
+	var calls, rest []streams.Part
+	for _, p := range ps {
+		if p.Type == streams.ToolOutputAvailable {
+			rest = append(rest, p)
+			continue
+		}
+		calls = append(calls, p)
+	}
+	tr := conversation.Replay(append(calls, rest...))
+	if p := tr.Pending(); len(p) != 0 {
+		t.Fatalf("pending = %+v", p)
+	}
+	hist := []conversation.Message{{Role: conversation.Assistant, Content: []conversation.Content{{Type: conversation.ToolCall, ToolCallID: "h"}}}}
+	msgs := conversation.Build(hist, []reducer.Message{{ID: "m", Text: "x"}}, tr)
+	var gotCalls, gotResults []string
+	for _, m := range msgs[2:] {
+		for _, c := range m.Content {
+			switch c.Type {
+			case conversation.ToolCall:
+				gotCalls = append(gotCalls, c.ToolCallID)
+			case conversation.ToolResult:
+				// Each result carries its own call's output (baton's id).
+				gotResults = append(gotResults, c.ToolCallID+"="+string(c.Output))
+			}
+		}
+	}
+	// p is kept once; a repeat, an empty id, an id already in history and
+	// another call's baton id give way to baton's id.
+	want := []string{"p", "b1", "b2", "b3", "b4", "b5", "q", "old"}
+	if strings.Join(gotCalls, ",") != strings.Join(want, ",") {
+		t.Fatalf("wire ids = %v, want %v", gotCalls, want)
+	}
+	wantResults := []string{`p="b0"`, `b1="b1"`, `b2="b2"`, `b3="b3"`, `b4="b4"`, `b5="b5"`, `q="b6"`, `old="old"`}
+	if strings.Join(gotResults, ",") != strings.Join(wantResults, ",") {
+		t.Fatalf("results = %v, want %v", gotResults, wantResults)
+	}
+	// Calls keep baton's ids; rendering twice gives the same bytes.
+	if c := tr.Steps[0].Calls[0]; c.ID != "b0" || c.ProviderID != "p" {
+		t.Fatalf("call = %+v", c)
+	}
+	a, _ := json.Marshal(msgs)
+	b, _ := json.Marshal(conversation.Build(hist, []reducer.Message{{ID: "m", Text: "x"}}, tr))
+	if !bytes.Equal(a, b) {
+		t.Fatal("two renderings differ")
 	}
 }

@@ -58,6 +58,8 @@ type Usage struct {
 
 // Call is a complete tool call: its input is whole JSON.
 type Call struct {
+	// ID is the provider's id for the call, empty if it gave none. It need
+	// not be unique: the runner gives every call baton's own id.
 	ID    string          `json:"id"`
 	Name  string          `json:"name"`
 	Input json.RawMessage `json:"input"`

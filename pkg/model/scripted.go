@@ -31,6 +31,10 @@ type ScriptStep struct {
 
 // ScriptCall is a tool call a scripted step makes.
 type ScriptCall struct {
+	// ID, when given, is the id the model gives the call, even if empty or
+	// repeated, as some providers do. Without it the call gets
+	// call_<assistant messages so far>_<index>, unique in the conversation.
+	ID    *string         `json:"id,omitempty"`
 	Name  string          `json:"name"`
 	Input json.RawMessage `json:"input"`
 }
@@ -141,6 +145,9 @@ func (m *Scripted) Stream(ctx context.Context, req Request) iter.Seq2[Event, err
 		}
 		for i, c := range st.ToolCalls {
 			call := Call{ID: fmt.Sprintf("call_%d_%d", assistants, i), Name: c.Name, Input: c.Input}
+			if c.ID != nil {
+				call.ID = *c.ID
+			}
 			if !yield(Event{Type: ToolCall, Call: call}, nil) {
 				return
 			}

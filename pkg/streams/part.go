@@ -13,7 +13,7 @@ import "encoding/json"
 //	model step begins           start-step
 //	reasoning                   reasoning-start, reasoning-delta…, reasoning-end
 //	text                        text-start, text-delta…, text-end
-//	tool call (complete input)  tool-input-available{toolCallId, toolName, input}
+//	tool call (complete input)  tool-input-available{toolCallId, toolName, input, providerMetadata}
 //	step usage                  message-metadata{messageMetadata: {usage, finishReason}}
 //	model step ends             finish-step
 //	tool needs approval         tool-approval-request{approvalId, toolCallId}
@@ -26,6 +26,12 @@ import "encoding/json"
 //	partial step dropped        data-abandoned{data: {reason}}
 //	turn fails                  error{errorText}
 //	turn ends                   finish{finishReason}
+//
+// A toolCallId is always baton's id for the call (tc_<turn>_<step>_<call>),
+// unique in the session; approvals, results and executions name the call by
+// it. The id the provider gave the call, if any, is kept in the
+// tool-input-available part's providerMetadata as
+// {"baton":{"providerCallId": …}}, to be echoed to the provider.
 //
 // A model step's parts lie between start-step and finish-step; the results
 // of its tool calls follow its finish-step, so a step whose model output is
@@ -80,7 +86,7 @@ type Part struct {
 	FinishReason    string          `json:"finishReason,omitempty"`
 	MessageMetadata json.RawMessage `json:"messageMetadata,omitempty"`
 	// ProviderMetadata carries what a provider needs echoed back, such as a
-	// reasoning signature.
+	// reasoning signature or the provider's id for a tool call.
 	ProviderMetadata json.RawMessage `json:"providerMetadata,omitempty"`
 	// Data is the payload of data-* parts.
 	Data json.RawMessage `json:"data,omitempty"`

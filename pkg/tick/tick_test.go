@@ -240,12 +240,13 @@ func TestExpiredApprovalIsDenied(t *testing.T) {
 	if !response || !denied || ran {
 		t.Fatalf("stream: approval response %v, tool-output-denied %v, tool ran %v", response, denied, ran)
 	}
-	// The model's last request carried the denial as the call's result.
+	// The model's last request carried the denial as the call's result,
+	// under the id the model gave the call.
 	reqs := rec.requests()
 	saw := false
 	for _, m := range reqs[len(reqs)-1].Messages {
 		for _, c := range m.Content {
-			if m.Role == conversation.ToolRole && c.ToolCallID == ap.ToolCallID && c.IsError && strings.Contains(string(c.Output), "denied") {
+			if m.Role == conversation.ToolRole && c.ToolCallID == "call_0_0" && c.ToolName == ap.Tool && c.IsError && strings.Contains(string(c.Output), "denied") {
 				saw = true
 			}
 		}

@@ -98,7 +98,7 @@ func TestLedgerIdempotentToolRerunsWithSameKey(t *testing.T) {
 		t.Fatalf("runs = %v, want two runs with one key", ch.keys)
 	}
 	ps, _ := parts(t, inv, id, out.Turn)
-	if got := outputsFor(ps, "call_0_0"); len(got) != 1 || got[0].Type != streams.ToolOutputAvailable {
+	if got := outputsFor(ps, turn.CallID(out.Turn, 0, 0)); len(got) != 1 || got[0].Type != streams.ToolOutputAvailable {
 		t.Fatalf("outputs = %+v", got)
 	}
 }
@@ -115,7 +115,7 @@ func TestLedgerUncertainRerun(t *testing.T) {
 	}
 	sess, _ := inv.sessions.Load(ctx, id)
 	ex := sess.State.Turn.Uncertain
-	if ex == nil || ex.ToolCallID != "call_0_0" {
+	if ex == nil || ex.ToolCallID != turn.CallID(sess.State.Turn.ID, 0, 0) {
 		t.Fatalf("uncertain = %+v", ex)
 	}
 	if _, err := fresh(agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
@@ -158,7 +158,7 @@ func TestLedgerUncertainAbandon(t *testing.T) {
 		t.Fatalf("an abandoned tool ran again: %v", ch.keys)
 	}
 	ps, _ := parts(t, inv, id, out.Turn)
-	got := outputsFor(ps, "call_0_0")
+	got := outputsFor(ps, turn.CallID(out.Turn, 0, 0))
 	if len(got) != 1 || got[0].Type != streams.ToolOutputError || got[0].ErrorText != turn.AbandonedText {
 		t.Fatalf("outputs = %+v", got)
 	}
@@ -193,7 +193,7 @@ func TestParallelApprovalsEitherOrder(t *testing.T) {
 				t.Fatalf("%d approvals requested at once, want 2", len(pend))
 			}
 			ps, _ := parts(t, inv, id, out.Turn)
-			if len(outputsFor(ps, "call_0_1")) != 1 {
+			if len(outputsFor(ps, turn.CallID(out.Turn, 0, 1))) != 1 {
 				t.Fatal("the read tool did not run before the suspension")
 			}
 			if order == "second-then-first" {

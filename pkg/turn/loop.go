@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/baton-run/baton/pkg/conversation"
@@ -145,6 +147,7 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 		blocks++
 		parts = append(parts, streams.Part{Type: t, ID: blockID})
 	}
+	calls := 0
 	finished := false
 	// Live flushing: parts of an unfinished step reach the stream every
 	// LiveFlush, so a UI sees tokens as they come. A step cut short then
@@ -189,8 +192,9 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 			parts = append(parts, streams.Part{Type: streams.TextDelta, ID: blockID, Delta: ev.Text})
 		case model.ToolCall:
 			closeBlock()
-			parts = append(parts, streams.Part{Type: streams.ToolInputAvailable, ToolCallID: ev.Call.ID,
-				ToolName: ev.Call.Name, Input: normalizeInput(ev.Call.Input)})
+			parts = append(parts, streams.Part{Type: streams.ToolInputAvailable, ToolCallID: CallID(ru.out.Turn, n, calls),
+				ToolName: ev.Call.Name, Input: normalizeInput(ev.Call.Input), ProviderMetadata: conversation.CallMetadata(ev.Call.ID)})
+			calls++
 		case model.Finish:
 			closeBlock()
 			u := reducer.Usage{InputTokens: ev.Usage.InputTokens, OutputTokens: ev.Usage.OutputTokens}
@@ -214,6 +218,15 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 		return nil, nil
 	}
 	return parts, nil
+}
+
+// CallID is baton's id for call c of step n of a turn:
+// tc_<the turn id without its "turn_" prefix>_<n>_<c>, unique within the
+// session whatever id the provider gave the call. It is derived from durable
+// state, so a step redone after a crash mints the same ids. Approvals,
+// executions and idempotency keys are keyed by it.
+func CallID(turn string, n, c int) string {
+	return "tc_" + strings.TrimPrefix(turn, "turn_") + "_" + strconv.Itoa(n) + "_" + strconv.Itoa(c)
 }
 
 // flushError is a failed write of a live flush: the stream's, not the
@@ -273,7 +286,7 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 			if !answered {
 				id := c.ApprovalID
 				if id == "" {
-					id = "ap_" + c.ID + "_" + ru.out.Turn[len(ru.out.Turn)-8:]
+					id = "ap_" + c.ID
 					ru.emit(streams.Part{Type: streams.ToolApprovalRequest, ApprovalID: id, ToolCallID: c.ID})
 				}
 				requests = append(requests, reducer.Approval{ID: id, ToolCallID: c.ID, Tool: c.Name, Input: c.Input,

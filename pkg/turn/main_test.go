@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -187,6 +188,8 @@ func transcript(t testing.TB, inv *invocation, id string) []byte {
 
 // content drops the parts that only mark suspension and resumption, and the
 // turn id in start, so two runs of one script compare equal.
+var turnInID = regexp.MustCompile(`tc_[0-9a-f]+_`)
+
 func content(ps []streams.Part) []streams.Part {
 	var out []streams.Part
 	for _, p := range ps {
@@ -196,6 +199,9 @@ func content(ps []streams.Part) []streams.Part {
 		if p.Type == streams.Start {
 			p.MessageID = ""
 		}
+		// Baton's call ids name the turn; the rest of each is the same.
+		p.ToolCallID = turnInID.ReplaceAllString(p.ToolCallID, "tc_")
+		p.ApprovalID = turnInID.ReplaceAllString(p.ApprovalID, "tc_")
 		out = append(out, p)
 	}
 	return out

@@ -65,8 +65,8 @@ func TestThreeStepTurnCompletes(t *testing.T) {
 			seq = append(seq, "result:"+p.ToolCallID)
 		}
 	}
-	wantSeq := "start start-step call:get_weather finish-step result:call_0_0 " +
-		"start-step call:search_docs call:get_weather finish-step result:call_1_0 result:call_1_1 " +
+	wantSeq := "start start-step call:get_weather finish-step result:" + turn.CallID(out.Turn, 0, 0) + " " +
+		"start-step call:search_docs call:get_weather finish-step result:" + turn.CallID(out.Turn, 1, 0) + " result:" + turn.CallID(out.Turn, 1, 1) + " " +
 		"start-step finish-step finish"
 	if got := strings.Join(seq, " "); got != wantSeq {
 		t.Fatalf("stream:\n got %s\nwant %s", got, wantSeq)
@@ -82,7 +82,7 @@ func TestThreeStepTurnCompletes(t *testing.T) {
 	}
 	var weather map[string]any
 	for _, p := range ps {
-		if p.Type == streams.ToolOutputAvailable && p.ToolCallID == "call_0_0" {
+		if p.Type == streams.ToolOutputAvailable && p.ToolCallID == turn.CallID(out.Turn, 0, 0) {
 			if err := json.Unmarshal(p.Output, &weather); err != nil {
 				t.Fatal(err)
 			}
@@ -295,12 +295,14 @@ func TestApprovalDenyTellsTheModel(t *testing.T) {
 			t.Fatal("a denied tool ran")
 		}
 	}
-	// The model's input holds the denial as the call's result.
+	// The model's input holds the denial as the call's result, under the
+	// id the model gave the call.
 	var msgs []struct {
 		Role    string `json:"role"`
 		Content []struct {
 			Type       string          `json:"type"`
 			ToolCallID string          `json:"toolCallId"`
+			ToolName   string          `json:"toolName"`
 			Output     json.RawMessage `json:"output"`
 			IsError    bool            `json:"isError"`
 		} `json:"content"`
@@ -311,7 +313,7 @@ func TestApprovalDenyTellsTheModel(t *testing.T) {
 	found := false
 	for _, m := range msgs {
 		for _, c := range m.Content {
-			if m.Role == "tool" && c.ToolCallID == ap.ToolCallID && c.IsError && strings.Contains(string(c.Output), "denied") {
+			if m.Role == "tool" && c.ToolCallID == "call_0_0" && c.ToolName == "send_email" && c.IsError && strings.Contains(string(c.Output), "denied") {
 				found = true
 			}
 		}

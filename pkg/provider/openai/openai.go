@@ -207,11 +207,9 @@ func (s *state) finish() ([]model.Event, error) {
 			}
 			return nil, &model.Error{Kind: model.Other, Err: fmt.Errorf("openai: tool call %s (%s): arguments are not valid JSON", c.id, c.name)}
 		}
-		id := c.id
-		if id == "" {
-			id = "call_" + strconv.FormatInt(c.index, 10)
-		}
-		evs = append(evs, model.Event{Type: model.ToolCall, Call: model.Call{ID: id, Name: c.name, Input: in}})
+		// A call the server gave no id keeps none: the runner gives every
+		// call baton's own id and a unique wire id.
+		evs = append(evs, model.Event{Type: model.ToolCall, Call: model.Call{ID: c.id, Name: c.name, Input: in}})
 	}
 	return append(evs, model.Event{Type: model.Finish, Stop: s.stop, Usage: s.usage}), nil
 }

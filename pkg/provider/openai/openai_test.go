@@ -182,6 +182,26 @@ func TestTwoToolCalls(t *testing.T) {
 	}
 }
 
+// TestToolCallWithoutID checks that a call the server gives no id keeps
+// none: the runner, not the adapter, gives it a unique one.
+func TestToolCallWithoutID(t *testing.T) {
+	srv := pt.NewServer(t, sse(
+		chunk(`{"tool_calls":[{"index":0,"type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":1,"type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Rome\"}"}}]}`, ""),
+		chunk(`{}`, "tool_calls"),
+		usageChunk,
+		"[DONE]",
+	))
+	evs, err := pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := pt.Calls(evs); len(calls) != 2 || calls[0].ID != "" || calls[1].ID != "" ||
+		string(calls[0].Input) != `{"city":"Oslo"}` || string(calls[1].Input) != `{"city":"Rome"}` {
+		t.Fatalf("calls = %+v", calls)
+	}
+}
+
 func TestOllamaStyleToolCallWithStop(t *testing.T) {
 	// Ollama sends the whole call in one chunk and says "stop".
 	srv := pt.NewServer(t, sse(

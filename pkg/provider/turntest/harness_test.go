@@ -153,26 +153,31 @@ func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	if sess.State.Status != reducer.Suspended || len(sess.State.Turn.Pending) != 1 {
 		t.Fatalf("state after Start = %+v", sess.State)
 	}
+	// Baton names the calls; the stream keeps the server's ids for the wire.
+	weatherCall, emailCall := turn.CallID(out.Turn, 0, 0), turn.CallID(out.Turn, 0, 1)
 	ap := sess.State.Turn.Pending[0]
-	if ap.Tool != "send_email" || ap.ToolCallID != w.emailID || !sameJSON(t, ap.Input, joined(emailArgs)) {
-		t.Fatalf("pending approval = %+v, want send_email %s", ap, w.emailID)
+	if ap.Tool != "send_email" || ap.ToolCallID != emailCall || !sameJSON(t, ap.Input, joined(emailArgs)) {
+		t.Fatalf("pending approval = %+v, want send_email %s", ap, emailCall)
 	}
 	ps, closed, err := readParts(ctx, a, id, out.Turn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := providerIDs(t, ps); !slices.Equal(got, []string{weatherCall + "=" + w.weatherID, emailCall + "=" + w.emailID}) {
+		t.Fatalf("tool calls in the stream (baton id=provider id) = %q", got)
+	}
 	if closed != streams.Open || ps[len(ps)-1].Type != streams.DataSuspended {
 		t.Fatalf("stream after Start: closed=%q, last part %+v", closed, ps[len(ps)-1])
 	}
 	// The read tool already ran; the email waits.
-	if o := output(ps, w.weatherID); o == nil || o.Type != streams.ToolOutputAvailable || string(o.Output) != weatherOut {
+	if o := output(ps, weatherCall); o == nil || o.Type != streams.ToolOutputAvailable || string(o.Output) != weatherOut {
 		t.Fatalf("get_weather result before the suspension = %+v, want %s", o, weatherOut)
 	}
-	if o := output(ps, w.emailID); o != nil {
+	if o := output(ps, emailCall); o != nil {
 		t.Fatalf("send_email has a result before its approval: %+v", o)
 	}
 	if !slices.ContainsFunc(ps, func(p streams.Part) bool {
-		return p.Type == streams.ToolApprovalRequest && p.ToolCallID == w.emailID && p.ApprovalID == ap.ID
+		return p.Type == streams.ToolApprovalRequest && p.ToolCallID == emailCall && p.ApprovalID == ap.ID
 	}) {
 		t.Fatal("no tool-approval-request for send_email in the stream")
 	}
@@ -206,11 +211,11 @@ func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	if closed != streams.Completed || ps[len(ps)-1].Type != streams.Finish {
 		t.Fatalf("final stream: closed=%q, last part %+v", closed, ps[len(ps)-1])
 	}
-	if o := output(ps, w.weatherID); o == nil || o.Type != streams.ToolOutputAvailable || string(o.Output) != weatherOut {
+	if o := output(ps, weatherCall); o == nil || o.Type != streams.ToolOutputAvailable || string(o.Output) != weatherOut {
 		t.Fatalf("final stream: get_weather result = %+v", o)
 	}
-	emailOut := `{"messageId":"msg-` + id + "/" + out.Turn + "/ex_" + w.emailID + `","sent":true,"to":"team@example.com"}`
-	email := output(ps, w.emailID)
+	emailOut := `{"messageId":"msg-` + id + "/" + out.Turn + "/ex_" + emailCall + `","sent":true,"to":"team@example.com"}`
+	email := output(ps, emailCall)
 	executions := count(facts(t, b, id), reducer.ExecutionStarted)
 	switch d {
 	case reducer.Approve:
@@ -328,6 +333,29 @@ func checkRecorded(t *testing.T, inv string, r *recorder, n int) {
 			}
 		}
 	}
+}
+
+// providerIDs lists the stream's tool calls as "baton id=provider id".
+func providerIDs(t testing.TB, ps []streams.Part) []string {
+	t.Helper()
+	var out []string
+	for _, p := range ps {
+		if p.Type != streams.ToolInputAvailable {
+			continue
+		}
+		var m struct {
+			Baton struct {
+				ProviderCallID string `json:"providerCallId"`
+			} `json:"baton"`
+		}
+		if len(p.ProviderMetadata) > 0 {
+			if err := json.Unmarshal(p.ProviderMetadata, &m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = append(out, p.ToolCallID+"="+m.Baton.ProviderCallID)
+	}
+	return out
 }
 
 // output returns the result part of a tool call, or nil.
