@@ -1,0 +1,108 @@
+package dynamo
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/faults"
+	"github.com/baton-run/baton/pkg/reducer"
+)
+
+// TestAppendThroughFaults appends the second fact of a session through a
+// fault proxy in front of the emulator: a transient fault is retried and
+// the fact lands once; a lost response is found by reading it back; a
+// persistent fault fails with a transient, non-conflict error and leaves
+// the log as it was.
+func TestAppendThroughFaults(t *testing.T) {
+	const op = "dynamodb:TransactWriteItems"
+	for _, c := range []struct {
+		name    string
+		rules   []faults.Rule
+		landed  bool // the fact is there afterwards
+		wantErr bool
+	}{
+		{"throughput exceeded twice", []faults.Rule{{Op: op, Times: 2, Fault: faults.Throughput}}, true, false},
+		{"throttled twice", []faults.Rule{{Op: op, Times: 2, Fault: faults.Throttling}}, true, false},
+		{"500 twice", []faults.Rule{{Op: op, Times: 2, Fault: faults.ServerError}}, true, false},
+		{"timeout twice", []faults.Rule{{Op: op, Times: 2, Fault: faults.Timeout}}, true, false},
+		{"response lost", []faults.Rule{{Op: op, Times: 1, Fault: faults.LostResponse}}, true, false},
+		{"every response lost", []faults.Rule{{Op: op, Fault: faults.LostResponse}}, true, false},
+		{"lost, then throttled until the SDK gives up", []faults.Rule{
+			{Op: op, Times: 1, Fault: faults.LostResponse}, {Op: op, Fault: faults.Throttling}}, true, false},
+		{"throttled for good", []faults.Rule{{Op: op, Fault: faults.Throttling}}, false, true},
+		{"500 for good", []faults.Rule{{Op: op, Fault: faults.ServerError}}, false, true},
+		{"timeouts for good", []faults.Rule{{Op: op, Fault: faults.Timeout}}, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ft := faults.New(nil)
+			store := New(faults.Clients(testEnv.emu.URL, ft).DynamoDB, testEnv.table)
+			s := newSession(t, store, "alice", t0)
+			next, fs := s.prepare(reducer.Fact{Type: reducer.MessageReceived,
+				Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, Message: &reducer.Message{ID: "m1", Text: "hi"}})
+			ft.Set(c.rules...)
+			err := store.Append(t.Context(), s.id, next, fs...)
+			ft.Set()
+			if len(ft.Injected()) == 0 {
+				t.Fatal("no fault injected")
+			}
+			if errors.Is(err, ErrConflict) {
+				t.Fatalf("append: %v, a fault taken for a lost race", err)
+			}
+			if (err != nil) != c.wantErr {
+				t.Fatalf("append: %v, want error %v", err, c.wantErr)
+			}
+			if err != nil && !awsenv.Transient(err) {
+				t.Errorf("append: %v, want a transient error", err)
+			}
+			got, err := sharedStore().Facts(t.Context(), s.id, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []int64{1}
+			if c.landed {
+				want = []int64{1, 2}
+			}
+			if !equal(seqs(got), want) {
+				t.Fatalf("facts %v, want %v", seqs(got), want)
+			}
+			h, err := sharedStore().Head(t.Context(), s.id)
+			if err != nil || h.LastSeq != int64(len(want)) {
+				t.Fatalf("head %+v, %v; want last seq %d", h, err, len(want))
+			}
+		})
+	}
+}
+
+// TestLostResponseOfALosingAppendIsStillAConflict: a writer whose
+// transaction failed its condition, and whose answer was then lost, reads
+// the fact back and finds another's: ErrConflict, not success.
+func TestLostResponseOfALosingAppendIsStillAConflict(t *testing.T) {
+	ft := faults.New(nil)
+	store := New(faults.Clients(testEnv.emu.URL, ft).DynamoDB, testEnv.table)
+	s := newSession(t, store, "alice", t0)
+	next, fs := s.prepare(reducer.Fact{Type: reducer.MessageReceived,
+		Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, Message: &reducer.Message{ID: "m1", Text: "first"}})
+	s.message("the winner") // seq 2 taken by another writer
+	ft.Set(faults.Rule{Op: "dynamodb:TransactWriteItems", Times: 1, Fault: faults.LostResponse})
+	err := store.Append(t.Context(), s.id, next, fs...)
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("append: %v, want ErrConflict", err)
+	}
+	got, _ := sharedStore().Facts(t.Context(), s.id, 0)
+	if len(got) != 2 || got[1].Message.Text != "the winner" {
+		t.Fatalf("facts %+v", got)
+	}
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
