@@ -228,6 +228,22 @@ var sites = []site{
 		down:   resumes(running...),
 	},
 	{
+		name: "runner: wake after suspension", op: send, script: weather,
+		lim:   turn.Limits{MaxStepsPerInvocation: 1},
+		setup: (*stack).session, act: start,
+		landed: func(t *testing.T, s *stack, id string, r result) {
+			once(reducer.TurnSuspended, turn.Suspended, 0)(t, s, id, r)
+			if n := s.queued(t); n < 1 {
+				t.Fatalf("%d wakes queued", n)
+			}
+		},
+		down: func(t *testing.T, s *stack, id string, r result) {
+			// The suspension is durable without its wake; the tick re-sends it.
+			once(reducer.TurnSuspended, turn.Suspended, 0)(t, s, id, r)
+			rewoken(t, s)
+		},
+	},
+	{
 		name: "operator: create session", op: putItems, body: `"session.created"`,
 		setup: func(*stack, *testing.T) string { return "" },
 		act:   post("/sessions", `{"agent":"demo"}`),
@@ -248,6 +264,23 @@ var sites = []site{
 			wantTypes(t, s.facts(t, id), append(running, reducer.MessageReceived)...)
 		},
 		down: unavailable(running...),
+	},
+	{
+		name: "operator: message wake", op: send,
+		setup: (*stack).session, act: post("/sessions/{id}/messages", `{"text":"more"}`),
+		landed: func(t *testing.T, s *stack, id string, r result) {
+			once(reducer.SessionCreated, "", http.StatusAccepted)(t, s, id, r)
+			if n := s.queued(t); n < 1 {
+				t.Fatalf("%d wakes queued", n)
+			}
+		},
+		down: func(t *testing.T, s *stack, id string, r result) {
+			// The message is durable, so it is accepted; the tick re-sends
+			// the wake.
+			once(reducer.SessionCreated, "", http.StatusAccepted)(t, s, id, r)
+			wantTypes(t, s.facts(t, id), append(created, reducer.MessageReceived)...)
+			rewoken(t, s)
+		},
 	},
 	{
 		name: "operator: approval answer", op: putItems, body: `"approval.answered"`,
@@ -333,6 +366,19 @@ func resumes(want ...reducer.Type) func(*testing.T, *stack, string, result) {
 			t.Fatalf("resume after the fault: %+v, %v", out, err)
 		}
 		wantTypes(t, s.facts(t, id), append(want, reducer.TurnSuspended, reducer.TurnResumed, reducer.TurnCompleted)...)
+	}
+}
+
+// rewoken checks no wake is queued, and that the tick, the fault gone,
+// sends one.
+func rewoken(t *testing.T, s *stack) {
+	t.Helper()
+	if n := s.queued(t); n != 0 {
+		t.Fatalf("%d wakes queued under a persistent fault", n)
+	}
+	rep, err := s.tick.Run(t.Context())
+	if err != nil || rep.Rewoken != 1 || s.queued(t) != 1 {
+		t.Fatalf("tick %+v, %v, %d queued; want the wake re-sent", rep, err, s.queued(t))
 	}
 }
 
