@@ -106,3 +106,38 @@ func equal(a, b []int64) bool {
 	}
 	return true
 }
+
+// BenchmarkAppendLostResponse measures what a lost answer costs an append
+// of one fact: requests sent (the SDK's resend and the read-back) and time,
+// against an append whose answer arrives. Each append has fresh clients,
+// so the SDK's retry quota is full.
+func BenchmarkAppendLostResponse(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		rules []faults.Rule
+	}{
+		{"answered", nil},
+		{"lost", []faults.Rule{{Op: "dynamodb:TransactWriteItems", Times: 1, Fault: faults.LostResponse}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var requests int64
+			for b.Loop() {
+				b.StopTimer()
+				ft := faults.New(nil, c.rules...)
+				store := New(faults.Clients(testEnv.emu.URL, ft).DynamoDB, testEnv.table)
+				f := reducer.Fact{Seq: 1, Time: t0, Type: reducer.SessionCreated, Agent: "a",
+					Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "op"}}
+				next, err := (reducer.State{}).Apply(f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := store.Append(b.Context(), "bench-"+newWriter(), next, f); err != nil {
+					b.Fatal(err)
+				}
+				requests += store.Requests()
+			}
+			b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
+		})
+	}
+}

@@ -101,10 +101,11 @@ func (s *Store) Append(ctx context.Context, session string, next reducer.State, 
 
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 	err := s.transact(ctx, in)
-	// An error does not say the transaction was not applied: its answer
-	// may have been lost, and the SDK's retry of a write that landed fails
-	// its own conditions. The fact item at first says what happened.
-	for resent := 0; err != nil && ctx.Err() == nil; resent++ {
+	// A transient error or a failed condition does not say the transaction
+	// was not applied: its answer may have been lost, and the SDK's retry of
+	// a write that landed fails its own conditions. The fact item at first
+	// says what happened.
+	for resent := 0; err != nil && ctx.Err() == nil && (conditionFailed(err) || awsenv.Transient(err)); resent++ {
 		mine, found, rerr := s.wrote(ctx, session, first, writer)
 		switch {
 		case rerr != nil:
@@ -113,7 +114,7 @@ func (s *Store) Append(ctx context.Context, session string, next reducer.State, 
 			return nil
 		case found || conditionFailed(err):
 			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrConflict, err)
-		case resent >= maxResend || !awsenv.Transient(err):
+		case resent >= maxResend:
 			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w", first, last, session, err)
 		}
 		err = s.transact(ctx, in) // not applied: send it again
