@@ -1,8 +1,10 @@
 package dynamo
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/faults"
@@ -17,22 +19,24 @@ import (
 func TestAppendThroughFaults(t *testing.T) {
 	const op = "dynamodb:TransactWriteItems"
 	for _, c := range []struct {
-		name    string
-		rules   []faults.Rule
-		landed  bool // the fact is there afterwards
-		wantErr bool
+		name     string
+		rules    []faults.Rule
+		landed   bool // the fact is there afterwards
+		wantErr  bool
+		deadline bool
 	}{
-		{"throughput exceeded twice", []faults.Rule{{Op: op, Times: 2, Fault: faults.Throughput}}, true, false},
-		{"throttled twice", []faults.Rule{{Op: op, Times: 2, Fault: faults.Throttling}}, true, false},
-		{"500 twice", []faults.Rule{{Op: op, Times: 2, Fault: faults.ServerError}}, true, false},
-		{"timeout twice", []faults.Rule{{Op: op, Times: 2, Fault: faults.Timeout}}, true, false},
-		{"response lost", []faults.Rule{{Op: op, Times: 1, Fault: faults.LostResponse}}, true, false},
-		{"every response lost", []faults.Rule{{Op: op, Fault: faults.LostResponse}}, true, false},
+		{"throughput exceeded twice", []faults.Rule{{Op: op, Times: 2, Fault: faults.Throughput}}, true, false, false},
+		{"throttled twice", []faults.Rule{{Op: op, Times: 2, Fault: faults.Throttling}}, true, false, false},
+		{"500 twice", []faults.Rule{{Op: op, Times: 2, Fault: faults.ServerError}}, true, false, false},
+		{"timeout twice", []faults.Rule{{Op: op, Times: 2, Fault: faults.Timeout}}, true, false, false},
+		{"response lost", []faults.Rule{{Op: op, Times: 1, Fault: faults.LostResponse}}, true, false, false},
+		{"every response lost", []faults.Rule{{Op: op, Fault: faults.LostResponse}}, true, false, false},
 		{"lost, then throttled until the SDK gives up", []faults.Rule{
-			{Op: op, Times: 1, Fault: faults.LostResponse}, {Op: op, Fault: faults.Throttling}}, true, false},
-		{"throttled for good", []faults.Rule{{Op: op, Fault: faults.Throttling}}, false, true},
-		{"500 for good", []faults.Rule{{Op: op, Fault: faults.ServerError}}, false, true},
-		{"timeouts for good", []faults.Rule{{Op: op, Fault: faults.Timeout}}, false, true},
+			{Op: op, Times: 1, Fault: faults.LostResponse}, {Op: op, Fault: faults.Throttling}}, true, false, false},
+		{"throttled for good", []faults.Rule{{Op: op, Fault: faults.Throttling}}, false, true, false},
+		{"500 for good", []faults.Rule{{Op: op, Fault: faults.ServerError}}, false, true, false},
+		{"timeouts for good", []faults.Rule{{Op: op, Fault: faults.Timeout}}, false, true, false},
+		{"hung until the deadline", []faults.Rule{{Op: op, Fault: faults.Timeout}}, false, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ft := faults.New(nil)
@@ -40,8 +44,16 @@ func TestAppendThroughFaults(t *testing.T) {
 			s := newSession(t, store, "alice", t0)
 			next, fs := s.prepare(reducer.Fact{Type: reducer.MessageReceived,
 				Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, Message: &reducer.Message{ID: "m1", Text: "hi"}})
+			ctx := t.Context()
+			if c.deadline {
+				// A timeout that hangs until the caller's deadline.
+				ft.Delay = time.Hour
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+				defer cancel()
+			}
 			ft.Set(c.rules...)
-			err := store.Append(t.Context(), s.id, next, fs...)
+			err := store.Append(ctx, s.id, next, fs...)
 			ft.Set()
 			if len(ft.Injected()) == 0 {
 				t.Fatal("no fault injected")
@@ -52,7 +64,10 @@ func TestAppendThroughFaults(t *testing.T) {
 			if (err != nil) != c.wantErr {
 				t.Fatalf("append: %v, want error %v", err, c.wantErr)
 			}
-			if err != nil && !awsenv.Transient(err) {
+			if c.deadline && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("append: %v, want DeadlineExceeded", err)
+			}
+			if err != nil && !c.deadline && !awsenv.Transient(err) {
 				t.Errorf("append: %v, want a transient error", err)
 			}
 			got, err := sharedStore().Facts(t.Context(), s.id, 0)

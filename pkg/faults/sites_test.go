@@ -152,6 +152,7 @@ var sites = []site{
 				t.Fatalf("%v; want a transient error", r)
 			}
 			wantTypes(t, s.facts(t, id), created...)
+			rewoken(t, s)
 		},
 	},
 	{
@@ -208,6 +209,11 @@ var sites = []site{
 				t.Fatalf("%v; want a transient error", r)
 			}
 			wantTypes(t, s.facts(t, id), running...)
+			rep, err := s.tick.Run(t.Context())
+			if err != nil || rep.Reaped != 1 {
+				t.Fatalf("tick %+v, %v; want the turn reaped", rep, err)
+			}
+			wantTypes(t, s.facts(t, id), append(running, reducer.TurnSuspended)...)
 		},
 	},
 	{
