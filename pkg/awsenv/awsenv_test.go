@@ -1,7 +1,9 @@
 package awsenv
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"syscall"
 	"testing"
@@ -41,7 +43,10 @@ func TestClientsRetryTransientFaults(t *testing.T) {
 			t.Errorf("%s retries a validation error", name)
 		}
 	}
-	if Transient(errors.New("boom")) || Transient(&smithy.GenericAPIError{Code: "ConditionalCheckFailedException"}) {
-		t.Error("a plain or a condition error called transient")
+	for _, err := range []error{errors.New("boom"), &smithy.GenericAPIError{Code: "ConditionalCheckFailedException"},
+		context.Canceled, fmt.Errorf("op: %w", context.DeadlineExceeded)} {
+		if Transient(err) {
+			t.Errorf("Transient(%v) = true", err)
+		}
 	}
 }
