@@ -2,11 +2,14 @@ package awsenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -93,4 +96,21 @@ func New(cfg aws.Config, emulator string) *Clients {
 			}
 		}),
 	}
+}
+
+// Transient reports whether err is an AWS request failure that may succeed
+// if tried again later: a throttle (ProvisionedThroughputExceeded,
+// ThrottlingException, SlowDown), a 5xx, a timeout or a connection error,
+// or a retry quota the SDK's retryer used up on such failures. The end of
+// the caller's own context (cancelled, or past its deadline) is not: that
+// is the caller running out of time, not the store failing.
+func Transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var quota ratelimit.QuotaExceededError
+	if errors.As(err, &quota) {
+		return true
+	}
+	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err).Bool()
 }

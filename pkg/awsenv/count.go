@@ -19,7 +19,7 @@ type Counter struct {
 
 // RoundTrip counts req and sends it on.
 func (c *Counter) RoundTrip(req *http.Request) (*http.Response, error) {
-	key := operation(req)
+	key := Operation(req)
 	c.mu.Lock()
 	if c.counts == nil {
 		c.counts = map[string]int64{}
@@ -60,7 +60,10 @@ func (c *Counter) Reset() {
 	c.mu.Unlock()
 }
 
-func operation(req *http.Request) string {
+// Operation names the AWS operation req calls, as "service:Operation"
+// ("dynamodb:TransactWriteItems", "s3:PutObject", "sqs:SendMessage"). S3
+// operations are told apart by method alone, so every PUT is "s3:PutObject".
+func Operation(req *http.Request) string {
 	if t := req.Header.Get("X-Amz-Target"); t != "" {
 		svc, op, _ := strings.Cut(t, ".")
 		switch {

@@ -13,7 +13,8 @@ import (
 
 // The table layout. Keep every attribute and index name here, in one place.
 //
-// Fact items: pk = session, sk = seq (1..n), type, fact (JSON of reducer.Fact).
+// Fact items: pk = session, sk = seq (1..n), type, fact (JSON of reducer.Fact),
+// writer.
 // Head item:  pk = session, sk = 0, lastSeq, status, agent, owner, created,
 // updated, turn, cause, and — only while something is due — dueShard, due, why.
 const (
@@ -21,6 +22,7 @@ const (
 	attrSK       = "sk"       // N: seq; 0 is the head
 	attrType     = "type"     // S: fact type
 	attrFact     = "fact"     // S: JSON of reducer.Fact
+	attrWriter   = "writer"   // S: on a fact item, a token naming the Append that wrote it
 	attrLastSeq  = "lastSeq"  // N
 	attrStatus   = "status"   // S
 	attrAgent    = "agent"    // S

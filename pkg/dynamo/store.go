@@ -2,6 +2,8 @@ package dynamo
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -52,12 +55,18 @@ func (s *Store) Requests() int64 { return s.count.Count() }
 // transaction. It succeeds only if the session's last seq is still
 // facts[0].Seq-1 (or the session does not exist when facts[0].Seq is 1);
 // otherwise it returns an error matching ErrConflict and writes nothing.
+// When a request fails without a clear answer (a lost response, a timeout,
+// a throttle after the SDK's retries) Append reads the first fact back:
+// written by this call is success, by another is ErrConflict, absent after a
+// transient error is sent again, a couple of times. Any other error leaves
+// the facts either whole or absent, never half-written.
 // Append does not run the reducer: next must already be the reduced state.
 func (s *Store) Append(ctx context.Context, session string, next reducer.State, facts ...reducer.Fact) error {
 	if err := checkAppend(session, next, facts); err != nil {
 		return fmt.Errorf("dynamo: append to %q: %w", session, err)
 	}
 	first, last := facts[0].Seq, facts[len(facts)-1].Seq
+	writer := newWriter()
 	items := make([]types.TransactWriteItem, 0, len(facts)+1)
 	for _, f := range facts {
 		body, err := json.Marshal(f)
@@ -67,10 +76,11 @@ func (s *Store) Append(ctx context.Context, session string, next reducer.State, 
 		items = append(items, types.TransactWriteItem{Put: &types.Put{
 			TableName: aws.String(s.table),
 			Item: map[string]types.AttributeValue{
-				attrPK:   str(session),
-				attrSK:   num(f.Seq),
-				attrType: str(string(f.Type)),
-				attrFact: str(string(body)),
+				attrPK:     str(session),
+				attrSK:     num(f.Seq),
+				attrType:   str(string(f.Type)),
+				attrFact:   str(string(body)),
+				attrWriter: str(writer),
 			},
 			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
@@ -90,25 +100,77 @@ func (s *Store) Append(ctx context.Context, session string, next reducer.State, 
 	items = append(items, types.TransactWriteItem{Put: head})
 
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
+	err := s.transact(ctx, in)
+	// A transient error or a failed condition does not say the transaction
+	// was not applied: its answer may have been lost, and the SDK's retry of
+	// a write that landed fails its own conditions. The fact item at first
+	// says what happened.
+	for resent := 0; err != nil && ctx.Err() == nil && (conditionFailed(err) || awsenv.Transient(err)); resent++ {
+		mine, found, rerr := s.wrote(ctx, session, first, writer)
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w (outcome unknown: %w)", first, last, session, err, rerr)
+		case found && mine:
+			return nil
+		case found || conditionFailed(err):
+			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrConflict, err)
+		case resent >= maxResend:
+			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w", first, last, session, err)
+		}
+		err = s.transact(ctx, in) // not applied: send it again
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: append facts %d..%d of %s: %w", first, last, session, err)
+	}
+	return nil
+}
+
+// maxResend bounds how often Append sends a transaction again after a
+// transient error and a read showing it was not applied.
+const maxResend = 2
+
+// transact sends in. A TransactionConflict means another transaction on the
+// same items was in flight and ours was not applied: send it again, so the
+// outcome is decided by the conditions (a win, or ErrConflict), not by
+// timing.
+func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput) error {
 	_, err := s.client.TransactWriteItems(ctx, in, s.count.DynamoDB)
-	// A TransactionConflict means another transaction on the same items was
-	// in flight and ours was not applied: send it again, so the outcome is
-	// decided by the conditions (a win, or ErrConflict), not by timing.
 	for attempt := 1; err != nil && transactionConflict(err) && attempt < 5; attempt++ {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w", first, last, session, ctx.Err())
+			return ctx.Err()
 		case <-time.After(time.Duration(attempt*attempt) * 10 * time.Millisecond):
 		}
 		_, err = s.client.TransactWriteItems(ctx, in, s.count.DynamoDB)
 	}
+	return err
+}
+
+// wrote reads the fact item at seq consistently and reports whether it
+// exists and whether the Append tagged writer wrote it. A transaction is
+// applied whole or not at all, so one item tells.
+func (s *Store) wrote(ctx context.Context, session string, seq int64, writer string) (mine, found bool, err error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      map[string]types.AttributeValue{attrPK: str(session), attrSK: num(seq)},
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#pk, #w"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#w": attrWriter},
+	}, s.count.DynamoDB)
 	if err != nil {
-		if conditionFailed(err) {
-			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrConflict, err)
-		}
-		return fmt.Errorf("dynamo: append facts %d..%d of %s: %w", first, last, session, err)
+		return false, false, fmt.Errorf("read fact %d back: %w", seq, err)
 	}
-	return nil
+	if len(out.Item) == 0 {
+		return false, false, nil
+	}
+	return strAttr(out.Item, attrWriter) == writer, true, nil
+}
+
+func newWriter() string {
+	var b [12]byte
+	// crypto/rand.Read never returns an error (Go 1.24+ crashes instead).
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func checkAppend(session string, next reducer.State, facts []reducer.Fact) error {

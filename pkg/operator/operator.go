@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -189,6 +190,8 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err er
 		status, msg = http.StatusConflict, "not allowed in the session's current state"
 	case errors.Is(err, session.ErrConflict):
 		status, msg = http.StatusConflict, "the session kept changing while this request was handled; retry"
+	case awsenv.Transient(err):
+		status, msg = http.StatusServiceUnavailable, "the session store is throttled or failing; retry later"
 	case errors.Is(err, context.DeadlineExceeded):
 		status, msg = http.StatusServiceUnavailable, "timed out; retry"
 	case errors.Is(err, context.Canceled) || r.Context().Err() != nil:

@@ -48,7 +48,7 @@ type Cause string
 const (
 	CauseBudget    Cause = "budget"    // the invocation ran out of time or steps
 	CauseApproval  Cause = "approval"  // a tool call waits for an operator
-	CauseThrottled Cause = "throttled" // the model stayed throttled; retry later
+	CauseThrottled Cause = "throttled" // the model or the store stayed throttled or failing; retry later
 	CauseUncertain Cause = "uncertain" // a side effect may or may not have happened
 	CauseLease     Cause = "lease"     // the invocation died; the reaper found it
 )

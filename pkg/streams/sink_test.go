@@ -482,10 +482,14 @@ func TestFlushRetryAfterLostResponse(t *testing.T) {
 	k := store.Open(sess, stream)
 	mustAppend(t, k, Part{Type: Start}, text("a", "one"))
 
-	// The PUT reaches S3 but its answer is lost.
+	// The PUT reaches S3 but its answer is lost, and so is the look at
+	// whether it landed.
 	rec.setFail(func(op string) string {
-		if op == "PUT" {
+		switch op {
+		case "PUT":
 			return "after"
+		case "HEAD": // the read-back fails too: the outcome stays unknown
+			return "before"
 		}
 		return ""
 	})
@@ -522,8 +526,11 @@ func TestFlushRetryAfterLostResponse(t *testing.T) {
 	// A close whose answer is lost: retrying it finds it landed.
 	mustAppend(t, k, Part{Type: Finish})
 	rec.setFail(func(op string) string {
-		if op == "PUT" {
+		switch op {
+		case "PUT":
 			return "after"
+		case "HEAD": // the read-back fails too: the outcome stays unknown
+			return "before"
 		}
 		return ""
 	})

@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,7 +21,8 @@ func SnapshotKey(session string, seq int64) string {
 }
 
 // PutSnapshot stores v as JSON at key, which must not exist yet (an error
-// wrapping ErrExists says it does).
+// wrapping ErrExists says it does, unless it holds the same JSON: a write
+// whose answer was lost and which was retried).
 func (s *Store) PutSnapshot(ctx context.Context, key string, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
@@ -31,7 +33,15 @@ func (s *Store) PutSnapshot(ctx context.Context, key string, v any) error {
 		return fmt.Errorf("streams: put snapshot %s: %w", key, err)
 	}
 	if taken {
-		return fmt.Errorf("streams: put snapshot %s: %w", key, ErrExists)
+		// The key is taken; if by this very body, an earlier attempt whose
+		// answer was lost (and which the SDK retried) landed.
+		stored, err := s.getObject(ctx, key)
+		if err != nil {
+			return fmt.Errorf("streams: put snapshot %s: taken; read it back: %w", key, err)
+		}
+		if !bytes.Equal(stored, body) {
+			return fmt.Errorf("streams: put snapshot %s: %w", key, ErrExists)
+		}
 	}
 	return nil
 }

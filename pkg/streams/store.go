@@ -16,6 +16,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/baton-run/baton/pkg/awsenv"
 )
 
 // Errors callers can test for with errors.Is.
@@ -284,7 +286,8 @@ const writerMeta = "baton-writer"
 
 // putNew writes body at key only if nothing is there yet, tagged with
 // writer unless it is empty. A taken key is reported with taken true and a
-// nil error.
+// nil error; so is a key found to exist after a transient error, which may
+// be this very write whose answer was lost.
 func (s *Store) putNew(ctx context.Context, key string, body []byte, writer string) (taken bool, err error) {
 	var meta map[string]string
 	if writer != "" {
@@ -304,6 +307,14 @@ func (s *Store) putNew(ctx context.Context, key string, body []byte, writer stri
 	}
 	if conditionFailed(err) {
 		return true, nil
+	}
+	if awsenv.Transient(err) && ctx.Err() == nil {
+		// The write may have landed and its answer been lost: if the key
+		// exists now, report it taken, and the caller reads it to see by
+		// whom.
+		if _, herr := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)}); herr == nil {
+			return true, nil
+		}
 	}
 	return false, err
 }

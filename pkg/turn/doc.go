@@ -2,5 +2,6 @@
 // rebuilds the conversation, calls the model and the tools step by step,
 // checkpoints every step to the turn's stream, and ends by completing,
 // failing, or suspending the turn — for its budget, an approval, a throttled
-// model or an uncertain side effect — to be resumed by a fresh invocation.
+// model or store, or an uncertain side effect — to be resumed by a fresh
+// invocation.
 package turn

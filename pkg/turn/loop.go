@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -527,8 +528,21 @@ func (ru *run) closeIfEnded(ctx context.Context) {
 
 // stopped handles an error writing the stream or the facts. Losing a race
 // means another invocation or an operator owns the turn now: stop quietly.
-// Anything else is returned; the reaper will find the turn.
+// A store fault that outlasted the SDK's retries (a throttle, a 5xx, a
+// timeout) suspends the turn as throttled, if the facts can still be
+// written. Anything else is returned; the reaper will find the turn.
 func (ru *run) stopped(ctx context.Context, err error) (Outcome, error) {
+	if awsenv.Transient(err) && ctx.Err() == nil {
+		out, serr := ru.shelve(ctx)
+		if serr == nil {
+			ru.r.log().WarnContext(ctx, "store fault: turn suspended", "session", ru.out.Session, "turn", ru.out.Turn, "err", err)
+			return out, nil
+		}
+		if !errors.Is(serr, session.ErrConflict) && !errors.Is(serr, reducer.ErrIllegal) {
+			return ru.out, fmt.Errorf("turn %s of %s: %w (and suspending it: %w)", ru.out.Turn, ru.out.Session, err, serr)
+		}
+		err = serr
+	}
 	if errors.Is(err, streams.ErrChunkTaken) || errors.Is(err, streams.ErrPoisoned) ||
 		errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
 		ru.r.log().InfoContext(ctx, "turn superseded", "session", ru.out.Session, "turn", ru.out.Turn, "err", err)
@@ -539,4 +553,22 @@ func (ru *run) stopped(ctx context.Context, err error) (Outcome, error) {
 		return ru.out, nil
 	}
 	return ru.out, fmt.Errorf("turn %s of %s: %w", ru.out.Turn, ru.out.Session, err)
+}
+
+// shelve suspends the turn as throttled after a store write failed, without
+// writing the stream, which may be what failed: parts not yet durable are
+// dropped, and a step they belonged to is redone on resume.
+func (ru *run) shelve(ctx context.Context) (Outcome, error) {
+	if err := ru.append(ctx, reducer.Fact{Type: reducer.TurnSuspended, Actor: agentActor(ru.out.Turn),
+		Turn: ru.out.Turn, Cause: reducer.CauseThrottled}); err != nil {
+		return ru.out, err
+	}
+	ru.out.Kind, ru.out.Cause = Suspended, reducer.CauseThrottled
+	if ru.r.Waker != nil {
+		w := wake.Wake{Session: ru.out.Session, Reason: string(reducer.CauseThrottled), Seq: ru.sess.State.LastSeq}
+		if err := ru.r.Waker.Wake(ctx, w, ru.lim.ThrottleDelay); err != nil {
+			ru.r.log().WarnContext(ctx, "wake not sent", "session", ru.out.Session, "err", err)
+		}
+	}
+	return ru.out, nil
 }

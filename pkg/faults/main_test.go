@@ -1,0 +1,221 @@
+package faults_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/pkg/faults"
+	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
+	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/tick"
+	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton/pkg/wake"
+)
+
+const bucket = "faults-test-streams"
+
+var emu *emulator.Emulator
+
+func TestMain(m *testing.M) {
+	emu = emulator.Start()
+	if err := streams.New(emu.Clients.S3, bucket).CreateBucket(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "create bucket:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	emu.Close()
+	os.Exit(code)
+}
+
+// stack is one test's table, queue and the parts of baton that write to
+// them, all talking to the emulator through one fault transport.
+type stack struct {
+	ft       *faults.Transport
+	sessions *session.Store
+	queue    string
+	sqs      *sqs.Client
+	runner   *turn.Runner
+	api      http.Handler
+	tick     *tick.Tick
+	runs     *atomic.Int32 // runs of the side-effecting tool
+}
+
+func newStack(t *testing.T, script string, lim turn.Limits) *stack {
+	t.Helper()
+	ctx := context.Background()
+	ft := faults.New(nil)
+	cl := faults.Clients(emu.URL, ft)
+	table := ids.New("sessions")
+	facts := dynamo.New(cl.DynamoDB, table)
+	if err := facts.CreateTable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q, err := wake.CreateQueue(ctx, cl.SQS, ids.New("wakes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waker := wake.NewSQS(cl.SQS, q)
+	ss := &session.Store{Facts: facts, Streams: streams.New(cl.S3, bucket), Waker: waker}
+	s := &stack{ft: ft, sessions: ss, queue: q, sqs: cl.SQS, runs: &atomic.Int32{}}
+	m, err := model.ParseScript([]byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	charge := tool.Tool{
+		Name: "charge", Description: "Charge a card.", Effect: tool.Write,
+		Schema: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
+		Run: func(context.Context, tool.Call) (json.RawMessage, error) {
+			s.runs.Add(1)
+			return json.RawMessage(`{"charged":true}`), nil
+		},
+	}
+	reg, err := tool.NewRegistry(append(tool.Demo(), charge)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &turn.Agent{Name: "demo", System: "test", Model: m, Tools: reg, MaxTokens: 256, Limits: lim}
+	s.runner = &turn.Runner{Sessions: ss, Agents: turn.AgentMap{"demo": agent}, Waker: waker}
+	s.api = operator.New(operator.Config{Sessions: ss, Agents: func(n string) bool { return n == "demo" },
+		Identity: func(*http.Request) (string, bool) { return "alice", true }})
+	// The tick looks an hour ahead: leases, approvals and wakes are overdue.
+	s.tick = &tick.Tick{Sessions: ss, Waker: waker, Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	return s
+}
+
+var alice = reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}
+
+// session creates a session with a waiting message.
+func (s *stack) session(t *testing.T) string {
+	t.Helper()
+	id := ids.New("s")
+	if _, err := s.sessions.Create(t.Context(), id, "alice", "demo"); err != nil {
+		t.Fatal(err)
+	}
+	s.add(t, id, reducer.Fact{Type: reducer.MessageReceived, Actor: alice, Message: &reducer.Message{ID: ids.New("m"), Text: "hi"}})
+	return id
+}
+
+// add appends facts to the session as they are.
+func (s *stack) add(t *testing.T, id string, facts ...reducer.Fact) {
+	t.Helper()
+	sess, err := s.sessions.Load(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.sessions.Append(t.Context(), id, sess.State, facts...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// started opens turn "t1" on a new session, its lease ending in a minute.
+func (s *stack) started(t *testing.T) string {
+	t.Helper()
+	id := s.session(t)
+	s.add(t, id, reducer.Fact{Type: reducer.TurnStarted, Actor: agent, Turn: "t1", Stream: "t1", Lease: time.Now().Add(time.Minute)})
+	return id
+}
+
+var agent = reducer.Actor{Kind: reducer.ActorAgent, ID: "t1"}
+
+// awaitingApproval is a session whose turn waits for approval "ap1",
+// expiring in a minute.
+func (s *stack) awaitingApproval(t *testing.T) string {
+	t.Helper()
+	id := s.started(t)
+	s.add(t, id,
+		reducer.Fact{Type: reducer.ApprovalRequested, Actor: agent, Turn: "t1", Approval: &reducer.Approval{
+			ID: "ap1", ToolCallID: "c1", Tool: "send_email", Input: json.RawMessage(`{"to":"x","subject":"y"}`), Expires: time.Now().Add(time.Minute)}},
+		reducer.Fact{Type: reducer.TurnSuspended, Actor: agent, Turn: "t1", Cause: reducer.CauseApproval})
+	return id
+}
+
+func (s *stack) facts(t *testing.T, id string) []reducer.Fact {
+	t.Helper()
+	fs, err := s.sessions.Facts.Facts(context.Background(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range fs {
+		if f.Seq != int64(i+1) {
+			t.Fatalf("facts are not dense: fact %d has seq %d", i, f.Seq)
+		}
+	}
+	return fs
+}
+
+func (s *stack) state(t *testing.T, id string) reducer.State {
+	t.Helper()
+	sess, err := s.sessions.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess.State
+}
+
+// do sends an operator API request and returns the status and body.
+func (s *stack) do(method, path, body string) (int, string) {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	w := httptest.NewRecorder()
+	s.api.ServeHTTP(w, req)
+	return w.Code, w.Body.String()
+}
+
+// queued counts the wakes on the queue.
+func (s *stack) queued(t *testing.T) int {
+	t.Helper()
+	out, err := emu.Clients.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(s.queue), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+	return n
+}
+
+func count(fs []reducer.Fact, typ reducer.Type) int {
+	n := 0
+	for _, f := range fs {
+		if f.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func last(fs []reducer.Fact) reducer.Fact { return fs[len(fs)-1] }
+
+// result is what an act returned.
+type result struct {
+	out    turn.Outcome
+	err    error
+	status int
+	body   string
+	rep    tick.Report
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("outcome %+v err %v status %d body %s report %+v", r.out, r.err, r.status, r.body, r.rep)
+}
