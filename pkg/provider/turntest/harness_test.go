@@ -183,7 +183,7 @@ func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	}
 
 	// Invocation B: nothing shared with A but the emulator and the server.
-	recB := &recorder{Model: model.WithRetry(w.model(t, srv.URL), model.RetryPolicy{Attempts: 2}), session: id}
+	recB := &recorder{Model: w.model(t, srv.URL), session: id}
 	b := fresh(demoAgent(t, recB))
 	out2, err := b.runner.Resume(ctx, id)
 	if err != nil {
