@@ -33,10 +33,6 @@ type RetryPolicy struct {
 	// the turn (default 20, about four hours of outage with the other
 	// defaults).
 	Suspensions int
-
-	// Jitter returns a random duration in [0, d); nil uses math/rand/v2.
-	// Tests inject it.
-	Jitter func(d time.Duration) time.Duration
 }
 
 // DefaultRetryPolicy is the policy of an agent that sets none.
@@ -78,14 +74,6 @@ func (p RetryPolicy) WithDefaults() RetryPolicy {
 	if p.Suspensions <= 0 {
 		p.Suspensions = d.Suspensions
 	}
-	if p.Jitter == nil {
-		p.Jitter = func(d time.Duration) time.Duration {
-			if d <= 0 {
-				return 0
-			}
-			return rand.N(d)
-		}
-	}
 	return p
 }
 
@@ -96,7 +84,10 @@ func (p RetryPolicy) WithDefaults() RetryPolicy {
 func (p RetryPolicy) Wait(n int, retryAfter time.Duration) time.Duration {
 	p = p.WithDefaults()
 	d := doubled(p.Backoff, p.MaxBackoff, n)
-	wait := d/2 + p.Jitter(d-d/2)
+	wait := d / 2
+	if j := d - d/2; j > 0 {
+		wait += rand.N(j)
+	}
 	return max(wait, retryAfter)
 }
 
