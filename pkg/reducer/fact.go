@@ -49,11 +49,12 @@ const (
 	CauseBudget    Cause = "budget"    // the invocation ran out of time or steps
 	CauseApproval  Cause = "approval"  // a tool call waits for an operator
 	CauseThrottled Cause = "throttled" // the model stayed throttled; retry later
+	CauseUncertain Cause = "uncertain" // a side effect may or may not have happened
+	CauseLease     Cause = "lease"     // the invocation died; the reaper found it
+
 	// CauseModelUnavailable: the model stayed unavailable (5xx, overloaded,
 	// a broken connection or stream); retry later.
 	CauseModelUnavailable Cause = "model-unavailable"
-	CauseUncertain Cause = "uncertain" // a side effect may or may not have happened
-	CauseLease     Cause = "lease"     // the invocation died; the reaper found it
 )
 
 // Fault reports whether the cause is a model fault that a later wake
