@@ -24,6 +24,7 @@ import (
 func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	var spent time.Duration // time spent in model steps this invocation
 	tries := 0              // failed tries of the step being asked for
+	var fault *model.Error  // the last retryable error of those tries
 	for {
 		ru.replay()
 		if pending := ru.turn.Pending(); len(pending) > 0 {
@@ -64,7 +65,7 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		var me *model.Error
 		switch {
 		case err == nil:
-			tries = 0
+			tries, fault = 0, nil
 		case errors.As(err, &fe):
 			return ru.stopped(ctx, fe.err)
 		case ctx.Err() != nil:
@@ -74,11 +75,16 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		case errors.Is(err, context.DeadlineExceeded):
 			// A runaway step hit the hard deadline: drop it and suspend.
 			ru.r.log().WarnContext(ctx, "step aborted at the deadline", "session", ru.out.Session, "turn", ru.out.Turn)
+			if fault != nil && fault.Transient() {
+				// The redo of a faulted step ran out of time: the fault
+				// outlasted the step's time.
+				return ru.suspendFault(ctx, fault)
+			}
 			return ru.suspend(ctx, reducer.CauseBudget, 0)
 		case errors.As(err, &me) && me.Retryable():
 			// Nothing of the failed try is kept: its parts were never
 			// emitted, or were marked abandoned. Redo it, or stop.
-			tries++
+			tries, fault = tries+1, me
 			redo, werr := ru.backoff(ctx, me, tries, spent)
 			switch {
 			case werr != nil:
