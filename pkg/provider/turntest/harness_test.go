@@ -123,9 +123,8 @@ type outcome struct {
 
 // runTurn runs one turn on w: Start in invocation A suspends for the
 // email's approval after get_weather ran; the operator answers d; Resume in
-// a fresh invocation B, with a new provider instance wrapped in
-// model.WithRetry, completes the turn. It checks everything that does not
-// depend on the provider's wire format.
+// a fresh invocation B, with a new provider instance, completes the turn.
+// It checks everything that does not depend on the provider's wire format.
 func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	t.Helper()
 	ctx := ctxT(t)
