@@ -303,6 +303,10 @@ func TestErrorClassification(t *testing.T) {
 		{errorReply(401, "authentication_error", "invalid x-api-key", nil), model.Auth},
 		{errorReply(403, "permission_error", "no access", nil), model.Auth},
 		{errorReply(500, "api_error", "Internal server error", nil), model.Unavailable},
+		{errorReply(502, "api_error", "Bad gateway", nil), model.Unavailable},
+		{errorReply(504, "timeout_error", "Gateway timeout", nil), model.Unavailable},
+		{errorReply(404, "not_found_error", "model: claude-nope", nil), model.InvalidRequest},
+		{errorReply(413, "request_too_large", "Request exceeds the maximum allowed number of bytes.", nil), model.ContextTooLong},
 	}
 	for _, c := range cases {
 		srv := pt.NewServer(t, c.reply)

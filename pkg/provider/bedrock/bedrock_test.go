@@ -367,6 +367,9 @@ func TestErrorClassification(t *testing.T) {
 		{errorReply(400, "ValidationException", "A conversation must alternate between user and assistant roles.", nil), model.InvalidRequest},
 		{errorReply(403, "AccessDeniedException", "You don't have access to the model with the specified model ID.", nil), model.Auth},
 		{errorReply(500, "InternalServerException", "internal", nil), model.Unavailable},
+		{errorReply(502, "InternalServerException", "bad gateway", nil), model.Unavailable},
+		{errorReply(408, "ModelTimeoutException", "Model has timed out in processing the request.", nil), model.Unavailable},
+		{errorReply(404, "ResourceNotFoundException", "Could not resolve the foundation model from the provided model identifier.", nil), model.InvalidRequest},
 	}
 	for _, c := range cases {
 		srv := pt.NewServer(t, c.reply)

@@ -291,6 +291,9 @@ func TestErrorClassification(t *testing.T) {
 		{errorReply(400, "invalid_request_error", "", "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", nil), model.InvalidRequest},
 		{errorReply(401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided", nil), model.Auth},
 		{errorReply(500, "server_error", "", "The server had an error", nil), model.Unavailable},
+		{errorReply(502, "server_error", "", "Bad gateway", nil), model.Unavailable},
+		{errorReply(504, "server_error", "", "Gateway timeout", nil), model.Unavailable},
+		{errorReply(404, "invalid_request_error", "model_not_found", "The model `gpt-nope` does not exist", nil), model.InvalidRequest},
 	}
 	for _, c := range cases {
 		srv := pt.NewServer(t, c.reply)
