@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton/pkg/wake"
 )
 
 //go:embed demo.json demo.script.json
@@ -65,10 +66,30 @@ type Limits struct {
 	MaxInvocationsPerTurn int    `json:"maxInvocationsPerTurn,omitempty"`
 	LeaseGrace            string `json:"leaseGrace,omitempty"`
 	ApprovalTTL           string `json:"approvalTTL,omitempty"`
-	ThrottleDelay         string `json:"throttleDelay,omitempty"`
+	// ThrottleDelay is the old name of modelRetry.wakeDelay, still read
+	// when that is not set.
+	ThrottleDelay string `json:"throttleDelay,omitempty"`
 	// LiveFlush streams an unfinished step's parts this often (e.g.
 	// "250ms"); empty flushes at step ends only.
 	LiveFlush string `json:"liveFlush,omitempty"`
+	// ModelRetry is how the agent rides out transient model faults.
+	ModelRetry ModelRetry `json:"modelRetry,omitzero"`
+}
+
+// ModelRetry is an agent's policy for transient model faults (see
+// model.RetryPolicy): a failed step is redone up to attempts times within
+// an invocation, waiting backoff (doubling, up to maxBackoff) between
+// tries; a fault that outlasts that suspends the turn with a wake delayed
+// by wakeDelay (doubling with each suspension in a row, up to
+// maxWakeDelay); the suspension after maxSuspensions in a row fails the
+// turn. Empty fields take model.DefaultRetryPolicy's values.
+type ModelRetry struct {
+	Attempts       int    `json:"attempts,omitempty"`
+	Backoff        string `json:"backoff,omitempty"`
+	MaxBackoff     string `json:"maxBackoff,omitempty"`
+	WakeDelay      string `json:"wakeDelay,omitempty"`
+	MaxWakeDelay   string `json:"maxWakeDelay,omitempty"`
+	MaxSuspensions int    `json:"maxSuspensions,omitempty"`
 }
 
 // ToolRef is a tool name, or a tool declared without code.
@@ -375,8 +396,12 @@ func (l Limits) limits() (turn.Limits, string, error) {
 		{"limits.margin", l.Margin, &out.Margin},
 		{"limits.leaseGrace", l.LeaseGrace, &out.LeaseGrace},
 		{"limits.approvalTTL", l.ApprovalTTL, &out.ApprovalTTL},
-		{"limits.throttleDelay", l.ThrottleDelay, &out.ThrottleDelay},
+		{"limits.throttleDelay", l.ThrottleDelay, &out.ModelRetry.WakeDelay},
 		{"limits.liveFlush", l.LiveFlush, &out.LiveFlush},
+		{"limits.modelRetry.backoff", l.ModelRetry.Backoff, &out.ModelRetry.Backoff},
+		{"limits.modelRetry.maxBackoff", l.ModelRetry.MaxBackoff, &out.ModelRetry.MaxBackoff},
+		{"limits.modelRetry.wakeDelay", l.ModelRetry.WakeDelay, &out.ModelRetry.WakeDelay},
+		{"limits.modelRetry.maxWakeDelay", l.ModelRetry.MaxWakeDelay, &out.ModelRetry.MaxWakeDelay},
 	} {
 		if d.in == "" {
 			continue
@@ -394,11 +419,31 @@ func (l Limits) limits() (turn.Limits, string, error) {
 	if l.MaxInvocationsPerTurn < 0 {
 		return out, "limits.maxInvocationsPerTurn", errors.New("negative")
 	}
+	if l.ModelRetry.Attempts < 0 {
+		return out, "limits.modelRetry.attempts", errors.New("negative")
+	}
+	if l.ModelRetry.MaxSuspensions < 0 {
+		return out, "limits.modelRetry.maxSuspensions", errors.New("negative")
+	}
 	out.MaxStepsPerInvocation, out.MaxStepsPerTurn = l.MaxStepsPerInvocation, l.MaxStepsPerTurn
 	out.MaxInvocationsPerTurn = l.MaxInvocationsPerTurn
+	out.ModelRetry.Attempts, out.ModelRetry.Suspensions = l.ModelRetry.Attempts, l.ModelRetry.MaxSuspensions
 	full := out.WithDefaults()
 	if full.Margin >= full.Budget {
 		return out, "limits.margin", fmt.Errorf("margin %s leaves nothing of the budget %s", full.Margin, full.Budget)
+	}
+	r := full.ModelRetry
+	switch {
+	case out.ModelRetry.MaxBackoff != 0 && out.ModelRetry.MaxBackoff < r.Backoff:
+		return out, "limits.modelRetry.maxBackoff", fmt.Errorf("maxBackoff %s is below backoff %s", out.ModelRetry.MaxBackoff, r.Backoff)
+	case r.Backoff >= full.Budget:
+		return out, "limits.modelRetry.backoff", fmt.Errorf("backoff %s does not fit the budget %s", r.Backoff, full.Budget)
+	case out.ModelRetry.MaxWakeDelay != 0 && out.ModelRetry.MaxWakeDelay < r.WakeDelay:
+		return out, "limits.modelRetry.maxWakeDelay", fmt.Errorf("maxWakeDelay %s is below wakeDelay %s", out.ModelRetry.MaxWakeDelay, r.WakeDelay)
+	case r.WakeDelay > wake.MaxDelay:
+		return out, "limits.modelRetry.wakeDelay", fmt.Errorf("%s is longer than a wake can be delayed (%s)", r.WakeDelay, wake.MaxDelay)
+	case r.MaxWakeDelay > wake.MaxDelay:
+		return out, "limits.modelRetry.maxWakeDelay", fmt.Errorf("%s is longer than a wake can be delayed (%s)", r.MaxWakeDelay, wake.MaxDelay)
 	}
 	return out, "", nil
 }

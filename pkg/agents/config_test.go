@@ -156,6 +156,16 @@ func TestBadConfigs(t *testing.T) {
 		{name: "zero approvalTTL", config: scripted(`"limits":{"approvalTTL":"0s"}`), agent: "a", field: "limits.approvalTTL", msg: "not positive"},
 		{name: "bad leaseGrace", config: scripted(`"limits":{"leaseGrace":"1 minute"}`), agent: "a", field: "limits.leaseGrace", msg: "1 minute"},
 		{name: "bad throttleDelay", config: scripted(`"limits":{"throttleDelay":"3"}`), agent: "a", field: "limits.throttleDelay", msg: "missing unit"},
+		{name: "bad modelRetry backoff", config: scripted(`"limits":{"modelRetry":{"backoff":"soon"}}`), agent: "a", field: "limits.modelRetry.backoff", msg: `"soon"`},
+		{name: "zero modelRetry maxBackoff", config: scripted(`"limits":{"modelRetry":{"maxBackoff":"0s"}}`), agent: "a", field: "limits.modelRetry.maxBackoff", msg: "not positive"},
+		{name: "modelRetry maxBackoff below backoff", config: scripted(`"limits":{"modelRetry":{"backoff":"2s","maxBackoff":"1s"}}`), agent: "a", field: "limits.modelRetry.maxBackoff", msg: "below backoff 2s"},
+		{name: "modelRetry backoff over budget", config: scripted(`"limits":{"budget":"1m","modelRetry":{"backoff":"2m"}}`), agent: "a", field: "limits.modelRetry.backoff", msg: "does not fit the budget"},
+		{name: "modelRetry maxWakeDelay below wakeDelay", config: scripted(`"limits":{"modelRetry":{"wakeDelay":"2m","maxWakeDelay":"1m"}}`), agent: "a", field: "limits.modelRetry.maxWakeDelay", msg: "below wakeDelay 2m"},
+		{name: "modelRetry wakeDelay past SQS", config: scripted(`"limits":{"modelRetry":{"wakeDelay":"20m"}}`), agent: "a", field: "limits.modelRetry.wakeDelay", msg: "longer than a wake can be delayed"},
+		{name: "modelRetry maxWakeDelay past SQS", config: scripted(`"limits":{"modelRetry":{"maxWakeDelay":"1h"}}`), agent: "a", field: "limits.modelRetry.maxWakeDelay", msg: "longer than a wake can be delayed"},
+		{name: "negative modelRetry attempts", config: scripted(`"limits":{"modelRetry":{"attempts":-1}}`), agent: "a", field: "limits.modelRetry.attempts", msg: "negative"},
+		{name: "negative modelRetry maxSuspensions", config: scripted(`"limits":{"modelRetry":{"maxSuspensions":-2}}`), agent: "a", field: "limits.modelRetry.maxSuspensions", msg: "negative"},
+		{name: "unknown modelRetry member", config: scripted(`"limits":{"modelRetry":{"tries":3}}`), agent: "a", field: "limits.modelRetry", msg: `unknown field "tries"`},
 		{name: "margin equals budget", config: scripted(`"limits":{"budget":"30s","margin":"30s"}`), agent: "a", field: "limits.margin", msg: "leaves nothing"},
 		{name: "margin over budget", config: scripted(`"limits":{"budget":"30s","margin":"1m"}`), agent: "a", field: "limits.margin", msg: "leaves nothing"},
 		{name: "default margin over budget", config: scripted(`"limits":{"budget":"5s"}`), agent: "a", field: "limits.margin", msg: "leaves nothing"},
@@ -298,9 +308,21 @@ func TestFullConfig(t *testing.T) {
 		t.Fatal("no ops agent")
 	}
 	want := turn.Limits{Budget: 2 * time.Minute, Margin: 10 * time.Second, MaxStepsPerInvocation: 5, MaxStepsPerTurn: 30,
-		LeaseGrace: 30 * time.Second, ApprovalTTL: time.Hour, ThrottleDelay: 3 * time.Second}
+		LeaseGrace: 30 * time.Second, ApprovalTTL: time.Hour,
+		ModelRetry: model.RetryPolicy{Attempts: 3, Backoff: time.Second, MaxBackoff: 20 * time.Second,
+			WakeDelay: 3 * time.Second, MaxWakeDelay: 10 * time.Minute, Suspensions: 12}}
 	if ops.Limits != want {
 		t.Errorf("limits = %+v, want %+v", ops.Limits, want)
+	}
+	// The old throttleDelay still sets the first wake delay.
+	old, err := agents.Parse("old.json", []byte(`{"agents":{"a":{"provider":"scripted","script":`+inlineScript+`,"limits":{"throttleDelay":"7s"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := agents.Build(context.Background(), fstest.MapFS{}, "old.json", old, agents.Deps{}); err != nil {
+		t.Fatal(err)
+	} else if a, _ := m.Agent("a"); a.Limits.ModelRetry.WakeDelay != 7*time.Second {
+		t.Errorf("throttleDelay 7s gave wakeDelay %v", a.Limits.ModelRetry.WakeDelay)
 	}
 	if ops.MaxTokens != 2048 || ops.MaxToolOutput != 4096 || ops.System != "You run operations." {
 		t.Errorf("ops = %+v", ops)

@@ -16,11 +16,11 @@ import (
 	"github.com/baton-run/baton/pkg/provider/openai"
 )
 
-// Deps are the providers and declared tools agents may use. Every provider
-// is wrapped in model.WithRetry: throttling backs off within the step's time,
-// and a model that stays throttled suspends the turn.
+// Deps are the providers and declared tools agents may use. A provider's
+// transient faults are the turn runner's to ride out, under each agent's
+// limits.modelRetry: a failed step is redone within the step's time, and a
+// model that stays unavailable suspends the turn.
 func Deps(clients *awsenv.Clients) agents.Deps {
-	retry := func(m model.Model) model.Model { return model.WithRetry(m, model.RetryPolicy{}) }
 	httpClient := &http.Client{Timeout: 5 * time.Minute}
 	return agents.Deps{
 		Providers: map[string]agents.Provider{
@@ -29,7 +29,7 @@ func Deps(clients *awsenv.Clients) agents.Deps {
 				if err != nil {
 					return nil, err
 				}
-				return retry(m), nil
+				return m, nil
 			},
 			"openai": func(_ context.Context, c agents.Config, key string) (model.Model, error) {
 				m, err := openai.New(openai.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL,
@@ -37,14 +37,14 @@ func Deps(clients *awsenv.Clients) agents.Deps {
 				if err != nil {
 					return nil, err
 				}
-				return retry(m), nil
+				return m, nil
 			},
 			"bedrock": func(_ context.Context, c agents.Config, _ string) (model.Model, error) {
 				m, err := bedrock.New(bedrockruntime.NewFromConfig(clients.Config), bedrock.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens})
 				if err != nil {
 					return nil, err
 				}
-				return retry(m), nil
+				return m, nil
 			},
 		},
 		Declared: agents.DeclaredTools(lambda.NewFromConfig(clients.Config), httpClient),

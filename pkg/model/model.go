@@ -83,10 +83,24 @@ type Model interface {
 // ErrorKind classifies a model error.
 type ErrorKind string
 
-// Error kinds. Throttled and Overloaded are retryable.
+// Error kinds. The first five are faults a retry may cure (Retryable); of
+// those all but BadOutput are worth waiting for (Transient).
 const (
-	Throttled      ErrorKind = "throttled"
-	Overloaded     ErrorKind = "overloaded"
+	// Throttled: the provider rate-limits the caller (HTTP 429).
+	Throttled ErrorKind = "throttled"
+	// Overloaded: the provider has no capacity now (HTTP 503, 529).
+	Overloaded ErrorKind = "overloaded"
+	// Unavailable: the provider failed the request (HTTP 500, 502, 504, or
+	// an internal error reported inside the stream).
+	Unavailable ErrorKind = "unavailable"
+	// Interrupted: the connection or the stream broke: refused, reset or
+	// dropped, cut short mid-step, or an event that did not decode.
+	Interrupted ErrorKind = "interrupted"
+	// BadOutput: the model produced output that cannot be used, such as a
+	// tool call whose input is not JSON. Another try may do better;
+	// waiting does not help.
+	BadOutput ErrorKind = "bad-output"
+
 	ContextTooLong ErrorKind = "context-too-long"
 	Auth           ErrorKind = "auth"
 	InvalidRequest ErrorKind = "invalid-request"
@@ -112,8 +126,20 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Retryable reports whether the error is worth retrying after a pause.
-func (e *Error) Retryable() bool { return e.Kind == Throttled || e.Kind == Overloaded }
+// Retryable reports whether the step is worth trying again: nothing of the
+// failed try is kept, and another may succeed.
+func (e *Error) Retryable() bool { return e.Transient() || e.Kind == BadOutput }
+
+// Transient reports whether the fault is the provider's or the network's
+// and likely to pass with time, so a turn that keeps meeting it should wait
+// rather than fail.
+func (e *Error) Transient() bool {
+	switch e.Kind {
+	case Throttled, Overloaded, Unavailable, Interrupted:
+		return true
+	}
+	return false
+}
 
 // KindOf returns the kind of a classified error, or Other.
 func KindOf(err error) ErrorKind {

@@ -1,142 +1,111 @@
 package model
 
 import (
-	"context"
-	"errors"
-	"iter"
 	"math/rand/v2"
 	"time"
 )
 
-// RetryPolicy says how WithRetry retries a step. Zero fields take defaults.
+// RetryPolicy says how a turn rides out transient model faults (see
+// Error.Retryable and Error.Transient). A failed step is dropped and tried
+// again within the invocation, after a backoff, while the tries and the
+// step's time last. A fault that outlasts them suspends the turn with a
+// delayed wake that grows with each suspension in a row; after Suspensions
+// of them the turn fails. Zero fields take defaults.
 type RetryPolicy struct {
-	// Base is the first backoff (default 500ms); each retry doubles it.
-	Base time.Duration
-	// Max caps a single backoff (default 30s). A provider retry-after hint
-	// longer than Max ends the retries at once: waiting that long is the
-	// runner's job (it suspends the turn), not a sleeping process's.
-	Max time.Duration
-	// Attempts is the total number of tries, the first included (default 4).
+	// Attempts is how many times one step is tried within an invocation,
+	// the first included (default 4).
 	Attempts int
-
-	// Sleep waits for d or until ctx ends; nil uses a timer. Tests inject it.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Now reads the clock, to keep backoffs inside ctx's deadline; nil uses
-	// time.Now.
-	Now func() time.Time
-	// Jitter returns a random duration in [0, d); nil uses math/rand/v2.
-	Jitter func(d time.Duration) time.Duration
+	// Backoff is the first wait between tries (default 500ms); each further
+	// try doubles it.
+	Backoff time.Duration
+	// MaxBackoff caps one wait (default 30s). A provider's retry-after hint
+	// longer than MaxBackoff ends the tries at once: waiting that long is
+	// for a suspended turn, not a sleeping process.
+	MaxBackoff time.Duration
+	// WakeDelay is how long the first suspension for a fault waits before
+	// its wake (default 30s); each further suspension in a row doubles it.
+	WakeDelay time.Duration
+	// MaxWakeDelay caps the wake delay (default 15m, the longest an SQS
+	// wake can be delayed).
+	MaxWakeDelay time.Duration
+	// Suspensions is how many suspensions for faults in a row, with no
+	// step completed between them, a turn may take; the one after fails
+	// the turn (default 20, about four hours of outage with the other
+	// defaults).
+	Suspensions int
 }
 
-func (p RetryPolicy) withDefaults() RetryPolicy {
-	if p.Base <= 0 {
-		p.Base = 500 * time.Millisecond
+// DefaultRetryPolicy is the policy of an agent that sets none.
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{
+		Attempts:     4,
+		Backoff:      500 * time.Millisecond,
+		MaxBackoff:   30 * time.Second,
+		WakeDelay:    30 * time.Second,
+		MaxWakeDelay: 15 * time.Minute,
+		Suspensions:  20,
 	}
-	if p.Max <= 0 {
-		p.Max = 30 * time.Second
-	}
-	if p.Max < p.Base {
-		p.Max = p.Base
-	}
+}
+
+// WithDefaults fills zero fields from DefaultRetryPolicy.
+func (p RetryPolicy) WithDefaults() RetryPolicy {
+	d := DefaultRetryPolicy()
 	if p.Attempts <= 0 {
-		p.Attempts = 4
+		p.Attempts = d.Attempts
 	}
-	if p.Sleep == nil {
-		p.Sleep = sleep
+	if p.Backoff <= 0 {
+		p.Backoff = d.Backoff
 	}
-	if p.Now == nil {
-		p.Now = time.Now
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = max(d.MaxBackoff, p.Backoff)
 	}
-	if p.Jitter == nil {
-		p.Jitter = func(d time.Duration) time.Duration {
-			if d <= 0 {
-				return 0
-			}
-			return rand.N(d)
-		}
+	if p.MaxBackoff < p.Backoff {
+		p.MaxBackoff = p.Backoff
+	}
+	if p.WakeDelay <= 0 {
+		p.WakeDelay = d.WakeDelay
+	}
+	if p.MaxWakeDelay <= 0 {
+		p.MaxWakeDelay = max(d.MaxWakeDelay, p.WakeDelay)
+	}
+	if p.MaxWakeDelay < p.WakeDelay {
+		p.MaxWakeDelay = p.WakeDelay
+	}
+	if p.Suspensions <= 0 {
+		p.Suspensions = d.Suspensions
 	}
 	return p
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// Wait is the wait before try n+1 of a step (n = 1 after the first
+// failed try): half of min(MaxBackoff, Backoff·2^(n-1)) plus a jitter of up
+// to the other half, or the provider's retry-after hint when that is
+// longer.
+func (p RetryPolicy) Wait(n int, retryAfter time.Duration) time.Duration {
+	p = p.WithDefaults()
+	d := doubled(p.Backoff, p.MaxBackoff, n)
+	wait := d / 2
+	if j := d - d/2; j > 0 {
+		wait += rand.N(j)
 	}
-}
-
-// Backoff is the wait before retry n (n = 1 for the first retry): half of
-// min(Max, Base·2^(n-1)) plus a jitter of up to the other half, or the
-// provider's retry-after hint when that is longer.
-func (p RetryPolicy) Backoff(n int, retryAfter time.Duration) time.Duration {
-	p = p.withDefaults()
-	d := p.Base
-	for i := 1; i < n && d < p.Max; i++ {
-		d *= 2
-	}
-	d = min(d, p.Max)
-	wait := d/2 + p.Jitter(d-d/2)
 	return max(wait, retryAfter)
 }
 
-// WithRetry wraps m so that a step failing with a retryable *Error
-// (Throttled, Overloaded) before it yielded any event is tried again after
-// an exponential backoff with jitter. A step that already yielded events is
-// never retried: its events are out. When the attempts run out, when the
-// next backoff would pass ctx's deadline or Max, or when ctx ends while
-// waiting, the sequence ends with the last *Error, so the runner can
-// suspend the turn as throttled and use its RetryAfter.
-func WithRetry(m Model, p RetryPolicy) Model {
-	return &retrying{m: m, p: p.withDefaults()}
+// WakeAfter is the delay of the wake of the nth suspension for a fault in a
+// row (n = 1 for the first): min(MaxWakeDelay, WakeDelay·2^(n-1)), or the
+// provider's retry-after hint when that is longer, up to MaxWakeDelay. It
+// has no jitter: the same durable state gives the same delay.
+func (p RetryPolicy) WakeAfter(n int, retryAfter time.Duration) time.Duration {
+	p = p.WithDefaults()
+	d := doubled(p.WakeDelay, p.MaxWakeDelay, n)
+	return min(max(d, retryAfter), p.MaxWakeDelay)
 }
 
-type retrying struct {
-	m Model
-	p RetryPolicy
-}
-
-func (r *retrying) Stream(ctx context.Context, req Request) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
-		for attempt := 1; ; attempt++ {
-			var (
-				yielded bool
-				failure error
-			)
-			for ev, err := range r.m.Stream(ctx, req) {
-				if err != nil {
-					failure = err
-					break
-				}
-				yielded = true
-				if !yield(ev, nil) {
-					return
-				}
-			}
-			if failure == nil {
-				return
-			}
-			var me *Error
-			if yielded || !errors.As(failure, &me) || !me.Retryable() || attempt >= r.p.Attempts {
-				yield(Event{}, failure)
-				return
-			}
-			wait := r.p.Backoff(attempt, me.RetryAfter)
-			if wait > r.p.Max {
-				yield(Event{}, failure)
-				return
-			}
-			if dl, ok := ctx.Deadline(); ok && r.p.Now().Add(wait).After(dl) {
-				yield(Event{}, failure)
-				return
-			}
-			if err := r.p.Sleep(ctx, wait); err != nil {
-				yield(Event{}, failure)
-				return
-			}
-		}
+// doubled is base·2^(n-1), capped at limit.
+func doubled(base, limit time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
 	}
+	return min(d, limit)
 }

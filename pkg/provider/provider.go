@@ -5,10 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
@@ -30,11 +35,19 @@ type Failure struct {
 	Err error
 }
 
-// Classify turns a provider failure into a classified *model.Error:
-// 429 or a rate-limit code is Throttled; 503, 529 or an overloaded code is
-// Overloaded; 401 and 403 are Auth; a 400 (or 413, or an in-stream error)
-// saying the prompt is too long is ContextTooLong; any other 400 is
-// InvalidRequest; everything else is Other.
+// Classify turns a provider failure into a classified *model.Error. It is
+// the one place a provider's failure gets its kind:
+//
+//   - 429 or a rate-limit code: Throttled.
+//   - 503, 529 or an overloaded code: Overloaded.
+//   - 401, 403 or an auth code: Auth.
+//   - a 400, 413 or 422 (or an in-stream error) saying the prompt is too
+//     long, or any 413: ContextTooLong.
+//   - any other 400, 404, 405 or 422, or a validation code: InvalidRequest.
+//   - 408, any other 5xx but 501 and 505, or an internal-error code inside
+//     the stream: Unavailable.
+//   - no status and a broken connection or stream (see Broken): Interrupted.
+//   - everything else: Other.
 func Classify(f Failure) *model.Error {
 	err := f.Err
 	if err == nil {
@@ -77,11 +90,61 @@ func kindOf(f Failure) model.ErrorKind {
 		return model.ContextTooLong
 	case f.Status == http.StatusRequestEntityTooLarge:
 		return model.ContextTooLong
-	case f.Status == http.StatusBadRequest ||
+	case f.Status == http.StatusBadRequest || f.Status == http.StatusNotFound ||
+		f.Status == http.StatusMethodNotAllowed || f.Status == http.StatusUnprocessableEntity ||
 		(f.Status == 0 && containsAny(code, "invalid_request", "validation", "badrequest")):
 		return model.InvalidRequest
+	case f.Status == http.StatusRequestTimeout ||
+		(f.Status >= 500 && f.Status <= 599 && f.Status != http.StatusNotImplemented && f.Status != http.StatusHTTPVersionNotSupported):
+		return model.Unavailable
+	case f.Status == 0 && containsAny(code, "api_error", "server_error", "internalserver", "internal_server", "modelstreamerror", "modeltimeout"):
+		return model.Unavailable
+	case f.Status == 0 && Broken(f.Err):
+		return model.Interrupted
 	}
 	return model.Other
+}
+
+// Broken reports whether err is a broken connection or stream rather than
+// an answer: a connection refused, reset or dropped, a timeout of the
+// transport, a body cut short, or an event that did not decode (bad JSON,
+// an event-stream checksum mismatch). The caller checks its context first:
+// a step cancelled or out of time is not the provider's fault.
+func Broken(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		opErr  *net.OpError
+		netErr net.Error
+		syntax *json.SyntaxError
+		typ    *json.UnmarshalTypeError
+		crc    eventstream.ChecksumError
+		crcp   *eventstream.ChecksumError
+	)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ETIMEDOUT),
+		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return true
+	case errors.As(err, &opErr), errors.As(err, &netErr) && netErr.Timeout():
+		return true
+	case errors.As(err, &syntax), errors.As(err, &typ), errors.As(err, &crc), errors.As(err, &crcp):
+		return true
+	}
+	// Some libraries flatten the cause into text.
+	return containsAny(strings.ToLower(err.Error()),
+		"unexpected eof",
+		"connection reset",
+		"connection refused",
+		"broken pipe",
+		"server sent goaway",
+		"http2: stream",
+		"checksum mismatch",
+		"invalid character",
+		"unexpected end of json input",
+	)
 }
 
 // ContextTooLong reports whether a provider's error message or code says the
@@ -255,9 +318,15 @@ func invalid(format string, args ...any) error {
 }
 
 // Truncated is the error for a stream that ended before the provider said
-// why the model stopped.
+// why the model stopped: the step was cut short, and may be redone.
 func Truncated(provider string) *model.Error {
-	return &model.Error{Kind: model.Other, Err: fmt.Errorf("%s: stream ended before the model finished", provider)}
+	return &model.Error{Kind: model.Interrupted, Err: fmt.Errorf("%s: stream ended before the model finished", provider)}
+}
+
+// BadToolInput is the error for a step whose tool call input is not JSON:
+// the model's output is unusable, and another try may do better.
+func BadToolInput(provider, call string) *model.Error {
+	return &model.Error{Kind: model.BadOutput, Err: fmt.Errorf("%s: tool call %s: input is not valid JSON", provider, call)}
 }
 
 // Canceled classifies an error seen after ctx ended: the step was abandoned

@@ -3,10 +3,18 @@ package provider
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
@@ -34,11 +42,24 @@ func TestClassify(t *testing.T) {
 		{Failure{Status: 401}, model.Auth},
 		{Failure{Status: 403, Message: "too long"}, model.Auth},
 		{Failure{Code: "AccessDeniedException"}, model.Auth},
-		{Failure{Status: 500}, model.Other},
-		{Failure{Status: 404}, model.Other},
-		{Failure{Err: errors.New("unexpected EOF")}, model.Other},
+		{Failure{Status: 500}, model.Unavailable},
+		{Failure{Status: 502}, model.Unavailable},
+		{Failure{Status: 504}, model.Unavailable},
+		{Failure{Status: 408}, model.Unavailable},
+		{Failure{Status: 501}, model.Other},
+		{Failure{Code: "api_error", Message: "Internal server error"}, model.Unavailable},
+		{Failure{Code: "server_error"}, model.Unavailable},
+		{Failure{Code: "InternalServerException"}, model.Unavailable},
+		{Failure{Code: "ModelStreamErrorException"}, model.Unavailable},
+		{Failure{Status: 404}, model.InvalidRequest},
+		{Failure{Status: 422, Message: "unprocessable"}, model.InvalidRequest},
+		{Failure{Err: errors.New("unexpected EOF")}, model.Interrupted},
+		{Failure{Err: io.ErrUnexpectedEOF}, model.Interrupted},
 		// A 500 that mentions length is not a context error.
-		{Failure{Status: 500, Message: "response too long"}, model.Other},
+		{Failure{Status: 500, Message: "response too long"}, model.Unavailable},
+		// A broken transport under a status is the status's.
+		{Failure{Status: 401, Err: io.ErrUnexpectedEOF}, model.Auth},
+		{Failure{Err: errors.New("something else")}, model.Other},
 	}
 	for _, c := range cases {
 		got := Classify(c.f)
@@ -53,6 +74,52 @@ func TestClassify(t *testing.T) {
 	h := http.Header{"Retry-After": {"7"}}
 	if e := Classify(Failure{Status: 429, Header: h}); e.RetryAfter != 7*time.Second {
 		t.Fatalf("RetryAfter = %v", e.RetryAfter)
+	}
+}
+
+func TestBroken(t *testing.T) {
+	badJSON := json.Unmarshal([]byte(`{"type": nope}`), new(any))
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"unexpected EOF", fmt.Errorf("read body: %w", io.ErrUnexpectedEOF), true},
+		{"EOF before the response", &url.Error{Op: "Post", URL: "http://x", Err: io.EOF}, true},
+		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
+		{"refused", &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}, true},
+		{"broken pipe", fmt.Errorf("write: %w", syscall.EPIPE), true},
+		{"timeout", &url.Error{Op: "Post", URL: "http://x", Err: timeoutError{}}, true},
+		{"bad JSON event", fmt.Errorf("decode: %w", badJSON), true},
+		{"checksum", fmt.Errorf("event stream: %w", eventstream.ChecksumError{}), true},
+		{"flattened text", errors.New("stream error: connection reset by peer"), true},
+		{"nil", nil, false},
+		{"an answer", errors.New("invalid x-api-key"), false},
+		{"no timeout", &url.Error{Op: "Post", URL: "http://x", Err: notTimeout{}}, false},
+	}
+	for _, c := range cases {
+		if got := Broken(c.err); got != c.want {
+			t.Errorf("%s: Broken(%v) = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+}
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
+
+type notTimeout struct{}
+
+func (notTimeout) Error() string { return "unsupported protocol scheme" }
+
+func TestTruncatedAndBadToolInputAreRetryable(t *testing.T) {
+	if e := Truncated("x"); e.Kind != model.Interrupted || !e.Transient() {
+		t.Fatalf("Truncated = %+v", e)
+	}
+	if e := BadToolInput("x", "call_1"); e.Kind != model.BadOutput || !e.Retryable() || e.Transient() {
+		t.Fatalf("BadToolInput = %+v", e)
 	}
 }
 

@@ -69,6 +69,18 @@ func TestAttention(t *testing.T) {
 			log := b.suspendedFor(reducer.CauseThrottled)
 			return log, log[len(log)-1].Time, "wake", true
 		}},
+		{"suspended as model-unavailable without a wake time: since", func(b *builder) ([]reducer.Fact, time.Time, string, bool) {
+			log := b.suspendedFor(reducer.CauseModelUnavailable)
+			return log, log[len(log)-1].Time, "wake", true
+		}},
+		{"suspended as model-unavailable: when its delayed wake is due", func(b *builder) ([]reducer.Fact, time.Time, string, bool) {
+			log := append(b.running(), b.suspended(reducer.CauseModelUnavailable, fault(3, t0.Add(time.Hour))))
+			return log, t0.Add(time.Hour), "wake", true
+		}},
+		{"suspended for throttling with a wake time already past: since", func(b *builder) ([]reducer.Fact, time.Time, string, bool) {
+			log := append(b.running(), b.suspended(reducer.CauseThrottled, fault(1, t0)))
+			return log, log[len(log)-1].Time, "wake", true
+		}},
 		{"suspended for a reaped lease: since", func(b *builder) ([]reducer.Fact, time.Time, string, bool) {
 			log := b.suspendedFor(reducer.CauseLease)
 			return log, log[len(log)-1].Time, "wake", true

@@ -46,6 +46,9 @@ func usage(in, out, steps int64) opt {
 }
 func expires(t time.Time) opt { return func(f *reducer.Fact) { f.Approval.Expires = t } }
 func reason(r string) opt     { return func(f *reducer.Fact) { f.Reason = r } }
+func fault(n int, wake time.Time) opt {
+	return func(f *reducer.Fact) { f.Faults, f.Wake = n, wake }
+}
 func failure(k reducer.FailureKind) opt {
 	return func(f *reducer.Fact) { f.Failure = &reducer.Failure{Kind: k, Error: string(k) + " broke"} }
 }

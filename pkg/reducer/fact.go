@@ -51,7 +51,15 @@ const (
 	CauseThrottled Cause = "throttled" // the model or the store stayed throttled or failing; retry later
 	CauseUncertain Cause = "uncertain" // a side effect may or may not have happened
 	CauseLease     Cause = "lease"     // the invocation died; the reaper found it
+
+	// CauseModelUnavailable: the model stayed unavailable (5xx, overloaded,
+	// a broken connection or stream); retry later.
+	CauseModelUnavailable Cause = "model-unavailable"
 )
+
+// Fault reports whether the cause is a model fault that a later wake
+// retries: throttled or model-unavailable.
+func (c Cause) Fault() bool { return c == CauseThrottled || c == CauseModelUnavailable }
 
 // Decision answers an approval request.
 type Decision string
@@ -159,6 +167,11 @@ type Fact struct {
 	Lease time.Time `json:"lease,omitzero"`
 	// turn.suspended
 	Cause Cause `json:"cause,omitempty"`
+	// turn.suspended for a model fault (Cause.Fault): how many such
+	// suspensions in a row, with no step completed between them, this one
+	// included; and when its delayed wake is due.
+	Faults int       `json:"faults,omitempty"`
+	Wake   time.Time `json:"wake,omitzero"`
 	// approval.requested
 	Approval *Approval `json:"approval,omitempty"`
 	// approval.answered

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -118,6 +119,15 @@ func TestIllegalTransitions(t *testing.T) {
 		{"turn.suspended as uncertain without the execution", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
 			return b.running(), facts(b.suspended(reducer.CauseUncertain))
 		}, "without the execution"},
+		{"turn.suspended for budget with a fault count", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.running(), facts(b.suspended(reducer.CauseBudget, fault(1, time.Time{})))
+		}, "carries a fault count or wake time"},
+		{"turn.suspended for approval with a wake time", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return append(b.running(), b.requested("a1", "call-1")), facts(b.suspended(reducer.CauseApproval, fault(0, t0.Add(time.Hour))))
+		}, "carries a fault count or wake time"},
+		{"turn.suspended with a negative fault count", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.running(), facts(b.suspended(reducer.CauseModelUnavailable, fault(-1, time.Time{})))
+		}, "negative fault count"},
 		{"turn.suspended for an unknown cause", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
 			return b.running(), facts(b.suspended("boredom"))
 		}, `unknown cause "boredom"`},

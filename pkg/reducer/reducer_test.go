@@ -106,7 +106,60 @@ func TestLegalTransitions(t *testing.T) {
 		},
 		suspension(reducer.CauseBudget),
 		suspension(reducer.CauseThrottled),
+		suspension(reducer.CauseModelUnavailable),
 		suspension(reducer.CauseLease),
+		{
+			name: "turn.suspended for model faults counts them and records the wake",
+			step: func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+				p := b.running()
+				return p, facts(
+					b.suspended(reducer.CauseModelUnavailable, fault(1, t0.Add(time.Hour))),
+					b.resumed(),
+					b.suspended(reducer.CauseThrottled, fault(2, t0.Add(2*time.Hour))))
+			},
+			check: func(t *testing.T, _, s reducer.State, fs []reducer.Fact) {
+				wantStatus(t, s, reducer.Suspended, reducer.CauseThrottled)
+				if s.Turn.Faults != 2 || !s.Turn.Wake.Equal(t0.Add(2*time.Hour)) || s.Turn.Invocations != 2 {
+					t.Errorf("faults %d wake %v invocations %d, want 2, %v, 2", s.Turn.Faults, s.Turn.Wake, s.Turn.Invocations, t0.Add(2*time.Hour))
+				}
+			},
+		},
+		{
+			name: "turn.resumed clears the fault wake but keeps the count",
+			step: func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+				p := append(b.running(), b.suspended(reducer.CauseModelUnavailable, fault(3, t0.Add(time.Hour))))
+				return p, facts(b.resumed())
+			},
+			check: func(t *testing.T, _, s reducer.State, _ []reducer.Fact) {
+				if s.Turn.Faults != 3 || !s.Turn.Wake.IsZero() {
+					t.Errorf("faults %d wake %v, want 3 and none", s.Turn.Faults, s.Turn.Wake)
+				}
+			},
+		},
+		{
+			name: "a budget suspension resets the fault count",
+			step: func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+				p := append(b.running(), b.suspended(reducer.CauseModelUnavailable, fault(2, t0.Add(time.Hour))), b.resumed())
+				return p, facts(b.suspended(reducer.CauseBudget))
+			},
+			check: func(t *testing.T, _, s reducer.State, _ []reducer.Fact) {
+				if s.Turn.Faults != 0 || !s.Turn.Wake.IsZero() {
+					t.Errorf("faults %d wake %v after a budget suspension", s.Turn.Faults, s.Turn.Wake)
+				}
+			},
+		},
+		{
+			name: "a reaped lease keeps the fault count",
+			step: func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+				p := append(b.running(), b.suspended(reducer.CauseModelUnavailable, fault(2, t0.Add(time.Hour))), b.resumed())
+				return p, facts(b.suspended(reducer.CauseLease))
+			},
+			check: func(t *testing.T, _, s reducer.State, _ []reducer.Fact) {
+				if s.Turn.Faults != 2 || !s.Turn.Wake.IsZero() {
+					t.Errorf("faults %d wake %v after a reaped lease, want 2 and none", s.Turn.Faults, s.Turn.Wake)
+				}
+			},
+		},
 		{
 			name: "turn.suspended for approval after approval.requested",
 			step: func(b *builder) ([]reducer.Fact, []reducer.Fact) {

@@ -39,6 +39,12 @@ type Turn struct {
 	Verdicts  []Settled  `json:"verdicts,omitempty"`
 	// Invocations counts starts and resumes of the turn.
 	Invocations int `json:"invocations"`
+	// Faults counts the turn's suspensions for model faults in a row, as
+	// the last such suspension recorded it; a suspension for the budget,
+	// an approval or an uncertain execution resets it. Wake is when the
+	// delayed wake of a fault suspension is due, zero otherwise.
+	Faults int       `json:"faults,omitempty"`
+	Wake   time.Time `json:"wake,omitzero"`
 }
 
 // Answer returns the answer to the approval requested for a tool call.
@@ -209,18 +215,32 @@ func (s *State) apply(f Fact) error {
 		if s.Status != Running {
 			return illegal("only a running turn suspends")
 		}
+		if !f.Cause.Fault() && (f.Faults != 0 || !f.Wake.IsZero()) {
+			return illegal("a %s suspension carries a fault count or wake time", f.Cause)
+		}
+		if f.Faults < 0 {
+			return illegal("negative fault count %d", f.Faults)
+		}
+		s.Turn.Wake = time.Time{}
 		switch f.Cause {
-		case CauseBudget, CauseThrottled, CauseLease:
+		case CauseThrottled, CauseModelUnavailable:
+			s.Turn.Faults, s.Turn.Wake = f.Faults, f.Wake
+		case CauseLease:
+			// The invocation died: neither progress nor a fault.
+		case CauseBudget:
+			s.Turn.Faults = 0
 		case CauseApproval:
 			if len(s.Turn.Pending) == 0 {
 				return illegal("suspended for approval with none pending")
 			}
+			s.Turn.Faults = 0
 		case CauseUncertain:
 			if f.Execution == nil {
 				return illegal("suspended as uncertain without the execution")
 			}
 			e := *f.Execution
 			s.Turn.Uncertain = &e
+			s.Turn.Faults = 0
 		default:
 			return illegal("unknown cause %q", f.Cause)
 		}
@@ -245,6 +265,7 @@ func (s *State) apply(f Fact) error {
 			}
 		}
 		s.Status, s.Turn.Cause, s.Turn.Since, s.Turn.Lease = Running, "", f.Time, f.Lease
+		s.Turn.Wake = time.Time{}
 		s.Turn.Invocations++
 
 	case ApprovalRequested:
@@ -375,10 +396,12 @@ func (s *State) end(f Fact) {
 //
 //   - running: the lease; past it the invocation died and must be reaped.
 //   - suspended for approval: the earliest pending expiry.
-//   - suspended for budget, throttling or a reaped lease, or with every
-//     approval answered or the verdict given: the last update; a wake
-//     should already be in flight, and the tick re-sends it when none
-//     resumed the turn after a grace period.
+//   - suspended for budget or a reaped lease, or with every approval
+//     answered or the verdict given: the last update; a wake should
+//     already be in flight, and the tick re-sends it when none resumed the
+//     turn after a grace period.
+//   - suspended for a model fault: the same, from when its delayed wake
+//     is due (Turn.Wake) if that is later.
 //   - idle with messages waiting: the last update; a turn should start.
 func (s State) Attention() (due time.Time, why string, ok bool) {
 	switch s.Status {
@@ -404,6 +427,11 @@ func (s State) Attention() (due time.Time, why string, ok bool) {
 				return time.Time{}, "", false
 			}
 			// The verdict is in: the turn waits for its wake.
+			return s.Updated, "wake", true
+		case CauseThrottled, CauseModelUnavailable:
+			if s.Turn.Wake.After(s.Updated) {
+				return s.Turn.Wake, "wake", true
+			}
 			return s.Updated, "wake", true
 		default:
 			return s.Updated, "wake", true

@@ -140,7 +140,8 @@ func (c *counts) add(f func(*Report)) {
 //     {lease} and send a wake; the worker resumes from the last checkpoint.
 //   - suspended for approval with an expired request: deny it as "expired".
 //   - waiting for a wake (suspended with nothing pending, or idle with
-//     messages) for longer than Grace: the wake was lost; send it again.
+//     messages) for longer than Grace past when its wake was due: the wake
+//     was lost; send it again.
 //
 // A session someone else changed meanwhile is left to them. Run stops
 // taking sessions Margin before the context's deadline and reports Stopped;
@@ -256,9 +257,10 @@ func (t *Tick) page(ctx context.Context, now time.Time, out chan<- dynamo.Head, 
 // visit decides what one due session needs, from its facts.
 func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *counts) error {
 	grace := orDefault(t.Grace, DefaultGrace)
-	if (h.Why == "wake" || h.Why == "inbox") && now.Sub(h.Updated) <= grace {
-		// Its wake is recent enough to be in flight. A stale head only
-		// understates Updated, so the session needs no reading.
+	if (h.Why == "wake" || h.Why == "inbox") && now.Sub(h.Due) <= grace {
+		// Its wake is recent enough to be in flight (a delayed wake is due
+		// at Due, not at Updated). A stale head only understates Due, so
+		// the session needs no reading.
 		return nil
 	}
 	if h.Why == "wake" || h.Why == "inbox" {
@@ -281,7 +283,7 @@ func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *count
 		return t.reap(ctx, h.Session, st, c)
 	case st.Status == reducer.Suspended && tr != nil && tr.Cause == reducer.CauseApproval && len(tr.Pending) > 0:
 		return t.expire(ctx, h.Session, st, now, c)
-	case waitsForWake(st) && now.Sub(st.Updated) > grace:
+	case waitsForWake(st) && now.Sub(wakeDue(st)) > grace:
 		if err := t.waker().Wake(ctx, wake.Wake{Session: h.Session, Reason: ReasonRewake, Seq: st.LastSeq}, 0); err != nil {
 			return err
 		}
@@ -302,7 +304,7 @@ func (t *Tick) rewake(ctx context.Context, id string, now time.Time, grace time.
 	if err != nil {
 		return err
 	}
-	if (h.Why != "wake" && h.Why != "inbox") || now.Sub(h.Updated) <= grace {
+	if (h.Why != "wake" && h.Why != "inbox") || now.Sub(h.Due) <= grace {
 		return nil
 	}
 	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: ReasonRewake, Seq: h.LastSeq}, 0); err != nil {
@@ -323,6 +325,15 @@ func waitsForWake(st reducer.State) bool {
 		return len(st.Inbox) > 0
 	}
 	return false
+}
+
+// wakeDue is when the wake of a session that waits for one is due: the
+// last update, or a fault suspension's delayed wake.
+func wakeDue(st reducer.State) time.Time {
+	if due, _, ok := st.Attention(); ok {
+		return due
+	}
+	return st.Updated
 }
 
 func causeOf(st reducer.State) reducer.Cause {

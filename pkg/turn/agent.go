@@ -28,9 +28,11 @@ type Limits struct {
 	// ApprovalTTL is how long an approval request waits before the tick
 	// denies it.
 	ApprovalTTL time.Duration
-	// ThrottleDelay is how long a turn suspended for a throttled model
-	// waits before its wake.
-	ThrottleDelay time.Duration
+	// ModelRetry is how the turn rides out transient model faults: a
+	// failed step is redone within the invocation, then the turn suspends
+	// with a growing delayed wake, and fails after a bounded number of
+	// such suspensions. Zero fields take model.DefaultRetryPolicy's.
+	ModelRetry model.RetryPolicy
 	// LiveFlush, when positive, also flushes an unfinished step's parts
 	// this often, so a UI watching the stream sees tokens as they arrive,
 	// at the cost of more writes per step. Zero flushes at step ends only.
@@ -47,7 +49,7 @@ func DefaultLimits() Limits {
 		MaxInvocationsPerTurn: 100,
 		LeaseGrace:            time.Minute,
 		ApprovalTTL:           72 * time.Hour,
-		ThrottleDelay:         30 * time.Second,
+		ModelRetry:            model.DefaultRetryPolicy(),
 	}
 }
 
@@ -75,9 +77,7 @@ func (l Limits) WithDefaults() Limits {
 	if l.ApprovalTTL > 0 {
 		d.ApprovalTTL = l.ApprovalTTL
 	}
-	if l.ThrottleDelay > 0 {
-		d.ThrottleDelay = l.ThrottleDelay
-	}
+	d.ModelRetry = l.ModelRetry.WithDefaults()
 	d.LiveFlush = l.LiveFlush
 	return d
 }

@@ -26,6 +26,8 @@ import (
 // step and its tool results: one durable write per step.
 func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	var spent time.Duration // time spent in model steps this invocation
+	tries := 0              // failed tries of the step being asked for
+	var fault *model.Error  // the last retryable error of those tries
 	for {
 		ru.replay()
 		if pending := ru.turn.Pending(); len(pending) > 0 {
@@ -47,7 +49,12 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		if n := len(ru.turn.Steps); n >= ru.lim.MaxStepsPerTurn {
 			return ru.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn reached its cap of %d steps", ru.lim.MaxStepsPerTurn))
 		}
-		if ru.out.Steps >= ru.lim.MaxStepsPerInvocation || !ru.fits(spent) {
+		if ru.out.Steps >= ru.lim.MaxStepsPerInvocation || !ru.fits(spent, 0) {
+			if fault != nil && fault.Transient() {
+				// The step being redone ran out of time: the fault
+				// outlasted the step's time.
+				return ru.suspendFault(ctx, fault)
+			}
 			return ru.suspend(ctx, reducer.CauseBudget, 0)
 		}
 		// The checkpoint. A buffer holding only the turn's start or
@@ -63,8 +70,10 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		parts, err := ru.step(ctx)
 		spent += time.Since(began)
 		var fe *flushError
+		var me *model.Error
 		switch {
 		case err == nil:
+			tries, fault = 0, nil
 		case errors.As(err, &fe):
 			return ru.stopped(ctx, fe.err)
 		case ctx.Err() != nil:
@@ -74,11 +83,32 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		case errors.Is(err, context.DeadlineExceeded):
 			// A runaway step hit the hard deadline: drop it and suspend.
 			ru.r.log().WarnContext(ctx, "step aborted at the deadline", "session", ru.out.Session, "turn", ru.out.Turn)
+			if fault != nil && fault.Transient() {
+				// The redo of a faulted step ran out of time: the fault
+				// outlasted the step's time.
+				return ru.suspendFault(ctx, fault)
+			}
 			return ru.suspend(ctx, reducer.CauseBudget, 0)
-		case isRetryable(err):
-			return ru.suspend(ctx, reducer.CauseThrottled, ru.throttleDelay(err))
+		case errors.As(err, &me) && me.Retryable():
+			// Nothing of the failed try is kept: its parts were never
+			// emitted, or were marked abandoned. Redo it, or stop.
+			tries, fault = tries+1, me
+			redo, werr := ru.backoff(ctx, me, tries, spent)
+			switch {
+			case werr != nil:
+				return ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, werr)
+			case redo:
+				continue
+			case me.Transient():
+				return ru.suspendFault(ctx, me)
+			case tries < ru.lim.ModelRetry.Attempts:
+				// Out of time, not out of tries: the next invocation tries again.
+				return ru.suspend(ctx, reducer.CauseBudget, 0)
+			default:
+				return ru.fail(ctx, reducer.FailModel, fmt.Errorf("the model's output stayed unusable after %d tries: %w", tries, err))
+			}
 		default:
-			return ru.fail(ctx, reducer.FailModel, err)
+			return ru.fail(ctx, reducer.FailModel, modelFailure(err))
 		}
 		ru.emit(parts...)
 		ru.out.Steps++
@@ -86,26 +116,84 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 }
 
 // fits reports whether another step, as long as the average so far, would
-// end before the deadline minus the margin.
-func (ru *run) fits(spent time.Duration) bool {
+// end before the deadline minus the margin after waiting wait.
+func (ru *run) fits(spent, wait time.Duration) bool {
 	var avg time.Duration
 	if ru.out.Steps > 0 {
 		avg = spent / time.Duration(ru.out.Steps)
 	}
-	return time.Now().Add(avg).Before(ru.deadline.Add(-ru.lim.Margin))
+	return time.Now().Add(wait + avg).Before(ru.deadline.Add(-ru.lim.Margin))
 }
 
-func isRetryable(err error) bool {
-	var me *model.Error
-	return errors.As(err, &me) && me.Retryable()
-}
-
-func (ru *run) throttleDelay(err error) time.Duration {
-	var me *model.Error
-	if errors.As(err, &me) && me.RetryAfter > 0 {
-		return me.RetryAfter
+// backoff decides whether a step that failed with a retryable error for
+// the tries-th time is tried again in this invocation, and waits before it
+// is. It says no when the agent's tries are used up, when the provider asks
+// for a longer wait than MaxBackoff, or when the wait and another step
+// would not end within the step's time. Bad output is tried again at once:
+// waiting does not change a model's answer. The error is ctx's, when it
+// ended while waiting.
+func (ru *run) backoff(ctx context.Context, me *model.Error, tries int, spent time.Duration) (bool, error) {
+	p := ru.lim.ModelRetry
+	if tries >= p.Attempts || me.RetryAfter > p.MaxBackoff {
+		return false, nil
 	}
-	return ru.lim.ThrottleDelay
+	var wait time.Duration
+	if me.Transient() {
+		wait = p.Wait(tries, me.RetryAfter)
+	}
+	if !ru.fits(spent, wait) {
+		return false, nil
+	}
+	ru.r.log().WarnContext(ctx, "model step failed; redoing it", "session", ru.out.Session, "turn", ru.out.Turn,
+		"kind", me.Kind, "status", me.Status, "try", tries, "wait", wait, "err", me)
+	if wait <= 0 {
+		return true, nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// suspendFault suspends a turn whose model fault outlasted the step's
+// tries or time, with a wake delayed by the agent's policy. The delay grows
+// with each such suspension in a row (a completed step breaks the row);
+// past the policy's Suspensions the turn fails instead.
+func (ru *run) suspendFault(ctx context.Context, me *model.Error) (Outcome, error) {
+	p := ru.lim.ModelRetry
+	n := 1
+	if t := ru.sess.State.Turn; t != nil && ru.out.Steps == 0 {
+		n = t.Faults + 1
+	}
+	if n > p.Suspensions {
+		return ru.fail(ctx, reducer.FailModel, fmt.Errorf("the model stayed unavailable through %d suspensions of the turn: %w", n-1, me))
+	}
+	cause := reducer.CauseModelUnavailable
+	if me.Kind == model.Throttled {
+		cause = reducer.CauseThrottled
+	}
+	delay := p.WakeAfter(n, me.RetryAfter)
+	ru.r.log().WarnContext(ctx, "model unavailable; suspending the turn", "session", ru.out.Session, "turn", ru.out.Turn,
+		"cause", cause, "suspension", n, "wake", delay, "err", me)
+	return ru.suspend(ctx, cause, delay, reducer.Fact{Type: reducer.TurnSuspended, Faults: n, Wake: ru.r.Sessions.Clock().Add(delay)})
+}
+
+// modelFailure says in plain words what a model error that cannot succeed
+// on a retry means for whoever reads the failed turn.
+func modelFailure(err error) error {
+	switch model.KindOf(err) {
+	case model.Auth:
+		return fmt.Errorf("the model provider refused the credentials (check the API key or the role's permissions): %w", err)
+	case model.ContextTooLong:
+		return fmt.Errorf("the conversation no longer fits the model's context window: %w", err)
+	case model.InvalidRequest:
+		return fmt.Errorf("the model provider rejected the request: %w", err)
+	}
+	return err
 }
 
 // step asks the model for one step and returns its parts, from start-step
@@ -566,7 +654,7 @@ func (ru *run) shelve(ctx context.Context) (Outcome, error) {
 	ru.out.Kind, ru.out.Cause = Suspended, reducer.CauseThrottled
 	if ru.r.Waker != nil {
 		w := wake.Wake{Session: ru.out.Session, Reason: string(reducer.CauseThrottled), Seq: ru.sess.State.LastSeq}
-		if err := ru.r.Waker.Wake(ctx, w, ru.lim.ThrottleDelay); err != nil {
+		if err := ru.r.Waker.Wake(ctx, w, ru.lim.ModelRetry.WakeDelay); err != nil {
 			ru.r.log().WarnContext(ctx, "wake not sent", "session", ru.out.Session, "err", err)
 		}
 	}

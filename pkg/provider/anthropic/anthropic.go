@@ -52,8 +52,9 @@ type Model struct {
 
 var _ model.Model = (*Model)(nil)
 
-// New returns a Model for cfg. The SDK's own retries are off: baton retries
-// through model.WithRetry, so a throttled step can become a suspension.
+// New returns a Model for cfg. The SDK's own retries are off: the turn
+// runner redoes a failed step under the agent's model.RetryPolicy, so a
+// fault that persists can become a suspension.
 func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("anthropic: config: model is required")
@@ -175,7 +176,7 @@ func (s *state) handle(ev *sdk.MessageStreamEventUnion) ([]model.Event, error) {
 		case "input_json_delta":
 			b := s.blocks[ev.Index]
 			if b == nil {
-				return nil, &model.Error{Kind: model.Other, Err: fmt.Errorf("anthropic: input delta for unknown block %d", ev.Index)}
+				return nil, &model.Error{Kind: model.Interrupted, Err: fmt.Errorf("anthropic: malformed stream: input delta for unknown block %d", ev.Index)}
 			}
 			b.input.WriteString(d.PartialJSON)
 		}
@@ -202,10 +203,10 @@ func (s *state) handle(ev *sdk.MessageStreamEventUnion) ([]model.Event, error) {
 		}
 	case "message_stop":
 		if s.stop == "" {
-			return nil, &model.Error{Kind: model.Other, Err: errors.New("anthropic: message stopped without a stop reason")}
+			return nil, &model.Error{Kind: model.Interrupted, Err: errors.New("anthropic: malformed stream: message stopped without a stop reason")}
 		}
 		if s.incomplete != "" && s.stop != model.StopLength {
-			return nil, &model.Error{Kind: model.Other, Err: fmt.Errorf("anthropic: tool call %s: input is not valid JSON", s.incomplete)}
+			return nil, provider.BadToolInput(name, s.incomplete)
 		}
 		s.done = true
 		return s.one(model.Event{Type: model.Finish, Stop: s.stop, Usage: s.usage}), nil

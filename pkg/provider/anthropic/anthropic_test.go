@@ -229,13 +229,13 @@ func TestTruncatedStream(t *testing.T) {
 	srv := pt.NewServer(t, pt.Reply{Header: sseHeader, Chunks: [][]byte{pt.SSE(textStep[:8]...)}, Abort: true})
 	_, err := pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
 	var me *model.Error
-	if !errors.As(err, &me) || me.Kind != model.Other {
+	if !errors.As(err, &me) || me.Kind != model.Interrupted {
 		t.Fatalf("err = %v", err)
 	}
 	// A stream that ends cleanly before message_stop is cut off too.
 	srv = pt.NewServer(t, sse(textStep[:12]...))
 	_, err = pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
-	if model.KindOf(err) != model.Other || !strings.Contains(err.Error(), "before the model finished") {
+	if model.KindOf(err) != model.Interrupted || !strings.Contains(err.Error(), "before the model finished") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -255,49 +255,38 @@ func TestToolInputCutOffByMaxTokens(t *testing.T) {
 	if err != nil || len(pt.Calls(evs)) != 0 || evs[len(evs)-1].Stop != model.StopLength {
 		t.Fatalf("events = %+v err = %v", evs, err)
 	}
-	// The same cut-off input with any other stop reason is an error.
+	// The same cut-off input with any other stop reason is bad output.
 	step[9] = `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":10}}`
 	srv = pt.NewServer(t, sse(step...))
-	if _, err := pt.Collect(newModel(t, srv).Stream(context.Background(), req())); model.KindOf(err) != model.Other {
+	if _, err := pt.Collect(newModel(t, srv).Stream(context.Background(), req())); model.KindOf(err) != model.BadOutput {
 		t.Fatalf("err = %v", err)
 	}
 }
 
-func TestThrottledThenSuccessWithRetry(t *testing.T) {
+func TestThrottledIsRetryableWithItsHint(t *testing.T) {
 	srv := pt.NewServer(t,
 		errorReply(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", http.Header{"Retry-After": {"3"}}),
 		sse(textStep...),
 	)
-	var waits []time.Duration
-	m := model.WithRetry(newModel(t, srv), model.RetryPolicy{
-		Base: 100 * time.Millisecond, Max: 10 * time.Second, Attempts: 3,
-		Sleep: func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return nil },
-	})
-	evs, err := pt.Collect(m.Stream(context.Background(), req()))
-	if err != nil {
-		t.Fatal(err)
+	_, err := pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
+	var me *model.Error
+	if !errors.As(err, &me) || me.Kind != model.Throttled || !me.Transient() || me.RetryAfter != 3*time.Second {
+		t.Fatalf("err = %#v, want throttled with the 3s retry-after", err)
 	}
-	if pt.Text(evs, model.TextDelta) != "Hello there!" || len(srv.Requests()) != 2 {
-		t.Fatalf("events = %+v after %d requests", evs, len(srv.Requests()))
-	}
-	if len(waits) != 1 || waits[0] != 3*time.Second {
-		t.Fatalf("waits = %v, want the 3s retry-after", waits)
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("requests = %d, want 1 (the SDK must not retry on its own)", n)
 	}
 }
 
-func TestPersistentOverloadEndsRetryable(t *testing.T) {
+func TestOverloadIsRetryable(t *testing.T) {
 	srv := pt.NewServer(t, errorReply(529, "overloaded_error", "Overloaded", nil))
-	m := model.WithRetry(newModel(t, srv), model.RetryPolicy{
-		Base: time.Millisecond, Max: time.Second, Attempts: 3,
-		Sleep: func(context.Context, time.Duration) error { return nil },
-	})
-	_, err := pt.Collect(m.Stream(context.Background(), req()))
+	_, err := pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
 	var me *model.Error
 	if !errors.As(err, &me) || me.Kind != model.Overloaded || me.Status != 529 || !me.Retryable() {
 		t.Fatalf("err = %#v", err)
 	}
-	if n := len(srv.Requests()); n != 3 {
-		t.Fatalf("requests = %d, want 3 (the SDK must not retry on its own)", n)
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("requests = %d, want 1 (the SDK must not retry on its own)", n)
 	}
 }
 
@@ -313,7 +302,11 @@ func TestErrorClassification(t *testing.T) {
 		{errorReply(400, "invalid_request_error", "messages.1.content.0: unexpected tool_use_id", nil), model.InvalidRequest},
 		{errorReply(401, "authentication_error", "invalid x-api-key", nil), model.Auth},
 		{errorReply(403, "permission_error", "no access", nil), model.Auth},
-		{errorReply(500, "api_error", "Internal server error", nil), model.Other},
+		{errorReply(500, "api_error", "Internal server error", nil), model.Unavailable},
+		{errorReply(502, "api_error", "Bad gateway", nil), model.Unavailable},
+		{errorReply(504, "timeout_error", "Gateway timeout", nil), model.Unavailable},
+		{errorReply(404, "not_found_error", "model: claude-nope", nil), model.InvalidRequest},
+		{errorReply(413, "request_too_large", "Request exceeds the maximum allowed number of bytes.", nil), model.ContextTooLong},
 	}
 	for _, c := range cases {
 		srv := pt.NewServer(t, c.reply)

@@ -49,8 +49,8 @@ type Model struct {
 var _ model.Model = (*Model)(nil)
 
 // New returns a Model calling Bedrock through client. Each call turns the
-// SDK's retries off (baton retries through model.WithRetry), so the client
-// may be shared with code that wants them.
+// SDK's retries off (the turn runner redoes a failed step under the agent's
+// model.RetryPolicy), so the client may be shared with code that wants them.
 func New(client *bedrockruntime.Client, cfg Config) (*Model, error) {
 	if client == nil {
 		return nil, errors.New("bedrock: client is required")
@@ -163,7 +163,7 @@ func (s *state) handle(ev types.ConverseStreamOutput) (model.Event, bool, error)
 		case *types.ContentBlockDeltaMemberToolUse:
 			tu := s.tools[aws.ToInt32(v.Value.ContentBlockIndex)]
 			if tu == nil {
-				return model.Event{}, false, &model.Error{Kind: model.Other, Err: fmt.Errorf("bedrock: toolUse delta for unknown block %d", aws.ToInt32(v.Value.ContentBlockIndex))}
+				return model.Event{}, false, &model.Error{Kind: model.Interrupted, Err: fmt.Errorf("bedrock: malformed stream: toolUse delta for unknown block %d", aws.ToInt32(v.Value.ContentBlockIndex))}
 			}
 			tu.input.WriteString(aws.ToString(d.Value.Input))
 		}
@@ -201,7 +201,7 @@ func (s *state) finish() (model.Event, error) {
 		return model.Event{}, provider.Truncated(name)
 	}
 	if s.incomplete != "" && s.stop != model.StopLength {
-		return model.Event{}, &model.Error{Kind: model.Other, Err: fmt.Errorf("bedrock: tool call %s: input is not valid JSON", s.incomplete)}
+		return model.Event{}, provider.BadToolInput(name, s.incomplete)
 	}
 	return model.Event{Type: model.Finish, Stop: s.stop, Usage: s.usage}, nil
 }

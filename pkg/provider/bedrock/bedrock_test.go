@@ -294,7 +294,7 @@ func TestExceptionMidStream(t *testing.T) {
 		{exc("throttlingException", `{"message":"Too many tokens, please wait before trying again."}`), model.Throttled},
 		{exc("serviceUnavailableException", `{"message":"Bedrock is unable to process your request."}`), model.Overloaded},
 		{exc("modelStreamErrorException", `{"message":"Model stream error","originalStatusCode":529,"originalMessage":"Overloaded"}`), model.Overloaded},
-		{exc("internalServerException", `{"message":"The system encountered an unexpected error during processing. Try your request again."}`), model.Other},
+		{exc("internalServerException", `{"message":"The system encountered an unexpected error during processing. Try your request again."}`), model.Unavailable},
 	}
 	for _, c := range cases {
 		srv := pt.NewServer(t, stream(t, append(slices.Clone(textStep[:2]), c.exc)...))
@@ -313,7 +313,7 @@ func TestTruncatedStream(t *testing.T) {
 	// Ends cleanly after two frames: no messageStop.
 	srv := pt.NewServer(t, stream(t, textStep[:2]...))
 	_, err := pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
-	if model.KindOf(err) != model.Other || !strings.Contains(err.Error(), "before the model finished") {
+	if model.KindOf(err) != model.Interrupted || !strings.Contains(err.Error(), "before the model finished") {
 		t.Fatalf("err = %v", err)
 	}
 	// Cut mid-frame.
@@ -323,47 +323,35 @@ func TestTruncatedStream(t *testing.T) {
 	r.Abort = true
 	srv = pt.NewServer(t, r)
 	_, err = pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
-	if model.KindOf(err) != model.Other {
+	if model.KindOf(err) != model.Interrupted {
 		t.Fatalf("err = %v", err)
 	}
 }
 
-func TestThrottledThenSuccessWithRetry(t *testing.T) {
+func TestThrottledIsRetryable(t *testing.T) {
 	srv := pt.NewServer(t,
 		errorReply(429, "ThrottlingException", "Too many requests, please wait before trying again.", nil),
 		stream(t, textStep...),
 	)
-	var waits []time.Duration
-	m := model.WithRetry(newModel(t, srv), model.RetryPolicy{
-		Base: 100 * time.Millisecond, Max: 10 * time.Second, Attempts: 3,
-		Sleep:  func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return nil },
-		Jitter: func(d time.Duration) time.Duration { return 0 },
-	})
-	evs, err := pt.Collect(m.Stream(context.Background(), req()))
-	if err != nil {
-		t.Fatal(err)
+	_, err := pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
+	var me *model.Error
+	if !errors.As(err, &me) || me.Kind != model.Throttled || !me.Transient() {
+		t.Fatalf("err = %#v, want throttled", err)
 	}
-	if pt.Text(evs, model.TextDelta) != "Hello there!" || len(srv.Requests()) != 2 {
-		t.Fatalf("events = %+v after %d requests", evs, len(srv.Requests()))
-	}
-	if len(waits) != 1 || waits[0] != 50*time.Millisecond {
-		t.Fatalf("waits = %v", waits)
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("requests = %d, want 1 (the SDK must not retry on its own)", n)
 	}
 }
 
-func TestPersistentUnavailableEndsRetryable(t *testing.T) {
+func TestUnavailableIsRetryable(t *testing.T) {
 	srv := pt.NewServer(t, errorReply(503, "ServiceUnavailableException", "Bedrock is unable to process your request.", nil))
-	m := model.WithRetry(newModel(t, srv), model.RetryPolicy{
-		Base: time.Millisecond, Max: time.Second, Attempts: 3,
-		Sleep: func(context.Context, time.Duration) error { return nil },
-	})
-	_, err := pt.Collect(m.Stream(context.Background(), req()))
+	_, err := pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
 	var me *model.Error
 	if !errors.As(err, &me) || me.Kind != model.Overloaded || me.Status != 503 || !me.Retryable() {
 		t.Fatalf("err = %#v", err)
 	}
-	if n := len(srv.Requests()); n != 3 {
-		t.Fatalf("requests = %d, want 3 (the SDK must not retry on its own)", n)
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("requests = %d, want 1 (the SDK must not retry on its own)", n)
 	}
 }
 
@@ -378,7 +366,10 @@ func TestErrorClassification(t *testing.T) {
 		{errorReply(400, "ValidationException", "The model returned the following errors: prompt is too long: 212345 tokens > 200000 maximum", nil), model.ContextTooLong},
 		{errorReply(400, "ValidationException", "A conversation must alternate between user and assistant roles.", nil), model.InvalidRequest},
 		{errorReply(403, "AccessDeniedException", "You don't have access to the model with the specified model ID.", nil), model.Auth},
-		{errorReply(500, "InternalServerException", "internal", nil), model.Other},
+		{errorReply(500, "InternalServerException", "internal", nil), model.Unavailable},
+		{errorReply(502, "InternalServerException", "bad gateway", nil), model.Unavailable},
+		{errorReply(408, "ModelTimeoutException", "Model has timed out in processing the request.", nil), model.Unavailable},
+		{errorReply(404, "ResourceNotFoundException", "Could not resolve the foundation model from the provided model identifier.", nil), model.InvalidRequest},
 	}
 	for _, c := range cases {
 		srv := pt.NewServer(t, c.reply)

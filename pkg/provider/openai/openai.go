@@ -61,8 +61,8 @@ type Model struct {
 
 var _ model.Model = (*Model)(nil)
 
-// New returns a Model for cfg. The SDK's own retries are off: baton retries
-// through model.WithRetry.
+// New returns a Model for cfg. The SDK's own retries are off: the turn
+// runner redoes a failed step under the agent's model.RetryPolicy.
 func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai: config: model is required")
@@ -205,7 +205,7 @@ func (s *state) finish() ([]model.Event, error) {
 			if s.stop == model.StopLength {
 				continue // cut off by the token limit: no call to make
 			}
-			return nil, &model.Error{Kind: model.Other, Err: fmt.Errorf("openai: tool call %s (%s): arguments are not valid JSON", c.id, c.name)}
+			return nil, provider.BadToolInput(name, c.id+" ("+c.name+")")
 		}
 		// A call the server gave no id keeps none: the runner gives every
 		// call baton's own id and a unique wire id.

@@ -260,52 +260,41 @@ func TestBrokenStream(t *testing.T) {
 	srv := pt.NewServer(t, pt.Reply{Header: sseHeader, Chunks: [][]byte{body, []byte(`data: {"id":"chatcmpl-B9`)}, Abort: true})
 	evs, err := pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
 	var me *model.Error
-	if !errors.As(err, &me) || me.Kind != model.Other || pt.Text(evs, model.TextDelta) != "Hel" {
+	if !errors.As(err, &me) || me.Kind != model.Interrupted || pt.Text(evs, model.TextDelta) != "Hel" {
 		t.Fatalf("events = %+v err = %#v", evs, err)
 	}
 	// A stream that ends cleanly but before any finish reason is broken too.
 	srv = pt.NewServer(t, sse(textStep[:3]...))
 	_, err = pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
-	if model.KindOf(err) != model.Other || !strings.Contains(err.Error(), "before the model finished") {
+	if model.KindOf(err) != model.Interrupted || !strings.Contains(err.Error(), "before the model finished") {
 		t.Fatalf("err = %v", err)
 	}
 }
 
-func TestThrottledThenSuccessWithRetry(t *testing.T) {
+func TestThrottledIsRetryableWithItsHint(t *testing.T) {
 	srv := pt.NewServer(t,
 		errorReply(429, "requests", "rate_limit_exceeded", "Rate limit reached for gpt-4o in organization org-x on requests per min (RPM): Limit 500, Used 500, Requested 1.", http.Header{"Retry-After-Ms": {"1500"}}),
 		sse(textStep...),
 	)
-	var waits []time.Duration
-	m := model.WithRetry(newModel(t, srv), model.RetryPolicy{
-		Base: 100 * time.Millisecond, Max: 10 * time.Second, Attempts: 3,
-		Sleep: func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return nil },
-	})
-	evs, err := pt.Collect(m.Stream(context.Background(), req()))
-	if err != nil {
-		t.Fatal(err)
+	_, err := pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
+	var me *model.Error
+	if !errors.As(err, &me) || me.Kind != model.Throttled || !me.Transient() || me.RetryAfter != 1500*time.Millisecond {
+		t.Fatalf("err = %#v, want throttled with the 1.5s retry-after-ms", err)
 	}
-	if pt.Text(evs, model.TextDelta) != "Hello there!" || len(srv.Requests()) != 2 {
-		t.Fatalf("events = %+v after %d requests", evs, len(srv.Requests()))
-	}
-	if len(waits) != 1 || waits[0] != 1500*time.Millisecond {
-		t.Fatalf("waits = %v, want the 1.5s retry-after-ms", waits)
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("requests = %d, want 1 (the SDK must not retry on its own)", n)
 	}
 }
 
-func TestPersistentUnavailableEndsRetryable(t *testing.T) {
+func TestUnavailableIsRetryable(t *testing.T) {
 	srv := pt.NewServer(t, errorReply(503, "server_error", "", "The engine is currently overloaded, please try again later", nil))
-	m := model.WithRetry(newModel(t, srv), model.RetryPolicy{
-		Base: time.Millisecond, Max: time.Second, Attempts: 3,
-		Sleep: func(context.Context, time.Duration) error { return nil },
-	})
-	_, err := pt.Collect(m.Stream(context.Background(), req()))
+	_, err := pt.Collect(newModel(t, srv).Stream(context.Background(), req()))
 	var me *model.Error
 	if !errors.As(err, &me) || me.Kind != model.Overloaded || me.Status != 503 || !me.Retryable() {
 		t.Fatalf("err = %#v", err)
 	}
-	if n := len(srv.Requests()); n != 3 {
-		t.Fatalf("requests = %d, want 3", n)
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("requests = %d, want 1", n)
 	}
 }
 
@@ -321,7 +310,10 @@ func TestErrorClassification(t *testing.T) {
 		{errorReply(400, "BadRequestError", "", "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens.", nil), model.ContextTooLong},
 		{errorReply(400, "invalid_request_error", "", "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", nil), model.InvalidRequest},
 		{errorReply(401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided", nil), model.Auth},
-		{errorReply(500, "server_error", "", "The server had an error", nil), model.Other},
+		{errorReply(500, "server_error", "", "The server had an error", nil), model.Unavailable},
+		{errorReply(502, "server_error", "", "Bad gateway", nil), model.Unavailable},
+		{errorReply(504, "server_error", "", "Gateway timeout", nil), model.Unavailable},
+		{errorReply(404, "invalid_request_error", "model_not_found", "The model `gpt-nope` does not exist", nil), model.InvalidRequest},
 	}
 	for _, c := range cases {
 		srv := pt.NewServer(t, c.reply)

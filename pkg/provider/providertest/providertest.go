@@ -26,6 +26,9 @@ type Reply struct {
 	// Hold keeps the response open after the chunks until the client goes
 	// away, as a model still thinking.
 	Hold bool
+	// Drop closes the connection before any response, as a connection
+	// dropped by the server or a proxy.
+	Drop bool
 }
 
 // Request is a request the server received.
@@ -37,12 +40,29 @@ type Request struct {
 }
 
 // Server replays replies in order; once they run out it repeats the last.
+// While it is down (see Down), every request gets the down reply instead
+// and the replies wait.
 type Server struct {
 	*httptest.Server
 	mu       sync.Mutex
 	replies  []Reply
 	next     int
+	down     *Reply
 	requests []Request
+}
+
+// Down makes every request get rep until Up is called.
+func (s *Server) Down(rep Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = &rep
+}
+
+// Up ends Down: requests get the replies again, from where they were.
+func (s *Server) Up() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = nil
 }
 
 // NewServer starts a Server closed when the test ends.
@@ -61,9 +81,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-	rep := s.replies[min(s.next, len(s.replies)-1)]
-	s.next++
+	var rep Reply
+	if s.down != nil {
+		rep = *s.down
+	} else {
+		rep = s.replies[min(s.next, len(s.replies)-1)]
+		s.next++
+	}
 	s.mu.Unlock()
+
+	if rep.Drop {
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			panic(http.ErrAbortHandler)
+		}
+		conn, _, err := hj.Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return
+	}
 
 	for k, vs := range rep.Header {
 		for _, v := range vs {

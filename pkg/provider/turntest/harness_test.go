@@ -123,9 +123,8 @@ type outcome struct {
 
 // runTurn runs one turn on w: Start in invocation A suspends for the
 // email's approval after get_weather ran; the operator answers d; Resume in
-// a fresh invocation B, with a new provider instance wrapped in
-// model.WithRetry, completes the turn. It checks everything that does not
-// depend on the provider's wire format.
+// a fresh invocation B, with a new provider instance, completes the turn.
+// It checks everything that does not depend on the provider's wire format.
 func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	t.Helper()
 	ctx := ctxT(t)
@@ -188,7 +187,7 @@ func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	}
 
 	// Invocation B: nothing shared with A but the emulator and the server.
-	recB := &recorder{Model: model.WithRetry(w.model(t, srv.URL), model.RetryPolicy{Attempts: 2}), session: id}
+	recB := &recorder{Model: w.model(t, srv.URL), session: id}
 	b := fresh(demoAgent(t, recB))
 	out2, err := b.runner.Resume(ctx, id)
 	if err != nil {
