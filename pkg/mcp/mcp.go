@@ -3,8 +3,9 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -45,37 +46,54 @@ type Server struct {
 	Timeout time.Duration
 }
 
-// Check reports what is wrong with the server's configuration: a missing
-// name, a URL that is not absolute http or https, an empty or repeated
-// allow list entry, a bad header name, a negative timeout.
+// ConfigError is a server configuration that cannot be used. Field names
+// the part at fault: name, url, allow, headerEnv.<header> or timeout.
+type ConfigError struct {
+	Server, Field string
+	Err           error
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("mcp server %q: %s: %v", e.Server, e.Field, e.Err)
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Check reports what is wrong with the server's configuration, as a
+// *ConfigError: a missing name, a URL that is not absolute http or https,
+// an empty allow list or an empty or repeated entry in it, a bad header
+// name or one with no variable, a negative timeout.
 func (s Server) Check() error {
+	bad := func(field string, format string, args ...any) error {
+		return &ConfigError{Server: s.Name, Field: field, Err: fmt.Errorf(format, args...)}
+	}
 	if s.Name == "" {
-		return errors.New("mcp server has no name")
+		return bad("name", "missing")
 	}
 	u, err := url.Parse(s.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("mcp server %q: url %q: want an absolute http or https URL", s.Name, s.URL)
+		return bad("url", "%q: want an absolute http or https URL", s.URL)
 	}
 	if len(s.Allow) == 0 {
-		return fmt.Errorf("mcp server %q: allow lists no tools", s.Name)
+		return bad("allow", "lists no tools: name the tools the agent may call")
 	}
 	seen := map[string]bool{}
 	for _, n := range s.Allow {
 		if n == "" || seen[n] {
-			return fmt.Errorf("mcp server %q: allow: %q is empty or repeated", s.Name, n)
+			return bad("allow", "%q is empty or repeated", n)
 		}
 		seen[n] = true
 	}
-	for h, env := range s.HeaderEnv {
-		if h == "" || strings.ContainsAny(h, " :\r\n") {
-			return fmt.Errorf("mcp server %q: header %q: not a valid header name", s.Name, h)
+	for _, h := range slices.Sorted(maps.Keys(s.HeaderEnv)) {
+		if h == "" || strings.ContainsAny(h, " :\r\n\t") {
+			return bad("headerEnv."+h, "not a valid header name")
 		}
-		if env == "" {
-			return fmt.Errorf("mcp server %q: header %s names no environment variable", s.Name, h)
+		if s.HeaderEnv[h] == "" {
+			return bad("headerEnv."+h, "names no environment variable")
 		}
 	}
 	if s.Timeout < 0 {
-		return fmt.Errorf("mcp server %q: timeout is negative", s.Name)
+		return bad("timeout", "negative")
 	}
 	return nil
 }
@@ -112,8 +130,9 @@ type Dialer struct {
 // connects afresh within the caller's deadline and the server's timeout,
 // so a call to a server that is down ends in an error the model sees,
 // never a hang. Tools fails when the server's configuration is bad, a
-// header's environment variable is empty, the server cannot be listed, or
-// an allowed tool is not among those it lists.
+// header's environment variable is empty or an allowed tool is not among
+// those the server lists (a *ConfigError), or when the server cannot be
+// listed.
 func (d Dialer) Tools(ctx context.Context, s Server) ([]tool.Tool, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
@@ -123,14 +142,15 @@ func (d Dialer) Tools(ctx context.Context, s Server) ([]tool.Tool, error) {
 		getenv = os.Getenv
 	}
 	headers := http.Header{}
-	for h, env := range s.HeaderEnv {
+	for _, h := range slices.Sorted(maps.Keys(s.HeaderEnv)) {
+		env := s.HeaderEnv[h]
 		v := getenv(env)
 		if v == "" {
-			return nil, fmt.Errorf("mcp server %q: header %s: environment variable %s is empty", s.Name, h, env)
+			return nil, &ConfigError{Server: s.Name, Field: "headerEnv." + h, Err: fmt.Errorf("environment variable %s is empty", env)}
 		}
 		headers.Set(h, v)
 	}
-	c := &conn{server: s, client: d.client(headers)}
+	c := &conn{server: s, base: d.HTTPClient, headers: headers}
 
 	listed := map[string]*sdk.Tool{}
 	err := c.session(ctx, func(ctx context.Context, cs *sdk.ClientSession) error {
@@ -154,7 +174,7 @@ func (d Dialer) Tools(ctx context.Context, s Server) ([]tool.Tool, error) {
 				have = append(have, n)
 			}
 			slices.Sort(have)
-			return nil, fmt.Errorf("mcp server %q: allow names %q, which the server does not list (it lists %s)", s.Name, name, strings.Join(have, ", "))
+			return nil, &ConfigError{Server: s.Name, Field: "allow", Err: fmt.Errorf("names %q, which the server does not list (it lists %s)", name, strings.Join(have, ", "))}
 		}
 		bt, err := c.adapt(t)
 		if err != nil {
@@ -165,49 +185,77 @@ func (d Dialer) Tools(ctx context.Context, s Server) ([]tool.Tool, error) {
 	return out, nil
 }
 
-func (d Dialer) client(headers http.Header) *http.Client {
-	base := d.HTTPClient
-	if base == nil {
-		base = &http.Client{}
-	}
-	rt := base.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	hc := *base
-	hc.Transport = headerTransport{base: rt, headers: headers}
-	return &hc
-}
-
-// headerTransport adds fixed headers to every request.
-type headerTransport struct {
-	base    http.RoundTripper
+// conn reaches one server.
+type conn struct {
+	server  Server
+	base    *http.Client // nil for a default client
 	headers http.Header
 }
 
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
+// client returns an HTTP client that adds the server's headers and ends
+// every request, including the SDK's clean-up requests, once bound is done.
+func (c *conn) client(bound context.Context) *http.Client {
+	hc := http.Client{}
+	if c.base != nil {
+		hc = *c.base
+	}
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	hc.Transport = transport{base: rt, headers: c.headers, bound: bound}
+	return &hc
+}
+
+// transport adds fixed headers to every request and cancels it when
+// bound is done.
+type transport struct {
+	base    http.RoundTripper
+	headers http.Header
+	bound   context.Context
+}
+
+func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(t.bound, cancel)
+	done := func() {
+		stop()
+		cancel()
+	}
+	r = r.Clone(ctx)
 	for h, vs := range t.headers {
 		r.Header[h] = vs
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	resp.Body = &body{ReadCloser: resp.Body, done: done}
+	return resp, nil
 }
 
-// conn reaches one server.
-type conn struct {
-	server Server
-	client *http.Client
+// body releases its request's context when closed.
+type body struct {
+	io.ReadCloser
+	done func()
+}
+
+func (b *body) Close() error {
+	err := b.ReadCloser.Close()
+	b.done()
+	return err
 }
 
 // session runs f on a fresh session, bounded by the server's timeout, and
-// closes the session.
+// closes the session. Nothing it starts outlives ctx.
 func (c *conn) session(ctx context.Context, f func(context.Context, *sdk.ClientSession) error) error {
 	ctx, cancel := context.WithTimeout(ctx, c.server.timeout())
 	defer cancel()
 	cl := sdk.NewClient(&sdk.Implementation{Name: "baton", Version: "v1"}, nil)
 	cs, err := cl.Connect(ctx, &sdk.StreamableClientTransport{
 		Endpoint:             c.server.URL,
-		HTTPClient:           c.client,
+		HTTPClient:           c.client(ctx),
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
 	}, nil)

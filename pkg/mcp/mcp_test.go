@@ -120,20 +120,28 @@ func TestToolsRefusesBadConfiguration(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 	for name, c := range map[string]struct {
-		s    mcp.Server
-		d    mcp.Dialer
-		want string
+		s     mcp.Server
+		d     mcp.Dialer
+		field string
+		want  string
 	}{
-		"no allow list":       {mcp.Server{Name: "f", URL: srv.URL}, dialer, "allow lists no tools"},
-		"bad url":             {mcp.Server{Name: "f", URL: "files.local", Allow: []string{"x"}}, dialer, "absolute http"},
-		"no name":             {mcp.Server{URL: srv.URL, Allow: []string{"x"}}, dialer, "no name"},
-		"empty header env":    {server(srv.URL), mcp.Dialer{Getenv: env(nil)}, "FILES_TOKEN is empty"},
-		"tool not on server":  {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"lookup", "nope"}}, dialer, `allow names "nope"`},
-		"repeated allow name": {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"lookup", "lookup"}}, dialer, "repeated"},
+		"no allow list":       {mcp.Server{Name: "f", URL: srv.URL}, dialer, "allow", "lists no tools"},
+		"bad url":             {mcp.Server{Name: "f", URL: "files.local", Allow: []string{"x"}}, dialer, "url", "absolute http"},
+		"no name":             {mcp.Server{URL: srv.URL, Allow: []string{"x"}}, dialer, "name", "missing"},
+		"bad header":          {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"x"}, HeaderEnv: map[string]string{"X Y": "V"}}, dialer, "headerEnv.X Y", "header name"},
+		"empty header env":    {server(srv.URL), mcp.Dialer{Getenv: env(nil)}, "headerEnv.Authorization", "FILES_TOKEN is empty"},
+		"tool not on server":  {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"lookup", "nope"}}, dialer, "allow", `names "nope"`},
+		"repeated allow name": {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"lookup", "lookup"}}, dialer, "allow", "repeated"},
+		"negative timeout":    {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"x"}, Timeout: -1}, dialer, "timeout", "negative"},
 	} {
-		if _, err := c.d.Tools(ctx, c.s); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: err = %v, want it to mention %q", name, err, c.want)
+		_, err := c.d.Tools(ctx, c.s)
+		var ce *mcp.ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want a ConfigError on %s mentioning %q", name, err, c.field, c.want)
 		}
+	}
+	if len(srv.Calls()) != 0 {
+		t.Fatalf("a refused configuration called tools: %v", srv.Calls())
 	}
 }
 
