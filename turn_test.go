@@ -208,3 +208,41 @@ func executions(t *testing.T, a *app.App, id string) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// TestTurnWithADownMCPServerGivesTheModelAnError: a server that goes away
+// after the agent was built gives the model an error result, and the turn
+// goes on to complete.
+func TestTurnWithADownMCPServerGivesTheModelAnError(t *testing.T) {
+	ctx := context.Background()
+	srv := mcptest.Start()
+	m, err := baton.Script([]byte(`{"steps":[
+	 {"text":"Looking.","toolCalls":[{"name":"lookup","input":{"path":"/srv/a"}}]},
+	 {"text":"The file server is down."}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := baton.Agent{Name: "files", Model: m,
+		MCP: []baton.MCPServer{{Name: "files", URL: srv.URL, Allow: []string{mcptest.Lookup}}}}.Build(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+
+	a := stack(t, agent)
+	id := ids.New("s")
+	if _, err := a.Sessions.Create(ctx, id, "alice", "files"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Sessions.Post(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, "Look."); err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.Runner.Start(ctx, id)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("outcome = %+v, %v, want completed", out, err)
+	}
+	e := part(read(t, a, id, out.Turn), streams.ToolOutputError)
+	if e == nil || !strings.Contains(e.ErrorText, `mcp server "files"`) || !strings.Contains(e.ErrorText, "connection refused") {
+		t.Fatalf("error result = %+v", e)
+	}
+}
