@@ -2,13 +2,13 @@ package baton
 
 import "github.com/baton-run/baton/pkg/model"
 
-// Model is a language model: Stream plays one step of a turn. The events end
-// with a Finish event, or with a non-nil error, and then the step is
-// abandoned and retried or the turn suspended. An implementation honours
-// ctx's deadline. To have the runner suspend a throttled turn and resume it
-// later rather than fail it, return a *model.Error with Kind
-// model.Throttled or model.Overloaded. Wrap a Model in model.WithRetry to
-// back off within the step's time first.
+// Model is a language model: Stream plays one step of a turn, and honours
+// ctx's deadline. The events end with a Finish event, or with a non-nil
+// error, which drops the step: a *model.Error of kind model.Throttled or
+// model.Overloaded suspends the turn to resume after a pause (its
+// RetryAfter, or the agent's ThrottleDelay); any other error fails the
+// turn. Wrap a Model in model.WithRetry to back off within the step's time
+// first.
 type Model = model.Model
 
 // Request is one step's input to a Model: the system prompt, the
