@@ -1,8 +1,9 @@
-// Package baton holds what belongs to the repository as a whole: the AWS SAM
-// template that deploys the three functions with their table, bucket and
-// queues. pkg/provision reads the same template to create matching resources
-// on LocalStack or kumo, so deployed and local resources cannot drift.
 package baton
+
+// The AWS SAM template deploys the three functions with their table, bucket
+// and queues. pkg/provision reads the same template to create matching
+// resources on LocalStack or kumo, so deployed and local resources cannot
+// drift.
 
 import _ "embed"
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 
+	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
@@ -26,6 +27,12 @@ type Deps struct {
 	Providers map[string]Provider
 	// Builtins are the Go tools agents may name. Nil means tool.Demo().
 	Builtins []tool.Tool
+	// Tools are Go tools the program registered, which agents may name
+	// besides the built-ins. A name may not be both.
+	Tools []tool.Tool
+	// MCP lists a server's allowed tools; nil means an mcp.Dialer reading
+	// header values with Getenv.
+	MCP func(ctx context.Context, s mcp.Server) ([]tool.Tool, error)
 	// Declared builds a tool declared in the file (kind lambda or http).
 	// Nil means declared tools are refused.
 	Declared func(d Decl) (tool.Tool, error)
@@ -56,6 +63,14 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 	getenv := deps.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
+	}
+	listMCP := deps.MCP
+	if listMCP == nil {
+		listMCP = mcp.Dialer{Getenv: getenv}.Tools
+	}
+	named, err := namedTools(builtins, deps.Tools)
+	if err != nil {
+		return nil, &ConfigError{File: name, Err: err}
 	}
 	out := turn.AgentMap{}
 	var errs []error
@@ -142,13 +157,8 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 					t.NeedsApproval = ref.Decl.Approval.Needs
 				}
 			default:
-				found := false
-				for _, b := range builtins {
-					if b.Name == ref.Name {
-						t, found = b, true
-					}
-				}
-				if !found {
+				var found bool
+				if t, found = named[ref.Name]; !found {
 					bad(field, fmt.Errorf("unknown tool %q", ref.Name))
 					continue
 				}
@@ -162,6 +172,35 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 				t.NeedsApproval = r.Needs
 			}
 			tools = append(tools, t)
+		}
+		for i, s := range c.MCP {
+			field := fmt.Sprintf("mcp[%d]", i)
+			ms, err := s.server()
+			if err != nil {
+				bad(field+".timeout", err)
+				continue
+			}
+			mts, err := listMCP(ctx, ms)
+			var mce *mcp.ConfigError
+			if errors.As(err, &mce) {
+				bad(field+"."+mce.Field, mce.Err)
+				continue
+			}
+			if err != nil {
+				bad(field, err)
+				continue
+			}
+			for _, t := range mts {
+				if seen[t.Name] {
+					bad(field+".allow", fmt.Errorf("tool %q: the agent already has a tool of that name", t.Name))
+					continue
+				}
+				seen[t.Name] = true
+				if r, ok := c.Approvals[t.Name]; ok {
+					t.NeedsApproval = r.Needs
+				}
+				tools = append(tools, t)
+			}
 		}
 		for tn := range c.Approvals {
 			if !seen[tn] {
@@ -177,6 +216,36 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// namedTools indexes the tools agents may name: the built-ins and the
+// program's own, which must not share a name.
+func namedTools(builtins, extra []tool.Tool) (map[string]tool.Tool, error) {
+	out := make(map[string]tool.Tool, len(builtins)+len(extra))
+	for _, t := range builtins {
+		out[t.Name] = t
+	}
+	for _, t := range extra {
+		if _, dup := out[t.Name]; dup {
+			return nil, fmt.Errorf("Go tool %q: a built-in or another Go tool has that name", t.Name)
+		}
+		out[t.Name] = t
+	}
+	return out, nil
+}
+
+// server converts the configuration; the only thing it checks is the
+// timeout, as mcp.Server.Check checks the rest.
+func (s MCPServer) server() (mcp.Server, error) {
+	out := mcp.Server{Name: s.Name, URL: s.URL, HeaderEnv: s.HeaderEnv, Allow: s.Allow}
+	if s.Timeout != "" {
+		d, err := duration(s.Timeout, "")
+		if err != nil {
+			return mcp.Server{}, err
+		}
+		out.Timeout = d
 	}
 	return out, nil
 }

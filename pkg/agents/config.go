@@ -46,8 +46,12 @@ type Config struct {
 	// require it with tool calls (DeepSeek-style thinking).
 	EchoReasoning bool   `json:"echoReasoning,omitempty"`
 	System        string `json:"system,omitempty"`
-	// Tools lists built-in tool names or declared tools.
+	// Tools lists built-in tool names, names of Go tools the program
+	// registered (Deps.Tools), or declared tools.
 	Tools []ToolRef `json:"tools,omitempty"`
+	// MCP lists remote MCP servers whose allowed tools the agent may call,
+	// after its other tools.
+	MCP []MCPServer `json:"mcp,omitempty"`
 	// Approvals maps a tool name to its approval rule, overriding the tool's own.
 	Approvals       map[string]Rule `json:"approvals,omitempty"`
 	Limits          Limits          `json:"limits,omitzero"`
@@ -133,6 +137,21 @@ type Decl struct {
 	URL         string          `json:"url,omitempty"`     // http
 	Timeout     string          `json:"timeout,omitempty"` // http and lambda; default 30s
 	Approval    *Rule           `json:"approval,omitempty"`
+}
+
+// MCPServer is a remote MCP server reached over streamable HTTP (see
+// package mcp for how its tools' annotations become effects and approval
+// rules; the agent's approvals override them by tool name).
+type MCPServer struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	// HeaderEnv maps an HTTP header to the environment variable holding
+	// its value, such as {"Authorization": "GITHUB_MCP_TOKEN"}.
+	HeaderEnv map[string]string `json:"headerEnv,omitempty"`
+	// Allow names the server's tools the agent may call. Required.
+	Allow []string `json:"allow"`
+	// Timeout bounds each request to the server (a Go duration); default 30s.
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // Rule is an approval policy: "never", "always", or conditions on the
@@ -344,12 +363,12 @@ func locate(agent json.RawMessage) string {
 					}
 				}
 			}
-		case "tools":
+		case "tools", "mcp":
 			var items []json.RawMessage
 			if json.Unmarshal(v, &items) == nil {
 				for i, it := range items {
 					if fails(k, []json.RawMessage{it}) {
-						return fmt.Sprintf("tools[%d]", i)
+						return fmt.Sprintf("%s[%d]", k, i)
 					}
 				}
 			}

@@ -1,6 +1,7 @@
 // Package agents loads the agent configuration file: named agents, each with
-// a provider and model, a system prompt, tools, approval rules, budgets and
-// an output cap. It validates the whole file at start-up, naming the file,
-// the agent and the field of every error, and builds the turn.Agents the
-// runner uses.
+// a provider and model, a system prompt, tools (built-in, registered by the
+// program in Go, declared, or from remote MCP servers), approval rules,
+// budgets and an output cap. It validates the whole file at start-up, naming
+// the file, the agent and the field of every error, and builds the
+// turn.Agents the runner uses.
 package agents

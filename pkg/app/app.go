@@ -22,6 +22,7 @@ import (
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/wake"
 )
@@ -103,9 +104,23 @@ type App struct {
 	Log      *slog.Logger
 }
 
+// Extras are what a Go program adds to the agent file: Go tools its JSON
+// agents may name, and agents built in Go.
+type Extras struct {
+	// Tools may be named by the file's agents, besides the built-ins.
+	Tools []tool.Tool
+	// Agents run besides the file's; a name may not be in both.
+	Agents []*turn.Agent
+}
+
 // New builds an App on clients.
 func New(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Logger) (*App, error) {
-	agentMap, err := LoadAgents(ctx, env.Agents, clients)
+	return NewWith(ctx, env, clients, log, Extras{})
+}
+
+// NewWith is New for a program that adds its own tools and agents.
+func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Logger, x Extras) (*App, error) {
+	agentMap, err := LoadAgentsWith(ctx, env.Agents, clients, x)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +154,32 @@ func FromOS(ctx context.Context) (*App, error) {
 // LoadAgents loads the agent file named by src: empty for the embedded
 // demo, s3://bucket/key for an S3 object, else a file path.
 func LoadAgents(ctx context.Context, src string, clients *awsenv.Clients) (turn.AgentMap, error) {
+	return LoadAgentsWith(ctx, src, clients, Extras{})
+}
+
+// LoadAgentsWith is LoadAgents with the program's extras: the file's agents
+// may name x.Tools, and x.Agents join them. An agent of x that shares a name
+// with one of the file's, or another of x, is an error.
+func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x Extras) (turn.AgentMap, error) {
+	out, err := loadFile(ctx, src, clients, x.Tools)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range x.Agents {
+		if a == nil || a.Name == "" {
+			return nil, errors.New("app: a Go agent has no name")
+		}
+		if out.Has(a.Name) {
+			return nil, fmt.Errorf("app: Go agent %q: an agent of that name is already defined", a.Name)
+		}
+		out[a.Name] = a
+	}
+	return out, nil
+}
+
+func loadFile(ctx context.Context, src string, clients *awsenv.Clients, tools []tool.Tool) (turn.AgentMap, error) {
 	deps := Deps(clients)
+	deps.Tools = tools
 	switch {
 	case src == "":
 		fsys, name := agents.Demo()

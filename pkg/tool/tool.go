@@ -43,6 +43,9 @@ type Tool struct {
 	// Run executes the call. An error is reported to the model as a tool
 	// error result; it does not fail the turn.
 	Run func(ctx context.Context, call Call) (json.RawMessage, error)
+	// Err, when set, is why the tool could not be made (such as a Go input
+	// type that has no JSON Schema). NewRegistry refuses such a tool.
+	Err error
 }
 
 // Approval reports whether a call with input needs approval.
@@ -73,6 +76,9 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 		}
 		if _, dup := r.tools[t.Name]; dup {
 			return nil, fmt.Errorf("tool: %q registered twice", t.Name)
+		}
+		if t.Err != nil {
+			return nil, fmt.Errorf("tool: %q: %w", t.Name, t.Err)
 		}
 		if t.Run == nil {
 			return nil, fmt.Errorf("tool: %q has no Run", t.Name)

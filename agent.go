@@ -1,0 +1,178 @@
+package baton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/baton-run/baton/pkg/mcp"
+	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/pkg/turn"
+)
+
+// Agent is an agent defined in Go: what a turn runs. It is the Go form of
+// an agent in the agent file, and both kinds run side by side.
+type Agent struct {
+	// Name is how sessions name the agent. Required.
+	Name string
+	// Model plays each step. Required.
+	Model Model
+	// System is the system prompt.
+	System string
+	// Tools are the agent's own tools, in the order the model sees them.
+	Tools []Tool
+	// MCP lists remote MCP servers whose allowed tools follow Tools.
+	MCP []MCPServer
+	// Approvals replace the approval policy of the named tools (its own or
+	// an MCP server's), such as Never() for a destructive MCP tool the
+	// agent may call freely.
+	Approvals map[string]Rule
+	// Limits bound each invocation and the whole turn; zero fields take
+	// the defaults (turn.DefaultLimits).
+	Limits Limits
+	// MaxOutputTokens caps each step's output; zero leaves it to the model.
+	MaxOutputTokens int
+	// MaxToolOutput caps a tool result in bytes; longer output is truncated
+	// and marked. Zero means 16 KiB.
+	MaxToolOutput int
+}
+
+// Limits bound a turn: the time an invocation may run and the margin it
+// keeps back, steps per invocation and per turn, invocations per turn, the
+// lease grace, how long an approval waits, the pause after a throttled
+// model, and the live flush interval. Zero fields take the defaults.
+type Limits = turn.Limits
+
+// MCPServer is a remote MCP server reached over streamable HTTP: a name, a
+// URL, headers whose values come from environment variables, and the allow
+// list of the tools the agent may call. Its tools' annotations set their
+// rules: readOnlyHint makes a read; any other tool is an external side
+// effect, idempotent when idempotentHint says so, and one that is
+// destructive (the MCP default) needs approval unless the agent's
+// Approvals say otherwise. A call to a server that is down or does not
+// answer in time gives the model an error result.
+type MCPServer = mcp.Server
+
+// AgentError is an Agent that does not build. Field names the part at
+// fault, such as "model", "tools[1]", "mcp[0].allow" or "approvals.x".
+type AgentError struct {
+	Agent, Field string
+	Err          error
+}
+
+func (e *AgentError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("agent %q: %v", e.Agent, e.Err)
+	}
+	return fmt.Sprintf("agent %q: %s: %v", e.Agent, e.Field, e.Err)
+}
+
+func (e *AgentError) Unwrap() error { return e.Err }
+
+// Build checks the agent and makes what the runner runs. It lists the
+// allowed tools of each MCP server, reading header values from the
+// process environment, so it needs the servers to answer; it applies
+// Approvals by tool name and compiles every tool's schema. Every problem
+// is reported, each an *AgentError, joined.
+func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
+	var errs []error
+	bad := func(field string, err error) {
+		errs = append(errs, &AgentError{Agent: a.Name, Field: field, Err: err})
+	}
+	if a.Name == "" {
+		bad("name", errors.New("missing"))
+	}
+	if a.Model == nil {
+		bad("model", errors.New("missing"))
+	}
+	if a.MaxOutputTokens < 0 {
+		bad("maxOutputTokens", errors.New("negative"))
+	}
+	if a.MaxToolOutput < 0 {
+		bad("maxToolOutput", errors.New("negative"))
+	}
+	if field, err := checkLimits(a.Limits); err != nil {
+		bad(field, err)
+	}
+
+	var tools []tool.Tool
+	seen := map[string]bool{}
+	add := func(field string, t tool.Tool) {
+		if seen[t.Name] {
+			bad(field, fmt.Errorf("tool %q: the agent already has a tool of that name", t.Name))
+			return
+		}
+		seen[t.Name] = true
+		if r, ok := a.Approvals[t.Name]; ok {
+			t.NeedsApproval = r.Needs
+		}
+		tools = append(tools, t)
+	}
+	for i, t := range a.Tools {
+		field := fmt.Sprintf("tools[%d]", i)
+		if t.Err != nil {
+			bad(field, fmt.Errorf("tool %q: %w", t.Name, t.Err))
+			continue
+		}
+		add(field, t)
+	}
+	for i, s := range a.MCP {
+		field := fmt.Sprintf("mcp[%d]", i)
+		mts, err := mcp.Dialer{}.Tools(ctx, s)
+		var ce *mcp.ConfigError
+		if errors.As(err, &ce) {
+			bad(field+"."+ce.Field, ce.Err)
+			continue
+		}
+		if err != nil {
+			bad(field, err)
+			continue
+		}
+		for _, t := range mts {
+			add(field+".allow", t)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(a.Approvals)) {
+		if err := checkRule(a.Approvals[name]); err != nil {
+			bad("approvals."+name, err)
+		} else if !seen[name] {
+			bad("approvals."+name, errors.New("names a tool the agent does not have"))
+		}
+	}
+	reg, err := tool.NewRegistry(tools...)
+	if err != nil {
+		bad("tools", err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &turn.Agent{Name: a.Name, System: a.System, Model: a.Model, Tools: reg,
+		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits}, nil
+}
+
+// checkLimits refuses negative limits and a margin that leaves nothing of
+// the budget.
+func checkLimits(l Limits) (string, error) {
+	for _, d := range []struct {
+		field string
+		neg   bool
+	}{
+		{"limits.Budget", l.Budget < 0}, {"limits.Margin", l.Margin < 0},
+		{"limits.MaxStepsPerInvocation", l.MaxStepsPerInvocation < 0},
+		{"limits.MaxStepsPerTurn", l.MaxStepsPerTurn < 0},
+		{"limits.MaxInvocationsPerTurn", l.MaxInvocationsPerTurn < 0},
+		{"limits.LeaseGrace", l.LeaseGrace < 0}, {"limits.ApprovalTTL", l.ApprovalTTL < 0},
+		{"limits.ThrottleDelay", l.ThrottleDelay < 0}, {"limits.LiveFlush", l.LiveFlush < 0},
+	} {
+		if d.neg {
+			return d.field, errors.New("negative")
+		}
+	}
+	full := l.WithDefaults()
+	if full.Margin >= full.Budget {
+		return "limits.Margin", fmt.Errorf("margin %s leaves nothing of the budget %s", full.Margin, full.Budget)
+	}
+	return "", nil
+}

@@ -1,0 +1,77 @@
+// Package baton runs LLM agent turns on AWS Lambda without a server: a turn
+// can outlive one invocation, wait days for an operator to approve a tool
+// call, stream live to a UI, and survive a crash without losing or silently
+// repeating a step. This package is the library's entry point: the types a
+// program touches to define agents and tools in Go.
+//
+// # Agents
+//
+// An Agent has a name, a Model, a system prompt, tools, approval rules and
+// Limits. Build checks it and makes what the runner runs; its errors are
+// *AgentError values that name the field at fault:
+//
+//	model, _ := baton.Script(script) // or your own Model
+//	a, err := baton.Agent{
+//		Name:   "ops",
+//		Model:  model,
+//		System: "You keep the fleet healthy.",
+//		Tools:  []baton.Tool{restart},
+//	}.Build(ctx)
+//
+// Agents defined in Go and agents of the JSON agent file (BATON_AGENTS) run
+// side by side: pass them, and the Go tools the file's agents may name, to
+// app.NewWith in an app.Extras. A JSON agent names a Go tool by its name,
+// as it names a built-in.
+//
+// # Tools
+//
+// Func makes a Tool of a typed Go function. Its input JSON Schema is
+// derived from the input type by github.com/google/jsonschema-go, and the
+// runner validates each call's input against it before the call; input
+// that does not match, and any error the function returns, reach the model
+// as the tool's error result, never as a failed turn. Options set the
+// effect (Read, Write, External), whether the tool is Idempotent, and when
+// a call NeedsApproval.
+//
+// Write and External tools are side effects. Before one runs, the execution
+// ledger records its start durably; if the invocation dies mid-call, the
+// resumed turn knows the outcome is uncertain: an Idempotent tool runs again
+// with the same IdempotencyKey, any other waits for an operator to rerun or
+// abandon it.
+//
+// # Approvals
+//
+// A call that needs approval suspends the turn until an operator answers
+// through the operator API; an approval runs the tool, a denial tells the
+// model. Rules are those of the agent file: Always, Never, PathPrefix (a
+// string field at or under a path) and Over (a number field above a limit).
+// A rule that cannot read the input asks: approvals fail closed. An agent's
+// Approvals replace the policy of a tool by name.
+//
+// # MCP servers
+//
+// An agent may also use the tools of remote MCP servers over streamable
+// HTTP (github.com/modelcontextprotocol/go-sdk). An MCPServer has a URL,
+// headers whose values come from named environment variables, and an allow
+// list; only allowed tools are offered to the model. Annotations set the
+// rules: readOnlyHint makes a read, anything else is an external side
+// effect covered by the ledger, idempotentHint makes it idempotent, and a
+// destructive tool (MCP's default) needs approval unless the agent's
+// Approvals say otherwise. A server that is down, or does not answer within
+// the step's time, gives the model an error result; the turn neither
+// crashes nor hangs.
+//
+// # Models
+//
+// A Model streams one step's events: text, reasoning, tool calls and a
+// finish with the stop reason and usage. Plug in your own by implementing
+// it; the providers baton ships (Anthropic, OpenAI-compatible, Bedrock) are
+// chosen by name in the agent file. Script makes a deterministic Model for
+// tests and demos.
+//
+// # The repository
+//
+// Template returns the AWS SAM template that deploys the three functions
+// (operator, resume, tick) with their table, bucket and queues; the local
+// dev server and the tests create the same resources from it.
+package baton

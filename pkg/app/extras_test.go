@@ -1,0 +1,49 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/pkg/turn"
+)
+
+func TestExtrasJoinTheFile(t *testing.T) {
+	ctx := context.Background()
+	e := emulator.Start()
+	defer e.Close()
+	path := filepath.Join(t.TempDir(), "agents.json")
+	cfg := `{"agents":{"helper":{"provider":"scripted","script":{"steps":[{"text":"hi"}]},"tools":["get_weather","ping"]}}}`
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ping := tool.Tool{Name: "ping", Description: "Ping.", Effect: tool.Read,
+		Run: func(context.Context, tool.Call) (json.RawMessage, error) { return json.RawMessage(`"pong"`), nil }}
+	goAgent := &turn.Agent{Name: "go-agent"}
+
+	m, err := app.LoadAgentsWith(ctx, path, e.Clients, app.Extras{Tools: []tool.Tool{ping}, Agents: []*turn.Agent{goAgent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["helper"].Tools.Get("ping"); !ok {
+		t.Fatal("the file's agent does not have the Go tool it names")
+	}
+	if m["go-agent"] != goAgent {
+		t.Fatal("the Go agent is missing")
+	}
+	// Without the Go tool, the file names an unknown tool.
+	if _, err := app.LoadAgents(ctx, path, e.Clients); err == nil || !strings.Contains(err.Error(), `unknown tool "ping"`) {
+		t.Fatalf("no extras: %v", err)
+	}
+	// A Go agent may not take a file agent's name.
+	_, err = app.LoadAgentsWith(ctx, path, e.Clients, app.Extras{Tools: []tool.Tool{ping}, Agents: []*turn.Agent{{Name: "helper"}}})
+	if err == nil || !strings.Contains(err.Error(), `Go agent "helper"`) {
+		t.Fatalf("clash: %v", err)
+	}
+}

@@ -1,0 +1,368 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/baton-run/baton/pkg/tool"
+)
+
+// DefaultTimeout bounds one request to a server (listing its tools, or one
+// call) when Server.Timeout is zero. The caller's deadline, when sooner,
+// wins.
+const DefaultTimeout = 30 * time.Second
+
+// IdempotencyKeyMeta is the _meta key under which every call carries its
+// idempotency key, the same for every run of one tool call, so a server
+// that honours it applies a side effect once.
+const IdempotencyKeyMeta = "baton.run/idempotencyKey"
+
+// Server is a remote MCP server an agent may use.
+type Server struct {
+	// Name identifies the server in errors and logs.
+	Name string
+	// URL is the server's streamable HTTP endpoint (http or https).
+	URL string
+	// HeaderEnv maps an HTTP header to the environment variable holding its
+	// value, such as "Authorization" to "GITHUB_MCP_TOKEN". Values are read
+	// when the tools are listed; an unset or empty variable is an error.
+	HeaderEnv map[string]string
+	// Allow names the server's tools the agent may call; the server's other
+	// tools are never offered to the model. It must not be empty, and every
+	// name must be one the server lists.
+	Allow []string
+	// Timeout bounds each request to the server; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// ConfigError is a server configuration that cannot be used. Field names
+// the part at fault: name, url, allow, headerEnv.<header> or timeout.
+type ConfigError struct {
+	Server, Field string
+	Err           error
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("mcp server %q: %s: %v", e.Server, e.Field, e.Err)
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Check reports what is wrong with the server's configuration, as a
+// *ConfigError: a missing name, a URL that is not absolute http or https,
+// an empty allow list or an empty or repeated entry in it, a bad header
+// name or one with no variable, a negative timeout.
+func (s Server) Check() error {
+	bad := func(field string, format string, args ...any) error {
+		return &ConfigError{Server: s.Name, Field: field, Err: fmt.Errorf(format, args...)}
+	}
+	if s.Name == "" {
+		return bad("name", "missing")
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad("url", "%q: want an absolute http or https URL", s.URL)
+	}
+	if len(s.Allow) == 0 {
+		return bad("allow", "lists no tools: name the tools the agent may call")
+	}
+	seen := map[string]bool{}
+	for _, n := range s.Allow {
+		if n == "" || seen[n] {
+			return bad("allow", "%q is empty or repeated", n)
+		}
+		seen[n] = true
+	}
+	for _, h := range slices.Sorted(maps.Keys(s.HeaderEnv)) {
+		if h == "" || strings.ContainsAny(h, " :\r\n\t") {
+			return bad("headerEnv."+h, "not a valid header name")
+		}
+		if s.HeaderEnv[h] == "" {
+			return bad("headerEnv."+h, "names no environment variable")
+		}
+	}
+	if s.Timeout < 0 {
+		return bad("timeout", "negative")
+	}
+	return nil
+}
+
+func (s Server) timeout() time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return DefaultTimeout
+}
+
+// Dialer connects to MCP servers. The zero value uses http.DefaultTransport
+// and os.Getenv.
+type Dialer struct {
+	// HTTPClient carries the requests; nil means a client on
+	// http.DefaultTransport. Its Transport is wrapped to add the headers.
+	HTTPClient *http.Client
+	// Getenv reads header values; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+// Tools lists the server's allowed tools and adapts each one to a
+// tool.Tool, in the order of the allow list. Annotations map onto baton's
+// rules:
+//
+//   - readOnlyHint: a Read effect, idempotent, no approval.
+//   - otherwise an External effect (the execution ledger covers it), and
+//     idempotent when idempotentHint says so;
+//   - destructiveHint, which MCP takes as true when it is absent, asks for
+//     approval of every call unless the agent's own approval rules say
+//     otherwise.
+//
+// A tool without annotations is thus a destructive side effect. Each call
+// connects afresh within the caller's deadline and the server's timeout,
+// so a call to a server that is down ends in an error the model sees,
+// never a hang. Tools fails when the server's configuration is bad, a
+// header's environment variable is empty or an allowed tool is not among
+// those the server lists (a *ConfigError), or when the server cannot be
+// listed.
+func (d Dialer) Tools(ctx context.Context, s Server) ([]tool.Tool, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	getenv := d.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	headers := http.Header{}
+	for _, h := range slices.Sorted(maps.Keys(s.HeaderEnv)) {
+		env := s.HeaderEnv[h]
+		v := getenv(env)
+		if v == "" {
+			return nil, &ConfigError{Server: s.Name, Field: "headerEnv." + h, Err: fmt.Errorf("environment variable %s is empty", env)}
+		}
+		headers.Set(h, v)
+	}
+	c := &conn{server: s, base: d.HTTPClient, headers: headers}
+
+	listed := map[string]*sdk.Tool{}
+	err := c.session(ctx, func(ctx context.Context, cs *sdk.ClientSession) error {
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			listed[t.Name] = t
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %q: list tools: %w", s.Name, err)
+	}
+	out := make([]tool.Tool, 0, len(s.Allow))
+	for _, name := range s.Allow {
+		t, ok := listed[name]
+		if !ok {
+			have := make([]string, 0, len(listed))
+			for n := range listed {
+				have = append(have, n)
+			}
+			slices.Sort(have)
+			return nil, &ConfigError{Server: s.Name, Field: "allow", Err: fmt.Errorf("names %q, which the server does not list (it lists %s)", name, strings.Join(have, ", "))}
+		}
+		bt, err := c.adapt(t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bt)
+	}
+	return out, nil
+}
+
+// conn reaches one server.
+type conn struct {
+	server  Server
+	base    *http.Client // nil for a default client
+	headers http.Header
+}
+
+// client returns an HTTP client that adds the server's headers and ends
+// every request, including the SDK's clean-up requests, once bound is done.
+func (c *conn) client(bound context.Context) *http.Client {
+	hc := http.Client{}
+	if c.base != nil {
+		hc = *c.base
+	}
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	hc.Transport = transport{base: rt, headers: c.headers, bound: bound}
+	return &hc
+}
+
+// transport adds fixed headers to every request and cancels it when
+// bound is done.
+type transport struct {
+	base    http.RoundTripper
+	headers http.Header
+	bound   context.Context
+}
+
+func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(t.bound, cancel)
+	done := func() {
+		stop()
+		cancel()
+	}
+	r = r.Clone(ctx)
+	for h, vs := range t.headers {
+		r.Header[h] = vs
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	resp.Body = &body{ReadCloser: resp.Body, done: done}
+	return resp, nil
+}
+
+// body releases its request's context when closed.
+type body struct {
+	io.ReadCloser
+	done func()
+}
+
+func (b *body) Close() error {
+	err := b.ReadCloser.Close()
+	b.done()
+	return err
+}
+
+// session runs f on a fresh session, bounded by the server's timeout, and
+// closes the session. Nothing it starts outlives ctx.
+func (c *conn) session(ctx context.Context, f func(context.Context, *sdk.ClientSession) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.server.timeout())
+	defer cancel()
+	cl := sdk.NewClient(&sdk.Implementation{Name: "baton", Version: "v1"}, nil)
+	cs, err := cl.Connect(ctx, &sdk.StreamableClientTransport{
+		Endpoint:             c.server.URL,
+		HTTPClient:           c.client(ctx),
+		MaxRetries:           -1,
+		DisableStandaloneSSE: true,
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", c.server.URL, err)
+	}
+	defer cs.Close()
+	return f(ctx, cs)
+}
+
+// adapt makes a listed MCP tool a baton tool.
+func (c *conn) adapt(t *sdk.Tool) (tool.Tool, error) {
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		return tool.Tool{}, fmt.Errorf("mcp server %q: tool %q: input schema: %w", c.server.Name, t.Name, err)
+	}
+	if string(schema) == "null" {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	effect, idempotent, destructive := Rules(t.Annotations)
+	bt := tool.Tool{
+		Name:        t.Name,
+		Description: t.Description,
+		Schema:      schema,
+		Effect:      effect,
+		Idempotent:  idempotent,
+		Run:         c.call,
+	}
+	if destructive {
+		bt.NeedsApproval = tool.Always
+	}
+	return bt, nil
+}
+
+// Rules maps a tool's MCP annotations onto baton's: its effect, whether it
+// is idempotent, and whether it is destructive (then every call needs
+// approval unless the agent says otherwise). Nil annotations take MCP's
+// defaults: not read-only, destructive, not idempotent.
+func Rules(a *sdk.ToolAnnotations) (effect tool.Effect, idempotent, destructive bool) {
+	if a == nil {
+		return tool.External, false, true
+	}
+	if a.ReadOnlyHint {
+		return tool.Read, true, false
+	}
+	return tool.External, a.IdempotentHint, a.DestructiveHint == nil || *a.DestructiveHint
+}
+
+// call runs one tool call on a fresh session. A protocol error, an
+// unreachable server or a result the server marks as an error all come
+// back as an error, which the model sees as the tool's error result.
+func (c *conn) call(ctx context.Context, call tool.Call) (json.RawMessage, error) {
+	var args map[string]any
+	if len(call.Input) > 0 {
+		if err := json.Unmarshal(call.Input, &args); err != nil {
+			return nil, fmt.Errorf("mcp tool %s: input: %w", call.Name, err)
+		}
+	}
+	var res *sdk.CallToolResult
+	err := c.session(ctx, func(ctx context.Context, cs *sdk.ClientSession) error {
+		p := &sdk.CallToolParams{Name: call.Name, Arguments: args}
+		if call.IdempotencyKey != "" {
+			p.Meta = sdk.Meta{IdempotencyKeyMeta: call.IdempotencyKey}
+		}
+		var err error
+		res, err = cs.CallTool(ctx, p)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %q: tool %s: %w", c.server.Name, call.Name, err)
+	}
+	if res.IsError {
+		return nil, fmt.Errorf("mcp server %q: tool %s failed: %s", c.server.Name, call.Name, text(res.Content))
+	}
+	if res.StructuredContent != nil {
+		return json.Marshal(res.StructuredContent)
+	}
+	if s, ok := onlyText(res.Content); ok {
+		if json.Valid([]byte(s)) {
+			return json.RawMessage(s), nil
+		}
+		return json.Marshal(s)
+	}
+	return json.Marshal(res.Content)
+}
+
+// onlyText joins the content when it is all text.
+func onlyText(cs []sdk.Content) (string, bool) {
+	var parts []string
+	for _, c := range cs {
+		t, ok := c.(*sdk.TextContent)
+		if !ok {
+			return "", false
+		}
+		parts = append(parts, t.Text)
+	}
+	return strings.Join(parts, "\n"), true
+}
+
+// text renders content for an error message.
+func text(cs []sdk.Content) string {
+	if s, ok := onlyText(cs); ok {
+		return s
+	}
+	b, err := json.Marshal(cs)
+	if err != nil {
+		return "(unreadable content)"
+	}
+	return string(b)
+}

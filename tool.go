@@ -1,0 +1,181 @@
+package baton
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/baton-run/baton/pkg/agents"
+	"github.com/baton-run/baton/pkg/tool"
+)
+
+// Tool is one tool an agent may call: a name, a description, a JSON Schema
+// for its input object, an effect (read, write or external), whether it is
+// idempotent, an approval policy and the function that runs a call. Make one
+// from a Go function with Func; the fields are documented in package tool.
+//
+// The runner validates every call's input against the schema before the
+// call, and gives the model an error result when it does not match. A Run
+// error is also the model's to see: it does not fail the turn. A write or
+// external tool is a side effect: the execution ledger records its start
+// before it runs, so a crash mid-call is noticed on resume; an idempotent
+// one is then run again with the same idempotency key, any other waits for
+// an operator's rerun or abandon.
+type Tool = tool.Tool
+
+// Call is one invocation of a Tool, as its Run receives it.
+type Call = tool.Call
+
+// ToolOption sets a Tool's effect, idempotency or approval policy.
+type ToolOption func(*Tool)
+
+// Read marks a tool that only reads: it changes nothing, so it may run at
+// any time, concurrently with other reads, and again after a crash.
+func Read() ToolOption { return func(t *Tool) { t.Effect = tool.Read } }
+
+// Write marks a tool that changes state the program owns. It is a side
+// effect, recorded in the execution ledger. This is the default.
+func Write() ToolOption { return func(t *Tool) { t.Effect = tool.Write } }
+
+// External marks a tool that acts on the world outside (sends an email,
+// charges a card). It is a side effect, recorded in the execution ledger.
+func External() ToolOption { return func(t *Tool) { t.Effect = tool.External } }
+
+// Idempotent marks a tool that may run twice for one call with no further
+// effect, such as one that honours IdempotencyKey. After a crash mid-call
+// it runs again with the same key instead of waiting for an operator.
+func Idempotent() ToolOption { return func(t *Tool) { t.Idempotent = true } }
+
+// NeedsApproval makes calls wait for an operator's approval: every call when
+// no rule is given, otherwise a call that any of the rules asks for. An
+// agent's Approvals replace the tool's policy by name. A rule on an empty
+// field is refused (the tool does not register), since it could never ask.
+func NeedsApproval(rules ...Rule) ToolOption {
+	return func(t *Tool) {
+		if len(rules) == 0 {
+			t.NeedsApproval = tool.Always
+			return
+		}
+		for _, r := range rules {
+			if err := checkRule(r); err != nil {
+				t.Err = errors.Join(t.Err, err)
+			}
+		}
+		t.NeedsApproval = func(input json.RawMessage) bool {
+			for _, r := range rules {
+				if r.Needs(input) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+}
+
+// Rule is an approval rule, the same as an agent file's: Always, Never, or
+// conditions on the call's input, any of which asks. Input a rule cannot
+// read asks (it fails closed).
+type Rule = agents.Rule
+
+// PrefixRule and OverRule are a Rule's conditions.
+type (
+	PrefixRule = agents.PrefixRule
+	OverRule   = agents.OverRule
+)
+
+// Always asks for approval of every call.
+func Always() Rule { return Rule{Always: true} }
+
+// Never asks for no call.
+func Never() Rule { return Rule{Never: true} }
+
+// PathPrefix asks when the string field of the input lies at or under the
+// path prefix, comparing whole path elements ("/etc" covers "/etc/x", not
+// "/etcetera"). A relative path against an absolute prefix asks.
+func PathPrefix(field, prefix string) Rule {
+	return Rule{PathPrefix: &PrefixRule{Field: field, Prefix: prefix}}
+}
+
+// Over asks when the number field of the input is greater than limit.
+func Over(field string, limit float64) Rule {
+	return Rule{Over: &OverRule{Field: field, Limit: limit}}
+}
+
+func checkRule(r Rule) error {
+	switch {
+	case r.Always || r.Never:
+		return nil
+	case r.PathPrefix == nil && r.Over == nil:
+		return errors.New("an approval rule needs Always, Never, PathPrefix or Over")
+	case r.PathPrefix != nil && r.PathPrefix.Field == "":
+		return errors.New("approval rule PathPrefix needs a field")
+	case r.Over != nil && r.Over.Field == "":
+		return errors.New("approval rule Over needs a field")
+	}
+	return nil
+}
+
+// Func makes a Tool of a typed Go function. The input JSON Schema is
+// derived from In, which must be a struct (or a map with string keys):
+// exported fields become properties, named by their json tags; a field
+// without omitempty or omitzero is required; a jsonschema tag is the
+// property's description; unknown properties are refused. Each call's
+// input is validated against that schema before fn runs, then decoded into
+// an In. fn's result is the tool's output, encoded as JSON; its error is
+// the model's to see.
+//
+// A tool is a Write side effect that needs no approval, unless opts say
+// otherwise. When the schema cannot be derived from In, or an option is
+// invalid, the Tool carries the error in Err and an agent that has it does
+// not build.
+func Func[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error), opts ...ToolOption) Tool {
+	t := Tool{Name: name, Description: description, Effect: tool.Write}
+	for _, o := range opts {
+		o(&t)
+	}
+	schema, err := jsonschema.For[In](nil)
+	if err == nil && schema.Type != "object" {
+		err = fmt.Errorf("input type %T: its JSON Schema has type %q, want a struct or map (type object)", *new(In), schema.Type)
+	}
+	if err != nil {
+		t.Err = errors.Join(t.Err, fmt.Errorf("input schema: %w", err))
+		return t
+	}
+	if t.Schema, err = json.Marshal(schema); err != nil {
+		t.Err = errors.Join(t.Err, fmt.Errorf("input schema: %w", err))
+		return t
+	}
+	t.Run = func(ctx context.Context, c Call) (json.RawMessage, error) {
+		var in In
+		if err := json.Unmarshal(c.Input, &in); err != nil {
+			return nil, fmt.Errorf("%s: input: %w", name, err)
+		}
+		out, err := fn(withCall(ctx, c), in)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("%s: output: %w", name, err)
+		}
+		return b, nil
+	}
+	return t
+}
+
+type callKey struct{}
+
+func withCall(ctx context.Context, c Call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// IdempotencyKey returns the idempotency key of the tool call a Func's
+// function is running, or "" outside one. The key is the same for every
+// run of one call, so a side effect keyed by it happens once.
+func IdempotencyKey(ctx context.Context) string {
+	c, _ := ctx.Value(callKey{}).(Call)
+	return c.IdempotencyKey
+}
