@@ -164,7 +164,10 @@ func checkLimits(l Limits) (string, error) {
 		{"limits.MaxStepsPerTurn", l.MaxStepsPerTurn < 0},
 		{"limits.MaxInvocationsPerTurn", l.MaxInvocationsPerTurn < 0},
 		{"limits.LeaseGrace", l.LeaseGrace < 0}, {"limits.ApprovalTTL", l.ApprovalTTL < 0},
-		{"limits.ThrottleDelay", l.ThrottleDelay < 0}, {"limits.LiveFlush", l.LiveFlush < 0},
+		{"limits.LiveFlush", l.LiveFlush < 0},
+		{"limits.ModelRetry.Attempts", l.ModelRetry.Attempts < 0}, {"limits.ModelRetry.Backoff", l.ModelRetry.Backoff < 0},
+		{"limits.ModelRetry.MaxBackoff", l.ModelRetry.MaxBackoff < 0}, {"limits.ModelRetry.WakeDelay", l.ModelRetry.WakeDelay < 0},
+		{"limits.ModelRetry.MaxWakeDelay", l.ModelRetry.MaxWakeDelay < 0}, {"limits.ModelRetry.Suspensions", l.ModelRetry.Suspensions < 0},
 	} {
 		if d.neg {
 			return d.field, errors.New("negative")
