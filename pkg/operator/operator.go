@@ -170,7 +170,7 @@ func (a *api) authed(h func(http.ResponseWriter, *http.Request, string) error) h
 }
 
 // fail answers err: a refusal as it says, known session errors with 404,
-// 409 or 503, anything else with a generic 500 whose detail is logged.
+// 409 or 503 (a session too busy to write to in time), anything else with a generic 500 whose detail is logged.
 func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err error) {
 	status, msg := http.StatusInternalServerError, "internal error"
 	var te *reducer.TransitionError
@@ -187,6 +187,9 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err er
 		status, msg = http.StatusConflict, "not allowed now: "+te.Reason
 	case errors.Is(err, reducer.ErrIllegal):
 		status, msg = http.StatusConflict, "not allowed in the session's current state"
+	case errors.Is(err, session.ErrBusy):
+		w.Header().Set("Retry-After", "1")
+		status, msg = http.StatusServiceUnavailable, "the session is busy with other writes; nothing was changed; retry"
 	case errors.Is(err, session.ErrConflict):
 		status, msg = http.StatusConflict, "the session kept changing while this request was handled; retry"
 	case errors.Is(err, context.DeadlineExceeded):

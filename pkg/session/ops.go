@@ -27,12 +27,17 @@ func (s *Store) Create(ctx context.Context, id, owner, agent string) (reducer.St
 func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text string) (string, error) {
 	msg := reducer.Message{ID: ids.New("msg"), Text: text}
 	var st reducer.State
+	loaded := false
 	err := retry(ctx, func() error {
-		sess, err := s.Load(ctx, id)
-		if err != nil {
+		var err error
+		if st, err = s.follow(ctx, id, st, loaded); err != nil {
 			return err
 		}
-		st, err = s.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.MessageReceived, Actor: actor, Message: &msg})
+		loaded = true
+		next, err := s.Append(ctx, id, st, reducer.Fact{Type: reducer.MessageReceived, Actor: actor, Message: &msg})
+		if err == nil {
+			st = next
+		}
 		return err
 	})
 	if err != nil {
@@ -171,6 +176,28 @@ func CloseStream(ctx context.Context, st *streams.Store, sink *streams.Sink, sta
 		}
 	}
 	return err
+}
+
+// follow brings st, the state of session id, up to date: a full load the
+// first time, and afterwards, when a retry lost a race, only the facts
+// appended since st, so a round under contention costs one short read.
+func (s *Store) follow(ctx context.Context, id string, st reducer.State, loaded bool) (reducer.State, error) {
+	if !loaded {
+		sess, err := s.Load(ctx, id)
+		if err != nil {
+			return reducer.State{}, err
+		}
+		return sess.State, nil
+	}
+	facts, err := s.Facts.Facts(ctx, id, st.LastSeq)
+	if err != nil {
+		return reducer.State{}, fmt.Errorf("session: follow %s: %w", id, err)
+	}
+	next, err := st.Apply(facts...)
+	if err != nil {
+		return reducer.State{}, fmt.Errorf("session: follow %s: %w", id, err)
+	}
+	return next, nil
 }
 
 func (s *Store) wake(ctx context.Context, id, reason string, seq int64) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/baton-run/baton/pkg/conversation"
@@ -23,6 +24,9 @@ var (
 	ErrNotPending = errors.New("session: not pending")
 	// ErrNoTurn: the session has no open turn.
 	ErrNoTurn = errors.New("session: no open turn")
+	// ErrBusy: other writers kept winning the session's compare-and-set
+	// for as long as a request may take; nothing was written. Try again.
+	ErrBusy = errors.New("session: busy with other writes")
 )
 
 // Snapshot is the conversation and state as a turn ended.
@@ -149,18 +153,47 @@ func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, 
 	return next, nil
 }
 
-// retry runs a load-decide-append cycle again when it lost a race, a few
-// times, for transitions that stay legal whoever else commits (a message, an
-// answer to one of several approvals).
+// Bounds on retry.
+const (
+	// RetryBudget is the longest retry keeps trying; a shorter context
+	// deadline bounds it further.
+	RetryBudget = 10 * time.Second
+	backoffBase = 10 * time.Millisecond
+	backoffCap  = time.Second
+)
+
+// retry runs a load-decide-append cycle again when it lost a race, for
+// transitions that stay legal whoever else commits (a message, an answer to
+// one of several approvals), until it wins, fails otherwise, or runs out of
+// time: then it returns an error matching ErrBusy and ErrConflict.
+//
+// Each compare-and-set round on a session has exactly one winner, so n
+// writers arriving at once need n rounds. A loser waits a random time
+// between zero and a cap that doubles with each loss (full jitter), so the
+// losers spread out instead of colliding again, and the log keeps one
+// writer, dense seqs and reducer-checked facts. This was chosen over an
+// inbox written without the compare-and-set: that would need a second
+// writer to move messages into the log, and a message would no longer be
+// a fact when the API accepts it.
 func retry(ctx context.Context, f func() error) error {
-	var err error
-	for range 8 {
-		if err = f(); !errors.Is(err, ErrConflict) {
+	start := time.Now()
+	stop := start.Add(RetryBudget)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(stop) {
+		stop = dl
+	}
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if !errors.Is(err, ErrConflict) {
 			return err
 		}
-		if ctx.Err() != nil {
+		wait := rand.N(min(backoffCap, backoffBase<<min(attempt, 16)) + 1)
+		if time.Now().Add(wait).After(stop) {
+			return fmt.Errorf("%w: lost %d races in %v: %w", ErrBusy, attempt+1, time.Since(start).Round(time.Millisecond), err)
+		}
+		select {
+		case <-ctx.Done():
 			return ctx.Err()
+		case <-time.After(wait):
 		}
 	}
-	return err
 }
