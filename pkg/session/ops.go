@@ -23,12 +23,23 @@ func (s *Store) Create(ctx context.Context, id, owner, agent string) (reducer.St
 }
 
 // Post records a user message and wakes the session. It returns the
-// message id.
+// message id. Posts to one session from this store take turns; a post that
+// cannot commit within RetryBudget (or ctx's deadline) fails with ErrBusy.
 func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text string) (string, error) {
 	msg := reducer.Message{ID: ids.New("msg"), Text: text}
+	// The budget covers the wait for this process's earlier posts too.
+	bctx, cancel := context.WithTimeout(ctx, RetryBudget)
+	defer cancel()
+	leave, err := s.enter(bctx, id)
+	if err != nil {
+		if ctx.Err() == nil {
+			err = ErrBusy
+		}
+		return "", fmt.Errorf("session: post to %s: waiting for earlier posts: %w", id, err)
+	}
 	var st reducer.State
 	loaded := false
-	err := retry(ctx, func() error {
+	err = retry(bctx, func() error {
 		var err error
 		if st, err = s.follow(ctx, id, st, loaded); err != nil {
 			return err
@@ -40,6 +51,7 @@ func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text s
 		}
 		return err
 	})
+	leave()
 	if err != nil {
 		return "", err
 	}
