@@ -187,6 +187,8 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err er
 		status, msg = http.StatusConflict, "not allowed now: "+te.Reason
 	case errors.Is(err, reducer.ErrIllegal):
 		status, msg = http.StatusConflict, "not allowed in the session's current state"
+	case errors.Is(err, session.ErrReceiptTaken):
+		status, msg = http.StatusConflict, "a request under this Idempotency-Key is being handled; retry"
 	case errors.Is(err, session.ErrBusy):
 		w.Header().Set("Retry-After", "1")
 		status, msg = http.StatusServiceUnavailable, "the session is busy with other writes; nothing was changed; retry"
