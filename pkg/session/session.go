@@ -263,12 +263,14 @@ const (
 //
 // Each compare-and-set round on a session has exactly one winner, so n
 // writers arriving at once need n rounds. A loser waits a random time
-// between zero and a cap that doubles with each loss (full jitter), so the
-// losers spread out instead of colliding again, and the log keeps one
-// writer, dense seqs and reducer-checked facts. This was chosen over an
-// inbox written without the compare-and-set: that would need a second
-// writer to move messages into the log, and a message would no longer be
-// a fact when the API accepts it.
+// between zero and a cap that doubles with each loss, from 10 ms up to 1 s
+// (full jitter), so the losers spread out instead of colliding again, and
+// the log keeps dense seqs and reducer-checked facts. This was chosen over
+// an inbox written without the compare-and-set: that would need another
+// writer to move messages into the log, and a message would not yet be a
+// fact when the API accepts it. Posts from one process do not even race:
+// they queue per session (see lanes), so only writers in other processes
+// and the runner meet the backoff.
 func retry(ctx context.Context, f func() error) error {
 	start := time.Now()
 	stop := start.Add(RetryBudget)
