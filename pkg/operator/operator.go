@@ -170,7 +170,8 @@ func (a *api) authed(h func(http.ResponseWriter, *http.Request, string) error) h
 }
 
 // fail answers err: a refusal as it says, known session errors with 404,
-// 409 or 503 (a session too busy to write to in time), anything else with a generic 500 whose detail is logged.
+// 409 or 503 (503 also for a session too busy to write to in time),
+// anything else with a generic 500 whose detail is logged.
 func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err error) {
 	status, msg := http.StatusInternalServerError, "internal error"
 	var te *reducer.TransitionError
