@@ -30,7 +30,7 @@ func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text s
 	// The budget covers the wait for this process's earlier posts too.
 	bctx, cancel := context.WithTimeout(ctx, RetryBudget)
 	defer cancel()
-	leave, err := s.enter(bctx, id)
+	l, leave, err := s.enter(bctx, id)
 	if err != nil {
 		if ctx.Err() == nil {
 			err = ErrBusy
@@ -38,7 +38,10 @@ func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text s
 		return "", fmt.Errorf("session: post to %s: waiting for earlier posts: %w", id, err)
 	}
 	var st reducer.State
-	loaded := false
+	loaded := l.last != nil // the lane's last post left its state to catch up from
+	if loaded {
+		st = *l.last
+	}
 	err = retry(bctx, func() error {
 		var err error
 		if st, err = s.follow(ctx, id, st, loaded); err != nil {
@@ -48,6 +51,7 @@ func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text s
 		next, err := s.Append(ctx, id, st, reducer.Fact{Type: reducer.MessageReceived, Actor: actor, Message: &msg})
 		if err == nil {
 			st = next
+			l.last = &next
 		}
 		return err
 	})

@@ -100,10 +100,14 @@ type lanes struct {
 type lane struct {
 	turn  chan struct{} // holds a token while a post is in the lane
 	users int           // posts in or waiting for the lane
+	// last is the state the lane's last post committed, for the next post
+	// to catch up from; only the post in the lane touches it.
+	last *reducer.State
 }
 
-// enter waits for session id's lane and returns the function that leaves it.
-func (s *Store) enter(ctx context.Context, id string) (leave func(), err error) {
+// enter waits for session id's lane and returns it, with the function that
+// leaves it.
+func (s *Store) enter(ctx context.Context, id string) (l *lane, leave func(), err error) {
 	root := s.root()
 	ls := root.lanes.Load()
 	if ls == nil {
@@ -111,7 +115,7 @@ func (s *Store) enter(ctx context.Context, id string) (leave func(), err error) 
 		ls = root.lanes.Load()
 	}
 	ls.mu.Lock()
-	l := ls.m[id]
+	l = ls.m[id]
 	if l == nil {
 		l = &lane{turn: make(chan struct{}, 1)}
 		ls.m[id] = l
@@ -127,10 +131,10 @@ func (s *Store) enter(ctx context.Context, id string) (leave func(), err error) 
 	}
 	select {
 	case l.turn <- struct{}{}:
-		return func() { <-l.turn; done() }, nil
+		return l, func() { <-l.turn; done() }, nil
 	case <-ctx.Done():
 		done()
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 }
 
