@@ -7,11 +7,19 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/baton-run/baton/pkg/devserver"
+	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/provision"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
+	"github.com/baton-run/baton/pkg/streams"
 )
 
 // TestDemoTurnThroughTheDevServer runs the README's dev server with its
@@ -123,6 +131,90 @@ func TestDemoTurnThroughTheDevServer(t *testing.T) {
 	}
 	if !strings.Contains(text.String(), "Done: the weather in Lisbon is clear") {
 		t.Fatalf("streamed text lacks the answer: %q", text.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("dev server: %v", err)
+	}
+}
+
+// TestDevServerTickReapsAKilledTurn runs the dev server with a 1 s tick,
+// less than the tick's default margin, and leaves a turn running with no
+// invocation behind it, as a killed one does: the tick reaps it.
+func TestDevServerTickReapsAKilledTurn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second,
+			Ready: func(u string) { ready <- u }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	var base string
+	select {
+	case base = <-ready:
+	case err := <-done:
+		t.Fatalf("dev server stopped: %v", err)
+	case <-ctx.Done():
+		t.Fatal("dev server never became ready")
+	}
+	post := func(path, body string, into any) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, "POST", base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if into != nil {
+			_ = json.NewDecoder(resp.Body).Decode(into)
+		}
+		return resp.StatusCode
+	}
+	var sess struct {
+		ID string `json:"id"`
+	}
+	if code := post("/sessions", `{"agent":"demo"}`, &sess); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+
+	// A runner that took the turn and died: its facts, written straight to
+	// the dev server's table (kumo's state is process-wide), and no wake.
+	emu := emulator.Start()
+	defer emu.Close()
+	names := provision.DefaultNames()
+	store := &session.Store{Facts: dynamo.New(emu.Clients.DynamoDB, names.Table), Streams: streams.New(emu.Clients.S3, names.Bucket)}
+	loaded, err := store.Load(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := ids.New("turn")
+	if _, err := store.Append(ctx, sess.ID, loaded.State,
+		reducer.Fact{Type: reducer.MessageReceived, Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: devserver.LocalOperator},
+			Message: &reducer.Message{ID: ids.New("msg"), Text: "Anyone there?"}},
+		reducer.Fact{Type: reducer.TurnStarted, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: killed},
+			Turn: killed, Stream: killed, Lease: time.Now().Add(200 * time.Millisecond)},
+	); err != nil {
+		t.Fatal(err)
+	}
+
+	for {
+		facts, err := store.Facts.Facts(ctx, sess.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reaped := slices.ContainsFunc(facts, func(f reducer.Fact) bool {
+			return f.Type == reducer.TurnSuspended && f.Cause == reducer.CauseLease && f.Turn == killed
+		})
+		if reaped {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the killed turn was never reaped; facts: %+v", facts)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {

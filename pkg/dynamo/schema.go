@@ -17,6 +17,9 @@ import (
 // writer.
 // Head item:  pk = session, sk = 0, lastSeq, status, agent, owner, created,
 // updated, turn, cause, and — only while something is due — dueShard, due, why.
+// Receipt items: pk = "receipt#" + key, sk = -1, request, answer, expires
+// (the table's TTL attribute); they carry no index attribute, and their sk
+// is outside every fact and head query.
 const (
 	attrPK       = "pk"       // S: session id
 	attrSK       = "sk"       // N: seq; 0 is the head
@@ -34,6 +37,9 @@ const (
 	attrDueShard = "dueShard" // S, byDue hash key: always dueShard while due
 	attrDue      = "due"      // N, byDue range key: unix milliseconds
 	attrWhy      = "why"      // S: why the session is due
+	attrRequest  = "request"  // S: receipt: hash of the request answered
+	attrAnswer   = "answer"   // S: receipt: the answer, opaque to the store
+	attrExpires  = "expires"  // N: receipt: unix seconds; the TTL attribute
 
 	// IndexByOwner lists an owner's sessions, newest first.
 	IndexByOwner = "byOwner"
@@ -42,6 +48,9 @@ const (
 
 	dueShard = "due"
 	headSK   = "0"
+
+	receiptPrefix = "receipt#"
+	receiptSK     = -1
 )
 
 // timeLayout is RFC 3339 with a fixed nine-digit fraction, always UTC. Unlike

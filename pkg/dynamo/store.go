@@ -62,8 +62,24 @@ func (s *Store) Requests() int64 { return s.count.Count() }
 // the facts either whole or absent, never half-written.
 // Append does not run the reducer: next must already be the reduced state.
 func (s *Store) Append(ctx context.Context, session string, next reducer.State, facts ...reducer.Fact) error {
+	return s.AppendWithReceipt(ctx, session, next, nil, facts...)
+}
+
+// AppendWithReceipt is Append that, when rc is not nil, also writes rc in
+// the same transaction. If rc's key already holds an unexpired receipt it
+// returns an error matching ErrReceiptTaken and writes nothing. With a
+// receipt, at most MaxAppend-1 facts fit.
+func (s *Store) AppendWithReceipt(ctx context.Context, session string, next reducer.State, rc *Receipt, facts ...reducer.Fact) error {
 	if err := checkAppend(session, next, facts); err != nil {
 		return fmt.Errorf("dynamo: append to %q: %w", session, err)
+	}
+	if rc != nil {
+		if err := checkReceipt(rc); err != nil {
+			return fmt.Errorf("dynamo: append to %q: %w", session, err)
+		}
+		if len(facts) >= MaxAppend {
+			return fmt.Errorf("dynamo: append to %q: %d facts with a receipt, at most %d", session, len(facts), MaxAppend-1)
+		}
 	}
 	first, last := facts[0].Seq, facts[len(facts)-1].Seq
 	writer := newWriter()
@@ -98,6 +114,9 @@ func (s *Store) Append(ctx context.Context, session string, next reducer.State, 
 		head.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(first - 1)}
 	}
 	items = append(items, types.TransactWriteItem{Put: head})
+	if rc != nil {
+		items = append(items, types.TransactWriteItem{Put: s.receiptPut(rc, time.Now())})
+	}
 
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 	err := s.transact(ctx, in)
@@ -112,6 +131,8 @@ func (s *Store) Append(ctx context.Context, session string, next reducer.State, 
 			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w (outcome unknown: %w)", first, last, session, err, rerr)
 		case found && mine:
 			return nil
+		case rc != nil && receiptTaken(err, len(items)-1):
+			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrReceiptTaken, err)
 		case found || conditionFailed(err):
 			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrConflict, err)
 		case resent >= maxResend:

@@ -29,12 +29,9 @@ func refuse(status int, format string, args ...any) *apiError {
 // object. An empty body is accepted, leaving dst as it is, only when
 // optional.
 func decode(w http.ResponseWriter, r *http.Request, max int64, dst any, optional bool) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	body, err := readBody(w, r, max)
 	if err != nil {
-		if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return refuse(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", tooBig.Limit)
-		}
-		return refuse(http.StatusBadRequest, "cannot read the request body")
+		return err
 	}
 	ct := r.Header.Get("Content-Type")
 	if len(body) == 0 && (optional || ct == "") {
@@ -64,6 +61,18 @@ func decode(w http.ResponseWriter, r *http.Request, max int64, dst any, optional
 		return refuse(http.StatusBadRequest, "invalid request body: unexpected data after the JSON object")
 	}
 	return nil
+}
+
+// readBody reads the request body, refusing one larger than max bytes.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, refuse(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", tooBig.Limit)
+		}
+		return nil, refuse(http.StatusBadRequest, "cannot read the request body")
+	}
+	return body, nil
 }
 
 // checkJSONType accepts application/json, with parameters, in UTF-8.

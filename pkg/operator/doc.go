@@ -2,5 +2,6 @@
 // create, list and inspect sessions, post messages, answer approvals, settle
 // uncertain executions, cancel turns, and read turn streams as JSON or as
 // Server-Sent Events. A session is visible only to the identity that created
-// it, and every request is checked before anything is written.
+// it, every request is checked before anything is written, and a POST
+// retried under its Idempotency-Key is answered again without writing.
 package operator

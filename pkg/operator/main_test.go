@@ -62,7 +62,7 @@ const userHeader = "X-Test-User"
 // env is one operator API server, with a wake queue of its own so a test
 // sees exactly the wakes it caused.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	store  *session.Store
 	srv    *httptest.Server
 	queue  string
@@ -70,13 +70,13 @@ type env struct {
 }
 
 // newEnv starts a server; tweak adjusts the config before New.
-func newEnv(t *testing.T, tweak func(*operator.Config)) *env {
+func newEnv(t testing.TB, tweak func(*operator.Config)) *env {
 	t.Helper()
 	return newEnvWrapped(t, tweak, nil)
 }
 
 // newEnvWrapped is newEnv with middleware wrap around the API.
-func newEnvWrapped(t *testing.T, tweak func(*operator.Config), wrap func(http.Handler) http.Handler) *env {
+func newEnvWrapped(t testing.TB, tweak func(*operator.Config), wrap func(http.Handler) http.Handler) *env {
 	t.Helper()
 	c := shared.emu.Clients
 	q, err := wake.CreateQueue(t.Context(), c.SQS, ids.New("operator-wakes"))
@@ -117,7 +117,7 @@ type response struct {
 }
 
 // json decodes the body into v, failing the test if it is not JSON.
-func (r response) json(t *testing.T, v any) {
+func (r response) json(t testing.TB, v any) {
 	t.Helper()
 	if ct := r.header.Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("Content-Type %q, want application/json; body %s", ct, r.body)
@@ -128,7 +128,7 @@ func (r response) json(t *testing.T, v any) {
 }
 
 // errorMessage returns the JSON error message of a refusal.
-func (r response) errorMessage(t *testing.T) string {
+func (r response) errorMessage(t testing.TB) string {
 	t.Helper()
 	var e struct {
 		Error string `json:"error"`

@@ -98,15 +98,15 @@ func New(c Config) http.Handler {
 		a.log = slog.Default()
 	}
 	routes := map[string]func(http.ResponseWriter, *http.Request, string) error{
-		"POST /sessions":                               a.create,
+		"POST /sessions":                               a.idempotent(a.create),
 		"GET /sessions":                                a.list,
 		"GET /sessions/{id}":                           a.get,
-		"POST /sessions/{id}/messages":                 a.message,
+		"POST /sessions/{id}/messages":                 a.idempotent(a.message),
 		"GET /sessions/{id}/facts":                     a.facts,
 		"GET /sessions/{id}/turns/{turn}/stream":       a.stream,
-		"POST /sessions/{id}/approvals/{approvalId}":   a.answer,
-		"POST /sessions/{id}/cancel":                   a.cancel,
-		"POST /sessions/{id}/executions/{executionId}": a.settle,
+		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer),
+		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel),
+		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle),
 	}
 	for pattern, h := range routes {
 		a.mux.Handle(pattern, a.authed(h))
@@ -171,7 +171,8 @@ func (a *api) authed(h func(http.ResponseWriter, *http.Request, string) error) h
 }
 
 // fail answers err: a refusal as it says, known session errors with 404,
-// 409 or 503, anything else with a generic 500 whose detail is logged.
+// 409 or 503 (503 also for a session too busy to write to in time),
+// anything else with a generic 500 whose detail is logged.
 func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err error) {
 	status, msg := http.StatusInternalServerError, "internal error"
 	var te *reducer.TransitionError
@@ -188,6 +189,11 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err er
 		status, msg = http.StatusConflict, "not allowed now: "+te.Reason
 	case errors.Is(err, reducer.ErrIllegal):
 		status, msg = http.StatusConflict, "not allowed in the session's current state"
+	case errors.Is(err, session.ErrReceiptTaken):
+		status, msg = http.StatusConflict, "a request under this Idempotency-Key is being handled; retry"
+	case errors.Is(err, session.ErrBusy):
+		w.Header().Set("Retry-After", "1")
+		status, msg = http.StatusServiceUnavailable, "the session is busy with other writes; nothing was changed; retry"
 	case errors.Is(err, session.ErrConflict):
 		status, msg = http.StatusConflict, "the session kept changing while this request was handled; retry"
 	case awsenv.Transient(err):
@@ -289,13 +295,14 @@ func (a *api) create(w http.ResponseWriter, r *http.Request, caller string) erro
 		return refuse(http.StatusUnprocessableEntity, "unknown agent %q", clip(in.Agent))
 	}
 	id := ids.New("s")
-	st, err := a.sessions.Create(r.Context(), id, caller, in.Agent)
+	answer := func(next reducer.State, _ []reducer.Fact) (reply, error) {
+		return newReply(http.StatusCreated, "/sessions/"+id, sessionView(id, next))
+	}
+	st, err := a.writer(r, answer).Create(r.Context(), id, caller, in.Agent)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", "/sessions/"+id)
-	writeJSON(w, http.StatusCreated, sessionView(id, st))
-	return nil
+	return send(w)(answer(st, nil))
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request, caller string) error {
@@ -381,12 +388,16 @@ func (a *api) message(w http.ResponseWriter, r *http.Request, caller string) err
 	case len(in.Text) > MaxText:
 		return refuse(http.StatusBadRequest, "text is %d bytes, longer than the %d allowed", len(in.Text), MaxText)
 	}
-	msg, err := a.sessions.Post(r.Context(), id, operatorActor(caller), in.Text)
+	accepted := func(msg string) (reply, error) {
+		return newReply(http.StatusAccepted, "", MessageAccepted{MessageID: msg})
+	}
+	msg, err := a.writer(r, func(_ reducer.State, written []reducer.Fact) (reply, error) {
+		return accepted(written[0].Message.ID)
+	}).Post(r.Context(), id, operatorActor(caller), in.Text)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, MessageAccepted{MessageID: msg})
-	return nil
+	return send(w)(accepted(msg))
 }
 
 func checkReason(reason string) error {
@@ -418,15 +429,15 @@ func (a *api) answer(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err := checkReason(in.Reason); err != nil {
 		return err
 	}
-	err = a.sessions.Answer(r.Context(), id, operatorActor(caller), approval, in.Decision, in.Reason)
+	answer := always(http.StatusAccepted, Accepted{Status: string(in.Decision)})
+	err = a.writer(r, answer).Answer(r.Context(), id, operatorActor(caller), approval, in.Decision, in.Reason)
 	if errors.Is(err, session.ErrNotPending) {
 		return refuse(http.StatusConflict, "approval %q is not pending", clip(approval))
 	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, Accepted{Status: string(in.Decision)})
-	return nil
+	return send(w)(answer(reducer.State{}, nil))
 }
 
 func (a *api) cancel(w http.ResponseWriter, r *http.Request, caller string) error {
@@ -443,15 +454,15 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err := checkReason(in.Reason); err != nil {
 		return err
 	}
-	err = a.sessions.Cancel(r.Context(), id, operatorActor(caller), in.Reason)
+	answer := always(http.StatusAccepted, Accepted{Status: "cancelled"})
+	err = a.writer(r, answer).Cancel(r.Context(), id, operatorActor(caller), in.Reason)
 	if errors.Is(err, session.ErrNoTurn) {
 		return refuse(http.StatusConflict, "the session has no open turn to cancel")
 	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, Accepted{Status: "cancelled"})
-	return nil
+	return send(w)(answer(reducer.State{}, nil))
 }
 
 func (a *api) settle(w http.ResponseWriter, r *http.Request, caller string) error {
@@ -472,13 +483,13 @@ func (a *api) settle(w http.ResponseWriter, r *http.Request, caller string) erro
 	if in.Verdict != reducer.Rerun && in.Verdict != reducer.Abandon {
 		return refuse(http.StatusBadRequest, "verdict must be %q or %q", reducer.Rerun, reducer.Abandon)
 	}
-	err = a.sessions.Settle(r.Context(), id, operatorActor(caller), execution, in.Verdict)
+	answer := always(http.StatusAccepted, Accepted{Status: string(in.Verdict)})
+	err = a.writer(r, answer).Settle(r.Context(), id, operatorActor(caller), execution, in.Verdict)
 	if errors.Is(err, session.ErrNotPending) {
 		return refuse(http.StatusConflict, "execution %q awaits no verdict", clip(execution))
 	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, Accepted{Status: string(in.Verdict)})
-	return nil
+	return send(w)(answer(reducer.State{}, nil))
 }

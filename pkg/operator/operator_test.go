@@ -15,6 +15,7 @@ import (
 	"github.com/baton-run/baton/pkg/lambdahttp"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 )
 
@@ -678,9 +679,8 @@ func TestStoreFailuresAnswer5xx(t *testing.T) {
 
 	// A store that fails otherwise: a generic 500 that says nothing of it.
 	broken := newEnv(t, func(c *operator.Config) {
-		store := *c.Sessions
-		store.Facts = dynamoOn("no-such-table-" + strings.ToLower(ids.New("x")))
-		c.Sessions = &store
+		c.Sessions = &session.Store{Facts: dynamoOn("no-such-table-" + strings.ToLower(ids.New("x"))),
+			Streams: c.Sessions.Streams, Waker: c.Sessions.Waker}
 	})
 	got = broken.do(req{method: "GET", path: "/sessions/" + s.ID, user: alice})
 	if got.status != http.StatusInternalServerError || got.errorMessage(t) != "internal error" {

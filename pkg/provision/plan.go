@@ -65,8 +65,9 @@ type QueuePlan struct {
 func tableProperties() (handled, ignored []string) {
 	return []string{"AttributeDefinitions", "KeySchema", "GlobalSecondaryIndexes", "LocalSecondaryIndexes", "BillingMode", "ProvisionedThroughput"},
 		// Backups, encryption at rest, tags and the name do not change
-		// behaviour locally; the name comes from Names.
-		[]string{"PointInTimeRecoverySpecification", "SSESpecification", "Tags", "TableName", "DeletionProtectionEnabled", "ContributorInsightsSpecification"}
+		// behaviour locally; the name comes from Names. TTL only deletes
+		// expired receipts, which reads already ignore.
+		[]string{"PointInTimeRecoverySpecification", "SSESpecification", "Tags", "TableName", "DeletionProtectionEnabled", "ContributorInsightsSpecification", "TimeToLiveSpecification"}
 }
 
 func bucketProperties() (handled, ignored []string) {

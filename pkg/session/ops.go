@@ -23,18 +23,39 @@ func (s *Store) Create(ctx context.Context, id, owner, agent string) (reducer.St
 }
 
 // Post records a user message and wakes the session. It returns the
-// message id.
+// message id. Posts to one session from this store take turns; a post that
+// cannot commit within RetryBudget (or ctx's deadline) fails with ErrBusy.
 func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text string) (string, error) {
 	msg := reducer.Message{ID: ids.New("msg"), Text: text}
+	// The budget covers the wait for this process's earlier posts too.
+	bctx, cancel := context.WithTimeout(ctx, RetryBudget)
+	defer cancel()
+	l, leave, err := s.enter(bctx, id)
+	if err != nil {
+		if ctx.Err() == nil {
+			err = ErrBusy
+		}
+		return "", fmt.Errorf("session: post to %s: waiting for earlier posts: %w", id, err)
+	}
 	var st reducer.State
-	err := retry(ctx, func() error {
-		sess, err := s.Load(ctx, id)
-		if err != nil {
+	loaded := l.last != nil // the lane's last post left its state to catch up from
+	if loaded {
+		st = *l.last
+	}
+	err = retry(bctx, func() error {
+		var err error
+		if st, err = s.follow(ctx, id, st, loaded); err != nil {
 			return err
 		}
-		st, err = s.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.MessageReceived, Actor: actor, Message: &msg})
+		loaded = true
+		next, err := s.Append(ctx, id, st, reducer.Fact{Type: reducer.MessageReceived, Actor: actor, Message: &msg})
+		if err == nil {
+			st = next
+			l.last = &next
+		}
 		return err
 	})
+	leave()
 	if err != nil {
 		return "", err
 	}
@@ -171,6 +192,28 @@ func CloseStream(ctx context.Context, st *streams.Store, sink *streams.Sink, sta
 		}
 	}
 	return err
+}
+
+// follow brings st, the state of session id, up to date: a full load the
+// first time, and afterwards, when a retry lost a race, only the facts
+// appended since st, so a round under contention costs one short read.
+func (s *Store) follow(ctx context.Context, id string, st reducer.State, loaded bool) (reducer.State, error) {
+	if !loaded {
+		sess, err := s.Load(ctx, id)
+		if err != nil {
+			return reducer.State{}, err
+		}
+		return sess.State, nil
+	}
+	facts, err := s.Facts.Facts(ctx, id, st.LastSeq)
+	if err != nil {
+		return reducer.State{}, fmt.Errorf("session: follow %s: %w", id, err)
+	}
+	next, err := st.Apply(facts...)
+	if err != nil {
+		return reducer.State{}, fmt.Errorf("session: follow %s: %w", id, err)
+	}
+	return next, nil
 }
 
 func (s *Store) wake(ctx context.Context, id, reason string, seq int64) {

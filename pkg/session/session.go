@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-run/baton/pkg/conversation"
@@ -23,6 +26,12 @@ var (
 	ErrNotPending = errors.New("session: not pending")
 	// ErrNoTurn: the session has no open turn.
 	ErrNoTurn = errors.New("session: no open turn")
+	// ErrReceiptTaken: the request's idempotency key was used before;
+	// nothing was written.
+	ErrReceiptTaken = dynamo.ErrReceiptTaken
+	// ErrBusy: other writers kept winning the session's compare-and-set
+	// for as long as a request may take; nothing was written. Try again.
+	ErrBusy = errors.New("session: busy with other writes")
 )
 
 // Snapshot is the conversation and state as a turn ended.
@@ -48,6 +57,99 @@ type Store struct {
 	Waker wake.Waker
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	receipt *Receipt // see WithReceipt
+	base    *Store   // the store WithReceipt was called on
+	lanes   atomic.Pointer[lanes]
+}
+
+// Receipt asks a write to store, in its own transaction, the answer to the
+// request that made it, under the request's idempotency key (see
+// dynamo.Receipt). Answer builds the answer from the state after the write
+// and the facts the write commits.
+type Receipt struct {
+	Key     string
+	Request string
+	Expires time.Time
+	Answer  func(next reducer.State, written []reducer.Fact) ([]byte, error)
+}
+
+// WithReceipt returns a copy of the store whose commits also write rc, for
+// one operation (Create, Post, Answer, Settle, Cancel). Such a commit fails
+// with an error matching ErrReceiptTaken, writing nothing, when rc's key
+// is already taken.
+func (s *Store) WithReceipt(rc *Receipt) *Store {
+	return &Store{Facts: s.Facts, Streams: s.Streams, Waker: s.Waker, Now: s.Now, receipt: rc, base: s.root()}
+}
+
+func (s *Store) root() *Store {
+	if s.base != nil {
+		return s.base
+	}
+	return s
+}
+
+// lanes queue this process's posts by session: posts to one session take
+// turns instead of racing each other for its compare-and-set, and only
+// writers elsewhere (other processes, the runner) meet retry's backoff.
+type lanes struct {
+	mu sync.Mutex
+	m  map[string]*lane
+}
+
+type lane struct {
+	turn  chan struct{} // holds a token while a post is in the lane
+	users int           // posts in or waiting for the lane
+	// last is the state the lane's last post committed, for the next post
+	// to catch up from; only the post in the lane touches it.
+	last *reducer.State
+}
+
+// enter waits for session id's lane and returns it, with the function that
+// leaves it.
+func (s *Store) enter(ctx context.Context, id string) (l *lane, leave func(), err error) {
+	root := s.root()
+	ls := root.lanes.Load()
+	if ls == nil {
+		root.lanes.CompareAndSwap(nil, &lanes{m: map[string]*lane{}})
+		ls = root.lanes.Load()
+	}
+	ls.mu.Lock()
+	l = ls.m[id]
+	if l == nil {
+		l = &lane{turn: make(chan struct{}, 1)}
+		ls.m[id] = l
+	}
+	l.users++
+	ls.mu.Unlock()
+	done := func() {
+		ls.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(ls.m, id)
+		}
+		ls.mu.Unlock()
+	}
+	select {
+	case l.turn <- struct{}{}:
+		return l, func() { <-l.turn; done() }, nil
+	case <-ctx.Done():
+		done()
+		return nil, nil, ctx.Err()
+	}
+}
+
+// appendFacts writes facts and next, with the store's receipt if it has one.
+func (s *Store) appendFacts(ctx context.Context, id string, next reducer.State, facts []reducer.Fact) error {
+	if s.receipt == nil {
+		return s.Facts.Append(ctx, id, next, facts...)
+	}
+	answer, err := s.receipt.Answer(next, facts)
+	if err != nil {
+		return fmt.Errorf("session: receipt answer: %w", err)
+	}
+	return s.Facts.AppendWithReceipt(ctx, id, next, &dynamo.Receipt{
+		Key: s.receipt.Key, Request: s.receipt.Request, Answer: answer, Expires: s.receipt.Expires,
+	}, facts...)
 }
 
 // Clock returns the store's current time, in UTC.
@@ -109,7 +211,7 @@ func (s *Store) Append(ctx context.Context, id string, st reducer.State, facts .
 	if err != nil {
 		return reducer.State{}, err
 	}
-	if err := s.Facts.Append(ctx, id, next, facts...); err != nil {
+	if err := s.appendFacts(ctx, id, next, facts); err != nil {
 		return reducer.State{}, fmt.Errorf("session: append to %s: %w", id, err)
 	}
 	return next, nil
@@ -141,7 +243,7 @@ func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, 
 	if err := s.Streams.PutSnapshot(ctx, f.Snapshot, snap); err != nil {
 		return reducer.State{}, fmt.Errorf("session: snapshot %s: %w", sess.ID, err)
 	}
-	if err := s.Facts.Append(ctx, sess.ID, next, f); err != nil {
+	if err := s.appendFacts(ctx, sess.ID, next, []reducer.Fact{f}); err != nil {
 		return reducer.State{}, fmt.Errorf("session: end turn of %s: %w", sess.ID, err)
 	}
 	sess.State = next
@@ -149,18 +251,49 @@ func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, 
 	return next, nil
 }
 
-// retry runs a load-decide-append cycle again when it lost a race, a few
-// times, for transitions that stay legal whoever else commits (a message, an
-// answer to one of several approvals).
+// Bounds on retry.
+const (
+	// RetryBudget is the longest retry keeps trying; a shorter context
+	// deadline bounds it further.
+	RetryBudget = 10 * time.Second
+	backoffBase = 10 * time.Millisecond
+	backoffCap  = time.Second
+)
+
+// retry runs a load-decide-append cycle again when it lost a race, for
+// transitions that stay legal whoever else commits (a message, an answer to
+// one of several approvals), until it wins, fails otherwise, or runs out of
+// time: then it returns an error matching ErrBusy and ErrConflict.
+//
+// Each compare-and-set round on a session has exactly one winner, so n
+// writers arriving at once need n rounds. A loser waits a random time
+// between zero and a cap that doubles with each loss, from 10 ms up to 1 s
+// (full jitter), so the losers spread out instead of colliding again, and
+// the log keeps dense seqs and reducer-checked facts. This was chosen over
+// an inbox written without the compare-and-set: that would need another
+// writer to move messages into the log, and a message would not yet be a
+// fact when the API accepts it. Posts from one process do not even race:
+// they queue per session (see lanes), so only writers in other processes
+// and the runner meet the backoff.
 func retry(ctx context.Context, f func() error) error {
-	var err error
-	for range 8 {
-		if err = f(); !errors.Is(err, ErrConflict) {
+	start := time.Now()
+	stop := start.Add(RetryBudget)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(stop) {
+		stop = dl
+	}
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if !errors.Is(err, ErrConflict) {
 			return err
 		}
-		if ctx.Err() != nil {
+		wait := rand.N(min(backoffCap, backoffBase<<min(attempt, 16)) + 1)
+		if time.Now().Add(wait).After(stop) {
+			return fmt.Errorf("%w: lost %d races in %v: %w", ErrBusy, attempt+1, time.Since(start).Round(time.Millisecond), err)
+		}
+		select {
+		case <-ctx.Done():
 			return ctx.Err()
+		case <-time.After(wait):
 		}
 	}
-	return err
 }

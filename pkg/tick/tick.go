@@ -49,7 +49,9 @@ type Tick struct {
 	// Concurrency bounds the sessions looked at once; 0 means 16.
 	Concurrency int
 	// Margin is how long before the context's deadline the run stops
-	// taking sessions; 0 means 5 seconds.
+	// taking sessions; 0 means 5 seconds. It never exceeds a quarter of
+	// the time left when the run starts, so a short deadline still leaves
+	// the run most of its time.
 	Margin time.Duration
 	// PageSize is the number of heads read per index page; 0 means 100.
 	PageSize int32
@@ -97,6 +99,12 @@ func (t *Tick) waker() wake.Waker {
 		return t.Waker
 	}
 	return t.Sessions.Waker
+}
+
+// margin is how long before its deadline a run with left to go stops
+// taking sessions: m, or a quarter of left when that is shorter.
+func margin(m, left time.Duration) time.Duration {
+	return min(m, left/4)
 }
 
 func orDefault[T int | int32 | time.Duration](v, d T) T {
@@ -162,7 +170,7 @@ func (t *Tick) Run(ctx context.Context) (Report, error) {
 	// then finishes under ctx, within the margin.
 	stopAt := time.Time{}
 	if dl, ok := ctx.Deadline(); ok {
-		stopAt = dl.Add(-orDefault(t.Margin, DefaultMargin))
+		stopAt = dl.Add(-margin(orDefault(t.Margin, DefaultMargin), time.Until(dl)))
 		if !time.Now().Before(stopAt) {
 			return Report{Stopped: true}, nil
 		}

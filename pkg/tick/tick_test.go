@@ -299,13 +299,17 @@ func TestRunStopsBeforeItsDeadline(t *testing.T) {
 		t.Fatalf("run = %+v, want some but not all of %d woken", rep, n)
 	}
 
-	// The margin is taken from the deadline: with the default 5 s, a run
-	// with 1 s left does nothing.
+	// The margin follows the deadline: with the default 5 s, a run with
+	// 1 s left still takes sessions, and stops before its deadline.
 	tk.Margin = 0
 	ctx1, cancel1 := context.WithTimeout(context.Background(), time.Second)
 	defer cancel1()
-	if rep, err := tk.Run(ctx1); err != nil || !rep.Stopped || rep.Seen != 0 || rep.Pages != 0 {
-		t.Fatalf("run inside the default margin = %+v, %v", rep, err)
+	dl1, _ := ctx1.Deadline()
+	if rep, err := tk.Run(ctx1); err != nil || rep.Seen == 0 || rep.Pages == 0 {
+		t.Fatalf("run with less time left than the default margin = %+v, %v", rep, err)
+	}
+	if time.Now().After(dl1) {
+		t.Fatalf("the run ended %v after its deadline", time.Since(dl1))
 	}
 
 	// Without a deadline the next run sees them all. (In one page: kumo
@@ -328,5 +332,37 @@ func TestRunRefusesAnIncompleteTick(t *testing.T) {
 	tk.Waker, tk.Sessions.Waker = nil, nil
 	if _, err := tk.Run(context.Background()); err == nil {
 		t.Fatal("a tick without a waker ran")
+	}
+}
+
+// TestShortDeadlineStillReaps runs the tick with less time left than its
+// default margin, as a dev server ticking every second does: the killed
+// turn is reaped all the same.
+func TestShortDeadlineStillReaps(t *testing.T) {
+	s := newStack(t)
+	lim := turn.Limits{Budget: time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 50 * time.Millisecond}
+	inv := s.fresh(demoAgent(t, script(t, slowThree), lim))
+	id := newSession(t, inv, "Go.")
+	dying, kill := context.WithCancel(context.Background())
+	time.AfterFunc(450*time.Millisecond, kill)
+	if _, err := inv.runner.Start(dying, id); !errors.Is(err, context.Canceled) {
+		t.Fatalf("killed invocation: %v", err)
+	}
+	st := load(t, inv, id)
+	if st.Status != reducer.Running {
+		t.Fatalf("after the crash: %s", st.Status)
+	}
+	time.Sleep(time.Until(st.Turn.Lease) + 20*time.Millisecond)
+
+	tk := s.fresh(nil).tick
+	tk.Margin = 0 // the default, 5 s, more than the run has
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	rep, err := tk.Run(ctx)
+	if err != nil || rep.Reaped != 1 {
+		t.Fatalf("tick with 1 s left = %+v, %v; want the turn reaped", rep, err)
+	}
+	if st := load(t, inv, id); st.Status != reducer.Suspended || st.Turn.Cause != reducer.CauseLease {
+		t.Fatalf("after the tick: %s", st.Status)
 	}
 }
