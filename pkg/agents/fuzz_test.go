@@ -105,4 +105,3 @@ func checkConfigErrors(t *testing.T, err error) {
 		t.Fatalf("error %q (%T) is not a ConfigError naming the file", err, err)
 	}
 }
-
