@@ -14,6 +14,12 @@ import (
 // that contradict each other.
 var ErrCorruptHead = errors.New("dynamo: corrupt head item")
 
+// headAttrs are the attributes headItem may write.
+var headAttrs = map[string]bool{
+	attrPK: true, attrSK: true, attrLastSeq: true, attrStatus: true, attrAgent: true, attrOwner: true,
+	attrCreated: true, attrUpdated: true, attrTurn: true, attrCause: true, attrDueShard: true, attrDue: true, attrWhy: true,
+}
+
 // dueWhys are the reasons State.Attention gives.
 var dueWhys = map[string]bool{"lease": true, "approval": true, "wake": true, "inbox": true}
 
@@ -23,9 +29,17 @@ func checkHead(item map[string]types.AttributeValue, h Head) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrCorruptHead, fmt.Sprintf(format, args...))
 	}
+	for name := range item {
+		if !headAttrs[name] {
+			return bad("unexpected attribute %q", name)
+		}
+	}
+	if sk, ok := item[attrSK].(*types.AttributeValueMemberN); !ok || sk.Value != headSK {
+		return bad("attribute %s is not the number %s", attrSK, headSK)
+	}
 	for _, name := range []string{attrPK, attrStatus, attrAgent, attrCreated, attrUpdated} {
-		if _, ok := item[name].(*types.AttributeValueMemberS); !ok {
-			return bad("attribute %s is missing or not a string", name)
+		if v, ok := item[name].(*types.AttributeValueMemberS); !ok || v.Value == "" {
+			return bad("attribute %s is missing, empty or not a string", name)
 		}
 	}
 	for _, name := range []string{attrOwner, attrTurn, attrCause, attrDueShard, attrWhy} {
