@@ -101,6 +101,9 @@ func Request(ctx context.Context, e events.APIGatewayV2HTTPRequest) (*http.Reque
 	if path == "" {
 		path = "/"
 	}
+	if path[0] != '/' {
+		return nil, fmt.Errorf("lambdahttp: path %q does not start with /", path)
+	}
 	target := path
 	if e.RawQueryString != "" {
 		target += "?" + e.RawQueryString
