@@ -23,7 +23,7 @@ func fuzzLog() []string {
 	t := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	op := reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}
 	ag := reducer.Actor{Kind: reducer.ActorAgent, ID: "turn_1"}
-	facts := []reducer.Fact{
+	return encodeLog(t, []reducer.Fact{
 		{Type: reducer.SessionCreated, Actor: op, Agent: "helper", Owner: "alice"},
 		{Type: reducer.MessageReceived, Actor: op, Message: &reducer.Message{ID: "msg_1", Text: "deploy it"}},
 		{Type: reducer.TurnStarted, Actor: ag, Turn: "turn_1", Stream: "turn_1", Lease: t.Add(15 * time.Minute)},
@@ -35,7 +35,38 @@ func fuzzLog() []string {
 		{Type: reducer.TurnResumed, Actor: ag, Turn: "turn_1", Lease: t.Add(30 * time.Minute)},
 		{Type: reducer.ExecutionStarted, Actor: ag, Turn: "turn_1", Execution: &reducer.Execution{ID: "ex_1", ToolCallID: "call_1", Tool: "deploy"}},
 		{Type: reducer.TurnCompleted, Actor: ag, Turn: "turn_1", Usage: &reducer.Usage{InputTokens: 10, OutputTokens: 5}, Snapshot: "snapshots/s_1/000000000009-00.json"},
-	}
+	})
+}
+
+// fuzzLog2 is another real session: a turn suspended for its budget and
+// resumed, an uncertain execution settled by an operator, a failure, and a
+// cancelled turn with a message waiting.
+func fuzzLog2() []string {
+	t := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
+	op := reducer.Actor{Kind: reducer.ActorOperator, ID: "bob"}
+	ag := reducer.Actor{Kind: reducer.ActorAgent, ID: "turn_a"}
+	ex := &reducer.Execution{ID: "ex_a", ToolCallID: "call_a", Tool: "charge"}
+	return encodeLog(t, []reducer.Fact{
+		{Type: reducer.SessionCreated, Actor: op, Agent: "ops", Owner: "bob"},
+		{Type: reducer.MessageReceived, Actor: op, Message: &reducer.Message{ID: "msg_a", Text: "charge it"}},
+		{Type: reducer.TurnStarted, Actor: ag, Turn: "turn_a", Stream: "turn_a", Lease: t.Add(time.Minute)},
+		{Type: reducer.TurnSuspended, Actor: ag, Turn: "turn_a", Cause: reducer.CauseBudget},
+		{Type: reducer.TurnResumed, Actor: ag, Turn: "turn_a", Lease: t.Add(20 * time.Minute)},
+		{Type: reducer.ExecutionStarted, Actor: ag, Turn: "turn_a", Execution: ex},
+		{Type: reducer.TurnSuspended, Actor: ag, Turn: "turn_a", Cause: reducer.CauseUncertain, Execution: ex},
+		{Type: reducer.ExecutionVerdict, Actor: op, Turn: "turn_a", Settled: &reducer.Settled{ExecutionID: "ex_a", Verdict: reducer.Abandon}},
+		{Type: reducer.TurnResumed, Actor: ag, Turn: "turn_a", Lease: t.Add(40 * time.Minute)},
+		{Type: reducer.TurnFailed, Actor: ag, Turn: "turn_a", Failure: &reducer.Failure{Kind: "model", Error: "overloaded"}},
+		{Type: reducer.MessageReceived, Actor: op, Message: &reducer.Message{ID: "msg_b", Text: "again"}},
+		{Type: reducer.TurnStarted, Actor: ag, Turn: "turn_b", Stream: "turn_b", Lease: t.Add(time.Hour)},
+		{Type: reducer.MessageReceived, Actor: op, Message: &reducer.Message{ID: "msg_c", Text: "and this"}},
+		{Type: reducer.TurnSuspended, Actor: ag, Turn: "turn_b", Cause: reducer.CauseThrottled},
+		{Type: reducer.TurnCancelled, Actor: op, Turn: "turn_b", Reason: "enough"},
+	})
+}
+
+// encodeLog numbers and times facts from t and encodes each.
+func encodeLog(t time.Time, facts []reducer.Fact) []string {
 	out := make([]string, len(facts))
 	for i := range facts {
 		facts[i].Seq = int64(i + 1)
@@ -56,8 +87,10 @@ func fuzzLog() []string {
 // reduces to gives a head item that decodes back to the same head.
 func FuzzFactLog(f *testing.F) {
 	log := fuzzLog()
-	for n := 1; n <= len(log); n++ {
-		f.Add(strings.Join(log[:n], "\n"))
+	for _, l := range [][]string{log, fuzzLog2()} {
+		for n := 1; n <= len(l); n++ {
+			f.Add(strings.Join(l[:n], "\n"))
+		}
 	}
 	f.Add(strings.Join(log[:3], "\n") + "\n" + strings.Replace(log[3], `"seq":4`, `"seq":5`, 1))
 	f.Add(log[0] + "\n" + `{"seq":2,"type":"turn.started","actor":{"kind":"agent"},"turn":"t","stream":"t"}`)
@@ -143,21 +176,22 @@ func FuzzDecodeFact(f *testing.F) {
 // head: one headItem writes for some state, which encodes back to the same
 // attributes.
 func FuzzDecodeHead(f *testing.F) {
-	facts := fuzzLog()
-	for n := 1; n <= len(facts); n++ {
-		var log []reducer.Fact
-		for _, l := range facts[:n] {
-			var fact reducer.Fact
-			if err := json.Unmarshal([]byte(l), &fact); err != nil {
+	for _, facts := range [][]string{fuzzLog(), fuzzLog2()} {
+		for n := 1; n <= len(facts); n++ {
+			var log []reducer.Fact
+			for _, l := range facts[:n] {
+				var fact reducer.Fact
+				if err := json.Unmarshal([]byte(l), &fact); err != nil {
+					f.Fatal(err)
+				}
+				log = append(log, fact)
+			}
+			st, err := reducer.Reduce(log)
+			if err != nil {
 				f.Fatal(err)
 			}
-			log = append(log, fact)
+			f.Add(itemJSON(headItem("s_1", st)))
 		}
-		st, err := reducer.Reduce(log)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(itemJSON(headItem("s_1", st)))
 	}
 	f.Add(`{"pk":{"S":"s_1"},"sk":{"N":"0"},"lastSeq":{"N":"3"},"status":{"S":"running"},"agent":{"S":"a"},"created":{"S":"2026-03-01T12:00:00.000000000Z"},"updated":{"S":"2026-03-01T12:00:00.000000000Z"}}`)
 	f.Add(`{"pk":{"S":"s_1"},"sk":{"N":"0"},"lastSeq":{"N":"3"},"status":{"S":"idle"},"agent":{"S":"a"},"created":{"S":"2026-03-01T12:00:00.000000000Z"},"updated":{"S":"2026-03-01T12:00:00.000000000Z"},"turn":{"N":"7"}}`)
