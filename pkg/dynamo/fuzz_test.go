@@ -233,18 +233,24 @@ func FuzzDecodeHead(f *testing.F) {
 		for _, name := range []string{attrCreated, attrUpdated} {
 			back[name] = item[name] // any RFC 3339 spelling of the same time
 		}
-		if got, want := itemJSON(back), itemJSON(withoutSK(item)); got != want {
+		if got, want := itemJSON(back), itemJSON(canonicalNumbers(item)); got != want {
 			t.Fatalf("head %+v re-encodes as\n%s\nnot\n%s", h, got, want)
 		}
 	})
 }
 
-func withoutSK(item map[string]types.AttributeValue) map[string]types.AttributeValue {
+// canonicalNumbers returns item with its numbers spelled as DynamoDB
+// returns them ("7", not "007" or "+7"); decodeHead reads either alike.
+func canonicalNumbers(item map[string]types.AttributeValue) map[string]types.AttributeValue {
 	out := map[string]types.AttributeValue{}
 	for k, v := range item {
+		if n, ok := v.(*types.AttributeValueMemberN); ok {
+			if i, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+				v = num(i)
+			}
+		}
 		out[k] = v
 	}
-	out[attrSK] = num(0)
 	return out
 }
 
