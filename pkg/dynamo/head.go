@@ -105,6 +105,9 @@ func decodeHead(item map[string]types.AttributeValue) (Head, error) {
 		}
 		h.Due = time.UnixMilli(ms).UTC()
 	}
+	if err := checkHead(item, h); err != nil {
+		return Head{}, fmt.Errorf("head of %q: %w", h.Session, err)
+	}
 	return h, nil
 }
 

@@ -101,6 +101,9 @@ func Request(ctx context.Context, e events.APIGatewayV2HTTPRequest) (*http.Reque
 	if path == "" {
 		path = "/"
 	}
+	if path[0] != '/' {
+		return nil, fmt.Errorf("lambdahttp: path %q does not start with /", path)
+	}
 	target := path
 	if e.RawQueryString != "" {
 		target += "?" + e.RawQueryString
@@ -115,10 +118,13 @@ func Request(ctx context.Context, e events.APIGatewayV2HTTPRequest) (*http.Reque
 			return nil, fmt.Errorf("lambdahttp: base64 body: %w", err)
 		}
 	}
-	r, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
+	// The URL is u itself: printed and parsed again as a URL, a path
+	// starting with "//" would turn into a host.
+	r, err := http.NewRequestWithContext(ctx, method, "/", bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("lambdahttp: build request: %w", err)
 	}
+	r.URL = u
 	r.RequestURI = u.RequestURI()
 	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
 	if p := e.RequestContext.HTTP.Protocol; p != "" {

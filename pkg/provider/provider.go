@@ -221,18 +221,26 @@ func ResultText(out json.RawMessage) string {
 	return string(out)
 }
 
-// CallInput normalises a streamed tool input: empty input is the empty
-// object, anything else must be whole JSON. It reports false when the input
-// is not valid JSON (a call cut off mid-stream).
+// CallInput normalises a streamed tool input: empty input (or null) is the
+// empty object, anything else must be one whole JSON object, as every
+// provider's API and every tool takes. It reports false when the input is
+// not (a call cut off mid-stream, or a number, string or array).
 func CallInput(raw string) (json.RawMessage, bool) {
 	s := strings.TrimSpace(raw)
-	if s == "" {
+	if s == "" || s == "null" {
 		return json.RawMessage(`{}`), true
 	}
-	if !json.Valid([]byte(s)) {
+	if s[0] != '{' || !json.Valid([]byte(s)) {
 		return nil, false
 	}
 	return json.RawMessage(s), true
+}
+
+// ClampUsage returns u with negative token counts, which no provider
+// means, as zero, so garbage in a stream never subtracts from a turn's
+// usage.
+func ClampUsage(u model.Usage) model.Usage {
+	return model.Usage{InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0)}
 }
 
 // InputOrEmpty returns a recorded tool call's input, or the empty object

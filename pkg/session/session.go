@@ -180,8 +180,8 @@ func (s *Store) Load(ctx context.Context, id string) (*Session, error) {
 		if err := s.Streams.GetSnapshot(ctx, snap.Snapshot, &sn); err != nil {
 			return nil, fmt.Errorf("session: load %s: snapshot at %d: %w", id, snap.Seq, err)
 		}
-		if sn.State.LastSeq != snap.Seq || sn.Session != id {
-			return nil, fmt.Errorf("session: load %s: snapshot %s is for %s@%d, not @%d", id, snap.Snapshot, sn.Session, sn.State.LastSeq, snap.Seq)
+		if err := checkSnapshot(id, snap, sn); err != nil {
+			return nil, fmt.Errorf("session: load %s: snapshot at %d: %w", id, snap.Seq, err)
 		}
 		base, sess.History = sn.State, sn.Messages
 		facts = facts[1:]

@@ -3,7 +3,6 @@ package streams
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -251,11 +250,7 @@ func (s *Store) getChunk(ctx context.Context, key string) (chunkDoc, error) {
 	if err != nil {
 		return chunkDoc{}, err
 	}
-	var doc chunkDoc
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return chunkDoc{}, fmt.Errorf("%w: decode %s: %v", ErrCorrupt, key, err)
-	}
-	return doc, nil
+	return parseChunk(key, body)
 }
 
 func (s *Store) getObject(ctx context.Context, key string) ([]byte, error) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -114,10 +115,20 @@ func Parse(body string) (Wake, error) {
 	return w, nil
 }
 
+// MaxSession is the longest session id a wake may name, as the operator
+// API and the stream store allow.
+const MaxSession = 256
+
 func (w Wake) check() error {
 	switch {
 	case strings.TrimSpace(w.Session) == "":
 		return &ParseError{Reason: "no session"}
+	case len(w.Session) > MaxSession:
+		return &ParseError{Reason: fmt.Sprintf("session id of %d bytes, longer than %d", len(w.Session), MaxSession)}
+	case !utf8.ValidString(w.Session):
+		return &ParseError{Reason: "session id is not UTF-8"}
+	case strings.ContainsFunc(w.Session, func(c rune) bool { return c < 0x20 || c == 0x7f || c == '/' }):
+		return &ParseError{Reason: fmt.Sprintf("session id %q holds a control character or a slash", w.Session)}
 	case w.Seq < 0:
 		return &ParseError{Reason: fmt.Sprintf("negative seq %d", w.Seq)}
 	}

@@ -209,7 +209,7 @@ func (s *state) handle(ev *sdk.MessageStreamEventUnion) ([]model.Event, error) {
 			return nil, provider.BadToolInput(name, s.incomplete)
 		}
 		s.done = true
-		return s.one(model.Event{Type: model.Finish, Stop: s.stop, Usage: s.usage}), nil
+		return s.one(model.Event{Type: model.Finish, Stop: s.stop, Usage: provider.ClampUsage(s.usage)}), nil
 	}
 	return nil, nil
 }

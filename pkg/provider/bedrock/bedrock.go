@@ -203,7 +203,7 @@ func (s *state) finish() (model.Event, error) {
 	if s.incomplete != "" && s.stop != model.StopLength {
 		return model.Event{}, provider.BadToolInput(name, s.incomplete)
 	}
-	return model.Event{Type: model.Finish, Stop: s.stop, Usage: s.usage}, nil
+	return model.Event{Type: model.Finish, Stop: s.stop, Usage: provider.ClampUsage(s.usage)}, nil
 }
 
 func stopReason(r types.StopReason) model.StopReason {

@@ -211,7 +211,7 @@ func (s *state) finish() ([]model.Event, error) {
 		// call baton's own id and a unique wire id.
 		evs = append(evs, model.Event{Type: model.ToolCall, Call: model.Call{ID: c.id, Name: c.name, Input: in}})
 	}
-	return append(evs, model.Event{Type: model.Finish, Stop: s.stop, Usage: s.usage}), nil
+	return append(evs, model.Event{Type: model.Finish, Stop: s.stop, Usage: provider.ClampUsage(s.usage)}), nil
 }
 
 // reasoning reads the non-standard reasoning delta vLLM, DeepSeek and Ollama

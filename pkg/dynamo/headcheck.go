@@ -1,0 +1,102 @@
+package dynamo
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/baton-run/baton/pkg/reducer"
+)
+
+// ErrCorruptHead is matched when a head item breaks the layout headItem
+// writes: a missing or mistyped attribute, an unknown status, or attributes
+// that contradict each other.
+var ErrCorruptHead = errors.New("dynamo: corrupt head item")
+
+// headAttrs are the attributes headItem may write.
+var headAttrs = map[string]bool{
+	attrPK: true, attrSK: true, attrLastSeq: true, attrStatus: true, attrAgent: true, attrOwner: true,
+	attrCreated: true, attrUpdated: true, attrTurn: true, attrCause: true, attrDueShard: true, attrDue: true, attrWhy: true,
+}
+
+// dueWhys are the reasons State.Attention gives.
+var dueWhys = map[string]bool{"lease": true, "approval": true, "wake": true, "inbox": true}
+
+// checkHead checks that item, decoded as h, is one headItem could have
+// written.
+func checkHead(item map[string]types.AttributeValue, h Head) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrCorruptHead, fmt.Sprintf(format, args...))
+	}
+	for name := range item {
+		if !headAttrs[name] {
+			return bad("unexpected attribute %q", name)
+		}
+	}
+	if sk, ok := item[attrSK].(*types.AttributeValueMemberN); !ok || sk.Value != headSK {
+		return bad("attribute %s is not the number %s", attrSK, headSK)
+	}
+	for _, name := range []string{attrPK, attrStatus, attrAgent, attrCreated, attrUpdated} {
+		if v, ok := item[name].(*types.AttributeValueMemberS); !ok || v.Value == "" {
+			return bad("attribute %s is missing, empty or not a string", name)
+		}
+	}
+	for _, name := range []string{attrOwner, attrTurn, attrCause, attrDueShard, attrWhy} {
+		if v, ok := item[name]; ok {
+			if s, isS := v.(*types.AttributeValueMemberS); !isS || s.Value == "" {
+				return bad("attribute %s is not a non-empty string", name)
+			}
+		}
+	}
+	switch {
+	case h.Session == "":
+		return bad("no session id")
+	case h.Agent == "":
+		return bad("no agent")
+	case h.LastSeq < 1:
+		return bad("last seq %d", h.LastSeq)
+	}
+	switch h.Status {
+	case reducer.Idle:
+		if h.Turn != "" {
+			return bad("idle with open turn %q", h.Turn)
+		}
+	case reducer.Running, reducer.Suspended:
+		if h.Turn == "" {
+			return bad("%s without an open turn", h.Status)
+		}
+	default:
+		return bad("unknown status %q", h.Status)
+	}
+	switch h.Cause {
+	case "":
+		if h.Status == reducer.Suspended {
+			return bad("suspended without a cause")
+		}
+	case reducer.CauseBudget, reducer.CauseApproval, reducer.CauseThrottled, reducer.CauseUncertain, reducer.CauseLease:
+		if h.Status != reducer.Suspended {
+			return bad("%s with cause %q", h.Status, h.Cause)
+		}
+	default:
+		return bad("unknown cause %q", h.Cause)
+	}
+	_, hasShard := item[attrDueShard]
+	_, hasDue := item[attrDue]
+	_, hasWhy := item[attrWhy]
+	switch {
+	case hasShard != hasDue || hasDue != hasWhy:
+		return bad("%s, %s and %s must be all present or all absent", attrDueShard, attrDue, attrWhy)
+	case hasShard && strAttr(item, attrDueShard) != dueShard:
+		return bad("%s is not %q", attrDueShard, dueShard)
+	case hasWhy && !dueWhys[h.Why]:
+		return bad("unknown %s %q", attrWhy, h.Why)
+	case (h.Status == reducer.Running) != (h.Why == "lease"):
+		return bad("%s with %s %q: a running session, and only one, is due for its lease", h.Status, attrWhy, h.Why)
+	case h.Why == "approval" && h.Cause != reducer.CauseApproval,
+		h.Why == "wake" && h.Status != reducer.Suspended,
+		h.Why == "inbox" && h.Status != reducer.Idle:
+		return bad("%s with %s %q", h.Status, attrWhy, h.Why)
+	}
+	return nil
+}

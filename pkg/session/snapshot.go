@@ -1,0 +1,59 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/reducer"
+)
+
+// ErrCorruptSnapshot is matched when a snapshot read back is not the one
+// End wrote for the fact that names it.
+var ErrCorruptSnapshot = errors.New("session: corrupt snapshot")
+
+// checkSnapshot checks that sn, read back for fact f of session id, is what
+// End writes when f ends a turn: the session's idle state just after f, and
+// a conversation of known roles and content.
+func checkSnapshot(id string, f reducer.Fact, sn Snapshot) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrCorruptSnapshot, f.Snapshot, fmt.Sprintf(format, args...))
+	}
+	st := sn.State
+	switch {
+	case sn.Session != id:
+		return bad("it is for session %q", sn.Session)
+	case st.LastSeq != f.Seq:
+		return bad("it is at seq %d, not %d", st.LastSeq, f.Seq)
+	case st.Snapshot != f.Snapshot || st.SnapshotSeq != f.Seq:
+		return bad("it names snapshot %q at %d", st.Snapshot, st.SnapshotSeq)
+	case !f.Ends() || st.Last != f.Type:
+		return bad("its last turn ended with %q, the fact is %q", st.Last, f.Type)
+	case st.Status != reducer.Idle || st.Turn != nil:
+		return bad("status %q, open turn %v: a turn's end leaves the session idle", st.Status, st.Turn != nil)
+	case st.Agent == "":
+		return bad("no agent")
+	case st.Turns < 1:
+		return bad("%d turns ended", st.Turns)
+	}
+	for i, m := range st.Inbox {
+		if m.ID == "" {
+			return bad("inbox message %d has no id", i)
+		}
+	}
+	for i, m := range sn.Messages {
+		switch m.Role {
+		case conversation.User, conversation.Assistant, conversation.ToolRole:
+		default:
+			return bad("message %d has role %q", i, m.Role)
+		}
+		for j, c := range m.Content {
+			switch c.Type {
+			case conversation.Text, conversation.Reasoning, conversation.ToolCall, conversation.ToolResult:
+			default:
+				return bad("message %d, content %d has type %q", i, j, c.Type)
+			}
+		}
+	}
+	return nil
+}
