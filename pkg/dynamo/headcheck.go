@@ -69,12 +69,12 @@ func checkHead(item map[string]types.AttributeValue, h Head) error {
 	default:
 		return bad("unknown status %q", h.Status)
 	}
-	switch h.Cause {
-	case "":
+	switch {
+	case h.Cause == "":
 		if h.Status == reducer.Suspended {
 			return bad("suspended without a cause")
 		}
-	case reducer.CauseBudget, reducer.CauseApproval, reducer.CauseThrottled, reducer.CauseUncertain, reducer.CauseLease:
+	case h.Cause.Known():
 		if h.Status != reducer.Suspended {
 			return bad("%s with cause %q", h.Status, h.Cause)
 		}

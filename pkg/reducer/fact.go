@@ -61,6 +61,15 @@ const (
 // retries: throttled or model-unavailable.
 func (c Cause) Fault() bool { return c == CauseThrottled || c == CauseModelUnavailable }
 
+// Known reports whether c is one of the suspension causes above.
+func (c Cause) Known() bool {
+	switch c {
+	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseUncertain, CauseLease:
+		return true
+	}
+	return false
+}
+
 // Decision answers an approval request.
 type Decision string
 
