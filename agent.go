@@ -52,8 +52,11 @@ type Limits = turn.Limits
 // rules: readOnlyHint makes a read; any other tool is an external side
 // effect, idempotent when idempotentHint says so, and one that is
 // destructive (the MCP default) needs approval unless the agent's
-// Approvals say otherwise. A call to a server that is down or does not
-// answer in time gives the model an error result.
+// Approvals say otherwise. A turn lists the tools when it starts and
+// offers that list until it ends, even across invocations; a server down
+// then suspends the turn (tools-unavailable) for a later try. A call to a
+// server that is down or does not answer in time gives the model an error
+// result.
 type MCPServer = mcp.Server
 
 // AgentError is an Agent that does not build. Field names the part at
