@@ -34,13 +34,10 @@ func (ru *run) offer(ctx context.Context) error {
 		ru.tools = ru.agent.Tools
 		return nil
 	}
-	listed, recorded, err := recordedTools(ru.parts)
-	if err != nil {
-		return err
-	}
-	if !recorded {
+	rec, found := recorded(ru.parts)
+	if !found {
 		lctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
-		listed, err = src.List(lctx)
+		listed, err := src.List(lctx)
 		cancel()
 		if err != nil {
 			return err
@@ -48,35 +45,38 @@ func (ru *run) offer(ctx context.Context) error {
 		if listed == nil {
 			listed = []tool.Listed{}
 		}
+		rec = streams.Part{Type: DataTools, Data: mustJSON(toolsRecord{Tools: listed})}
+	}
+	// The tools are made from the record's bytes, fresh or not, so every
+	// invocation of the turn makes the same ones.
+	var data toolsRecord
+	if err := json.Unmarshal(rec.Data, &data); err != nil {
+		return fmt.Errorf("the turn's record of its tools: %w", err)
 	}
 	var own []tool.Tool
 	if ru.agent.Tools != nil {
 		own = ru.agent.Tools.Tools()
 	}
-	reg, err := tool.NewRegistry(append(own, src.Tools(listed)...)...)
+	reg, err := tool.NewRegistry(append(own, src.Tools(data.Tools)...)...)
 	if err != nil {
 		return fmt.Errorf("the listed tools: %w", err)
 	}
 	ru.tools = reg
-	if !recorded {
-		ru.emit(streams.Part{Type: DataTools, Data: mustJSON(toolsRecord{Tools: listed})})
+	if !found {
+		ru.emit(rec)
 	}
 	return nil
 }
 
-// recordedTools finds the turn's record of its listed tools.
-func recordedTools(parts []streams.Part) ([]tool.Listed, bool, error) {
+// recorded finds the turn's record of its listed tools: the last
+// DataTools part.
+func recorded(parts []streams.Part) (streams.Part, bool) {
 	for i := len(parts) - 1; i >= 0; i-- {
-		if parts[i].Type != DataTools {
-			continue
+		if parts[i].Type == DataTools {
+			return parts[i], true
 		}
-		var rec toolsRecord
-		if err := json.Unmarshal(parts[i].Data, &rec); err != nil {
-			return nil, false, fmt.Errorf("the turn's record of its tools: %w", err)
-		}
-		return rec.Tools, true, nil
 	}
-	return nil, false, nil
+	return streams.Part{}, false
 }
 
 // unoffered ends an invocation whose tools could not be fixed: a source
