@@ -32,13 +32,18 @@ import (
 	"github.com/baton-run/baton/pkg/wake"
 )
 
+// emu is the emulator every stack uses, started by the first. In-process
+// kumo servers share state, and starting one while another is still
+// working is a data race, so the package's tests share one, as other
+// packages' do; each stack has its own table, bucket and queue.
+var emu = sync.OnceValue(emulator.Start)
+
 // stack wires baton as a program would, with app.NewWith, on kumo (or the
 // endpoint in AWS_ENDPOINT_URL), with fresh resources and the Go agents.
 func stack(t *testing.T, agents ...*turn.Agent) *app.App {
 	t.Helper()
 	ctx := context.Background()
-	e := emulator.Start()
-	t.Cleanup(e.Close)
+	e := emu()
 	name := strings.ToLower(ids.New("lib"))
 	if err := dynamo.New(e.Clients.DynamoDB, name).CreateTable(ctx); err != nil {
 		t.Fatal(err)
@@ -349,14 +354,14 @@ func executions(t *testing.T, a *app.App, id string) string {
 
 // filesAgent is a Go agent whose only tools are the files server's
 // lookup and delete_file.
-func filesAgent(t *testing.T, url, script string, lim baton.Limits) (*turn.Agent, *recorder) {
+func filesAgent(t *testing.T, name, url, script string, lim baton.Limits) (*turn.Agent, *recorder) {
 	t.Helper()
 	s, err := baton.Script([]byte(script))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := &recorder{next: s}
-	agent, err := baton.Agent{Name: "files", Model: m, Limits: lim,
+	agent, err := baton.Agent{Name: name, Model: m, Limits: lim,
 		MCP: []baton.MCPServer{{Name: "files", URL: url, Allow: []string{mcptest.Lookup, mcptest.Delete}}}}.Build(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -364,11 +369,11 @@ func filesAgent(t *testing.T, url, script string, lim baton.Limits) (*turn.Agent
 	return agent, m
 }
 
-func post(t *testing.T, a *app.App, text string) string {
+func post(t *testing.T, a *app.App, agent, text string) string {
 	t.Helper()
 	ctx := context.Background()
 	id := ids.New("s")
-	if _, err := a.Sessions.Create(ctx, id, "alice", "files"); err != nil {
+	if _, err := a.Sessions.Create(ctx, id, "alice", agent); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Sessions.Post(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, text); err != nil {
@@ -399,19 +404,23 @@ func TestTurnWithAnMCPServerDownAtStartSuspends(t *testing.T) {
 	}))
 	defer hanging.Close()
 	defer close(release)
+	srv := mcptest.Start()
+	defer srv.Close()
+	refusedAgent, refusedModel := filesAgent(t, "refused", refused.URL, script, baton.Limits{})
+	// No server timeout: the step's time (budget less margin) bounds the listing.
+	hangingAgent, hangingModel := filesAgent(t, "hanging", hanging.URL, script, baton.Limits{Budget: 1500 * time.Millisecond, Margin: time.Second})
+	backAgent, backModel := filesAgent(t, "back", srv.URL, script, baton.Limits{})
+	a := stack(t, refusedAgent, hangingAgent, backAgent)
 	for _, tc := range []struct {
 		name string
-		url  string
-		lim  baton.Limits
+		m    *recorder
 	}{
-		{"connection refused", refused.URL, baton.Limits{}},
-		// No server timeout: the step's time (budget less margin) bounds the listing.
-		{"no answer", hanging.URL, baton.Limits{Budget: 1500 * time.Millisecond, Margin: time.Second}},
+		{"refused", refusedModel},
+		{"hanging", hangingModel},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			agent, m := filesAgent(t, tc.url, script, tc.lim)
-			a := stack(t, agent)
-			id := post(t, a, "Look.")
+			m := tc.m
+			id := post(t, a, tc.name, "Look.")
 			out, err := a.Runner.Start(ctx, id)
 			if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseToolsUnavailable {
 				t.Fatalf("outcome = %+v, %v, want suspended as tools-unavailable", out, err)
@@ -430,11 +439,8 @@ func TestTurnWithAnMCPServerDownAtStartSuspends(t *testing.T) {
 	}
 
 	t.Run("back later", func(t *testing.T) {
-		srv := mcptest.Start()
-		defer srv.Close()
-		agent, m := filesAgent(t, srv.URL, script, baton.Limits{})
-		a := stack(t, agent)
-		id := post(t, a, "Look.")
+		m := backModel
+		id := post(t, a, "back", "Look.")
 		srv.SetDown(true)
 		out, err := a.Runner.Start(ctx, id)
 		if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseToolsUnavailable {
@@ -465,12 +471,12 @@ func TestTurnWithAnMCPServerDownOnResumeGivesTheModelAnError(t *testing.T) {
 	ctx := context.Background()
 	srv := mcptest.Start()
 	defer srv.Close()
-	agent, m := filesAgent(t, srv.URL, `{"steps":[
+	agent, m := filesAgent(t, "files", srv.URL, `{"steps":[
 	 {"text":"Deleting.","toolCalls":[{"name":"delete_file","input":{"path":"/srv/a"}}]},
 	 {"text":"The file server is down."}
 	]}`, baton.Limits{})
 	a := stack(t, agent)
-	id := post(t, a, "Delete /srv/a.")
+	id := post(t, a, "files", "Delete /srv/a.")
 	out, err := a.Runner.Start(ctx, id)
 	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseApproval {
 		t.Fatalf("outcome = %+v, %v, want suspended for approval", out, err)
