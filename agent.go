@@ -2,6 +2,7 @@ package baton
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -51,8 +52,11 @@ type Limits = turn.Limits
 // rules: readOnlyHint makes a read; any other tool is an external side
 // effect, idempotent when idempotentHint says so, and one that is
 // destructive (the MCP default) needs approval unless the agent's
-// Approvals say otherwise. A call to a server that is down or does not
-// answer in time gives the model an error result.
+// Approvals say otherwise. A turn lists the tools when it starts and
+// offers that list until it ends, even across invocations; a server down
+// then suspends the turn (tools-unavailable) for a later try. A call to a
+// server that is down or does not answer in time gives the model an error
+// result.
 type MCPServer = mcp.Server
 
 // AgentError is an Agent that does not build. Field names the part at
@@ -71,11 +75,12 @@ func (e *AgentError) Error() string {
 
 func (e *AgentError) Unwrap() error { return e.Err }
 
-// Build checks the agent and makes what the runner runs. It lists the
-// allowed tools of each MCP server, reading header values from the
-// process environment, so it needs the servers to answer; it applies
-// Approvals by tool name and compiles every tool's schema. Every problem
-// is reported, each an *AgentError, joined.
+// Build checks the agent and makes what the runner runs. It does not reach
+// the MCP servers: a turn lists their allowed tools when it starts and
+// offers that list for the rest of the turn. Build checks their
+// configuration and that the header values are set in the process
+// environment, applies Approvals by tool name and compiles every tool's
+// schema. Every problem is reported, each an *AgentError, joined.
 func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 	var errs []error
 	bad := func(field string, err error) {
@@ -118,21 +123,41 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 		}
 		add(field, t)
 	}
+	// The MCP servers are not reached here: a turn lists their tools when
+	// it starts. What can be checked without them is checked.
+	var remote *mcp.Toolset
+	if len(a.MCP) > 0 {
+		remote = &mcp.Toolset{Approvals: map[string]func(json.RawMessage) bool{}}
+	}
 	for i, s := range a.MCP {
 		field := fmt.Sprintf("mcp[%d]", i)
-		mts, err := mcp.Dialer{}.Tools(ctx, s)
-		var ce *mcp.ConfigError
-		if errors.As(err, &ce) {
-			bad(field+"."+ce.Field, ce.Err)
+		one := mcp.Toolset{Servers: append(slices.Clone(remote.Servers), s)}
+		if err := one.Check(); err != nil {
+			var ce *mcp.ConfigError
+			if errors.As(err, &ce) {
+				bad(field+"."+ce.Field, ce.Err)
+			} else {
+				bad(field, err)
+			}
 			continue
 		}
-		if err != nil {
-			bad(field, err)
+		clash := false
+		for _, name := range s.Allow {
+			if seen[name] {
+				bad(field+".allow", fmt.Errorf("tool %q: the agent already has a tool of that name", name))
+				clash = true
+			}
+		}
+		if clash {
 			continue
 		}
-		for _, t := range mts {
-			add(field+".allow", t)
+		for _, name := range s.Allow {
+			seen[name] = true
+			if r, ok := a.Approvals[name]; ok {
+				remote.Approvals[name] = r.Needs
+			}
 		}
+		remote.Servers = append(remote.Servers, s)
 	}
 	for _, name := range slices.Sorted(maps.Keys(a.Approvals)) {
 		if err := checkRule(a.Approvals[name]); err != nil {
@@ -148,8 +173,12 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &turn.Agent{Name: a.Name, System: a.System, Model: a.Model, Tools: reg,
-		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits}, nil
+	ta := &turn.Agent{Name: a.Name, System: a.System, Model: a.Model, Tools: reg,
+		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits}
+	if remote != nil {
+		ta.Remote = *remote
+	}
+	return ta, nil
 }
 
 // checkLimits refuses negative limits and a margin that leaves nothing of

@@ -57,9 +57,13 @@
 // rules: readOnlyHint makes a read, anything else is an external side
 // effect covered by the ledger, idempotentHint makes it idempotent, and a
 // destructive tool (MCP's default) needs approval unless the agent's
-// Approvals say otherwise. A server that is down, or does not answer within
-// the step's time, gives the model an error result; the turn neither
-// crashes nor hangs.
+// Approvals say otherwise. A turn lists the allowed tools when it starts
+// and records the list in its stream, so every invocation of the turn
+// offers the same tools whatever the server lists by then; building the
+// agent does not reach the server. A server that is down, or does not
+// answer within the step's time, when a turn starts suspends the turn
+// (tools-unavailable) for a later try; during a turn, it gives the model an
+// error result. The turn neither crashes nor hangs.
 //
 // # Models
 //

@@ -91,7 +91,7 @@ func ExampleAgent() {
 
 // An agent that uses the tools of a remote MCP server. Only the allowed
 // tools are offered, and their annotations set their rules; the agent's
-// Approvals override them.
+// Approvals override them. Build does not reach the server.
 func ExampleMCPServer() {
 	srv := mcptest.Start() // a real MCP server over streamable HTTP
 	defer srv.Close()
@@ -115,8 +115,13 @@ func ExampleMCPServer() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, spec := range agent.Tools.Specs() {
-		t, _ := agent.Tools.Get(spec.Name)
+	// A turn lists the allowed tools when it starts, and offers that list
+	// for the rest of the turn.
+	listed, err := agent.Remote.List(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, t := range agent.Remote.Tools(listed) {
 		fmt.Printf("%s: %s, idempotent %v, approval %v\n", t.Name, t.Effect, t.Idempotent, t.Approval(json.RawMessage(`{}`)))
 	}
 	// Output:

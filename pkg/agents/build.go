@@ -30,9 +30,9 @@ type Deps struct {
 	// Tools are Go tools the program registered, which agents may name
 	// besides the built-ins. A name may not be both.
 	Tools []tool.Tool
-	// MCP lists a server's allowed tools; nil means an mcp.Dialer reading
-	// header values with Getenv.
-	MCP func(ctx context.Context, s mcp.Server) ([]tool.Tool, error)
+	// MCPClient carries the requests to MCP servers; nil means a client on
+	// http.DefaultTransport. Header values are read with Getenv.
+	MCPClient *http.Client
 	// Declared builds a tool declared in the file (kind lambda or http).
 	// Nil means declared tools are refused.
 	Declared func(d Decl) (tool.Tool, error)
@@ -64,10 +64,7 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	listMCP := deps.MCP
-	if listMCP == nil {
-		listMCP = mcp.Dialer{Getenv: getenv}.Tools
-	}
+	dialer := mcp.Dialer{HTTPClient: deps.MCPClient, Getenv: getenv}
 	named, err := namedTools(builtins, deps.Tools)
 	if err != nil {
 		return nil, &ConfigError{File: name, Err: err}
@@ -173,34 +170,46 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 			}
 			tools = append(tools, t)
 		}
-		for i, s := range c.MCP {
-			field := fmt.Sprintf("mcp[%d]", i)
-			ms, err := s.server()
-			if err != nil {
-				bad(field+".timeout", err)
-				continue
-			}
-			mts, err := listMCP(ctx, ms)
-			var mce *mcp.ConfigError
-			if errors.As(err, &mce) {
-				bad(field+"."+mce.Field, mce.Err)
-				continue
-			}
-			if err != nil {
-				bad(field, err)
-				continue
-			}
-			for _, t := range mts {
-				if seen[t.Name] {
-					bad(field+".allow", fmt.Errorf("tool %q: the agent already has a tool of that name", t.Name))
+		// The MCP servers are not reached here: a turn lists their tools
+		// when it starts. What can be checked without them is checked.
+		if len(c.MCP) > 0 {
+			ts := mcp.Toolset{Dialer: dialer, Approvals: map[string]func(json.RawMessage) bool{}}
+			for i, s := range c.MCP {
+				field := fmt.Sprintf("mcp[%d]", i)
+				ms, err := s.server()
+				if err != nil {
+					bad(field+".timeout", err)
 					continue
 				}
-				seen[t.Name] = true
-				if r, ok := c.Approvals[t.Name]; ok {
-					t.NeedsApproval = r.Needs
+				one := mcp.Toolset{Dialer: dialer, Servers: append(ts.Servers, ms)}
+				if err := one.Check(); err != nil {
+					var mce *mcp.ConfigError
+					if errors.As(err, &mce) {
+						bad(field+"."+mce.Field, mce.Err)
+					} else {
+						bad(field, err)
+					}
+					continue
 				}
-				tools = append(tools, t)
+				clash := false
+				for _, tn := range ms.Allow {
+					if seen[tn] {
+						bad(field+".allow", fmt.Errorf("tool %q: the agent already has a tool of that name", tn))
+						clash = true
+					}
+				}
+				if clash {
+					continue
+				}
+				for _, tn := range ms.Allow {
+					seen[tn] = true
+					if r, ok := c.Approvals[tn]; ok {
+						ts.Approvals[tn] = r.Needs
+					}
+				}
+				ts.Servers = append(ts.Servers, ms)
 			}
+			a.Remote = ts
 		}
 		for tn := range c.Approvals {
 			if !seen[tn] {

@@ -50,7 +50,8 @@ type Config struct {
 	// registered (Deps.Tools), or declared tools.
 	Tools []ToolRef `json:"tools,omitempty"`
 	// MCP lists remote MCP servers whose allowed tools the agent may call,
-	// after its other tools.
+	// after its other tools. Loading the file does not reach them: a turn
+	// lists their tools when it starts.
 	MCP []MCPServer `json:"mcp,omitempty"`
 	// Approvals maps a tool name to its approval rule, overriding the tool's own.
 	Approvals       map[string]Rule `json:"approvals,omitempty"`

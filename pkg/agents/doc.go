@@ -1,7 +1,8 @@
 // Package agents loads the agent configuration file: named agents, each with
 // a provider and model, a system prompt, tools (built-in, registered by the
 // program in Go, declared, or from remote MCP servers), approval rules,
-// budgets and an output cap. It validates the whole file at start-up, naming
+// budgets and an output cap. It validates the whole file at start-up, without
+// reaching MCP servers, naming
 // the file, the agent and the field of every error, and builds the
 // turn.Agents the runner uses.
 package agents

@@ -48,7 +48,19 @@ func TestMCPSectionBuildsTheAllowedTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := m["a"].Tools
+	// The file loads without reaching the server; a turn lists its tools.
+	if c := srv.Calls(); len(c) != 0 {
+		t.Fatalf("loading called tools: %+v", c)
+	}
+	a := m["a"]
+	listed, err := a.Remote.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tool.NewRegistry(append(a.Tools.Tools(), a.Remote.Tools(listed)...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var names []string
 	for _, s := range reg.Specs() {
 		names = append(names, s.Name)
@@ -79,8 +91,6 @@ func TestMCPSectionBuildsTheAllowedTools(t *testing.T) {
 func TestBadMCPSections(t *testing.T) {
 	srv := mcptest.Start()
 	defer srv.Close()
-	down := mcptest.Start()
-	down.Close()
 	for _, tc := range []struct {
 		name, mcp, extra, field, msg string
 	}{
@@ -90,8 +100,8 @@ func TestBadMCPSections(t *testing.T) {
 		{"relative url", mcpServer("files.local/mcp", ""), "", "mcp[0].url", "absolute http"},
 		{"bad timeout", mcpServer(srv.URL, `"timeout":"soon"`), "", "mcp[0].timeout", "soon"},
 		{"header variable empty", `{"name":"files","url":"` + srv.URL + `","headerEnv":{"X-Key":"NOT_SET"},"allow":["lookup"]}`, "", "mcp[0].headerEnv.X-Key", "NOT_SET is empty"},
-		{"tool the server lacks", `{"name":"files","url":"` + srv.URL + `","allow":["lookup","rm_rf"]}`, "", "mcp[0].allow", `"rm_rf"`},
-		{"server down", mcpServer(down.URL, ""), "", "mcp[0]", "connection refused"},
+		{"two servers of one name", mcpServer(srv.URL, "") + `,{"name":"files","url":"` + srv.URL + `","allow":["hidden"]}`, "", "mcp[1].name", "another server"},
+		{"two servers allow one tool", mcpServer(srv.URL, "") + `,{"name":"more","url":"` + srv.URL + `","allow":["lookup"]}`, "", "mcp[1].allow", "allows a tool of that name too"},
 		{"name clash with a built-in", mcpServer(srv.URL, ""), `"tools":[{"name":"lookup","kind":"http","description":"d","effect":"read","schema":{"type":"object"},"url":"https://x.example/"}]`, "mcp[0].allow", "already has a tool"},
 		{"approval for a tool not allowed", mcpServer(srv.URL, ""), `"approvals":{"hidden":"never"}`, "approvals.hidden", "does not have"},
 	} {
@@ -112,6 +122,42 @@ func TestBadMCPSections(t *testing.T) {
 	}
 	if c := srv.Calls(); len(c) != 0 {
 		t.Fatalf("building agents called tools: %+v", c)
+	}
+}
+
+// TestMCPServersAreListedWhenATurnStarts: a file whose server is down
+// loads (a cold start does not depend on the servers); listing then fails
+// with tool.ErrUnavailable. An allowed tool the server lacks is not
+// offered.
+func TestMCPServersAreListedWhenATurnStarts(t *testing.T) {
+	srv := mcptest.Start()
+	defer srv.Close()
+	down := mcptest.Start()
+	down.Close()
+	for _, tc := range []struct {
+		name, mcp, msg string
+		unavailable    bool
+	}{
+		{"server down", mcpServer(down.URL, ""), "connection refused", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := loadWith(t, scripted(`"mcp":[`+tc.mcp+`]`), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = m["a"].Remote.List(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.msg) || errors.Is(err, tool.ErrUnavailable) != tc.unavailable {
+				t.Fatalf("list: %v, want %q (unavailable %v)", err, tc.msg, tc.unavailable)
+			}
+		})
+	}
+	m, err := loadWith(t, scripted(`"mcp":[{"name":"files","url":"`+srv.URL+`","allow":["rm_rf","lookup"]}]`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := m["a"].Remote.List(context.Background())
+	if err != nil || len(listed) != 1 || listed[0].Name != "lookup" {
+		t.Fatalf("listed %+v, %v; want only lookup", listed, err)
 	}
 }
 

@@ -41,3 +41,27 @@ func BenchmarkCall(b *testing.B) {
 	}
 	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "requests/call")
 }
+
+// BenchmarkList is the listing a turn makes when it starts: the allowed
+// tools of one server, with the HTTP requests it takes and the bytes of
+// the record the turn keeps of them.
+func BenchmarkList(b *testing.B) {
+	srv := mcptest.Start()
+	defer srv.Close()
+	rt := &counting{}
+	ts := mcp.Toolset{Dialer: mcp.Dialer{HTTPClient: &http.Client{Transport: rt}, Getenv: dialer.Getenv},
+		Servers: []mcp.Server{server(srv.URL)}}
+	var listed []tool.Listed
+	for b.Loop() {
+		var err error
+		if listed, err = ts.List(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rec, err := json.Marshal(listed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "requests/list")
+	b.ReportMetric(float64(len(rec)), "record-bytes")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -113,30 +114,118 @@ type Dialer struct {
 	HTTPClient *http.Client
 	// Getenv reads header values; nil means os.Getenv.
 	Getenv func(string) string
+	// Log receives warnings; nil means slog.Default().
+	Log *slog.Logger
+}
+
+func (d Dialer) log() *slog.Logger {
+	if d.Log != nil {
+		return d.Log
+	}
+	return slog.Default()
 }
 
 // Tools lists the server's allowed tools and adapts each one to a
-// tool.Tool, in the order of the allow list. Annotations map onto baton's
-// rules:
-//
-//   - readOnlyHint: a Read effect, idempotent, no approval.
-//   - otherwise an External effect (the execution ledger covers it), and
-//     idempotent when idempotentHint says so;
-//   - destructiveHint, which MCP takes as true when it is absent, asks for
-//     approval of every call unless the agent's own approval rules say
-//     otherwise.
-//
-// A tool without annotations is thus a destructive side effect. Each call
+// tool.Tool, in the order of the allow list: Dialer.List, then
+// Dialer.Adapt. See Rules for how annotations map onto baton's rules. A
+// tool without annotations is thus a destructive side effect. Each call
 // connects afresh within the caller's deadline and the server's timeout,
 // so a call to a server that is down ends in an error the model sees,
-// never a hang. Tools fails when the server's configuration is bad, a
-// header's environment variable is empty or an allowed tool is not among
-// those the server lists (a *ConfigError), or when the server cannot be
-// listed.
+// never a hang. Tools fails as List does.
 func (d Dialer) Tools(ctx context.Context, s Server) ([]tool.Tool, error) {
+	ls, err := d.List(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return d.Adapt(s, ls, nil), nil
+}
+
+// List lists the allowed tools the server lists now, in the order of the
+// allow list, with the rules their annotations imply (see Rules). An
+// allowed tool the server does not list is not offered, and logged. List
+// fails with a *ConfigError when the server's configuration is bad or a
+// header's environment variable is empty, and with an error wrapping
+// tool.ErrUnavailable when the server cannot be reached or listed within
+// ctx and the server's timeout.
+func (d Dialer) List(ctx context.Context, s Server) ([]tool.Listed, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
+	c, err := d.conn(s)
+	if err != nil {
+		return nil, err
+	}
+	listed := map[string]*sdk.Tool{}
+	err = c.session(ctx, func(ctx context.Context, cs *sdk.ClientSession) error {
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			listed[t.Name] = t
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %q: list tools: %w (%w)", s.Name, tool.ErrUnavailable, err)
+	}
+	out := make([]tool.Listed, 0, len(s.Allow))
+	for _, name := range s.Allow {
+		t, ok := listed[name]
+		if !ok {
+			d.log().WarnContext(ctx, "mcp server does not list an allowed tool; it is not offered", "server", s.Name, "tool", name)
+			continue
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("mcp server %q: tool %q: input schema: %w", s.Name, t.Name, err)
+		}
+		if string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		effect, idempotent, destructive := Rules(t.Annotations)
+		out = append(out, tool.Listed{Source: s.Name, Name: t.Name, Description: t.Description, Schema: schema,
+			Effect: effect, Idempotent: idempotent, Approval: destructive})
+	}
+	return out, nil
+}
+
+// Adapt makes listed tools of the server callable. Each call goes to the
+// server by name on a fresh session, so a tool the server no longer has,
+// or a server that is down, ends in an error the model sees. A listed tool
+// the allow list no longer names, or from another server, is refused at
+// call time. approvals replace the approval rule of the named tools; any
+// other listed with Approval needs approval for every call.
+func (d Dialer) Adapt(s Server, listed []tool.Listed, approvals map[string]func(json.RawMessage) bool) []tool.Tool {
+	c, cerr := d.conn(s)
+	out := make([]tool.Tool, 0, len(listed))
+	for _, l := range listed {
+		t := tool.Tool{Name: l.Name, Description: l.Description, Schema: l.Schema, Effect: l.Effect, Idempotent: l.Idempotent}
+		switch {
+		case l.Source != s.Name:
+			t.Run = refuse(fmt.Errorf("tool %s belongs to mcp server %q, not %q", l.Name, l.Source, s.Name))
+		case !slices.Contains(s.Allow, l.Name):
+			t.Run = refuse(fmt.Errorf("mcp server %q: tool %s is no longer allowed", s.Name, l.Name))
+		case cerr != nil:
+			t.Run = refuse(cerr)
+		default:
+			t.Run = c.call
+		}
+		if rule, ok := approvals[l.Name]; ok {
+			t.NeedsApproval = rule
+		} else if l.Approval {
+			t.NeedsApproval = tool.Always
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func refuse(err error) func(context.Context, tool.Call) (json.RawMessage, error) {
+	return func(context.Context, tool.Call) (json.RawMessage, error) { return nil, err }
+}
+
+// conn reads the server's header values and makes its connection.
+func (d Dialer) conn(s Server) (*conn, error) {
 	getenv := d.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -150,39 +239,7 @@ func (d Dialer) Tools(ctx context.Context, s Server) ([]tool.Tool, error) {
 		}
 		headers.Set(h, v)
 	}
-	c := &conn{server: s, base: d.HTTPClient, headers: headers}
-
-	listed := map[string]*sdk.Tool{}
-	err := c.session(ctx, func(ctx context.Context, cs *sdk.ClientSession) error {
-		for t, err := range cs.Tools(ctx, nil) {
-			if err != nil {
-				return err
-			}
-			listed[t.Name] = t
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("mcp server %q: list tools: %w", s.Name, err)
-	}
-	out := make([]tool.Tool, 0, len(s.Allow))
-	for _, name := range s.Allow {
-		t, ok := listed[name]
-		if !ok {
-			have := make([]string, 0, len(listed))
-			for n := range listed {
-				have = append(have, n)
-			}
-			slices.Sort(have)
-			return nil, &ConfigError{Server: s.Name, Field: "allow", Err: fmt.Errorf("names %q, which the server does not list (it lists %s)", name, strings.Join(have, ", "))}
-		}
-		bt, err := c.adapt(t)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, bt)
-	}
-	return out, nil
+	return &conn{server: s, base: d.HTTPClient, headers: headers}, nil
 }
 
 // conn reaches one server.
@@ -264,30 +321,6 @@ func (c *conn) session(ctx context.Context, f func(context.Context, *sdk.ClientS
 	}
 	defer cs.Close()
 	return f(ctx, cs)
-}
-
-// adapt makes a listed MCP tool a baton tool.
-func (c *conn) adapt(t *sdk.Tool) (tool.Tool, error) {
-	schema, err := json.Marshal(t.InputSchema)
-	if err != nil {
-		return tool.Tool{}, fmt.Errorf("mcp server %q: tool %q: input schema: %w", c.server.Name, t.Name, err)
-	}
-	if string(schema) == "null" {
-		schema = json.RawMessage(`{"type":"object"}`)
-	}
-	effect, idempotent, destructive := Rules(t.Annotations)
-	bt := tool.Tool{
-		Name:        t.Name,
-		Description: t.Description,
-		Schema:      schema,
-		Effect:      effect,
-		Idempotent:  idempotent,
-		Run:         c.call,
-	}
-	if destructive {
-		bt.NeedsApproval = tool.Always
-	}
-	return bt, nil
 }
 
 // Rules maps a tool's MCP annotations onto baton's: its effect, whether it

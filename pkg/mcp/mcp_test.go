@@ -130,7 +130,6 @@ func TestToolsRefusesBadConfiguration(t *testing.T) {
 		"no name":             {mcp.Server{URL: srv.URL, Allow: []string{"x"}}, dialer, "name", "missing"},
 		"bad header":          {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"x"}, HeaderEnv: map[string]string{"X Y": "V"}}, dialer, "headerEnv.X Y", "header name"},
 		"empty header env":    {server(srv.URL), mcp.Dialer{Getenv: env(nil)}, "headerEnv.Authorization", "FILES_TOKEN is empty"},
-		"tool not on server":  {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"lookup", "nope"}}, dialer, "allow", `names "nope"`},
 		"repeated allow name": {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"lookup", "lookup"}}, dialer, "allow", "repeated"},
 		"negative timeout":    {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"x"}, Timeout: -1}, dialer, "timeout", "negative"},
 	} {
@@ -158,7 +157,7 @@ func TestDownServerGivesAClearError(t *testing.T) {
 	}
 	t.Logf("the model sees: %v", err)
 	// Listing a down server fails the same way.
-	if _, err := dialer.Tools(context.Background(), server(srv.URL)); err == nil || !strings.Contains(err.Error(), "list tools") {
+	if _, err := dialer.Tools(context.Background(), server(srv.URL)); err == nil || !strings.Contains(err.Error(), "list tools") || !errors.Is(err, tool.ErrUnavailable) {
 		t.Fatalf("list down server: %v", err)
 	}
 }
@@ -212,5 +211,59 @@ func TestHangingServerEndsAtTheDeadline(t *testing.T) {
 	_, err = tools[0].Run(context.Background(), tool.Call{ID: "c2", Name: mcptest.Lookup, Input: json.RawMessage(`{"path":"/a"}`)})
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("server timeout: %v, want a deadline error", err)
+	}
+}
+
+// TestToolsetCallsRecordedToolsByName: tools made from a listing call the
+// server by name, whatever it lists by then. A tool it no longer has, a
+// tool the allow list no longer names and a tool of a server no longer
+// configured each end in an error the model sees; only the first reaches
+// the server. An allowed tool the server does not list is not offered.
+func TestToolsetCallsRecordedToolsByName(t *testing.T) {
+	srv := mcptest.Start()
+	defer srv.Close()
+	ctx := context.Background()
+	s := server(srv.URL)
+	s.Allow = append(s.Allow, "not_yet")
+	ts := mcp.Toolset{Dialer: dialer, Servers: []mcp.Server{s},
+		Approvals: map[string]func(json.RawMessage) bool{mcptest.SetFlag: tool.Always}}
+	if err := ts.Check(); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := ts.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range listed {
+		names = append(names, l.Name)
+	}
+	if strings.Join(names, ",") != "lookup,delete_file,set_flag" {
+		t.Fatalf("listed %v", names)
+	}
+	srv.Remove(mcptest.Lookup)
+	gone := append(listed, tool.Listed{Source: "files", Name: mcptest.Hidden, Schema: json.RawMessage(`{"type":"object"}`), Effect: tool.Read},
+		tool.Listed{Source: "old", Name: "x", Schema: json.RawMessage(`{"type":"object"}`), Effect: tool.External, Approval: true})
+	tools := ts.Tools(gone)
+	byName := map[string]tool.Tool{}
+	for _, tl := range tools {
+		byName[tl.Name] = tl
+	}
+	if !byName[mcptest.SetFlag].Approval(nil) || !byName[mcptest.Delete].Approval(nil) || byName[mcptest.Lookup].Approval(nil) || !byName["x"].Approval(nil) {
+		t.Fatal("approval rules not applied")
+	}
+	for name, want := range map[string]string{
+		mcptest.Lookup: `unknown tool "lookup"`,
+		mcptest.Hidden: "no longer allowed",
+		"x":            `mcp server "old" is no longer configured`,
+	} {
+		_, err := byName[name].Run(ctx, tool.Call{ID: "c", Name: name, Input: json.RawMessage(`{"path":"/a"}`)})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+		t.Logf("%s: the model sees: %v", name, err)
+	}
+	if c := srv.Calls(); len(c) != 0 {
+		t.Fatalf("calls reached the server's handlers: %+v", c)
 	}
 }

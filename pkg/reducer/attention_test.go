@@ -77,6 +77,10 @@ func TestAttention(t *testing.T) {
 			log := append(b.running(), b.suspended(reducer.CauseModelUnavailable, fault(3, t0.Add(time.Hour))))
 			return log, t0.Add(time.Hour), "wake", true
 		}},
+		{"suspended as tools-unavailable: when its delayed wake is due", func(b *builder) ([]reducer.Fact, time.Time, string, bool) {
+			log := append(b.running(), b.suspended(reducer.CauseToolsUnavailable, fault(1, t0.Add(time.Hour))))
+			return log, t0.Add(time.Hour), "wake", true
+		}},
 		{"suspended for throttling with a wake time already past: since", func(b *builder) ([]reducer.Fact, time.Time, string, bool) {
 			log := append(b.running(), b.suspended(reducer.CauseThrottled, fault(1, t0)))
 			return log, log[len(log)-1].Time, "wake", true

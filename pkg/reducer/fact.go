@@ -55,11 +55,16 @@ const (
 	// CauseModelUnavailable: the model stayed unavailable (5xx, overloaded,
 	// a broken connection or stream); retry later.
 	CauseModelUnavailable Cause = "model-unavailable"
+	// CauseToolsUnavailable: the agent's remote tools (its MCP servers)
+	// could not be listed as the turn started; retry later.
+	CauseToolsUnavailable Cause = "tools-unavailable"
 )
 
-// Fault reports whether the cause is a model fault that a later wake
-// retries: throttled or model-unavailable.
-func (c Cause) Fault() bool { return c == CauseThrottled || c == CauseModelUnavailable }
+// Fault reports whether the cause is a fault that a later wake retries:
+// throttled, model-unavailable or tools-unavailable.
+func (c Cause) Fault() bool {
+	return c == CauseThrottled || c == CauseModelUnavailable || c == CauseToolsUnavailable
+}
 
 // Known reports whether c is one of the suspension causes above.
 func (c Cause) Known() bool {

@@ -107,6 +107,7 @@ func TestLegalTransitions(t *testing.T) {
 		suspension(reducer.CauseBudget),
 		suspension(reducer.CauseThrottled),
 		suspension(reducer.CauseModelUnavailable),
+		suspension(reducer.CauseToolsUnavailable),
 		suspension(reducer.CauseLease),
 		{
 			name: "turn.suspended for model faults counts them and records the wake",

@@ -223,7 +223,7 @@ func (s *State) apply(f Fact) error {
 		}
 		s.Turn.Wake = time.Time{}
 		switch f.Cause {
-		case CauseThrottled, CauseModelUnavailable:
+		case CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable:
 			s.Turn.Faults, s.Turn.Wake = f.Faults, f.Wake
 		case CauseLease:
 			// The invocation died: neither progress nor a fault.
@@ -428,7 +428,7 @@ func (s State) Attention() (due time.Time, why string, ok bool) {
 			}
 			// The verdict is in: the turn waits for its wake.
 			return s.Updated, "wake", true
-		case CauseThrottled, CauseModelUnavailable:
+		case CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable:
 			if s.Turn.Wake.After(s.Updated) {
 				return s.Turn.Wake, "wake", true
 			}

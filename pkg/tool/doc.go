@@ -1,5 +1,6 @@
 // Package tool is baton's seam to the tools an agent may call: a Tool has a
 // name, a description, a JSON Schema for its input, an effect, and a policy
 // saying which calls need an operator's approval. A Registry holds an
-// agent's tools in a fixed order; demo.go has the demo agent's tools.
+// agent's tools in a fixed order; a Source lists tools that live elsewhere
+// (MCP servers) when a turn starts; demo.go has the demo agent's tools.
 package tool

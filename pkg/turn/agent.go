@@ -84,10 +84,16 @@ func (l Limits) WithDefaults() Limits {
 
 // Agent is what a turn runs: a model, its tools and its limits.
 type Agent struct {
-	Name      string
-	System    string
-	Model     model.Model
-	Tools     *tool.Registry
+	Name   string
+	System string
+	Model  model.Model
+	Tools  *tool.Registry
+	// Remote, when set, provides tools that live outside the program, such
+	// as remote MCP servers'. A turn lists them when it starts and records
+	// the list in its stream (DataTools); every invocation of the turn
+	// offers the recorded tools after Tools, so a resumed one rebuilds the
+	// same model input whatever the source lists by then.
+	Remote    tool.Source
 	MaxTokens int
 	// MaxToolOutput caps a tool result in bytes; 0 means 16 KiB.
 	MaxToolOutput int

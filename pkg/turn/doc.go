@@ -1,8 +1,10 @@
 // Package turn runs an agent turn for as long as one invocation allows: it
-// rebuilds the conversation, calls the model and the tools step by step,
-// checkpoints every step to the turn's stream, and ends by completing,
-// failing, or suspending the turn — for its budget, an approval, a model
-// that stays throttled or unavailable, a throttled store, or an uncertain
-// side effect — to be resumed by a fresh invocation. A step cut by a
-// transient model fault is dropped and redone.
+// rebuilds the conversation and the tools the turn offers (an agent's
+// remote tools are listed when the turn starts and recorded in its stream),
+// calls the model and the tools step by step, checkpoints every step to the
+// turn's stream, and ends by completing, failing, or suspending the turn —
+// for its budget, an approval, a model or remote tools that stay throttled
+// or unavailable, a throttled store, or an uncertain side effect — to be
+// resumed by a fresh invocation. A step cut by a transient model fault is
+// dropped and redone.
 package turn

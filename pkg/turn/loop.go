@@ -28,6 +28,9 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	var spent time.Duration // time spent in model steps this invocation
 	tries := 0              // failed tries of the step being asked for
 	var fault *model.Error  // the last retryable error of those tries
+	if err := ru.offer(ctx); err != nil {
+		return ru.unoffered(ctx, err)
+	}
 	for {
 		ru.replay()
 		if pending := ru.turn.Pending(); len(pending) > 0 {
@@ -164,21 +167,27 @@ func (ru *run) backoff(ctx context.Context, me *model.Error, tries int, spent ti
 // with each such suspension in a row (a completed step breaks the row);
 // past the policy's Suspensions the turn fails instead.
 func (ru *run) suspendFault(ctx context.Context, me *model.Error) (Outcome, error) {
+	cause := reducer.CauseModelUnavailable
+	if me.Kind == model.Throttled {
+		cause = reducer.CauseThrottled
+	}
+	return ru.suspendFor(ctx, cause, me.RetryAfter, reducer.FailModel, "the model stayed unavailable", me)
+}
+
+// suspendFor suspends the turn for a fault cause (reducer.Cause.Fault) as
+// suspendFault does, or fails it as kind, saying what stayed unavailable.
+func (ru *run) suspendFor(ctx context.Context, cause reducer.Cause, retryAfter time.Duration, kind reducer.FailureKind, what string, err error) (Outcome, error) {
 	p := ru.lim.ModelRetry
 	n := 1
 	if t := ru.sess.State.Turn; t != nil && ru.out.Steps == 0 {
 		n = t.Faults + 1
 	}
 	if n > p.Suspensions {
-		return ru.fail(ctx, reducer.FailModel, fmt.Errorf("the model stayed unavailable through %d suspensions of the turn: %w", n-1, me))
+		return ru.fail(ctx, kind, fmt.Errorf("%s through %d suspensions of the turn: %w", what, n-1, err))
 	}
-	cause := reducer.CauseModelUnavailable
-	if me.Kind == model.Throttled {
-		cause = reducer.CauseThrottled
-	}
-	delay := p.WakeAfter(n, me.RetryAfter)
-	ru.r.log().WarnContext(ctx, "model unavailable; suspending the turn", "session", ru.out.Session, "turn", ru.out.Turn,
-		"cause", cause, "suspension", n, "wake", delay, "err", me)
+	delay := p.WakeAfter(n, retryAfter)
+	ru.r.log().WarnContext(ctx, "fault outlasted the step; suspending the turn", "session", ru.out.Session, "turn", ru.out.Turn,
+		"cause", cause, "suspension", n, "wake", delay, "err", err)
 	return ru.suspend(ctx, cause, delay, reducer.Fact{Type: reducer.TurnSuspended, Faults: n, Wake: ru.r.Sessions.Clock().Add(delay)})
 }
 
@@ -205,7 +214,7 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 	req := model.Request{
 		System:    ru.agent.System,
 		Messages:  conversation.Build(ru.sess.History, st.Turn.Messages, ru.turn),
-		Tools:     ru.agent.Tools.Specs(),
+		Tools:     ru.tools.Specs(),
 		MaxTokens: ru.agent.MaxTokens,
 	}
 	n := len(ru.turn.Steps)
@@ -361,12 +370,12 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 	st := ru.sess.State
 	now := ru.r.Sessions.Clock()
 	for _, c := range pending {
-		t, ok := ru.agent.Tools.Get(c.Name)
+		t, ok := ru.tools.Get(c.Name)
 		if !ok {
 			ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: fmt.Sprintf("unknown tool %q", c.Name)})
 			continue
 		}
-		if err := ru.agent.Tools.Check(c.Name, c.Input); err != nil {
+		if err := ru.tools.Check(c.Name, c.Input); err != nil {
 			ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
 			continue
 		}

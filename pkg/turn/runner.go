@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/wake"
 )
 
@@ -82,7 +83,8 @@ type run struct {
 	turn     conversation.Turn
 	deadline time.Time
 	out      Outcome
-	dirty    bool // the sink holds parts beyond start and markers
+	dirty    bool           // the sink holds parts beyond start, markers and the tools record
+	tools    *tool.Registry // the tools this invocation offers (see offer)
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.
@@ -228,7 +230,7 @@ func (ru *run) finish(out Outcome, err error) (Outcome, error) {
 // emit buffers parts in the sink and in the run's view of the turn.
 func (ru *run) emit(parts ...streams.Part) {
 	for _, p := range parts {
-		if p.Type != streams.Start && !p.Marker() {
+		if p.Type != streams.Start && p.Type != DataTools && !p.Marker() {
 			ru.dirty = true
 		}
 	}

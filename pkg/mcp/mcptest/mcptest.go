@@ -38,9 +38,11 @@ type Server struct {
 	// URL is the streamable HTTP endpoint.
 	URL  string
 	http *httptest.Server
+	mcp  *sdk.Server
 	mu   sync.Mutex
 	// calls in arrival order
 	calls []Call
+	down  bool
 }
 
 // Start starts a server on a local port; Close stops it.
@@ -82,8 +84,18 @@ func Start() *Server {
 			s.record(Hidden, r, nil)
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "secret"}}}, nil, nil
 		})
+	s.mcp = m
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return m }, &sdk.StreamableHTTPOptions{JSONResponse: true})
-	s.http = httptest.NewServer(h)
+	s.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		down := s.down
+		s.mu.Unlock()
+		if down {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
 	s.URL = s.http.URL
 	return s
 }
@@ -99,6 +111,26 @@ func (s *Server) record(name string, r *sdk.CallToolRequest, args map[string]any
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, c)
+}
+
+// Remove stops offering the named tools.
+func (s *Server) Remove(names ...string) { s.mcp.RemoveTools(names...) }
+
+// Add offers t, replacing a tool of the same name. A call to it is
+// recorded and answers "ok".
+func (s *Server) Add(t *sdk.Tool) {
+	s.mcp.AddTool(t, func(_ context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		s.record(t.Name, r, nil)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
+	})
+}
+
+// SetDown makes the server answer every request with HTTP 503 (true), or
+// serve again (false).
+func (s *Server) SetDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = down
 }
 
 // Calls returns the tool calls that reached the server, in order.

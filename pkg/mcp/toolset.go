@@ -1,0 +1,82 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/baton-run/baton/pkg/tool"
+)
+
+// Toolset is the MCP servers of one agent as a tool.Source: a turn lists
+// their allowed tools when it starts, and calls the tools it recorded by
+// name on their servers.
+type Toolset struct {
+	Dialer  Dialer
+	Servers []Server
+	// Approvals replace the approval rule of the named tools.
+	Approvals map[string]func(json.RawMessage) bool
+}
+
+// Check reports what can be known wrong without reaching the servers, as a
+// *ConfigError: a server's configuration (Server.Check), a header whose
+// environment variable is empty, or a server name or allowed tool name
+// used twice.
+func (ts Toolset) Check() error {
+	servers, tools := map[string]bool{}, map[string]string{}
+	for _, s := range ts.Servers {
+		if err := s.Check(); err != nil {
+			return err
+		}
+		if servers[s.Name] {
+			return &ConfigError{Server: s.Name, Field: "name", Err: fmt.Errorf("another server has that name")}
+		}
+		servers[s.Name] = true
+		if _, err := ts.Dialer.conn(s); err != nil {
+			return err
+		}
+		for _, n := range s.Allow {
+			if other, dup := tools[n]; dup {
+				return &ConfigError{Server: s.Name, Field: "allow", Err: fmt.Errorf("tool %q: server %q allows a tool of that name too", n, other)}
+			}
+			tools[n] = s.Name
+		}
+	}
+	return nil
+}
+
+// List lists every server's allowed tools, server by server, as
+// Dialer.List does; the first server that fails fails the listing.
+func (ts Toolset) List(ctx context.Context) ([]tool.Listed, error) {
+	var out []tool.Listed
+	for _, s := range ts.Servers {
+		ls, err := ts.Dialer.List(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ls...)
+	}
+	return out, nil
+}
+
+// Tools makes listed tools callable on their servers (Dialer.Adapt), in
+// the order listed. A tool of a server no longer configured is refused at
+// call time.
+func (ts Toolset) Tools(listed []tool.Listed) []tool.Tool {
+	servers := map[string]Server{}
+	for _, s := range ts.Servers {
+		servers[s.Name] = s
+	}
+	out := make([]tool.Tool, 0, len(listed))
+	for _, l := range listed {
+		s, ok := servers[l.Source]
+		if !ok {
+			t := ts.Dialer.Adapt(Server{Name: l.Source}, []tool.Listed{l}, ts.Approvals)[0]
+			t.Run = refuse(fmt.Errorf("mcp server %q is no longer configured", l.Source))
+			out = append(out, t)
+			continue
+		}
+		out = append(out, ts.Dialer.Adapt(s, []tool.Listed{l}, ts.Approvals)...)
+	}
+	return out
+}

@@ -1,0 +1,94 @@
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/tool"
+)
+
+// DataTools is the part that records the tools of an agent's Remote source
+// a turn offers the model, as listed when the turn started:
+// data-tools{data: {tools: [tool.Listed…]}}. It is written with the turn's
+// first checkpoint, in the same chunk as its first step, so it costs no
+// write of its own; every later invocation of the turn offers the tools it
+// records.
+const DataTools streams.PartType = "data-tools"
+
+// toolsRecord is a DataTools part's data.
+type toolsRecord struct {
+	Tools []tool.Listed `json:"tools"`
+}
+
+// offer fixes the tools this invocation offers the model: the agent's own,
+// then its Remote source's as the turn's stream records them. A turn with
+// no record yet lists them now and records them with its next checkpoint.
+// An error wrapping tool.ErrUnavailable may pass; any other cannot.
+func (ru *run) offer(ctx context.Context) error {
+	src := ru.agent.Remote
+	if src == nil {
+		ru.tools = ru.agent.Tools
+		return nil
+	}
+	rec, found := recorded(ru.parts)
+	if !found {
+		lctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
+		listed, err := src.List(lctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if listed == nil {
+			listed = []tool.Listed{}
+		}
+		rec = streams.Part{Type: DataTools, Data: mustJSON(toolsRecord{Tools: listed})}
+	}
+	// The tools are made from the record's bytes, fresh or not, so every
+	// invocation of the turn makes the same ones.
+	var data toolsRecord
+	if err := json.Unmarshal(rec.Data, &data); err != nil {
+		return fmt.Errorf("the turn's record of its tools: %w", err)
+	}
+	var own []tool.Tool
+	if ru.agent.Tools != nil {
+		own = ru.agent.Tools.Tools()
+	}
+	reg, err := tool.NewRegistry(append(own, src.Tools(data.Tools)...)...)
+	if err != nil {
+		return fmt.Errorf("the listed tools: %w", err)
+	}
+	ru.tools = reg
+	if !found {
+		ru.emit(rec)
+	}
+	return nil
+}
+
+// recorded finds the turn's record of its listed tools: the last
+// DataTools part.
+func recorded(parts []streams.Part) (streams.Part, bool) {
+	for i := len(parts) - 1; i >= 0; i-- {
+		if parts[i].Type == DataTools {
+			return parts[i], true
+		}
+	}
+	return streams.Part{}, false
+}
+
+// unoffered ends an invocation whose tools could not be fixed: a source
+// that may come back suspends the turn as for a model fault, with a
+// delayed wake; anything else fails it.
+func (ru *run) unoffered(ctx context.Context, err error) (Outcome, error) {
+	if ctx.Err() != nil {
+		return ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, ctx.Err())
+	}
+	if errors.Is(err, tool.ErrUnavailable) {
+		return ru.suspendFor(ctx, reducer.CauseToolsUnavailable, 0, reducer.FailTool,
+			"the agent's remote tools stayed unavailable", err)
+	}
+	return ru.fail(ctx, reducer.FailTool, fmt.Errorf("the agent's remote tools cannot be offered: %w", err))
+}
