@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/lambdahttp"
 	"github.com/baton-run/baton/pkg/operator"
 )
@@ -22,7 +23,7 @@ func main() {
 		slog.Error("operator: start", "err", err)
 		os.Exit(1)
 	}
-	h := operator.New(operator.Config{Sessions: a.Sessions, Agents: a.Agents.Has, Log: a.Log})
+	h := operator.New(operator.Config{Sessions: a.Sessions, Agents: a.Agents.Has, Log: a.Log, Chat: chat.OptionsFromEnv("")})
 	lambda.Start(lambdahttp.Handler(h,
 		lambdahttp.WithLogger(a.Log),
 		lambdahttp.WithContext(func(ctx context.Context, e events.APIGatewayV2HTTPRequest) context.Context {

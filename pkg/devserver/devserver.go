@@ -13,6 +13,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/provision"
@@ -55,6 +56,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 
 	api := operator.New(operator.Config{
 		Sessions: a.Sessions, Agents: a.Agents.Has, Log: log, StreamHold: 25 * time.Second,
+		Chat: chat.OptionsFromEnv("demo"),
 		Identity: func(r *http.Request) (string, bool) {
 			if id := r.Header.Get("X-Baton-Operator"); id != "" {
 				return id, true
