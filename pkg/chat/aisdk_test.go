@@ -16,9 +16,10 @@ import (
 // answer, an approval (through addToolApprovalResponse, or for major 5 the
 // operator route and a reconnect) runs the tool and the answer follows, a
 // deny gives the denial, a reconnect mid-turn ends with the whole
-// message, stop ends the turn, and no chunk is rejected. It also shows a
-// client rejecting a chunk when it is sent another major's stream, so the
-// checks can fail. It needs node and npm; without them it skips, unless
+// message, stop ends the turn, an approval given through the operator
+// route reaches a chat that resumes its stream, and no chunk is rejected.
+// It also shows a client rejecting a chunk when it is sent another major's
+// stream, so the checks can fail. It needs node and npm; without them it skips, unless
 // CI is set.
 func TestAISDKClients(t *testing.T) {
 	node, err := exec.LookPath("node")

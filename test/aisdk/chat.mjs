@@ -143,6 +143,23 @@ async function approve(decision) {
   check(`${decision}: the turn completed`, sess.body.status === 'idle' && sess.body.turns === 1, sess.body);
 }
 
+// elsewhere approves through the operator route (as the console or the CLI
+// does) while the chat shows the approval request; the chat resumes its
+// stream and shows the rest in the same message.
+async function elsewhere() {
+  const chat = newChat();
+  const { msg, approvalId } = await firstAnswer(chat);
+  const res = await api('POST', `/sessions/${chat.id}/approvals/${approvalId}`, { decision: 'approve' });
+  check('approve elsewhere through the operator route', res.status === 202, res);
+  await chat.resumeStream();
+  await until('the resumed stream', ready(chat));
+  noErrors(chat, 'resumed after an approval elsewhere');
+  const msgs = assistants(chat);
+  check('the approval given elsewhere reaches the chat in its one message', msgs.length === 1 && msgs[0].id === msg.id &&
+    tool(msgs[0], 'send_email')?.state === 'output-available' && textOf(msgs[0]).includes('Done: the weather in Lisbon is clear'), msgs);
+  check('the replayed message holds each part once', msgs[0].parts.filter((p) => p.type === 'tool-get_weather').length === 1, msgs[0].parts);
+}
+
 async function reconnectMidTurn() {
   const t = transport();
   const chatId = ai.generateId();
@@ -184,6 +201,7 @@ async function stop() {
 try {
   await approve('approve');
   await approve('deny');
+  if (major !== 5) await elsewhere();
   await reconnectMidTurn();
   await stop();
   console.log(`ai@${major} (header ${header}): ok`);
