@@ -90,6 +90,17 @@ func TestChatBadInput(t *testing.T) {
 	if code, _ := (client{t: t, who: "erin", version: "8"}).call(ctx, "GET", "/chat/"+taken+"/stream", "", nil); code != http.StatusBadRequest {
 		t.Errorf("resume with version 8: %d", code)
 	}
+	for _, r := range []struct {
+		method, path string
+		status       int
+	}{{"GET", "/chat", 405}, {"DELETE", "/chat/" + taken + "/stream", 405}, {"POST", "/chat/" + taken + "/nope", 404}} {
+		var msg struct {
+			Error string `json:"error"`
+		}
+		if code, body := owner.call(ctx, r.method, r.path, "", &msg); code != r.status || msg.Error == "" {
+			t.Errorf("%s %s: %d %s, want %d", r.method, r.path, code, body, r.status)
+		}
+	}
 }
 
 // TestVersionMap: each major gets only parts it parses.

@@ -123,11 +123,42 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.cors(w, r) {
 		return
 	}
-	if _, pattern := h.mux.Handler(r); pattern == "" {
-		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such route: " + r.Method + " " + r.URL.Path})
+	route, pattern := h.mux.Handler(r)
+	if pattern != "" {
+		h.mux.ServeHTTP(w, r)
 		return
 	}
-	h.mux.ServeHTTP(w, r)
+	// The mux's own answer is 404, or 405 with Allow, in plain text: keep
+	// its status and Allow header, and say it in JSON.
+	probe := &probeWriter{header: http.Header{}}
+	route.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		allow := probe.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: "method " + r.Method + " not allowed; allowed: " + allow})
+		return
+	}
+	writeJSON(w, http.StatusNotFound, errorBody{Error: "no such route: " + r.Method + " " + r.URL.Path})
+}
+
+// probeWriter records the status and headers of an answer and drops its
+// body.
+type probeWriter struct {
+	header http.Header
+	status int
+}
+
+func (p *probeWriter) Header() http.Header { return p.header }
+func (p *probeWriter) Write(b []byte) (int, error) {
+	if p.status == 0 {
+		p.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (p *probeWriter) WriteHeader(status int) {
+	if p.status == 0 {
+		p.status = status
+	}
 }
 
 func (h *handler) authed(f func(http.ResponseWriter, *http.Request, string) error) http.Handler {

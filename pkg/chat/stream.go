@@ -256,8 +256,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 			end(nil)
 			return
 		}
-		if len(page.Entries) == 0 && last == streams.DataSuspended {
-			// Caught up with a suspension: stop if it waits for a person.
+		if len(page.Entries) == 0 && (last == streams.DataSuspended || last == "") {
+			// Caught up with a suspension, or with a stream that shows
+			// nothing new yet: stop if the turn waits for a person.
 			sess, err := h.Sessions.Load(ctx, id)
 			if err != nil || sess.State.Turn == nil || sess.State.Turn.Stream != stream || waitsForPerson(sess.State) {
 				end(err)
