@@ -17,6 +17,7 @@ import (
 // Request is the body of POST /chat: what the AI SDK's
 // DefaultChatTransport sends, plus agent from the transport's body option.
 // Only the last message is read: the server holds the chat's history.
+// Other fields, which an application's body option may add, are ignored.
 type Request struct {
 	// ID is the chat's id, which is the session's id.
 	ID string `json:"id"`
