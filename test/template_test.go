@@ -471,12 +471,14 @@ func TestFunctionEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"BATON_TABLE":      "!Ref SessionsTable",
-		"BATON_BUCKET":     "!Ref StreamsBucket",
-		"BATON_QUEUE_URL":  "!Ref WakeQueue",
-		"BATON_AGENTS":     "!Ref AgentsConfig",
-		"BATON_WAKE_GRACE": "2m",
-		"LOG_FORMAT":       "json",
+		"BATON_TABLE":        "!Ref SessionsTable",
+		"BATON_BUCKET":       "!Ref StreamsBucket",
+		"BATON_QUEUE_URL":    "!Ref WakeQueue",
+		"BATON_AGENTS":       "!Ref AgentsConfig",
+		"BATON_WAKE_GRACE":   "2m",
+		"LOG_FORMAT":         "json",
+		"BATON_CHAT_AGENT":   "!Ref ChatAgent",
+		"BATON_CHAT_ORIGINS": "!Ref ChatOrigins",
 	}
 	for _, fn := range []string{"OperatorFunction", "ResumeFunction", "TickFunction"} {
 		if got := env[fn]; !maps.Equal(got, want) {
@@ -535,7 +537,7 @@ func TestGetenvOnlyThroughApp(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, path)
 		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || rel == "test" || rel == "localstack" {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || rel == "test" || rel == "localstack" || d.Name() == "node_modules") {
 				return filepath.SkipDir
 			}
 			return nil

@@ -22,7 +22,7 @@ func main() {
 		slog.Error("operator: start", "err", err)
 		os.Exit(1)
 	}
-	h := operator.New(operator.Config{Sessions: a.Sessions, Agents: a.Agents.Has, Log: a.Log})
+	h := operator.New(operator.Config{Sessions: a.Sessions, Agents: a.Agents.Has, Log: a.Log, Chat: a.Env.ChatOptions("")})
 	lambda.Start(lambdahttp.Handler(h,
 		lambdahttp.WithLogger(a.Log),
 		lambdahttp.WithContext(func(ctx context.Context, e events.APIGatewayV2HTTPRequest) context.Context {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -37,12 +38,17 @@ const (
 	// EnvWakeGrace is how long the tick waits for a wake to resume a turn
 	// before it counts the wake as lost and sends another (a Go duration).
 	EnvWakeGrace = "BATON_WAKE_GRACE"
+	// EnvChatAgent is the agent of chats whose request names none.
+	EnvChatAgent = "BATON_CHAT_AGENT"
+	// EnvChatOrigins are the comma-separated browser origins CORS lets call
+	// the chat endpoint ("*" for any); none when empty.
+	EnvChatOrigins = "BATON_CHAT_ORIGINS"
 )
 
 // Vars lists every environment variable baton's code reads, besides the
 // AWS SDK's own (AWS_REGION, AWS_ENDPOINT_URL, credentials).
 func Vars() []string {
-	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace}
+	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace, EnvChatAgent, EnvChatOrigins}
 }
 
 // Env is baton's configuration.
@@ -55,16 +61,22 @@ type Env struct {
 	LogFormat string
 	// WakeGrace is the tick's grace for lost wakes; zero means its default.
 	WakeGrace time.Duration
+	// ChatAgent is the chat endpoint's default agent; ChatOrigins the
+	// origins its CORS allows.
+	ChatAgent   string
+	ChatOrigins []string
 }
 
 // EnvFromOS reads Env from the process environment.
 func EnvFromOS() (Env, error) {
 	e := Env{
-		Table:     os.Getenv(EnvTable),
-		Bucket:    os.Getenv(EnvBucket),
-		QueueURL:  os.Getenv(EnvQueueURL),
-		Agents:    os.Getenv(EnvAgents),
-		LogFormat: os.Getenv(EnvLogFormat),
+		Table:       os.Getenv(EnvTable),
+		Bucket:      os.Getenv(EnvBucket),
+		QueueURL:    os.Getenv(EnvQueueURL),
+		Agents:      os.Getenv(EnvAgents),
+		LogFormat:   os.Getenv(EnvLogFormat),
+		ChatAgent:   os.Getenv(EnvChatAgent),
+		ChatOrigins: chat.ParseOrigins(os.Getenv(EnvChatOrigins)),
 	}
 	if g := os.Getenv(EnvWakeGrace); g != "" {
 		d, err := time.ParseDuration(g)
@@ -102,6 +114,23 @@ type App struct {
 	Runner   *turn.Runner
 	Waker    wake.Waker
 	Log      *slog.Logger
+}
+
+// ChatOptions are the chat endpoint's settings from the environment;
+// defaultAgent serves when BATON_CHAT_AGENT is unset.
+func (e Env) ChatOptions(defaultAgent string) chat.Options {
+	o := chat.Options{DefaultAgent: defaultAgent, AllowedOrigins: e.ChatOrigins}
+	if e.ChatAgent != "" {
+		o.DefaultAgent = e.ChatAgent
+	}
+	return o
+}
+
+// ChatFromOS reads only the chat settings from the process environment,
+// for a server that makes its own resources (the dev server).
+func ChatFromOS(defaultAgent string) chat.Options {
+	e := Env{ChatAgent: os.Getenv(EnvChatAgent), ChatOrigins: chat.ParseOrigins(os.Getenv(EnvChatOrigins))}
+	return e.ChatOptions(defaultAgent)
 }
 
 // Extras are what a Go program adds to the agent file: Go tools its JSON

@@ -55,6 +55,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 
 	api := operator.New(operator.Config{
 		Sessions: a.Sessions, Agents: a.Agents.Has, Log: log, StreamHold: 25 * time.Second,
+		Chat: app.ChatFromOS("demo"),
 		Identity: func(r *http.Request) (string, bool) {
 			if id := r.Header.Get("X-Baton-Operator"); id != "" {
 				return id, true

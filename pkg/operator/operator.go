@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -53,6 +54,8 @@ type Config struct {
 	StreamHold time.Duration
 	// Log receives request failures; nil means slog.Default().
 	Log *slog.Logger
+	// Chat configures the AI SDK chat endpoint served under /chat.
+	Chat chat.Options
 }
 
 // api is the handler New returns.
@@ -77,6 +80,7 @@ type api struct {
 //	POST /sessions/{id}/approvals/{approvalId}       approve or deny → 202
 //	POST /sessions/{id}/cancel                       cancel the open turn → 202
 //	POST /sessions/{id}/executions/{executionId}     rerun or abandon → 202
+//	/chat, /chat/{id}/stream, /chat/{id}/stop        the AI SDK chat endpoint (pkg/chat)
 //
 // Every answer but an event stream is JSON; failures are {"error": "..."}.
 // A session of another caller is answered 404, like one that does not exist.
@@ -111,6 +115,9 @@ func New(c Config) http.Handler {
 	for pattern, h := range routes {
 		a.mux.Handle(pattern, a.authed(h))
 	}
+	ch := chat.New(chat.Config{Options: c.Chat, Sessions: a.sessions, Agents: a.agents, Identity: a.identity, Log: a.log})
+	a.mux.Handle("/chat", ch)
+	a.mux.Handle("/chat/", ch)
 	return a
 }
 

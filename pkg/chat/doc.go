@@ -1,0 +1,7 @@
+// Package chat serves the chat endpoint a Vercel AI SDK client (useChat
+// with the stock DefaultChatTransport) talks to: POST /chat turns the
+// client's new message or approval answers into session facts and answers
+// with the turn's UI message stream, GET /chat/{id}/stream resumes it, and
+// POST /chat/{id}/stop cancels it. The chat id is the session id, and each
+// stream is shaped for the AI SDK major the client names.
+package chat

@@ -1,0 +1,54 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/baton-run/baton/pkg/reducer"
+)
+
+// Converse records msg from owner in session id, creating the session for
+// owner with agent, in the same write, when there is none; then it wakes
+// the session. check sees the loaded state (the zero State for a new
+// session) before anything is written, and its error is returned as is.
+// A message whose id is already in the inbox or the open turn is not
+// appended again: Converse returns the state with dup true. The state
+// returned is the one after the write.
+func (s *Store) Converse(ctx context.Context, id, owner, agent string, msg reducer.Message, check func(reducer.State) error) (st reducer.State, dup bool, err error) {
+	actor := reducer.Actor{Kind: reducer.ActorOperator, ID: owner}
+	err = retry(ctx, func() error {
+		dup = false
+		var facts []reducer.Fact
+		sess, err := s.Load(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			sess = &Session{ID: id}
+			facts = append(facts, reducer.Fact{Type: reducer.SessionCreated, Actor: actor, Agent: agent, Owner: owner})
+		case err != nil:
+			return err
+		}
+		if err := check(sess.State); err != nil {
+			return err
+		}
+		if HasMessage(sess.State, msg.ID) {
+			st, dup = sess.State, true
+			return nil
+		}
+		facts = append(facts, reducer.Fact{Type: reducer.MessageReceived, Actor: actor, Message: &msg})
+		st, err = s.Append(ctx, id, sess.State, facts...)
+		return err
+	})
+	if err != nil || dup {
+		return st, dup, err
+	}
+	s.wake(ctx, id, "message", st.LastSeq)
+	return st, false, nil
+}
+
+// HasMessage reports whether message id waits in st's inbox or is one the
+// open turn answers.
+func HasMessage(st reducer.State, id string) bool {
+	is := func(m reducer.Message) bool { return m.ID == id }
+	return slices.ContainsFunc(st.Inbox, is) || (st.Turn != nil && slices.ContainsFunc(st.Turn.Messages, is))
+}
