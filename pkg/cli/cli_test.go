@@ -352,6 +352,9 @@ func TestCancelAWaitingTurn(t *testing.T) {
 	if strings.Contains(tl.out.String(), demoTexts[2]) {
 		t.Fatalf("a cancelled turn went on:\n%s", tl.out)
 	}
+	if !strings.Contains(tl.out.String(), "turn "+st0Turn(t, tl.out.String())+" cancelled by local: changed my mind") {
+		t.Fatalf("the tail does not say why the turn ended:\n%s", tl.out)
+	}
 	expect(t, ctx, env, cli.ExitConflict, "is not pending", "approve", id, approval)
 	var st operator.Session
 	if err := json.Unmarshal([]byte(must(t, ctx, env, "show", id, "--json")), &st); err != nil {
@@ -471,37 +474,43 @@ func TestUnauthorized(t *testing.T) {
 	}
 }
 
-// TestSendReadsStdin: TEXT "-" is read from stdin.
-func TestSendReadsStdin(t *testing.T) {
+// st0Turn is the id of the first turn a tail's output shows.
+func st0Turn(t *testing.T, out string) string {
+	t.Helper()
+	m := regexp.MustCompile(`── turn (\S+) ──`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no turn in the output:\n%s", out)
+	}
+	return m[1]
+}
+
+// TestTailFollowsNewTurnsUntilInterrupted: a tail started on an idle
+// session waits, shows the message "-" read from stdin and the turn it
+// starts, and exits 130 when its context ends (Ctrl-C).
+func TestTailFollowsNewTurnsUntilInterrupted(t *testing.T) {
 	ctx := testCtx(t)
 	id := strings.TrimSpace(must(t, ctx, vars{}, "new", "demo"))
+	tctx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	tl := startTail(tctx, vars{}, id)
+
 	var out, errb bytes.Buffer
-	if code := cli.Run(ctx, []string{"send", id, "-"}, strings.NewReader("from stdin\n"), &out, &errb, vars{}.get); code != 0 {
+	if code := cli.Run(ctx, []string{"send", id, "-"}, strings.NewReader("from stdin\nline two\n"), &out, &errb, vars{}.get); code != 0 {
 		t.Fatalf("send -: exit %d, %s", code, errb.String())
 	}
-	var facts operator.Facts
-	resp, err := http.Get(devAPI + "/sessions/" + id + "/facts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&facts); err != nil {
-		t.Fatal(err)
-	}
-	got := ""
-	for _, f := range facts.Facts {
-		if f.Message != nil {
-			got = f.Message.Text
-		}
-	}
-	if got != "from stdin\n" {
-		t.Fatalf("the message is %q", got)
-	}
-	// Stop the turn it started so it does not outlive the test.
-	tl := startTail(ctx, vars{}, id, "--until-idle")
+	tl.waitFor(t, ctx, regexp.MustCompile(`› local: from stdin\n  line two\n── turn \S+ ──\n`))
 	tl.waitFor(t, ctx, approvalLine)
 	must(t, ctx, vars{}, "cancel", id)
-	if code := tl.wait(t, ctx); code != 0 {
-		t.Fatalf("tail exited %d", code)
+	tl.waitFor(t, ctx, regexp.MustCompile(`cancelled by local\n`))
+	interrupt()
+	if code := tl.wait(t, ctx); code != cli.ExitInterrupted || tl.stderr.String() != "baton: tail: interrupted\n" {
+		t.Fatalf("interrupted tail: exit %d, stderr %q", code, tl.stderr)
+	}
+
+	// A body over the API's limit is refused as bad input.
+	big := strings.Repeat("x", operator.DefaultMaxBody+1)
+	errb.Reset()
+	if code := cli.Run(ctx, []string{"send", id, "-"}, strings.NewReader(big), &out, &errb, vars{}.get); code != cli.ExitUsage {
+		t.Fatalf("send of %d bytes: exit %d, stderr %q", len(big), code, errb.String())
 	}
 }

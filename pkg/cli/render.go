@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 )
 
@@ -93,6 +94,33 @@ func (r *renderer) turnClosed() {
 		return
 	}
 	r.endLine()
+}
+
+// fact renders what a fact says that the turn streams do not: messages
+// received, and why a turn was cancelled or failed.
+func (r *renderer) fact(f reducer.Fact) {
+	if r.json {
+		return
+	}
+	switch f.Type {
+	case reducer.MessageReceived:
+		if f.Message != nil {
+			text := strings.ReplaceAll(strings.TrimRight(f.Message.Text, "\n"), "\n", "\n  ")
+			r.line("%s %s", r.style(styleBold, "› "+f.Actor.ID+":"), text)
+		}
+	case reducer.TurnCancelled:
+		msg := "· turn " + f.Turn + " cancelled by " + f.Actor.ID
+		if f.Reason != "" {
+			msg += ": " + f.Reason
+		}
+		r.line("%s", r.style(styleDim, msg))
+	case reducer.TurnFailed:
+		msg := "✗ turn " + f.Turn + " failed"
+		if f.Failure != nil {
+			msg += " (" + string(f.Failure.Kind) + "): " + f.Failure.Error
+		}
+		r.line("%s", r.style(styleRed, msg))
+	}
 }
 
 // part renders one stream part of turn.

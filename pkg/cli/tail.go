@@ -93,6 +93,7 @@ func (f *follower) run(ctx context.Context) error {
 		}
 		for _, fact := range facts.Facts {
 			after = fact.Seq
+			f.out.fact(fact)
 			if fact.Type == reducer.TurnStarted && !f.seen[fact.Turn] {
 				if err := f.turn(ctx, fact.Turn); err != nil {
 					return err
