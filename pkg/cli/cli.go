@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -32,11 +31,6 @@ const (
 
 // Commands are the subcommands Run knows, besides help.
 var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "verdict", "cancel"}
-
-// IsCommand reports whether name is one of Commands or help.
-func IsCommand(name string) bool {
-	return slices.Contains(Commands, name) || name == "help" || name == "-h" || name == "--help"
-}
 
 // Usage is the text `baton help` prints.
 const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
@@ -140,7 +134,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	global := flag.NewFlagSet("baton", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
 	global.StringVar(&e.api, "api", "", "")
-	if err := global.Parse(args); err != nil {
+	if err := global.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, Usage)
+		return ExitOK
+	} else if err != nil {
 		fmt.Fprintf(stderr, "baton: %v\n%s", err, Usage)
 		return ExitUsage
 	}
@@ -181,6 +178,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return ExitOK
 	}
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, Usage)
+		return ExitOK
+	}
 	code := ExitCode(err)
 	if code == ExitInterrupted {
 		fmt.Fprintf(stderr, "baton: %s: interrupted\n", name)
@@ -218,7 +219,9 @@ func (e *env) flags(name string, withJSON bool) *command {
 func (c *command) parse(args []string, want int, rest bool, names string) ([]string, error) {
 	var pos []string
 	for {
-		if err := c.fs.Parse(args); err != nil {
+		if err := c.fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		} else if err != nil {
 			return nil, usagef("%v", err)
 		}
 		left := c.fs.Args()

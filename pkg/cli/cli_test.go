@@ -384,6 +384,11 @@ func TestUsageAndNotFound(t *testing.T) {
 	if r := baton(ctx, env); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "usage: baton") {
 		t.Errorf("no command: exit %d, stderr %q", r.code, r.stderr)
 	}
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"tail", "-h"}, {"approve", "s_x", "--help"}} {
+		if r := baton(ctx, env, args...); r.code != 0 || r.out != cli.Usage {
+			t.Errorf("baton %q: exit %d, stderr %q; want the usage and 0", args, r.code, r.stderr)
+		}
+	}
 	help := must(t, ctx, env, "help")
 	for _, want := range append(cli.Commands, "BATON_API", "BATON_TOKEN", "Exit codes", "--until-idle") {
 		if !strings.Contains(help, want) {
@@ -414,6 +419,22 @@ func TestUsageAndNotFound(t *testing.T) {
 	}
 	if out := must(t, ctx, vars{"BATON_API": "http://127.0.0.1:1"}, "--api", devAPI, "show", id); !strings.Contains(out, id) {
 		t.Fatalf("--api show: %q", out)
+	}
+	// "--" ends the flags: the text may start with a dash.
+	if out := must(t, ctx, env, "send", id, "--", "--json", "-x"); !strings.HasPrefix(out, "msg_") {
+		t.Fatalf("send -- --json -x printed %q", out)
+	}
+	resp, err := http.Get(devAPI + "/sessions/" + id + "/facts?after=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var facts operator.Facts
+	if err := json.NewDecoder(resp.Body).Decode(&facts); err != nil {
+		t.Fatal(err)
+	}
+	if len(facts.Facts) == 0 || facts.Facts[0].Message == nil || facts.Facts[0].Message.Text != "--json -x" {
+		t.Fatalf("the message sent after -- is %+v", facts.Facts)
 	}
 }
 
@@ -493,6 +514,7 @@ func TestTailFollowsNewTurnsUntilInterrupted(t *testing.T) {
 	tctx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
 	tl := startTail(tctx, vars{}, id)
+	tl.waitFor(t, ctx, regexp.MustCompile(`· session \S+ has no open turn; waiting for one\n`))
 
 	var out, errb bytes.Buffer
 	if code := cli.Run(ctx, []string{"send", id, "-"}, strings.NewReader("from stdin\nline two\n"), &out, &errb, vars{}.get); code != 0 {

@@ -84,6 +84,8 @@ func (f *follower) run(ctx context.Context) error {
 		if err := f.turn(ctx, s.Turn.ID); err != nil {
 			return err
 		}
+	} else if !f.untilIdle {
+		f.out.note("session %s has no open turn; waiting for one", f.session)
 	}
 	for {
 		var facts operator.Facts
@@ -172,8 +174,15 @@ func (f *follower) turn(ctx context.Context, turn string) error {
 			f.out.turnClosed()
 			return nil
 		case err == nil:
-			// The server ended a held read of an open stream: read on.
+			// The server ended a read of an open stream: read on, at once
+			// if it delivered parts, else after a poll interval (a server
+			// that does not hold reads answers at once).
 			fails, wait = 0, retryFirst
+			if got == 0 {
+				if err := sleep(ctx, f.poll); err != nil {
+					return err
+				}
+			}
 			continue
 		case ctx.Err() != nil:
 			return ctx.Err()
