@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -151,9 +152,12 @@ var approvalLine = regexp.MustCompile(`baton approve (\S+) (\S+)\n`)
 // once, the tool calls, the approval and the finish, in order.
 func checkTurnRendered(t *testing.T, out string, answered string) {
 	t.Helper()
+	lines := strings.Split(out, "\n")
 	for _, text := range demoTexts {
-		if n := strings.Count(out, text); n != 1 {
-			t.Errorf("text %q rendered %d times, want once; output:\n%s", text, n, out)
+		// Once, and as a line of its own: a delta repeated at a resume
+		// would show before or after it.
+		if n, l := strings.Count(out, text), slices.Index(lines, text); n != 1 || l < 0 {
+			t.Errorf("text %q rendered %d times, as a line %v; want once, as a line; output:\n%s", text, n, l >= 0, out)
 		}
 	}
 	order := []string{"thinking: The user wants a status update.", demoTexts[0], `→ get_weather({"city":"Lisbon"})`,
@@ -249,19 +253,26 @@ func TestCommandsAgainstTheDevServer(t *testing.T) {
 }
 
 // TestTailResumesAfterADroppedConnection puts a TCP proxy in front of the
-// dev server that cuts the first two event streams mid-event. The tail
-// reconnects with Last-Event-ID, renders every text exactly once, follows
-// the turn through its suspension for approval, shows the denial, and ends
-// with the turn.
+// dev server that cuts the first two event streams mid-event, and then,
+// while the turn is suspended for approval, the stream being held. The
+// tail reconnects with Last-Event-ID each time, renders every text exactly
+// once, follows the turn through its suspension, shows the denial, and
+// ends with the turn.
 func TestTailResumesAfterADroppedConnection(t *testing.T) {
 	ctx := testCtx(t)
-	proxy := startCutProxy(t, strings.TrimPrefix(devAPI, "http://"), 700, 2)
+	// The first stream is cut in the middle of a part's JSON, the second
+	// after a whole data line but before the blank line ending its event.
+	proxy := startCutProxy(t, strings.TrimPrefix(devAPI, "http://"), midLine(500), beforeBlank(300))
 	env := vars{"BATON_API": proxy.URL()}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
 	must(t, ctx, env, "send", id, demoMessage)
 
 	tl := startTail(ctx, env, id, "--until-idle")
 	approval := tl.waitFor(t, ctx, approvalLine)[2]
+	tl.waitFor(t, ctx, regexp.MustCompile(`⏸ suspended \(approval\)\n`))
+	if n := proxy.DropStreams(); n != 1 {
+		t.Fatalf("dropped %d event streams during the suspension, want the tail's one", n)
+	}
 	if out := must(t, ctx, env, "deny", id, approval, "--reason", "not today"); out != "denied "+approval+" of session "+id+"\n" {
 		t.Fatalf("deny printed %q", out)
 	}
@@ -272,12 +283,13 @@ func TestTailResumesAfterADroppedConnection(t *testing.T) {
 		t.Fatalf("the proxy cut %d connections, want 2", proxy.Cuts())
 	}
 	resumes := regexp.MustCompile(`(?i)\r\nLast-Event-Id: \d+\.\d+\r\n`).FindAllString(proxy.Requests(), -1)
-	if len(resumes) < 2 {
-		t.Fatalf("%d stream requests resumed with Last-Event-ID, want at least 2", len(resumes))
+	if len(resumes) < 3 {
+		t.Fatalf("%d stream requests resumed with Last-Event-ID, want at least 3", len(resumes))
 	}
-	if n := strings.Count(tl.stderr.String(), "resuming after"); n != 2 {
-		t.Fatalf("tail noted %d resumptions, want 2:\n%s", n, tl.stderr)
+	if n := strings.Count(tl.stderr.String(), "resuming after"); n != 3 {
+		t.Fatalf("tail noted %d resumptions, want 3:\n%s", n, tl.stderr)
 	}
+	t.Logf("the tail's notes:\n%s", tl.stderr)
 	out := tl.out.String()
 	checkTurnRendered(t, out, "✗ approval "+approval+" denied: not today")
 	if !strings.Contains(out, "← denied") {

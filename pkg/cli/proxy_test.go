@@ -7,28 +7,62 @@ import (
 	"testing"
 )
 
-// cutProxy is a TCP proxy in front of a real server that cuts the
-// connection carrying an event-stream response once cutAfter bytes of it
-// have passed, for the first maxCuts such responses. It keeps what clients
-// sent, to show how they reconnected.
+// cutProxy is a TCP proxy in front of a real server that cuts connections
+// in the middle of an event-stream response, where cut says, for the first
+// len(cuts) such responses. It keeps what clients sent, to show how they
+// reconnected.
 type cutProxy struct {
 	ln       net.Listener
 	target   string
-	cutAfter int
-	maxCuts  int
+	// cuts[n] returns where in an event-stream body seen so far the nth
+	// cut falls, or -1 while it has not come yet.
+	cuts []func(body []byte) int
 
 	mu       sync.Mutex
-	cuts     int
+	cut      int // cuts made
 	requests bytes.Buffer
+	// streaming are the client connections carrying an event stream.
+	streaming map[net.Conn]bool
 }
 
-func startCutProxy(t *testing.T, target string, cutAfter, maxCuts int) *cutProxy {
+// textDelta starts the data line of a text delta event.
+var textDelta = []byte("\ndata: {\"type\":\"text-delta\"")
+
+// midLine cuts inside the first text delta's data line that starts after
+// offset from.
+func midLine(from int) func([]byte) int {
+	return func(body []byte) int {
+		i := bytes.Index(body[min(from, len(body)):], textDelta)
+		if i < 0 || from+i+len(textDelta)+4 > len(body) {
+			return -1
+		}
+		return from + i + len(textDelta) + 4
+	}
+}
+
+// beforeBlank cuts after the first whole text delta's data line that
+// starts after offset from, before the blank line that would end its event.
+func beforeBlank(from int) func([]byte) int {
+	return func(body []byte) int {
+		i := bytes.Index(body[min(from, len(body)):], textDelta)
+		if i < 0 {
+			return -1
+		}
+		end := bytes.IndexByte(body[from+i+1:], '\n')
+		if end < 0 {
+			return -1
+		}
+		return from + i + 1 + end + 1
+	}
+}
+
+func startCutProxy(t *testing.T, target string, cuts ...func([]byte) int) *cutProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cutProxy{ln: ln, target: target, cutAfter: cutAfter, maxCuts: maxCuts}
+	p := &cutProxy{ln: ln, target: target, cuts: cuts, streaming: map[net.Conn]bool{}}
 	t.Cleanup(func() { ln.Close() })
 	go p.serve()
 	return p
@@ -40,7 +74,21 @@ func (p *cutProxy) URL() string { return "http://" + p.ln.Addr().String() }
 func (p *cutProxy) Cuts() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.cuts
+	return p.cut
+}
+
+// DropStreams closes every connection carrying an event stream and
+// returns how many it closed.
+func (p *cutProxy) DropStreams() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for c := range p.streaming {
+		c.Close()
+		delete(p.streaming, c)
+		n++
+	}
+	return n
 }
 
 // Requests is everything clients sent through the proxy.
@@ -61,7 +109,12 @@ func (p *cutProxy) serve() {
 }
 
 func (p *cutProxy) handle(client net.Conn) {
-	defer client.Close()
+	defer func() {
+		p.mu.Lock()
+		delete(p.streaming, client)
+		p.mu.Unlock()
+		client.Close()
+	}()
 	server, err := net.Dial("tcp", p.target)
 	if err != nil {
 		return
@@ -87,31 +140,36 @@ func (p *cutProxy) handle(client net.Conn) {
 	}()
 	marker := []byte("Content-Type: text/event-stream")
 	var tail []byte // the last response bytes, while looking for the marker
-	passed := -1    // event-stream bytes passed; -1 before the marker
+	var body []byte // the event-stream bytes passed; nil before the marker
+	streaming := false
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := server.Read(buf)
 		chunk := buf[:n]
-		if passed < 0 && n > 0 {
+		if !streaming && n > 0 {
 			from := len(tail)
 			tail = append(tail, chunk...)
 			if i := bytes.Index(tail, marker); i >= 0 {
-				// Pass the response up to the marker's end; count the rest.
+				// Pass the response up to the marker's end; watch the rest.
 				upto := i + len(marker) - from
 				if _, werr := client.Write(chunk[:upto]); werr != nil {
 					return
 				}
-				chunk, passed, tail = chunk[upto:], 0, nil
+				chunk, streaming, tail = chunk[upto:], true, nil
+				p.mu.Lock()
+				p.streaming[client] = true
+				p.mu.Unlock()
 			} else if len(tail) > len(marker) {
 				tail = append([]byte(nil), tail[len(tail)-len(marker):]...)
 			}
 		}
-		if passed >= 0 && passed+len(chunk) > p.cutAfter && p.takeCut() {
-			_, _ = client.Write(chunk[:max(p.cutAfter-passed, 0)])
-			return // closes both connections mid-response
-		}
-		if passed >= 0 {
-			passed += len(chunk)
+		if streaming {
+			before := len(body)
+			body = append(body, chunk...)
+			if at := p.cutAt(body); at >= 0 {
+				_, _ = client.Write(body[before:max(at, before)])
+				return // closes both connections mid-response
+			}
 		}
 		if _, werr := client.Write(chunk); werr != nil || err != nil {
 			return
@@ -119,13 +177,18 @@ func (p *cutProxy) handle(client net.Conn) {
 	}
 }
 
-// takeCut reports whether one more connection may be cut.
-func (p *cutProxy) takeCut() bool {
+// cutAt returns where the next cut falls in body, counting it as made, or
+// -1 for no cut.
+func (p *cutProxy) cutAt(body []byte) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cuts >= p.maxCuts {
-		return false
+	if p.cut >= len(p.cuts) {
+		return -1
 	}
-	p.cuts++
-	return true
+	at := p.cuts[p.cut](body)
+	if at >= 0 {
+		p.cut++
+	}
+	return at
 }
+
