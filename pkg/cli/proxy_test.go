@@ -12,8 +12,8 @@ import (
 // len(cuts) such responses. It keeps what clients sent, to show how they
 // reconnected.
 type cutProxy struct {
-	ln       net.Listener
-	target   string
+	ln     net.Listener
+	target string
 	// cuts[n] returns where in an event-stream body seen so far the nth
 	// cut falls, or -1 while it has not come yet.
 	cuts []func(body []byte) int
@@ -191,4 +191,3 @@ func (p *cutProxy) cutAt(body []byte) int {
 	}
 	return at
 }
-
