@@ -125,9 +125,9 @@ type env struct {
 
 // Run runs the client command args (args[0] is the command) and returns its
 // exit code. Output goes to stdout, errors to stderr as
-// "baton: COMMAND: MESSAGE"; getenv reads the environment (BATON_API,
-// BATON_TOKEN, BATON_OPERATOR, NO_COLOR). ctx ends a command early, such as
-// a tail on Ctrl-C.
+// "baton: COMMAND: MESSAGE"; stdin is the TEXT "-" of send; getenv reads
+// the environment (BATON_API, BATON_TOKEN, BATON_OPERATOR, NO_COLOR). ctx
+// ends a command early, such as a tail on Ctrl-C.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{stdout: stdout, stderr: stderr, stdin: stdin, getenv: getenv, poll: 500 * time.Millisecond}
 	// A global --api may come before the command.
@@ -171,8 +171,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "cancel":
 		err = e.cancel(ctx, args[1:])
 	default:
-		err = usagef("unknown command %q; see baton help", name)
-		fmt.Fprintf(stderr, "baton: %v\n", err)
+		fmt.Fprintf(stderr, "baton: unknown command %q (see baton help)\n", name)
 		return ExitUsage
 	}
 	if err == nil {
@@ -187,12 +186,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "baton: %s: interrupted\n", name)
 		return code
 	}
-	fmt.Fprintf(stderr, "baton: %s: %v\n", name, err)
-	if code == ExitUsage {
-		if _, ok := errors.AsType[*usageError](err); ok {
-			fmt.Fprintf(stderr, "see baton help\n")
-		}
+	if _, ok := errors.AsType[*usageError](err); ok {
+		fmt.Fprintf(stderr, "baton: %s: %v (see baton help)\n", name, err)
+		return code
 	}
+	fmt.Fprintf(stderr, "baton: %s: %v\n", name, err)
 	return code
 }
 

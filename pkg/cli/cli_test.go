@@ -389,8 +389,8 @@ func TestUsageAndNotFound(t *testing.T) {
 		{"bogus"}, {"--api", "ftp://x", "sessions"}, {"show", "s_x", "--api", "not a url"},
 	} {
 		r := baton(ctx, vars{"BATON_API": "http://127.0.0.1:1"}, args...)
-		if r.code != cli.ExitUsage || !strings.HasPrefix(r.stderr, "baton: ") || r.out != "" {
-			t.Errorf("baton %q: exit %d, stderr %q, out %q; want exit 2", args, r.code, r.stderr, r.out)
+		if r.code != cli.ExitUsage || !strings.HasPrefix(r.stderr, "baton: ") || strings.Count(r.stderr, "\n") != 1 || r.out != "" {
+			t.Errorf("baton %q: exit %d, stderr %q, out %q; want exit 2 and one line", args, r.code, r.stderr, r.out)
 		}
 	}
 	if r := baton(ctx, env); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "usage: baton") {
