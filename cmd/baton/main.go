@@ -2,6 +2,8 @@
 //
 //	baton dev        the dev server: emulator, demo agent, operator API on 127.0.0.1:8080
 //	baton provision  create the table, bucket and queues at AWS_ENDPOINT_URL
+//	baton help       the client commands (sessions, new, send, tail, approve,
+//	                 deny, verdict, cancel) of the operator API
 package main
 
 import (
@@ -17,11 +19,19 @@ import (
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/cli"
 	"github.com/baton-run/baton/pkg/devserver"
 	"github.com/baton-run/baton/pkg/provision"
 )
 
 func main() {
+	if args := os.Args[1:]; len(args) == 0 || (args[0] != "dev" && args[0] != "provision") {
+		// Every other command is a client of the operator API.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := cli.Run(ctx, args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+		stop()
+		os.Exit(code)
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "baton:", err)
 		os.Exit(1)

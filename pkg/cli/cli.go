@@ -1,0 +1,500 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/reducer"
+)
+
+// Exit codes of Run.
+const (
+	ExitOK           = 0   // success
+	ExitError        = 1   // a server error (5xx) or any other failure
+	ExitUsage        = 2   // bad flags or arguments, or input the server refused (400, 413, 422)
+	ExitNotFound     = 3   // no such session, turn, approval or execution (404)
+	ExitConflict     = 4   // not allowed in the session's state, e.g. an approval not pending (409)
+	ExitUnauthorized = 5   // missing, bad or insufficient credentials (401, 403)
+	ExitUnreachable  = 6   // no answer from the server
+	ExitInterrupted  = 130 // interrupted (Ctrl-C)
+)
+
+// Commands are the subcommands Run knows, besides help.
+var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "verdict", "cancel"}
+
+// Usage is the text `baton help` prints.
+const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
+
+Local:
+  baton dev                                 run the dev server (emulator, demo agent, API on 127.0.0.1:8080)
+  baton provision                           create the table, bucket and queues at AWS_ENDPOINT_URL
+
+Client of the operator API:
+  baton sessions [--json]                   list your sessions: id, agent, status, updated, usage
+  baton show SESSION [--json]               a session's status, open turn, pending approvals, uncertain execution
+  baton new AGENT                           create a session; prints its id
+  baton send SESSION TEXT...                post a message (TEXT "-" reads stdin); prints the message id
+  baton tail SESSION [--until-idle] [--json] [--color auto|always|never]
+                                            follow the session's turns live: text, reasoning, tool calls,
+                                            approvals, suspensions; resumes after a dropped connection
+  baton approve SESSION APPROVAL [--reason R]
+  baton deny SESSION APPROVAL [--reason R]  answer a pending approval
+  baton verdict SESSION EXECUTION rerun|abandon
+                                            settle an uncertain execution
+  baton cancel SESSION [--reason R]         cancel the open turn
+  baton help                                this text
+
+Flags go before or after the arguments; "--" ends them. Every client command takes --api.
+
+Environment:
+  BATON_API       the operator API (default ` + DefaultAPI + `, the dev server); --api overrides it
+  BATON_TOKEN     a JWT, sent as "Authorization: Bearer ..."
+  BATON_OPERATOR  the dev server's caller identity (X-Baton-Operator)
+  NO_COLOR        set to turn colour off in tail
+
+Exit codes:
+  0    ok (tail --until-idle: the session became idle)
+  1    server error (5xx) or other failure
+  2    usage: bad flags or arguments, or input the server refused (400, 413, 422)
+  3    not found (404)
+  4    conflict (409): not allowed in the session's state, e.g. an approval not pending
+  5    unauthorized (401, 403)
+  6    the server could not be reached
+  130  interrupted
+
+Errors go to stderr as "baton: COMMAND: MESSAGE", MESSAGE being the server's when it answered.
+`
+
+// usageError is a command line the CLI cannot run.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// ExitCode is the exit code for an error a command returned.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	if _, ok := errors.AsType[*usageError](err); ok {
+		return ExitUsage
+	}
+	if _, ok := errors.AsType[*UnreachableError](err); ok {
+		return ExitUnreachable
+	}
+	if ae, ok := errors.AsType[*APIError](err); ok {
+		switch ae.Status {
+		case http.StatusNotFound:
+			return ExitNotFound
+		case http.StatusConflict:
+			return ExitConflict
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return ExitUnauthorized
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+			return ExitUsage
+		}
+		return ExitError
+	}
+	if errors.Is(err, context.Canceled) {
+		return ExitInterrupted
+	}
+	return ExitError
+}
+
+// env is what a command runs with.
+type env struct {
+	stdout, stderr io.Writer
+	stdin          io.Reader
+	getenv         func(string) string
+	api            string // from the global --api, or ""
+	poll           time.Duration
+}
+
+// Run runs the client command args (args[0] is the command) and returns its
+// exit code. Output goes to stdout, errors to stderr as
+// "baton: COMMAND: MESSAGE"; stdin is the TEXT "-" of send; getenv reads
+// the environment (BATON_API, BATON_TOKEN, BATON_OPERATOR, NO_COLOR). ctx
+// ends a command early, such as a tail on Ctrl-C.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{stdout: stdout, stderr: stderr, stdin: stdin, getenv: getenv, poll: 500 * time.Millisecond}
+	// A global --api may come before the command.
+	global := flag.NewFlagSet("baton", flag.ContinueOnError)
+	global.SetOutput(io.Discard)
+	global.StringVar(&e.api, "api", "", "")
+	if err := global.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, Usage)
+		return ExitOK
+	} else if err != nil {
+		fmt.Fprintf(stderr, "baton: %v\n%s", err, Usage)
+		return ExitUsage
+	}
+	args = global.Args()
+	if len(args) == 0 {
+		fmt.Fprint(stderr, Usage)
+		return ExitUsage
+	}
+	name := args[0]
+	var err error
+	switch name {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, Usage)
+		return ExitOK
+	case "sessions":
+		err = e.sessions(ctx, args[1:])
+	case "show":
+		err = e.show(ctx, args[1:])
+	case "new":
+		err = e.newSession(ctx, args[1:])
+	case "send":
+		err = e.send(ctx, args[1:])
+	case "tail":
+		err = e.tail(ctx, args[1:])
+	case "approve":
+		err = e.answer(ctx, "approve", args[1:])
+	case "deny":
+		err = e.answer(ctx, "deny", args[1:])
+	case "verdict":
+		err = e.verdict(ctx, args[1:])
+	case "cancel":
+		err = e.cancel(ctx, args[1:])
+	default:
+		fmt.Fprintf(stderr, "baton: unknown command %q (see baton help)\n", name)
+		return ExitUsage
+	}
+	if err == nil {
+		return ExitOK
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, Usage)
+		return ExitOK
+	}
+	code := ExitCode(err)
+	if code == ExitInterrupted {
+		fmt.Fprintf(stderr, "baton: %s: interrupted\n", name)
+		return code
+	}
+	if _, ok := errors.AsType[*usageError](err); ok {
+		fmt.Fprintf(stderr, "baton: %s: %v (see baton help)\n", name, err)
+		return code
+	}
+	fmt.Fprintf(stderr, "baton: %s: %v\n", name, err)
+	return code
+}
+
+// command is one subcommand's flags and positional arguments.
+type command struct {
+	fs   *flag.FlagSet
+	api  string
+	json bool
+}
+
+func (e *env) flags(name string, withJSON bool) *command {
+	c := &command{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	c.fs.SetOutput(io.Discard)
+	c.fs.StringVar(&c.api, "api", "", "the operator API")
+	if withJSON {
+		c.fs.BoolVar(&c.json, "json", false, "print JSON")
+	}
+	return c
+}
+
+// parse parses flags wherever they stand among args and returns the
+// positional arguments, checking there are exactly want of them, or at
+// least want when rest is true.
+func (c *command) parse(args []string, want int, rest bool, names string) ([]string, error) {
+	var pos []string
+	for {
+		if err := c.fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		} else if err != nil {
+			return nil, usagef("%v", err)
+		}
+		left := c.fs.Args()
+		// Parse stops at the first positional argument, or after "--".
+		if n := len(args) - len(left); n > 0 && args[n-1] == "--" {
+			pos = append(pos, left...)
+			break
+		}
+		if len(left) == 0 {
+			break
+		}
+		pos = append(pos, left[0])
+		args = left[1:]
+	}
+	if len(pos) < want || (!rest && len(pos) > want) {
+		return nil, usagef("want %s, got %d argument(s)", names, len(pos))
+	}
+	for i, p := range pos[:want] {
+		if strings.TrimSpace(p) == "" {
+			return nil, usagef("argument %d of %s is empty", i+1, names)
+		}
+	}
+	return pos, nil
+}
+
+// client returns the API client: --api of the command, then the global
+// --api, then BATON_API, then DefaultAPI.
+func (e *env) client(c *command) (*client, error) {
+	base := c.api
+	if base == "" {
+		base = e.api
+	}
+	if base == "" {
+		base = e.getenv("BATON_API")
+	}
+	if base == "" {
+		base = DefaultAPI
+	}
+	return newClient(base, e.getenv("BATON_TOKEN"), e.getenv("BATON_OPERATOR"))
+}
+
+func (e *env) printJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (e *env) sessions(ctx context.Context, args []string) error {
+	c := e.flags("sessions", true)
+	if _, err := c.parse(args, 0, false, "no arguments"); err != nil {
+		return err
+	}
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	var all []operator.Summary
+	for cursor := ""; ; {
+		path := "/sessions?limit=100"
+		if cursor != "" {
+			path += "&cursor=" + seg(cursor)
+		}
+		var page operator.List
+		if err := cl.call(ctx, http.MethodGet, path, nil, &page); err != nil {
+			return err
+		}
+		all = append(all, page.Sessions...)
+		if page.Next == "" || page.Next == cursor {
+			break
+		}
+		cursor = page.Next
+	}
+	// The listing carries no usage; each session's state does.
+	full := make([]operator.Session, 0, len(all))
+	for _, s := range all {
+		var st operator.Session
+		err := cl.call(ctx, http.MethodGet, "/sessions/"+seg(s.ID), nil, &st)
+		if ae, ok := errors.AsType[*APIError](err); ok && ae.Status == http.StatusNotFound {
+			continue // gone since it was listed
+		}
+		if err != nil {
+			return err
+		}
+		full = append(full, st)
+	}
+	if c.json {
+		return e.printJSON(full)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tUPDATED\tTURNS\tTOKENS IN/OUT")
+	for _, s := range full {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\n", s.ID, s.Agent, statusText(s), s.Updated.UTC().Format(time.RFC3339),
+			s.Turns, s.Usage.InputTokens, s.Usage.OutputTokens)
+	}
+	return tw.Flush()
+}
+
+// statusText is a session's status, with the cause of a suspension.
+func statusText(s operator.Session) string {
+	if s.Status == reducer.Suspended && s.Turn != nil && s.Turn.Cause != "" {
+		return fmt.Sprintf("%s (%s)", s.Status, s.Turn.Cause)
+	}
+	return string(s.Status)
+}
+
+func (e *env) show(ctx context.Context, args []string) error {
+	c := e.flags("show", true)
+	pos, err := c.parse(args, 1, false, "SESSION")
+	if err != nil {
+		return err
+	}
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	var s operator.Session
+	if err := cl.call(ctx, http.MethodGet, "/sessions/"+seg(pos[0]), nil, &s); err != nil {
+		return err
+	}
+	if c.json {
+		return e.printJSON(s)
+	}
+	w := e.stdout
+	fmt.Fprintf(w, "session  %s\nagent    %s\nstatus   %s\nupdated  %s\nturns    %d (tokens in %d, out %d, steps %d)\n",
+		s.ID, s.Agent, statusText(s), s.Updated.UTC().Format(time.RFC3339), s.Turns,
+		s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.Steps)
+	if s.Inbox > 0 {
+		fmt.Fprintf(w, "inbox    %d message(s) waiting\n", s.Inbox)
+	}
+	if s.LastFailure != nil {
+		fmt.Fprintf(w, "failed   %s: %s\n", s.LastFailure.Kind, s.LastFailure.Error)
+	}
+	if t := s.Turn; t != nil {
+		fmt.Fprintf(w, "turn     %s (started %s, %d invocation(s))\n", t.ID, t.Started.UTC().Format(time.RFC3339), t.Invocations)
+	}
+	for _, p := range s.Pending {
+		fmt.Fprintf(w, "approval %s: %s(%s)\n         baton approve %s %s   |   baton deny %s %s --reason ...\n",
+			p.ApprovalID, p.Tool, clipText(string(p.Input), 200), s.ID, p.ApprovalID, s.ID, p.ApprovalID)
+	}
+	if u := s.Uncertain; u != nil {
+		fmt.Fprintf(w, "uncertain execution %s of %s (may or may not have run)\n         baton verdict %s %s rerun|abandon\n",
+			u.ExecutionID, u.Tool, s.ID, u.ExecutionID)
+	}
+	return nil
+}
+
+func (e *env) newSession(ctx context.Context, args []string) error {
+	c := e.flags("new", true)
+	pos, err := c.parse(args, 1, false, "AGENT")
+	if err != nil {
+		return err
+	}
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	var s operator.Session
+	if err := cl.call(ctx, http.MethodPost, "/sessions", map[string]string{"agent": pos[0]}, &s); err != nil {
+		return err
+	}
+	if c.json {
+		return e.printJSON(s)
+	}
+	fmt.Fprintln(e.stdout, s.ID)
+	return nil
+}
+
+func (e *env) send(ctx context.Context, args []string) error {
+	c := e.flags("send", true)
+	pos, err := c.parse(args, 2, true, "SESSION TEXT...")
+	if err != nil {
+		return err
+	}
+	text := strings.Join(pos[1:], " ")
+	if text == "-" {
+		b, err := io.ReadAll(io.LimitReader(e.stdin, operator.MaxText+1))
+		if err != nil {
+			return fmt.Errorf("read stdin: %w", err)
+		}
+		text = string(b)
+	}
+	if strings.TrimSpace(text) == "" {
+		return usagef("TEXT is blank")
+	}
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	var out operator.MessageAccepted
+	if err := cl.call(ctx, http.MethodPost, "/sessions/"+seg(pos[0])+"/messages", map[string]string{"text": text}, &out); err != nil {
+		return err
+	}
+	if c.json {
+		return e.printJSON(out)
+	}
+	fmt.Fprintln(e.stdout, out.MessageID)
+	return nil
+}
+
+func (e *env) answer(ctx context.Context, decision string, args []string) error {
+	c := e.flags(decision, false)
+	var reason string
+	c.fs.StringVar(&reason, "reason", "", "why, recorded with the answer")
+	pos, err := c.parse(args, 2, false, "SESSION APPROVAL")
+	if err != nil {
+		return err
+	}
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	in := map[string]string{"decision": decision}
+	if reason != "" {
+		in["reason"] = reason
+	}
+	path := "/sessions/" + seg(pos[0]) + "/approvals/" + seg(pos[1])
+	if err := cl.call(ctx, http.MethodPost, path, in, nil); err != nil {
+		return err
+	}
+	past := map[string]string{"approve": "approved", "deny": "denied"}[decision]
+	fmt.Fprintf(e.stdout, "%s %s of session %s\n", past, pos[1], pos[0])
+	return nil
+}
+
+func (e *env) verdict(ctx context.Context, args []string) error {
+	c := e.flags("verdict", false)
+	pos, err := c.parse(args, 3, false, "SESSION EXECUTION rerun|abandon")
+	if err != nil {
+		return err
+	}
+	v := pos[2]
+	if v != string(reducer.Rerun) && v != string(reducer.Abandon) {
+		return usagef("the verdict must be %s or %s, not %q", reducer.Rerun, reducer.Abandon, v)
+	}
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	path := "/sessions/" + seg(pos[0]) + "/executions/" + seg(pos[1])
+	if err := cl.call(ctx, http.MethodPost, path, map[string]string{"verdict": v}, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s %s of session %s\n", map[string]string{"rerun": "rerunning", "abandon": "abandoned"}[v], pos[1], pos[0])
+	return nil
+}
+
+func (e *env) cancel(ctx context.Context, args []string) error {
+	c := e.flags("cancel", false)
+	var reason string
+	c.fs.StringVar(&reason, "reason", "", "why, recorded with the cancellation")
+	pos, err := c.parse(args, 1, false, "SESSION")
+	if err != nil {
+		return err
+	}
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	var in any
+	if reason != "" {
+		in = map[string]string{"reason": reason}
+	}
+	if err := cl.call(ctx, http.MethodPost, "/sessions/"+seg(pos[0])+"/cancel", in, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "cancelled the open turn of session %s\n", pos[0])
+	return nil
+}
+
+// isTerminal reports whether w is a character device such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
