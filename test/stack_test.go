@@ -212,6 +212,9 @@ type stackConfig struct {
 	agents string
 	// count puts a harness.CountingProxy between each function and kumo.
 	count bool
+	// timeout bounds the whole stack's life (its context); zero means 2
+	// minutes.
+	timeout time.Duration
 }
 
 type namedLog struct {
@@ -250,7 +253,11 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		bootstrap(t, r)
 	}
 	e := kumo(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	life := cfg.timeout
+	if life == 0 {
+		life = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), life)
 	t.Cleanup(cancel)
 	s := &stack{
 		t: t, ctx: ctx, emu: e,
