@@ -224,6 +224,7 @@ func writeCrashAgents(t *testing.T, ts *toolServer) string {
 // crashTrial is what one trial did and found.
 type crashTrial struct {
 	n       int
+	session string
 	latency time.Duration
 	target  string        // the ref whose call the kill waited for, or "" for a timed kill
 	delay   time.Duration // after the call arrived, or after the message was posted
@@ -234,6 +235,10 @@ type crashTrial struct {
 	recover time.Duration // kill to the turn's end, when killed during the turn
 	// verdicts given, by tool call id.
 	verdicts map[string]reducer.Verdict
+
+	// took is the trial's wall time; spawn, the start of the fresh resume
+	// process; check, the checks after the turn ended.
+	took, spawn, check time.Duration
 
 	problems                 []string
 	lost, duplicated, double int
@@ -321,6 +326,8 @@ func TestCrashTrials(t *testing.T) {
 func (rig *crashRig) trial(n int, span *time.Duration) *crashTrial {
 	s, rng := rig.s, rig.rng
 	tr := &crashTrial{n: n, verdicts: map[string]reducer.Verdict{}}
+	began := time.Now()
+	defer func() { tr.took = time.Since(began) }()
 	tr.latency = time.Duration(2+rng.IntN(39)) * time.Millisecond
 
 	refs := rig.refs()
@@ -343,6 +350,7 @@ func (rig *crashRig) trial(n int, span *time.Duration) *crashTrial {
 	arrived = rig.ts.begin(tr.latency, tr.target)
 
 	id := s.createSession(alice, "crash")
+	tr.session = id
 	posted := time.Now()
 	s.post(alice, id, crashPrompt)
 
@@ -372,7 +380,9 @@ func (rig *crashRig) trial(n int, span *time.Duration) *crashTrial {
 	} else if !tr.killed.IsZero() && tr.phase != "after the end" {
 		tr.recover = tr.ended.Time.Sub(tr.killed)
 	}
+	checked := time.Now()
 	rig.check(tr, id)
+	tr.check = time.Since(checked)
 	return tr
 }
 
@@ -413,6 +423,7 @@ func refOfInput(in json.RawMessage) string {
 func (rig *crashRig) kill(tr *crashTrial, id string) {
 	s := rig.s
 	victim := s.resume.Load()
+	signalled := time.Now()
 	if err := victim.Kill(); err != nil {
 		rig.t.Fatal(err)
 	}
@@ -420,6 +431,7 @@ func (rig *crashRig) kill(tr *crashTrial, id string) {
 	calls := rig.ts.snapshot()
 	rig.spawn++
 	s.resume.Store(s.start("resume", fmt.Sprintf("resume-k%d", rig.spawn), resumeTimeout))
+	tr.spawn = time.Since(tr.killed)
 
 	facts, err := s.store.Facts.Facts(s.ctx, id, 0)
 	if err != nil {
@@ -427,7 +439,7 @@ func (rig *crashRig) kill(tr *crashTrial, id string) {
 	}
 	var inFlight []string
 	for _, c := range calls {
-		if c.At.Before(tr.killed) && (c.Answered.IsZero() || c.Answered.After(tr.killed)) {
+		if c.At.Before(signalled) && (c.Answered.IsZero() || c.Answered.After(signalled)) {
 			inFlight = append(inFlight, c.Tool)
 		}
 	}
@@ -438,13 +450,13 @@ func (rig *crashRig) kill(tr *crashTrial, id string) {
 	case last.Ends():
 		tr.phase = "after the end"
 	case len(inFlight) > 0:
-		tr.phase = "in a " + strings.Join(inFlight, "+") + " call"
-	case last.Type == reducer.ExecutionStarted:
-		tr.phase = "after execution.started, before the call"
+		tr.phase = "during the " + strings.Join(inFlight, "+") + " call"
 	case last.Type == reducer.TurnSuspended:
 		tr.phase = "after a suspension"
 	default:
-		tr.phase = "in a model step or a write"
+		// A model step, a flush, a fact being written, or the moments
+		// between a call's answer and its durable result.
+		tr.phase = "between tool calls"
 	}
 }
 
@@ -806,8 +818,9 @@ func (rig *crashRig) report(tr *crashTrial) {
 	default:
 		end = fmt.Sprintf("%s %v after the kill", tr.ended.Type, tr.recover.Round(time.Millisecond))
 	}
-	t.Logf("%s: latency %v, %s; %s; verdicts %v; %d partial step(s), external ran %d time(s), idempotent repeats %d",
-		name, tr.latency, how, end, tr.verdicts, tr.partial, tr.externalRuns, tr.idemRepeats)
+	t.Logf("%s (%s): latency %v, %s; %s; verdicts %v; %d partial step(s), external ran %d time(s), idempotent repeats %d; took %v (spawn %v, checks %v)",
+		name, tr.session, tr.latency, how, end, tr.verdicts, tr.partial, tr.externalRuns, tr.idemRepeats,
+		tr.took.Round(time.Millisecond), tr.spawn.Round(time.Millisecond), tr.check.Round(time.Millisecond))
 	for _, p := range tr.problems {
 		t.Errorf("%s: %s", name, p)
 	}
