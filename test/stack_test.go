@@ -337,23 +337,33 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 // start starts a function process of role under a name of its own.
 func (s *stack) start(role, name string, timeout time.Duration) *harness.Function {
 	s.t.Helper()
+	f, err := s.tryStart(role, name, timeout)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return f
+}
+
+// tryStart is start returning its error, for goroutines other than the
+// test's. The bootstraps must be built already.
+func (s *stack) tryStart(role, name string, timeout time.Duration) (*harness.Function, error) {
 	env := maps.Clone(s.env)
 	if p, ok := s.proxies[role]; ok {
 		env["AWS_ENDPOINT_URL"] = p.URL
 	}
 	buf := &logBuffer{}
 	full := name + "-" + s.id
-	f, err := harness.StartFunction(s.ctx, s.emu.URL, full, bootstrap(s.t, role), env,
+	f, err := harness.StartFunction(s.ctx, s.emu.URL, full, bootstraps[role], env,
 		harness.WithTimeout(timeout), harness.WithOutput(buf))
 	if err != nil {
-		s.t.Fatalf("start %s: %v", full, err)
+		return nil, fmt.Errorf("start %s: %w", full, err)
 	}
 	recordStartup(f.StartupLatency())
 	s.t.Cleanup(func() { _ = f.Stop() })
 	s.logMu.Lock()
 	s.logs = append(s.logs, namedLog{full, buf})
 	s.logMu.Unlock()
-	return f
+	return f, nil
 }
 
 // logsMatching returns the output lines of every function so far holding sub.
