@@ -233,7 +233,7 @@ type crashTrial struct {
 	killed  time.Time
 	ended   *reducer.Fact
 	recover time.Duration // kill to the turn's end, when killed during the turn
-	// verdicts given, by tool call id.
+	// verdicts given, by the call's ref.
 	verdicts map[string]reducer.Verdict
 
 	// took is the trial's wall time; spawn, the start of the fresh resume
@@ -514,7 +514,7 @@ func (rig *crashRig) drive(tr *crashTrial, id string) *reducer.Fact {
 				v = reducer.Abandon
 			}
 			rig.uncertain++
-			tr.verdicts[ex.ToolCallID] = v
+			tr.verdicts[rig.refOfStreamCall(id, st.Turn.Stream, ex.ToolCallID)] = v
 			var acc struct {
 				Status string `json:"status"`
 			}
@@ -539,6 +539,21 @@ func (rig *crashRig) drive(tr *crashTrial, id string) *reducer.Fact {
 	facts, _ := s.store.Facts.Facts(s.ctx, id, 0)
 	tr.problem("the turn did not end within a minute: %s", summary(facts))
 	return nil
+}
+
+// refOfStreamCall returns the ref of the call the turn's stream names
+// callID, or "?" if no completed step of the stream calls it.
+func (rig *crashRig) refOfStreamCall(id, stream, callID string) string {
+	page, err := rig.s.store.Streams.Read(rig.s.ctx, id, stream, "")
+	if err != nil {
+		rig.t.Fatalf("read stream %s: %v", stream, err)
+	}
+	for _, e := range page.Entries {
+		if e.Part.Type == streams.ToolInputAvailable && e.Part.ToolCallID == callID {
+			return refOfInput(e.Part.Input)
+		}
+	}
+	return "?" + callID
 }
 
 // check asserts everything a trial must leave behind: the facts, the
@@ -618,16 +633,37 @@ func (rig *crashRig) check(tr *crashTrial, id string) {
 	if n := countParts(parts, streams.Finish); n != 1 {
 		tr.problem("%d finish parts, want 1", n)
 	}
+	// Each call of a completed step has exactly one result. The stream's
+	// call ids need not be the conversation's: calls are matched by ref.
+	streamCalls := map[string]string{} // stream call id -> ref
+	for _, st := range completed {
+		for _, p := range st {
+			if p.Type == streams.ToolInputAvailable {
+				streamCalls[p.ToolCallID] = refOfInput(p.Input)
+			}
+		}
+	}
+	var streamRefs []string
+	for _, ref := range streamCalls {
+		streamRefs = append(streamRefs, ref)
+	}
+	slices.Sort(streamRefs)
+	if want := slices.Sorted(slices.Values(rig.refs())); !slices.Equal(streamRefs, want) {
+		tr.problem("the stream's completed steps call %v, want %v", streamRefs, want)
+	}
 	outputs := map[string]int{}
 	for _, p := range parts {
 		switch p.Type {
 		case streams.ToolOutputAvailable, streams.ToolOutputError, streams.ToolOutputDenied:
 			outputs[p.ToolCallID]++
+			if _, ok := streamCalls[p.ToolCallID]; !ok {
+				tr.problem("a result for %s, which no completed step calls", p.ToolCallID)
+			}
 		}
 	}
-	for callID := range results {
+	for callID, ref := range streamCalls {
 		if outputs[callID] != 1 {
-			tr.problem("tool call %s has %d results in the stream, want 1", callID, outputs[callID])
+			tr.problem("call %s (%s) has %d results in the stream, want 1", callID, ref, outputs[callID])
 		}
 	}
 
@@ -754,7 +790,7 @@ func (rig *crashRig) checkServer(tr *crashTrial, calls map[string]*callResult) {
 	for ref, callID := range byRef {
 		cr := calls[callID]
 		rs := runs[ref]
-		v, hasVerdict := tr.verdicts[callID]
+		v, hasVerdict := tr.verdicts[ref]
 		if cr.name != readTool {
 			keys := map[string]bool{}
 			for _, r := range rs {
