@@ -212,6 +212,9 @@ type stackConfig struct {
 	agents string
 	// count puts a harness.CountingProxy between each function and kumo.
 	count bool
+	// timeout bounds the whole stack's life (its context); zero means 2
+	// minutes.
+	timeout time.Duration
 }
 
 type namedLog struct {
@@ -250,7 +253,11 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		bootstrap(t, r)
 	}
 	e := kumo(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	life := cfg.timeout
+	if life == 0 {
+		life = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), life)
 	t.Cleanup(cancel)
 	s := &stack{
 		t: t, ctx: ctx, emu: e,
@@ -330,23 +337,33 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 // start starts a function process of role under a name of its own.
 func (s *stack) start(role, name string, timeout time.Duration) *harness.Function {
 	s.t.Helper()
+	f, err := s.tryStart(role, name, timeout)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return f
+}
+
+// tryStart is start returning its error, for goroutines other than the
+// test's. The bootstraps must be built already.
+func (s *stack) tryStart(role, name string, timeout time.Duration) (*harness.Function, error) {
 	env := maps.Clone(s.env)
 	if p, ok := s.proxies[role]; ok {
 		env["AWS_ENDPOINT_URL"] = p.URL
 	}
 	buf := &logBuffer{}
 	full := name + "-" + s.id
-	f, err := harness.StartFunction(s.ctx, s.emu.URL, full, bootstrap(s.t, role), env,
+	f, err := harness.StartFunction(s.ctx, s.emu.URL, full, bootstraps[role], env,
 		harness.WithTimeout(timeout), harness.WithOutput(buf))
 	if err != nil {
-		s.t.Fatalf("start %s: %v", full, err)
+		return nil, fmt.Errorf("start %s: %w", full, err)
 	}
 	recordStartup(f.StartupLatency())
 	s.t.Cleanup(func() { _ = f.Stop() })
 	s.logMu.Lock()
 	s.logs = append(s.logs, namedLog{full, buf})
 	s.logMu.Unlock()
-	return f
+	return f, nil
 }
 
 // logsMatching returns the output lines of every function so far holding sub.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -78,10 +79,11 @@ func killMidExecution(t *testing.T, idempotent bool) (*turn.Agent, *charger, *in
 	return agent, ch, inv, id
 }
 
+// outputsFor returns the tool results for call; call "" means every call.
 func outputsFor(ps []streams.Part, call string) []streams.Part {
 	var out []streams.Part
 	for _, p := range ps {
-		if p.ToolCallID == call && (p.Type == streams.ToolOutputAvailable || p.Type == streams.ToolOutputError) {
+		if (call == "" || p.ToolCallID == call) && (p.Type == streams.ToolOutputAvailable || p.Type == streams.ToolOutputError) {
 			out = append(out, p)
 		}
 	}
@@ -165,6 +167,56 @@ func TestLedgerUncertainAbandon(t *testing.T) {
 	// The model saw the unknown outcome, and no call is left without a result.
 	if tr := string(transcript(t, inv, id)); !strings.Contains(tr, "outcome of this tool call is unknown") {
 		t.Fatalf("transcript lacks the abandoned result: %s", tr)
+	}
+}
+
+// A side effect cut short by the invocation's own deadline gets no result:
+// the model is not told it failed when it may have happened. The turn
+// suspends for its budget, and the next invocation settles the call as it
+// would after a crash: an idempotent one reruns with the same key, any
+// other waits for a verdict.
+func TestLedgerCallCutByTheDeadline(t *testing.T) {
+	for _, idempotent := range []bool{true, false} {
+		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
+			ctx := ctxT(t)
+			ch := &charger{started: make(chan struct{})}
+			reg, err := tool.NewRegistry(ch.tool(idempotent))
+			if err != nil {
+				t.Fatal(err)
+			}
+			agent := &turn.Agent{Name: "demo", Model: script(t, chargeScript), Tools: reg,
+				Limits: turn.Limits{Budget: 500 * time.Millisecond, Margin: 100 * time.Millisecond}}
+			inv := fresh(agent)
+			id := newSession(t, inv, "Charge me.")
+			out, err := inv.runner.Start(ctx, id)
+			if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseBudget {
+				t.Fatalf("start: %+v %v, want suspended for the budget", out, err)
+			}
+			ps, _ := parts(t, inv, id, out.Turn)
+			if got := outputsFor(ps, ""); len(got) != 0 {
+				t.Fatalf("the cut call has results %+v, want none", got)
+			}
+			out, err = fresh(agent).runner.Resume(ctx, id)
+			if !idempotent {
+				if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseUncertain {
+					t.Fatalf("resume: %+v %v, want suspended uncertain", out, err)
+				}
+				if len(ch.keys) != 1 {
+					t.Fatalf("a non-idempotent tool ran %d times before a verdict", len(ch.keys))
+				}
+				return
+			}
+			if err != nil || out.Kind != turn.Completed {
+				t.Fatalf("resume: %+v %v", out, err)
+			}
+			if len(ch.keys) != 2 || ch.keys[0] != ch.keys[1] {
+				t.Fatalf("runs = %v, want two runs with one key", ch.keys)
+			}
+			ps, _ = parts(t, inv, id, out.Turn)
+			if got := outputsFor(ps, ""); len(got) != 1 || got[0].Type != streams.ToolOutputAvailable {
+				t.Fatalf("outputs = %+v", got)
+			}
+		})
 	}
 }
 

@@ -35,6 +35,13 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		ru.replay()
 		if pending := ru.turn.Pending(); len(pending) > 0 {
 			approvals, uncertain, err := ru.settle(ctx, pending)
+			if errors.Is(err, errCut) {
+				if ctx.Err() != nil {
+					return ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, ctx.Err())
+				}
+				// A call ran out of this invocation's time: the next settles it.
+				return ru.suspend(ctx, reducer.CauseBudget, 0)
+			}
 			if err != nil {
 				return ru.stopped(ctx, err)
 			}
@@ -356,6 +363,7 @@ type plan struct {
 	out    chan streams.Part // the result of a read tool running concurrently
 	ledger bool              // record execution.started before running
 	exec   *reducer.Execution
+	cut    bool // the read was cut short (set before out is sent)
 }
 
 // settle resolves the pending calls of the last step, in call order. It
@@ -424,7 +432,11 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 			}
 		} else {
 			p.out = make(chan streams.Part, 1)
-			go func() { p.out <- ru.runTool(ctx, t, c, "") }()
+			go func() {
+				part, ok := ru.runTool(ctx, t, c, "")
+				p.cut = !ok
+				p.out <- part
+			}()
 		}
 		plans = append(plans, p)
 	}
@@ -436,7 +448,11 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 	for _, p := range plans {
 		if p.out != nil {
-			ru.emit(<-p.out)
+			part := <-p.out
+			if p.cut {
+				return errCut
+			}
+			ru.emit(part)
 			continue
 		}
 		if p.ledger {
@@ -452,7 +468,13 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 				return err
 			}
 		}
-		ru.emit(ru.runTool(ctx, p.t, p.c, p.exec.ID))
+		part, ok := ru.runTool(ctx, p.t, p.c, p.exec.ID)
+		if !ok {
+			// No result: the ledger's start stands, so the next invocation
+			// reruns an idempotent call and asks an operator about any other.
+			return errCut
+		}
+		ru.emit(part)
 		// The result is durable before anything else happens.
 		if err := ru.sink.Flush(ctx); err != nil {
 			return err
@@ -474,10 +496,16 @@ func execution(t *reducer.Turn, callID string) (reducer.Execution, bool) {
 	return reducer.Execution{}, false
 }
 
+// errCut reports a tool call cut short by the end of the invocation's time:
+// what it did is unknown, so it gets no result and stays pending.
+var errCut = errors.New("turn: a tool call was cut short by the invocation's deadline")
+
 // runTool runs one call and returns its output part. A tool error is the
-// model's to see, not the turn's failure. Output over the agent's cap is
-// truncated, and the truncation marked.
-func (ru *run) runTool(ctx context.Context, t tool.Tool, c *conversation.Call, key string) streams.Part {
+// model's to see, not the turn's failure; but a call that fails because
+// the invocation's deadline (or its end) cut it short has no result, and ok
+// is false. Output over the agent's cap is truncated, and the truncation
+// marked.
+func (ru *run) runTool(ctx context.Context, t tool.Tool, c *conversation.Call, key string) (part streams.Part, ok bool) {
 	if key == "" {
 		key = "call_" + c.ID
 	}
@@ -486,13 +514,16 @@ func (ru *run) runTool(ctx context.Context, t tool.Tool, c *conversation.Call, k
 	out, err := t.Run(ctx, tool.Call{ID: c.ID, Name: c.Name, Input: c.Input,
 		IdempotencyKey: ru.out.Session + "/" + ru.out.Turn + "/" + key})
 	if err != nil {
-		return streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()}
+		if ctx.Err() != nil {
+			return streams.Part{}, false
+		}
+		return streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()}, true
 	}
 	if len(out) == 0 || !json.Valid(out) {
 		out = mustJSON(string(out))
 	}
 	out, _ = tool.Truncate(out, ru.agent.maxToolOutput())
-	return streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: c.ID, Output: out}
+	return streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: c.ID, Output: out}, true
 }
 
 // suspend checkpoints the turn with a suspension marker, records the
