@@ -504,12 +504,8 @@ func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Dura
 	}
 	next := ru.sess.State
 	ru.out.Kind, ru.out.Cause = Suspended, cause
-	if cause != reducer.CauseApproval && cause != reducer.CauseUncertain && ru.r.Waker != nil {
-		w := wake.Wake{Session: ru.out.Session, Reason: string(cause), Seq: next.LastSeq}
-		if err := ru.r.Waker.Wake(ctx, w, delay); err != nil {
-			// The suspension is durable; the tick re-sends lost wakes.
-			ru.r.log().WarnContext(ctx, "wake not sent", "session", ru.out.Session, "err", err)
-		}
+	if cause != reducer.CauseApproval && cause != reducer.CauseUncertain {
+		wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: wake.ForCause(cause), Seq: next.LastSeq}, delay)
 	}
 	return ru.out, nil
 }
@@ -652,11 +648,7 @@ func (ru *run) shelve(ctx context.Context) (Outcome, error) {
 		return ru.out, err
 	}
 	ru.out.Kind, ru.out.Cause = Suspended, reducer.CauseThrottled
-	if ru.r.Waker != nil {
-		w := wake.Wake{Session: ru.out.Session, Reason: string(reducer.CauseThrottled), Seq: ru.sess.State.LastSeq}
-		if err := ru.r.Waker.Wake(ctx, w, ru.lim.ModelRetry.WakeDelay); err != nil {
-			ru.r.log().WarnContext(ctx, "wake not sent", "session", ru.out.Session, "err", err)
-		}
-	}
+	wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: wake.Throttled, Seq: ru.sess.State.LastSeq},
+		ru.lim.ModelRetry.WakeDelay)
 	return ru.out, nil
 }

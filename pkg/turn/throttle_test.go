@@ -12,6 +12,7 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton/pkg/wake"
 )
 
 // throttled is a model whose provider keeps answering 429.
@@ -56,7 +57,7 @@ func TestPersistentThrottleSuspendsForALaterWake(t *testing.T) {
 		t.Fatalf("%d wakes visible before the retry-after", n)
 	}
 	time.Sleep(3 * time.Second)
-	if w := receiveWake(t, inv); w.Session != id || w.Reason != string(reducer.CauseThrottled) {
+	if w := receiveWake(t, inv); w.Session != id || w.Reason != wake.Throttled {
 		t.Fatalf("wake = %+v", w)
 	}
 }
