@@ -58,7 +58,7 @@ func (r Reason) Wake() bool { return r == ReasonWake || r == ReasonFault || r ==
 
 // WakeSkew is how early a fault suspension's delayed wake may arrive and
 // still resume the turn, for clocks that disagree a little.
-const WakeSkew = time.Second
+const WakeSkew = 200 * time.Millisecond
 
 // Need is what a session needs next and why.
 type Need struct {
