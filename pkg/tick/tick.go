@@ -135,14 +135,17 @@ func (c *counts) add(f func(*Report)) {
 }
 
 // Run looks at every session due now, through the byDue index (a query,
-// never a scan), Concurrency at a time. For each it reloads the session and
-// decides from its facts, since the index may be stale:
+// never a scan), Concurrency at a time. For each it does what
+// reducer.State.Next decides from the session's facts (reloaded, since the
+// index may be stale) or, for a session waiting for a wake, from its head
+// read consistently:
 //
-//   - running past its lease: the invocation died. Record turn.suspended
-//     {lease} and send a wake; the worker resumes from the last checkpoint.
-//   - suspended for approval with an expired request: deny it as "expired".
-//   - waiting for a wake (suspended with nothing pending, or idle with
-//     messages) for longer than Grace past when its wake was due: the wake
+//   - Reap, running past its lease: the invocation died. Record
+//     turn.suspended{lease} and send a wake; the worker resumes from the
+//     last checkpoint.
+//   - Expire, an approval request past its expiry: deny it as "expired".
+//   - Rewake, waiting for a wake (suspended with nothing pending, or idle
+//     with messages) for longer than Grace past when it was due: the wake
 //     was lost; send it again.
 //
 // A session someone else changed meanwhile is left to them. Run stops
