@@ -67,8 +67,9 @@ func decide(st reducer.State, now time.Time) reducer.Action {
 }
 
 // Handle looks at the session wk names and runs what its facts call for:
-// idle with waiting messages, a new turn; suspended with nothing pending,
-// or running past its lease, the open turn. Anything else — and a wake that
+// idle with waiting messages, a new turn; suspended with nothing pending
+// (a fault suspension only once its delayed wake is due), or running past
+// its lease, the open turn. Anything else — and a wake that
 // arrives late, twice, or after someone else acted — changes nothing. After
 // a run that leaves messages waiting, Handle starts the next turn too while
 // the context's deadline leaves at least Reserve; otherwise it sends a wake
