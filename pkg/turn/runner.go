@@ -154,7 +154,7 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 	// A turn may be resumed when its wait is over, or taken over when its
 	// invocation died (what the tick would reap): see reducer.State.Next.
 	if need := st.Next(r.Sessions.Clock(), 0); t == nil || (need.Action != reducer.Resume && need.Action != reducer.Reap) {
-		return Outcome{}, fmt.Errorf("turn: resume %s (status %s, waiting for %q until %s): %w",
+		return Outcome{}, fmt.Errorf("turn: resume %s (status %s, waiting for %q, due %s): %w",
 			id, st.Status, need.Reason, need.Due.Format(time.RFC3339), ErrNotResumable)
 	}
 	agent, ok := r.Agents.Agent(st.Agent)
