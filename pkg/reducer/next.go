@@ -133,7 +133,9 @@ func (s State) need() Need {
 				first = p.Expires
 			}
 		}
-		if first.IsZero() {
+		if first.IsZero() || t.Cause != CauseApproval {
+			// Only an answer can move it; expiry denies only what a
+			// suspension for approval waits for.
 			return Need{Reason: ReasonOperator}
 		}
 		return Need{Reason: ReasonApproval, Due: first}
