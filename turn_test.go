@@ -255,6 +255,7 @@ func TestTurnCallsMCPToolsAndWaitsForApproval(t *testing.T) {
 	if got := called(srv); got != "lookup,set_flag,delete_file" {
 		t.Fatalf("server saw %s, want lookup,set_flag,delete_file", got)
 	}
+	passWake(t, a, id)
 	out, err = a.Runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume = %+v, %v", out, err)
@@ -450,6 +451,7 @@ func TestTurnWithAnMCPServerDownAtStartSuspends(t *testing.T) {
 			t.Fatal("a failed listing was recorded")
 		}
 		srv.SetDown(false)
+		passWake(t, a, id)
 		out, err = a.Runner.Resume(ctx, id)
 		if err != nil || out.Kind != turn.Completed {
 			t.Fatalf("resume = %+v, %v, want completed", out, err)
@@ -505,4 +507,26 @@ func TestTurnWithAnMCPServerDownOnResumeGivesTheModelAnError(t *testing.T) {
 	if len(srv.Calls()) != 0 {
 		t.Fatalf("a call reached the tool: %+v", srv.Calls())
 	}
+}
+
+// passWake moves the store's clock past the delayed wake of the session's
+// fault suspension, as the wait for that wake would.
+func passWake(t *testing.T, a *app.App, id string) {
+	t.Helper()
+	sess, err := a.Sessions.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.State.Turn == nil {
+		return
+	}
+	d := sess.State.Turn.Wake.Sub(a.Sessions.Clock())
+	if d <= 0 {
+		return
+	}
+	prev := a.Sessions.Now
+	if prev == nil {
+		prev = time.Now
+	}
+	a.Sessions.Now = func() time.Time { return prev().Add(d) }
 }

@@ -525,8 +525,9 @@ func (rig *crashRig) drive(tr *crashTrial, id string) *reducer.Fact {
 			}
 			continue
 		}
-		if due, why, ok := st.Attention(); ok && now.Sub(lastTick) > 250*time.Millisecond {
-			if why == "wake" || why == "inbox" {
+		if n := st.Next(now, 0); !n.Due.IsZero() && now.Sub(lastTick) > 250*time.Millisecond {
+			due := n.Due
+			if n.Reason.Wake() {
 				due = due.Add(wakeGrace)
 			}
 			if now.After(due.Add(20 * time.Millisecond)) {

@@ -294,7 +294,7 @@ func TestLostAndDuplicateWakes(t *testing.T) {
 	t.Run("lost", func(t *testing.T) {
 		s, sc := e2eStack(t)
 		id := s.createSession(alice, "e2e")
-		lost := s.pump.intercept(func(w wake.Wake) bool { return w.Session == id && w.Reason == string(reducer.CauseBudget) })
+		lost := s.pump.intercept(func(w wake.Wake) bool { return w.Session == id && w.Reason == wake.Budget })
 		s.post(alice, id, "Give the team a status update for Lisbon.")
 		var msg sqstypes.Message
 		select {
@@ -347,7 +347,7 @@ func TestLostAndDuplicateWakes(t *testing.T) {
 			fns = append(fns, s.start("resume", fmt.Sprintf("resume-dup%d", i), resumeTimeout))
 		}
 		id := s.createSession(alice, "e2e")
-		held := s.pump.intercept(func(w wake.Wake) bool { return w.Session == id && w.Reason == string(reducer.CauseBudget) })
+		held := s.pump.intercept(func(w wake.Wake) bool { return w.Session == id && w.Reason == wake.Budget })
 		s.post(alice, id, "Give the team a status update for Lisbon.")
 		var msg sqstypes.Message
 		select {

@@ -688,7 +688,7 @@ func (p *pump) reasons(session string) []string {
 	var out []string
 	for _, w := range p.wakes {
 		if w.Session == session {
-			out = append(out, w.Reason)
+			out = append(out, string(w.Reason))
 		}
 	}
 	return out

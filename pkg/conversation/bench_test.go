@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 )
 
 // BenchmarkBuild measures one step's model input: a 200-message history and
@@ -20,16 +20,16 @@ func BenchmarkBuild(b *testing.B) {
 			conversation.Message{Role: conversation.Assistant, Content: []conversation.Content{{Type: conversation.ToolCall, ToolCallID: id, ToolName: "t", Input: json.RawMessage(`{}`)}}},
 			conversation.Message{Role: conversation.ToolRole, Content: []conversation.Content{{Type: conversation.ToolResult, ToolCallID: id, Output: json.RawMessage(`"ok"`)}}})
 	}
-	var ps []streams.Part
+	var ps []parts.Part
 	for s := range 10 {
-		ps = append(ps, streams.Part{Type: streams.StartStep}, streams.Part{Type: streams.TextStart, ID: "t"},
-			streams.Part{Type: streams.TextDelta, ID: "t", Delta: "calling"}, streams.Part{Type: streams.TextEnd, ID: "t"})
+		ps = append(ps, parts.Part{Type: parts.StartStep}, parts.Part{Type: parts.TextStart, ID: "t"},
+			parts.Part{Type: parts.TextDelta, ID: "t", Delta: "calling"}, parts.Part{Type: parts.TextEnd, ID: "t"})
 		for c := range 3 {
-			ps = append(ps, streams.Part{Type: streams.ToolInputAvailable, ToolCallID: fmt.Sprintf("c%d_%d", s, c), ToolName: "t", Input: json.RawMessage(`{"a":1}`)})
+			ps = append(ps, parts.Part{Type: parts.ToolInputAvailable, ToolCallID: fmt.Sprintf("c%d_%d", s, c), ToolName: "t", Input: json.RawMessage(`{"a":1}`)})
 		}
-		ps = append(ps, streams.Part{Type: streams.FinishStep})
+		ps = append(ps, parts.Part{Type: parts.FinishStep})
 		for c := range 3 {
-			ps = append(ps, streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: fmt.Sprintf("c%d_%d", s, c), Output: json.RawMessage(`"ok"`)})
+			ps = append(ps, parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: fmt.Sprintf("c%d_%d", s, c), Output: json.RawMessage(`"ok"`)})
 		}
 	}
 	user := []reducer.Message{{ID: "m", Text: "go"}}

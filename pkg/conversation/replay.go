@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 )
 
 // Call is a tool call of a completed step and what became of it.
@@ -94,7 +94,7 @@ func CallMetadata(providerID string) json.RawMessage {
 // no such metadata (a call the provider gave no id, or a stream written
 // before baton minted its own ids) is known to the provider by its
 // toolCallId.
-func providerID(p streams.Part) string {
+func providerID(p parts.Part) string {
 	var m callMeta
 	if len(p.ProviderMetadata) > 0 && json.Unmarshal(p.ProviderMetadata, &m) == nil && m.Baton.ProviderCallID != "" {
 		return m.Baton.ProviderCallID
@@ -105,7 +105,7 @@ func providerID(p streams.Part) string {
 // Replay folds a turn's stream parts into its completed steps. Parts of a
 // step that has no finish-step are dropped. Tool results, approvals and
 // answers are matched to calls by tool call id wherever they appear.
-func Replay(parts []streams.Part) Turn {
+func Replay(ps []parts.Part) Turn {
 	var t Turn
 	var open *Step
 	blocks := map[string]int{} // text/reasoning block id -> index in open.Content
@@ -119,34 +119,34 @@ func Replay(parts []streams.Part) Turn {
 			}
 		}
 	}
-	for _, p := range parts {
+	for _, p := range ps {
 		switch p.Type {
-		case streams.StartStep:
+		case parts.StartStep:
 			// A step still open here was cut short; it is dropped.
 			open = &Step{}
 			clear(blocks)
 			builders = builders[:0]
-		case streams.DataAbandoned:
+		case parts.DataAbandoned:
 			open = nil
-		case streams.TextStart, streams.ReasoningStart:
+		case parts.TextStart, parts.ReasoningStart:
 			if open == nil {
 				continue
 			}
 			typ := Text
-			if p.Type == streams.ReasoningStart {
+			if p.Type == parts.ReasoningStart {
 				typ = Reasoning
 			}
 			blocks[p.ID] = len(open.Content)
 			open.Content = append(open.Content, Content{Type: typ})
 			builders = append(builders, &strings.Builder{})
-		case streams.TextDelta, streams.ReasoningDelta:
+		case parts.TextDelta, parts.ReasoningDelta:
 			if open == nil {
 				continue
 			}
 			if i, ok := blocks[p.ID]; ok {
 				builders[i].WriteString(p.Delta)
 			}
-		case streams.ReasoningEnd:
+		case parts.ReasoningEnd:
 			if open == nil || len(p.ProviderMetadata) == 0 {
 				continue
 			}
@@ -154,7 +154,7 @@ func Replay(parts []streams.Part) Turn {
 			if i, ok := blocks[p.ID]; ok && json.Unmarshal(p.ProviderMetadata, &m) == nil {
 				open.Content[i].Signature = m.Baton.Signature
 			}
-		case streams.ToolInputAvailable:
+		case parts.ToolInputAvailable:
 			if open == nil {
 				continue
 			}
@@ -162,7 +162,7 @@ func Replay(parts []streams.Part) Turn {
 			open.Calls = append(open.Calls, c)
 			open.Content = append(open.Content, Content{Type: ToolCall, ToolCallID: c.ID, ToolName: c.Name, Input: c.Input})
 			builders = append(builders, nil)
-		case streams.MessageMetadata:
+		case parts.MessageMetadata:
 			if open == nil {
 				continue
 			}
@@ -170,7 +170,7 @@ func Replay(parts []streams.Part) Turn {
 			if json.Unmarshal(p.MessageMetadata, &m) == nil {
 				open.Usage, open.Finish = m.Usage, m.FinishReason
 			}
-		case streams.FinishStep:
+		case parts.FinishStep:
 			if open == nil {
 				continue
 			}
@@ -180,24 +180,24 @@ func Replay(parts []streams.Part) Turn {
 			}
 			t.Steps = append(t.Steps, open)
 			open = nil
-		case streams.ToolApprovalRequest:
+		case parts.ToolApprovalRequest:
 			if c, ok := calls[p.ToolCallID]; ok {
 				c.ApprovalID = p.ApprovalID
 			}
-		case streams.ToolApprovalResponse:
+		case parts.ToolApprovalResponse:
 			for _, c := range calls {
 				if c.ApprovalID == p.ApprovalID {
 					c.Answered = true
 				}
 			}
-		case streams.ToolOutputAvailable:
+		case parts.ToolOutputAvailable:
 			if c, ok := calls[p.ToolCallID]; ok {
 				c.Result = &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: p.Output}
 			}
-		case streams.ToolOutputError, streams.ToolOutputDenied:
+		case parts.ToolOutputError, parts.ToolOutputDenied:
 			if c, ok := calls[p.ToolCallID]; ok {
 				text := p.ErrorText
-				if p.Type == streams.ToolOutputDenied {
+				if p.Type == parts.ToolOutputDenied {
 					text = DeniedText
 				}
 				out, _ := json.Marshal(text) // a string: cannot fail

@@ -7,42 +7,42 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 )
 
 func yes() *bool { b := true; return &b }
 
 // stepWithCall is one complete model step calling a tool.
-func stepWithCall(n, call string) []streams.Part {
-	return []streams.Part{
-		{Type: streams.StartStep},
-		{Type: streams.ReasoningStart, ID: n + "r"},
-		{Type: streams.ReasoningDelta, ID: n + "r", Delta: "think "},
-		{Type: streams.ReasoningDelta, ID: n + "r", Delta: "hard"},
-		{Type: streams.ReasoningEnd, ID: n + "r", ProviderMetadata: conversation.SignatureMetadata("sig-" + n)},
-		{Type: streams.TextStart, ID: n + "t"},
-		{Type: streams.TextDelta, ID: n + "t", Delta: "Checking "},
-		{Type: streams.TextDelta, ID: n + "t", Delta: n},
-		{Type: streams.TextEnd, ID: n + "t"},
-		{Type: streams.ToolInputAvailable, ToolCallID: call, ToolName: "get_weather", Input: json.RawMessage(`{"city":"` + n + `"}`)},
-		{Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(reducer.Usage{InputTokens: 10, OutputTokens: 2}, "tool-calls")},
-		{Type: streams.FinishStep},
+func stepWithCall(n, call string) []parts.Part {
+	return []parts.Part{
+		{Type: parts.StartStep},
+		{Type: parts.ReasoningStart, ID: n + "r"},
+		{Type: parts.ReasoningDelta, ID: n + "r", Delta: "think "},
+		{Type: parts.ReasoningDelta, ID: n + "r", Delta: "hard"},
+		{Type: parts.ReasoningEnd, ID: n + "r", ProviderMetadata: conversation.SignatureMetadata("sig-" + n)},
+		{Type: parts.TextStart, ID: n + "t"},
+		{Type: parts.TextDelta, ID: n + "t", Delta: "Checking "},
+		{Type: parts.TextDelta, ID: n + "t", Delta: n},
+		{Type: parts.TextEnd, ID: n + "t"},
+		{Type: parts.ToolInputAvailable, ToolCallID: call, ToolName: "get_weather", Input: json.RawMessage(`{"city":"` + n + `"}`)},
+		{Type: parts.MessageMetadata, MessageMetadata: conversation.StepMetadata(reducer.Usage{InputTokens: 10, OutputTokens: 2}, "tool-calls")},
+		{Type: parts.FinishStep},
 	}
 }
 
 func TestReplayCompletedSteps(t *testing.T) {
-	var ps []streams.Part
-	ps = append(ps, streams.Part{Type: streams.Start, MessageID: "turn_1"})
+	var ps []parts.Part
+	ps = append(ps, parts.Part{Type: parts.Start, MessageID: "turn_1"})
 	ps = append(ps, stepWithCall("A", "c1")...)
-	ps = append(ps, streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: "c1", Output: json.RawMessage(`{"t":1}`)})
+	ps = append(ps, parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: "c1", Output: json.RawMessage(`{"t":1}`)})
 	ps = append(ps, stepWithCall("B", "c2")...)
 	ps = append(ps,
-		streams.Part{Type: streams.ToolApprovalRequest, ApprovalID: "ap1", ToolCallID: "c2"},
-		streams.Part{Type: streams.DataSuspended},
-		streams.Part{Type: streams.DataResumed},
-		streams.Part{Type: streams.ToolApprovalResponse, ApprovalID: "ap1", Approved: yes()},
-		streams.Part{Type: streams.ToolOutputDenied, ToolCallID: "c2"},
+		parts.Part{Type: parts.ToolApprovalRequest, ApprovalID: "ap1", ToolCallID: "c2"},
+		parts.Part{Type: parts.DataSuspended},
+		parts.Part{Type: parts.DataResumed},
+		parts.Part{Type: parts.ToolApprovalResponse, ApprovalID: "ap1", Approved: yes()},
+		parts.Part{Type: parts.ToolOutputDenied, ToolCallID: "c2"},
 	)
 	tr := conversation.Replay(ps)
 	if len(tr.Steps) != 2 || tr.Abandoned {
@@ -76,7 +76,7 @@ func TestReplayCompletedSteps(t *testing.T) {
 
 func TestReplayDropsTrailingPartialStep(t *testing.T) {
 	ps := stepWithCall("A", "c1")
-	ps = append(ps, streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: "c1", Output: json.RawMessage(`1`)})
+	ps = append(ps, parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: "c1", Output: json.RawMessage(`1`)})
 	ps = append(ps, stepWithCall("B", "c2")[:7]...) // no finish-step
 	tr := conversation.Replay(ps)
 	if len(tr.Steps) != 1 || !tr.Abandoned {
@@ -95,7 +95,7 @@ func TestReplayDropsTrailingPartialStep(t *testing.T) {
 		t.Fatal("a partial step followed by a complete one still reads as abandoned")
 	}
 	// A partial step the runner already marked abandoned is closed by the marker.
-	marked := append(stepWithCall("D", "c4")[:5], streams.Part{Type: streams.DataAbandoned})
+	marked := append(stepWithCall("D", "c4")[:5], parts.Part{Type: parts.DataAbandoned})
 	if tr := conversation.Replay(marked); tr.Abandoned || len(tr.Steps) != 0 {
 		t.Fatalf("marked partial step: abandoned=%v steps=%d", tr.Abandoned, len(tr.Steps))
 	}
@@ -106,10 +106,10 @@ func TestReplayDropsTrailingPartialStep(t *testing.T) {
 
 func TestBuildIsDeterministicAcrossChunking(t *testing.T) {
 	ps := stepWithCall("A", "c1")
-	ps = append(ps, streams.Part{Type: streams.ToolOutputError, ToolCallID: "c1", ErrorText: "boom"})
+	ps = append(ps, parts.Part{Type: parts.ToolOutputError, ToolCallID: "c1", ErrorText: "boom"})
 	// The same text, coalesced as a sink would.
-	co := append([]streams.Part(nil), ps...)
-	co = append(co[:6], append([]streams.Part{{Type: streams.TextDelta, ID: "At", Delta: "Checking A"}}, co[8:]...)...)
+	co := append([]parts.Part(nil), ps...)
+	co = append(co[:6], append([]parts.Part{{Type: parts.TextDelta, ID: "At", Delta: "Checking A"}}, co[8:]...)...)
 	user := []reducer.Message{{ID: "m1", Text: "hi"}}
 	hist := []conversation.Message{{Role: conversation.User, Content: []conversation.Content{{Type: conversation.Text, Text: "earlier"}}}}
 	a, _ := json.Marshal(conversation.Build(hist, user, conversation.Replay(ps)))
@@ -140,31 +140,31 @@ func TestCloseResolvesDanglingCalls(t *testing.T) {
 
 // call is a tool-input-available part under baton's id, with the
 // provider's id in its metadata.
-func call(baton, provider string) streams.Part {
-	return streams.Part{Type: streams.ToolInputAvailable, ToolCallID: baton, ToolName: "t", Input: json.RawMessage(`{}`),
+func call(baton, provider string) parts.Part {
+	return parts.Part{Type: parts.ToolInputAvailable, ToolCallID: baton, ToolName: "t", Input: json.RawMessage(`{}`),
 		ProviderMetadata: conversation.CallMetadata(provider)}
 }
 
 func TestWireIDsAreUniqueInTheModelInput(t *testing.T) {
-	step := func(calls ...streams.Part) []streams.Part {
-		ps := append([]streams.Part{{Type: streams.StartStep}}, calls...)
+	step := func(calls ...parts.Part) []parts.Part {
+		ps := append([]parts.Part{{Type: parts.StartStep}}, calls...)
 		for _, c := range calls {
-			ps = append(ps, streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: c.ToolCallID, Output: json.RawMessage(`"` + c.ToolCallID + `"`)})
+			ps = append(ps, parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: c.ToolCallID, Output: json.RawMessage(`"` + c.ToolCallID + `"`)})
 		}
 		return ps
 	}
-	var ps []streams.Part
+	var ps []parts.Part
 	ps = append(ps, step(call("b0", "p"), call("b1", "p"), call("b2", ""))...)
-	ps = append(ps, streams.Part{Type: streams.FinishStep})
+	ps = append(ps, parts.Part{Type: parts.FinishStep})
 	ps = append(ps, step(call("b3", "p"), call("b4", "h"), call("b5", "b0"), call("b6", "q"))...)
-	ps = append(ps, streams.Part{Type: streams.FinishStep})
+	ps = append(ps, parts.Part{Type: parts.FinishStep})
 	// Older streams have no metadata: the toolCallId is both ids.
-	ps = append(ps, step(streams.Part{Type: streams.ToolInputAvailable, ToolCallID: "old", ToolName: "t", Input: json.RawMessage(`{}`)})...)
-	ps = append(ps, streams.Part{Type: streams.FinishStep})
+	ps = append(ps, step(parts.Part{Type: parts.ToolInputAvailable, ToolCallID: "old", ToolName: "t", Input: json.RawMessage(`{}`)})...)
+	ps = append(ps, parts.Part{Type: parts.FinishStep})
 	// Results stream after finish-step; move them there.
-	var calls, rest []streams.Part
+	var calls, rest []parts.Part
 	for _, p := range ps {
-		if p.Type == streams.ToolOutputAvailable {
+		if p.Type == parts.ToolOutputAvailable {
 			rest = append(rest, p)
 			continue
 		}

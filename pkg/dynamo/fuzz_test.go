@@ -123,7 +123,12 @@ func FuzzFactLog(f *testing.F) {
 			}
 			return
 		}
-		due, why, ok := st.Attention()
+		n := st.Next(st.Updated, 0)
+		due, ok := n.Due, !n.Due.IsZero()
+		why := reducer.NoReason
+		if ok {
+			why = n.Reason
+		}
 		h, err := decodeHead(headItem("s_fuzz", st))
 		if err != nil {
 			t.Fatalf("the head of a legal state does not decode: %v\nstate %+v", err, st)
@@ -215,11 +220,11 @@ func FuzzDecodeHead(f *testing.F) {
 		if h.Turn != "" {
 			st.Turn = &reducer.Turn{ID: h.Turn, Cause: h.Cause}
 		}
-		// Why must be what State.Attention could say of the head's status.
-		if wantWhy := map[reducer.Status]map[string]bool{
-			reducer.Idle:      {"": true, "inbox": true},
-			reducer.Running:   {"lease": true},
-			reducer.Suspended: {"": true, "wake": true, "approval": h.Cause == reducer.CauseApproval},
+		// Why must be what State.Next could say of the head's status.
+		if wantWhy := map[reducer.Status]map[reducer.Reason]bool{
+			reducer.Idle:      {reducer.NoReason: true, reducer.ReasonInbox: true},
+			reducer.Running:   {reducer.ReasonLease: true},
+			reducer.Suspended: {reducer.NoReason: true, reducer.ReasonWake: true, reducer.ReasonFault: true, reducer.ReasonApproval: h.Cause == reducer.CauseApproval},
 		}[h.Status]; !wantWhy[h.Why] {
 			t.Fatalf("head %+v: status %s cannot be due for %q", h, h.Status, h.Why)
 		}
@@ -228,7 +233,7 @@ func FuzzDecodeHead(f *testing.F) {
 			delete(back, name) // due follows from facts the head does not keep
 		}
 		if h.Why != "" {
-			back[attrDueShard], back[attrDue], back[attrWhy] = str(dueShard), num(h.Due.UnixMilli()), str(h.Why)
+			back[attrDueShard], back[attrDue], back[attrWhy] = str(dueShard), num(h.Due.UnixMilli()), str(string(h.Why))
 		}
 		for _, name := range []string{attrCreated, attrUpdated} {
 			back[name] = item[name] // any RFC 3339 spelling of the same time

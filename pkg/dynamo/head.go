@@ -39,9 +39,9 @@ type Head struct {
 	Turn  string
 	Cause reducer.Cause
 	// Due is when the tick must next look at the session, and Why; zero
-	// and "" when nothing is due (see reducer.State.Attention).
+	// and "" when nothing is due (see reducer.State.Next).
 	Due time.Time
-	Why string
+	Why reducer.Reason
 }
 
 // headItem is the whole head item for a session in state st. Optional
@@ -66,10 +66,10 @@ func headItem(session string, st reducer.State) map[string]types.AttributeValue 
 			item[attrCause] = str(string(st.Turn.Cause))
 		}
 	}
-	if due, why, ok := st.Attention(); ok {
+	if n := st.Next(st.Updated, 0); !n.Due.IsZero() {
 		item[attrDueShard] = str(dueShard)
-		item[attrDue] = num(due.UnixMilli())
-		item[attrWhy] = str(why)
+		item[attrDue] = num(n.Due.UnixMilli())
+		item[attrWhy] = str(string(n.Reason))
 	}
 	return item
 }
@@ -82,7 +82,7 @@ func decodeHead(item map[string]types.AttributeValue) (Head, error) {
 		Status:  reducer.Status(strAttr(item, attrStatus)),
 		Turn:    strAttr(item, attrTurn),
 		Cause:   reducer.Cause(strAttr(item, attrCause)),
-		Why:     strAttr(item, attrWhy),
+		Why:     reducer.Reason(strAttr(item, attrWhy)),
 	}
 	var err error
 	if h.LastSeq, err = numAttr(item, attrLastSeq); err != nil {

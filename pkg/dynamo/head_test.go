@@ -34,7 +34,7 @@ func TestHeadFollowsState(t *testing.T) {
 	owner := ids.New("owner")
 	s := newSession(t, store, owner, t0)
 
-	check := func(step string, status reducer.Status, turn string, cause reducer.Cause, due time.Time, why string) {
+	check := func(step string, status reducer.Status, turn string, cause reducer.Cause, due time.Time, why reducer.Reason) {
 		t.Helper()
 		h, err := store.Head(t.Context(), s.id)
 		if err != nil {
@@ -196,8 +196,9 @@ func TestDueOldestFirstPaged(t *testing.T) {
 	done.complete("snap")
 
 	want := []string{budget.id, running.id, inbox.id}
-	wantWhy := []string{"wake", "lease", "inbox"}
-	var got, why []string
+	wantWhy := []reducer.Reason{"wake", "lease", "inbox"}
+	var got []string
+	var why []reducer.Reason
 	var dues []time.Time
 	cursor := ""
 	for pages := 0; ; pages++ {

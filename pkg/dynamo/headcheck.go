@@ -20,8 +20,12 @@ var headAttrs = map[string]bool{
 	attrCreated: true, attrUpdated: true, attrTurn: true, attrCause: true, attrDueShard: true, attrDue: true, attrWhy: true,
 }
 
-// dueWhys are the reasons State.Attention gives.
-var dueWhys = map[string]bool{"lease": true, "approval": true, "wake": true, "inbox": true}
+// dueWhys are the reasons State.Next gives with a due time: the only ones
+// a head's index attributes hold.
+var dueWhys = map[reducer.Reason]bool{
+	reducer.ReasonLease: true, reducer.ReasonApproval: true, reducer.ReasonWake: true,
+	reducer.ReasonFault: true, reducer.ReasonInbox: true,
+}
 
 // checkHead checks that item, decoded as h, is one headItem could have
 // written.
@@ -91,11 +95,11 @@ func checkHead(item map[string]types.AttributeValue, h Head) error {
 		return bad("%s is not %q", attrDueShard, dueShard)
 	case hasWhy && !dueWhys[h.Why]:
 		return bad("unknown %s %q", attrWhy, h.Why)
-	case (h.Status == reducer.Running) != (h.Why == "lease"):
+	case (h.Status == reducer.Running) != (h.Why == reducer.ReasonLease):
 		return bad("%s with %s %q: a running session, and only one, is due for its lease", h.Status, attrWhy, h.Why)
-	case h.Why == "approval" && h.Cause != reducer.CauseApproval,
-		h.Why == "wake" && h.Status != reducer.Suspended,
-		h.Why == "inbox" && h.Status != reducer.Idle:
+	case h.Why == reducer.ReasonApproval && h.Cause != reducer.CauseApproval,
+		(h.Why == reducer.ReasonWake || h.Why == reducer.ReasonFault) && h.Status != reducer.Suspended,
+		h.Why == reducer.ReasonInbox && h.Status != reducer.Idle:
 		return bad("%s with %s %q", h.Status, attrWhy, h.Why)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/retry"
 )
 
 // MaxAppend is the most facts one Append writes: a transaction holds at most
@@ -123,27 +124,51 @@ func (s *Store) AppendWithReceipt(ctx context.Context, session string, next redu
 	// A transient error or a failed condition does not say the transaction
 	// was not applied: its answer may have been lost, and the SDK's retry of
 	// a write that landed fails its own conditions. The fact item at first
-	// says what happened.
-	for resent := 0; err != nil && ctx.Err() == nil && (conditionFailed(err) || awsenv.Transient(err)); resent++ {
+	// says what happened; one not applied is sent again, up to maxResend
+	// times.
+	resendable := func(err error) bool { return conditionFailed(err) || awsenv.Transient(err) }
+	if err == nil || !resendable(err) || ctx.Err() != nil {
+		return wrapAppend(err, first, last, session)
+	}
+	var outcome error // the read-back's verdict, once it has one
+	decided := false
+	resent := 0
+	derr := retry.Do(ctx, retry.Policy{Attempts: maxResend + 1}, func() error {
 		mine, found, rerr := s.wrote(ctx, session, first, writer)
+		decided = true
 		switch {
 		case rerr != nil:
-			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w (outcome unknown: %w)", first, last, session, err, rerr)
+			outcome = fmt.Errorf("dynamo: append facts %d..%d of %s: %w (outcome unknown: %w)", first, last, session, err, rerr)
 		case found && mine:
-			return nil
+			outcome = nil
 		case rc != nil && receiptTaken(err, len(items)-1):
-			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrReceiptTaken, err)
+			outcome = fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrReceiptTaken, err)
 		case found || conditionFailed(err):
-			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrConflict, err)
+			outcome = fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrConflict, err)
 		case resent >= maxResend:
-			return fmt.Errorf("dynamo: append facts %d..%d of %s: %w", first, last, session, err)
+			outcome = wrapAppend(err, first, last, session)
+		default:
+			decided = false
+			resent++
+			err = s.transact(ctx, in) // not applied: send it again
+			return err
 		}
-		err = s.transact(ctx, in) // not applied: send it again
+		return outcome
+	}, func(err error) bool { return !decided && resendable(err) })
+	if decided {
+		return outcome
 	}
-	if err != nil {
-		return fmt.Errorf("dynamo: append facts %d..%d of %s: %w", first, last, session, err)
+	if ctx.Err() != nil && derr != nil {
+		return wrapAppend(err, first, last, session) // the last send's error
 	}
-	return nil
+	return wrapAppend(derr, first, last, session)
+}
+
+func wrapAppend(err error, first, last int64, session string) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("dynamo: append facts %d..%d of %s: %w", first, last, session, err)
 }
 
 // maxResend bounds how often Append sends a transaction again after a
@@ -153,19 +178,17 @@ const maxResend = 2
 // transact sends in. A TransactionConflict means another transaction on the
 // same items was in flight and ours was not applied: send it again, so the
 // outcome is decided by the conditions (a win, or ErrConflict), not by
-// timing.
+// timing; conflictPolicy bounds it.
 func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput) error {
-	_, err := s.client.TransactWriteItems(ctx, in, s.count.DynamoDB)
-	for attempt := 1; err != nil && transactionConflict(err) && attempt < 5; attempt++ {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(attempt*attempt) * 10 * time.Millisecond):
-		}
-		_, err = s.client.TransactWriteItems(ctx, in, s.count.DynamoDB)
-	}
-	return err
+	return retry.Do(ctx, conflictPolicy, func() error {
+		_, err := s.client.TransactWriteItems(ctx, in, s.count.DynamoDB)
+		return err
+	}, transactionConflict)
 }
+
+// conflictPolicy is transact's: 5 sends, with full jitter under a cap
+// doubling from 20 ms to 160 ms between them (at most 300 ms of waits).
+var conflictPolicy = retry.Policy{Attempts: 5, Base: 20 * time.Millisecond, Max: 160 * time.Millisecond}
 
 // wrote reads the fact item at seq consistently and reports whether it
 // exists and whether the Append tagged writer wrote it. A transaction is

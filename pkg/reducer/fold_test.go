@@ -179,7 +179,7 @@ func TestReduceNothing(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(s, reducer.State{}) {
 		t.Errorf("Reduce(nil) = %+v, %v; want the zero State", s, err)
 	}
-	if _, _, ok := s.Attention(); ok {
+	if n := s.Next(t0, time.Minute); n != (reducer.Need{}) {
 		t.Error("a session with no facts needs attention")
 	}
 }

@@ -83,7 +83,7 @@ func FuzzSnapshot(f *testing.F) {
 			return
 		}
 		st := sn.State
-		st.Attention()
+		st.Next(st.Updated, 0)
 		t1 := st.Updated.Add(time.Second)
 		next, err := st.Apply(
 			reducer.Fact{Seq: st.LastSeq + 1, Type: reducer.MessageReceived, Time: t1, Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"},
@@ -94,8 +94,8 @@ func FuzzSnapshot(f *testing.F) {
 		if err != nil {
 			t.Fatalf("an accepted snapshot's state %+v does not take a new turn: %v", st, err)
 		}
-		if due, why, ok := next.Attention(); !ok || why != "lease" || !due.Equal(t1.Add(time.Minute)) {
-			t.Fatalf("attention after a new turn: %v %q %v", due, why, ok)
+		if n := next.Next(t1, 0); n.Reason != reducer.ReasonLease || !n.Due.Equal(t1.Add(time.Minute)) {
+			t.Fatalf("what a new turn needs: %+v", n)
 		}
 	})
 }

@@ -59,7 +59,7 @@ func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text s
 	if err != nil {
 		return "", err
 	}
-	s.wake(ctx, id, "message", st.LastSeq)
+	s.wake(ctx, id, wake.Message, st.LastSeq)
 	return msg.ID, nil
 }
 
@@ -100,7 +100,7 @@ func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, appr
 		return err
 	}
 	if len(st.Turn.Pending) == 0 {
-		s.wake(ctx, id, "approval", st.LastSeq)
+		s.wake(ctx, id, wake.Approval, st.LastSeq)
 	}
 	return nil
 }
@@ -130,7 +130,7 @@ func (s *Store) Settle(ctx context.Context, id string, actor reducer.Actor, exec
 	if err != nil {
 		return err
 	}
-	s.wake(ctx, id, "verdict", st.LastSeq)
+	s.wake(ctx, id, wake.Verdict, st.LastSeq)
 	return nil
 }
 
@@ -165,7 +165,7 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 		slog.WarnContext(ctx, "cancel: close stream", "session", id, "stream", sink.Stream(), "err", err)
 	}
 	// Messages that arrived during the turn now start a new one.
-	s.wake(ctx, id, "cancelled", 0)
+	s.wake(ctx, id, wake.Cancelled, 0)
 	return nil
 }
 
@@ -216,12 +216,6 @@ func (s *Store) follow(ctx context.Context, id string, st reducer.State, loaded 
 	return next, nil
 }
 
-func (s *Store) wake(ctx context.Context, id, reason string, seq int64) {
-	if s.Waker == nil {
-		return
-	}
-	if err := s.Waker.Wake(ctx, wake.Wake{Session: id, Reason: reason, Seq: seq}, 0); err != nil {
-		// The fact is durable; the tick finds the session and re-sends.
-		slog.WarnContext(ctx, "wake not sent; the tick will re-send it", "session", id, "reason", reason, "err", err)
-	}
+func (s *Store) wake(ctx context.Context, id string, reason wake.Reason, seq int64) {
+	wake.Notify(ctx, s.Waker, slog.Default(), wake.Wake{Session: id, Reason: reason, Seq: seq}, 0)
 }

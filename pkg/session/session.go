@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/reducer"
+	retrypkg "github.com/baton-run/baton/pkg/retry"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/wake"
 )
@@ -276,24 +276,10 @@ const (
 // they queue per session (see lanes), so only writers in other processes
 // and the runner meet the backoff.
 func retry(ctx context.Context, f func() error) error {
-	start := time.Now()
-	stop := start.Add(RetryBudget)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(stop) {
-		stop = dl
+	p := retrypkg.Policy{Budget: RetryBudget, Base: backoffBase, Max: backoffCap}
+	err := retrypkg.Do(ctx, p, f, func(err error) bool { return errors.Is(err, ErrConflict) })
+	if errors.Is(err, retrypkg.ErrExhausted) {
+		return fmt.Errorf("%w: %w", ErrBusy, err)
 	}
-	for attempt := 0; ; attempt++ {
-		err := f()
-		if !errors.Is(err, ErrConflict) {
-			return err
-		}
-		wait := rand.N(min(backoffCap, backoffBase<<min(attempt, 16)) + 1)
-		if time.Now().Add(wait).After(stop) {
-			return fmt.Errorf("%w: lost %d races in %v: %w", ErrBusy, attempt+1, time.Since(start).Round(time.Millisecond), err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-	}
+	return err
 }

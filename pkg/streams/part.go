@@ -1,102 +1,37 @@
 package streams
 
-import "encoding/json"
+import "github.com/baton-run/baton/pkg/parts"
 
-// PartType names a stream part. The names and fields are those of the
-// Vercel AI SDK UI message stream protocol, so a chat front end built on it
-// can render a baton turn. baton's own markers use the protocol's data-*
-// parts.
-//
-// How a turn maps onto the protocol:
-//
-//	turn begins                 start{messageId: turn id}
-//	model step begins           start-step
-//	reasoning                   reasoning-start, reasoning-delta…, reasoning-end
-//	text                        text-start, text-delta…, text-end
-//	tool call (complete input)  tool-input-available{toolCallId, toolName, input, providerMetadata}
-//	step usage                  message-metadata{messageMetadata: {usage, finishReason}}
-//	model step ends             finish-step
-//	tool needs approval         tool-approval-request{approvalId, toolCallId}
-//	operator answered           tool-approval-response{approvalId, approved, reason}
-//	tool result                 tool-output-available{toolCallId, output}
-//	tool failed                 tool-output-error{toolCallId, errorText}
-//	tool denied                 tool-output-denied{toolCallId}
-//	invocation suspends         data-suspended{data: {cause}}
-//	invocation resumes          data-resumed{data: {invocation}}
-//	partial step dropped        data-abandoned{data: {reason}}
-//	turn fails                  error{errorText}
-//	turn ends                   finish{finishReason}
-//
-// A toolCallId is always baton's id for the call (tc_<turn>_<step>_<call>),
-// unique in the session; approvals, results and executions name the call by
-// it. The id the provider gave the call, if any, is kept in the
-// tool-input-available part's providerMetadata as
-// {"baton":{"providerCallId": …}}, to be echoed to the provider.
-//
-// A model step's parts lie between start-step and finish-step; the results
-// of its tool calls follow its finish-step, so a step whose model output is
-// durable is never re-asked of the model even when its tools wait for an
-// operator.
-type PartType string
+// PartType names a stream part; see parts.Type.
+type PartType = parts.Type
 
-// Part types.
+// Part is one protocol part; see parts.Part.
+type Part = parts.Part
+
+// Part types, as in package parts.
 const (
-	Start                PartType = "start"
-	StartStep            PartType = "start-step"
-	ReasoningStart       PartType = "reasoning-start"
-	ReasoningDelta       PartType = "reasoning-delta"
-	ReasoningEnd         PartType = "reasoning-end"
-	TextStart            PartType = "text-start"
-	TextDelta            PartType = "text-delta"
-	TextEnd              PartType = "text-end"
-	ToolInputAvailable   PartType = "tool-input-available"
-	ToolApprovalRequest  PartType = "tool-approval-request"
-	ToolApprovalResponse PartType = "tool-approval-response"
-	ToolOutputAvailable  PartType = "tool-output-available"
-	ToolOutputError      PartType = "tool-output-error"
-	ToolOutputDenied     PartType = "tool-output-denied"
-	MessageMetadata      PartType = "message-metadata"
-	FinishStep           PartType = "finish-step"
-	Finish               PartType = "finish"
-	Error                PartType = "error"
-	DataSuspended        PartType = "data-suspended"
-	DataResumed          PartType = "data-resumed"
-	DataAbandoned        PartType = "data-abandoned"
+	Start                = parts.Start
+	StartStep            = parts.StartStep
+	ReasoningStart       = parts.ReasoningStart
+	ReasoningDelta       = parts.ReasoningDelta
+	ReasoningEnd         = parts.ReasoningEnd
+	TextStart            = parts.TextStart
+	TextDelta            = parts.TextDelta
+	TextEnd              = parts.TextEnd
+	ToolInputAvailable   = parts.ToolInputAvailable
+	ToolApprovalRequest  = parts.ToolApprovalRequest
+	ToolApprovalResponse = parts.ToolApprovalResponse
+	ToolOutputAvailable  = parts.ToolOutputAvailable
+	ToolOutputError      = parts.ToolOutputError
+	ToolOutputDenied     = parts.ToolOutputDenied
+	MessageMetadata      = parts.MessageMetadata
+	FinishStep           = parts.FinishStep
+	Finish               = parts.Finish
+	Error                = parts.Error
+	DataSuspended        = parts.DataSuspended
+	DataResumed          = parts.DataResumed
+	DataAbandoned        = parts.DataAbandoned
 )
-
-// Part is one protocol part. Only the fields its Type uses are set.
-type Part struct {
-	Type PartType `json:"type"`
-
-	MessageID string `json:"messageId,omitempty"` // start
-	// ID names a text or reasoning block.
-	ID    string `json:"id,omitempty"`
-	Delta string `json:"delta,omitempty"`
-
-	ToolCallID string          `json:"toolCallId,omitempty"`
-	ToolName   string          `json:"toolName,omitempty"`
-	Input      json.RawMessage `json:"input,omitempty"`
-	Output     json.RawMessage `json:"output,omitempty"`
-	ErrorText  string          `json:"errorText,omitempty"`
-
-	ApprovalID string `json:"approvalId,omitempty"`
-	Approved   *bool  `json:"approved,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-
-	FinishReason    string          `json:"finishReason,omitempty"`
-	MessageMetadata json.RawMessage `json:"messageMetadata,omitempty"`
-	// ProviderMetadata carries what a provider needs echoed back, such as a
-	// reasoning signature or the provider's id for a tool call.
-	ProviderMetadata json.RawMessage `json:"providerMetadata,omitempty"`
-	// Data is the payload of data-* parts.
-	Data json.RawMessage `json:"data,omitempty"`
-}
-
-// Marker reports whether p only marks suspension, resumption or an
-// abandoned step, and carries none of the turn's content.
-func (p Part) Marker() bool {
-	return p.Type == DataSuspended || p.Type == DataResumed || p.Type == DataAbandoned
-}
 
 // Status is how a stream was closed. The empty Status means open.
 type Status string

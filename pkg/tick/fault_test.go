@@ -11,6 +11,7 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton/pkg/wake"
 )
 
 // down is a model whose provider keeps failing with a 500.
@@ -60,7 +61,7 @@ func TestDelayedFaultWakeIsNotResentEarly(t *testing.T) {
 	if err != nil || rep.Seen != 1 || rep.Rewoken != 1 {
 		t.Fatalf("tick past grace after the wake was due: %+v, %v", rep, err)
 	}
-	if ws := s.receive(t); len(ws) != 1 || ws[0].Session != id || ws[0].Reason != tick.ReasonRewake {
+	if ws := s.receive(t); len(ws) != 1 || ws[0].Session != id || ws[0].Reason != wake.Rewake {
 		t.Fatalf("wakes = %+v", ws)
 	}
 }

@@ -28,12 +28,6 @@ const (
 // actor is who the tick's facts name.
 func actor() reducer.Actor { return reducer.Actor{Kind: reducer.ActorSystem, ID: "tick"} }
 
-// Wake reasons the tick sends.
-const (
-	ReasonLease  = "lease"  // a reaped turn is to be resumed
-	ReasonRewake = "rewake" // the earlier wake was lost
-)
-
 // Tick sweeps the sessions that need attention. Its fields are set once; a
 // Tick is safe for concurrent use and keeps nothing between runs.
 type Tick struct {
@@ -141,14 +135,17 @@ func (c *counts) add(f func(*Report)) {
 }
 
 // Run looks at every session due now, through the byDue index (a query,
-// never a scan), Concurrency at a time. For each it reloads the session and
-// decides from its facts, since the index may be stale:
+// never a scan), Concurrency at a time. For each it does what
+// reducer.State.Next decides from the session's facts (reloaded, since the
+// index may be stale) or, for a session waiting for a wake, from its head
+// read consistently:
 //
-//   - running past its lease: the invocation died. Record turn.suspended
-//     {lease} and send a wake; the worker resumes from the last checkpoint.
-//   - suspended for approval with an expired request: deny it as "expired".
-//   - waiting for a wake (suspended with nothing pending, or idle with
-//     messages) for longer than Grace past when its wake was due: the wake
+//   - Reap, running past its lease: the invocation died. Record
+//     turn.suspended{lease} and send a wake; the worker resumes from the
+//     last checkpoint.
+//   - Expire, an approval request past its expiry: deny it as "expired".
+//   - Rewake, waiting for a wake (suspended with nothing pending, or idle
+//     with messages) for longer than Grace past when it was due: the wake
 //     was lost; send it again.
 //
 // A session someone else changed meanwhile is left to them. Run stops
@@ -262,19 +259,17 @@ func (t *Tick) page(ctx context.Context, now time.Time, out chan<- dynamo.Head, 
 	}
 }
 
-// visit decides what one due session needs, from its facts.
+// visit does what one due session needs, as reducer.State.Next decides it.
 func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *counts) error {
 	grace := orDefault(t.Grace, DefaultGrace)
-	if (h.Why == "wake" || h.Why == "inbox") && now.Sub(h.Due) <= grace {
-		// Its wake is recent enough to be in flight (a delayed wake is due
-		// at Due, not at Updated). A stale head only understates Due, so
-		// the session needs no reading.
-		return nil
-	}
-	if h.Why == "wake" || h.Why == "inbox" {
-		// A lost wake needs only the head: it is written in the same
-		// transaction as every fact, and a consistent read of it says
-		// whether the session still waits, at a fraction of a Load.
+	if h.Why.Wake() {
+		// A session waiting for a wake needs only its head: the head is
+		// written in the same transaction as every fact, so a consistent
+		// read of it says whether the session still waits, at a fraction
+		// of a Load; and a stale head from the index only understates Due.
+		if !(reducer.Need{Reason: h.Why, Due: h.Due}).Lost(now, grace) {
+			return nil // its wake is recent enough to be in flight
+		}
 		return t.rewake(ctx, h.Session, now, grace, c)
 	}
 	sess, err := t.Sessions.Load(ctx, h.Session)
@@ -285,19 +280,18 @@ func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *count
 		return err
 	}
 	st := sess.State
-	tr := st.Turn
-	switch {
-	case st.Status == reducer.Running && tr != nil && now.After(tr.Lease):
+	switch n := st.Next(now, grace); n.Action {
+	case reducer.Reap:
 		return t.reap(ctx, h.Session, st, c)
-	case st.Status == reducer.Suspended && tr != nil && tr.Cause == reducer.CauseApproval && len(tr.Pending) > 0:
+	case reducer.Expire:
 		return t.expire(ctx, h.Session, st, now, c)
-	case waitsForWake(st) && now.Sub(wakeDue(st)) > grace:
-		if err := t.waker().Wake(ctx, wake.Wake{Session: h.Session, Reason: ReasonRewake, Seq: st.LastSeq}, 0); err != nil {
+	case reducer.Rewake:
+		if err := t.waker().Wake(ctx, wake.Wake{Session: h.Session, Reason: wake.Rewake, Seq: st.LastSeq}, 0); err != nil {
 			return err
 		}
 		c.add(func(r *Report) { r.Rewoken++ })
 		t.log().InfoContext(ctx, "tick: lost wake re-sent", "session", h.Session, "status", st.Status,
-			"cause", causeOf(st), "updated", st.Updated)
+			"why", n.Reason, "due", n.Due)
 	}
 	return nil
 }
@@ -312,43 +306,15 @@ func (t *Tick) rewake(ctx context.Context, id string, now time.Time, grace time.
 	if err != nil {
 		return err
 	}
-	if (h.Why != "wake" && h.Why != "inbox") || now.Sub(h.Due) <= grace {
+	if !(reducer.Need{Reason: h.Why, Due: h.Due}).Lost(now, grace) {
 		return nil
 	}
-	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: ReasonRewake, Seq: h.LastSeq}, 0); err != nil {
+	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: wake.Rewake, Seq: h.LastSeq}, 0); err != nil {
 		return err
 	}
 	c.add(func(r *Report) { r.Rewoken++ })
 	t.log().InfoContext(ctx, "tick: lost wake re-sent", "session", id, "status", h.Status, "cause", h.Cause, "updated", h.Updated)
 	return nil
-}
-
-// waitsForWake reports whether only a wake stands between the session and
-// its next run: a suspended turn with nothing pending, or waiting messages.
-func waitsForWake(st reducer.State) bool {
-	switch st.Status {
-	case reducer.Suspended:
-		return st.Turn != nil && len(st.Turn.Pending) == 0 && st.Turn.Uncertain == nil
-	case reducer.Idle:
-		return len(st.Inbox) > 0
-	}
-	return false
-}
-
-// wakeDue is when the wake of a session that waits for one is due: the
-// last update, or a fault suspension's delayed wake.
-func wakeDue(st reducer.State) time.Time {
-	if due, _, ok := st.Attention(); ok {
-		return due
-	}
-	return st.Updated
-}
-
-func causeOf(st reducer.State) reducer.Cause {
-	if st.Turn != nil {
-		return st.Turn.Cause
-	}
-	return ""
 }
 
 // reap suspends a turn whose invocation's lease ran out, and wakes it.
@@ -365,7 +331,7 @@ func (t *Tick) reap(ctx context.Context, id string, st reducer.State, c *counts)
 	}
 	c.add(func(r *Report) { r.Reaped++ })
 	t.log().InfoContext(ctx, "tick: reaped a turn past its lease", "session", id, "turn", st.Turn.ID, "lease", st.Turn.Lease)
-	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: ReasonLease, Seq: next.LastSeq}, 0); err != nil {
+	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: wake.Lease, Seq: next.LastSeq}, 0); err != nil {
 		// The suspension is durable: a later run re-sends the wake.
 		return fmt.Errorf("wake reaped %s: %w", id, err)
 	}
@@ -394,7 +360,7 @@ func (t *Tick) expire(ctx context.Context, id string, st reducer.State, now time
 	}
 	if denied == len(pending) && t.Sessions.Waker == nil {
 		// Answer sent no wake; send it here.
-		if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: "approval"}, 0); err != nil {
+		if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: wake.Approval}, 0); err != nil {
 			return fmt.Errorf("wake %s after expiry: %w", id, err)
 		}
 	}

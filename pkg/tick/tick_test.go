@@ -81,7 +81,7 @@ func TestReapedTurnResumesWithNoStepLost(t *testing.T) {
 		t.Fatalf("reaped %d times; last fact %+v", reaped, last)
 	}
 	ws := s.receive(t)
-	if len(ws) != 1 || ws[0].Session != id || ws[0].Reason != tick.ReasonLease || ws[0].Seq != last.Seq {
+	if len(ws) != 1 || ws[0].Session != id || ws[0].Reason != wake.Lease || ws[0].Seq != last.Seq {
 		t.Fatalf("wakes after the reap = %+v", ws)
 	}
 
@@ -156,11 +156,11 @@ func TestLostWakesAreResent(t *testing.T) {
 		t.Fatalf("tick past grace: %+v, %v", rep, err)
 	}
 	ws := s.receive(t)
-	got := map[string]string{}
+	got := map[string]wake.Reason{}
 	for _, w := range ws {
 		got[w.Session] = w.Reason
 	}
-	if len(ws) != 2 || got[budget] != tick.ReasonRewake || got[inbox] != tick.ReasonRewake {
+	if len(ws) != 2 || got[budget] != wake.Rewake || got[inbox] != wake.Rewake {
 		t.Fatalf("wakes = %+v", ws)
 	}
 	for _, id := range []string{budget, approval} {

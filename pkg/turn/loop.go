@@ -14,6 +14,7 @@ import (
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/retry"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
@@ -544,12 +545,8 @@ func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Dura
 	}
 	next := ru.sess.State
 	ru.out.Kind, ru.out.Cause = Suspended, cause
-	if cause != reducer.CauseApproval && cause != reducer.CauseUncertain && ru.r.Waker != nil {
-		w := wake.Wake{Session: ru.out.Session, Reason: string(cause), Seq: next.LastSeq}
-		if err := ru.r.Waker.Wake(ctx, w, delay); err != nil {
-			// The suspension is durable; the tick re-sends lost wakes.
-			ru.r.log().WarnContext(ctx, "wake not sent", "session", ru.out.Session, "err", err)
-		}
+	if cause != reducer.CauseApproval && cause != reducer.CauseUncertain {
+		wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: wake.ForCause(cause), Seq: next.LastSeq}, delay)
 	}
 	return ru.out, nil
 }
@@ -621,25 +618,35 @@ func (ru *run) append(ctx context.Context, facts ...reducer.Fact) error {
 
 // retry runs a commit of the run's own facts. Losing the compare-and-set
 // to a fact that leaves the turn in this invocation's hands — a message
-// posted meanwhile — is no reason to stop: reload and commit again. If the
-// turn was cancelled or taken over, the conflict stands.
+// posted meanwhile — is no reason to stop: reload and commit again, within
+// commitPolicy. If the turn was cancelled or taken over, the conflict stands.
 func (ru *run) retry(ctx context.Context, commit func() error) error {
-	for {
+	theirs := false // the turn left this invocation's hands
+	return retry.Do(ctx, commitPolicy, func() error {
 		err := commit()
 		if !errors.Is(err, session.ErrConflict) {
 			return err
 		}
 		sess, lerr := ru.r.Sessions.Load(ctx, ru.out.Session)
 		if lerr != nil {
+			theirs = true // not known to be ours: stop
 			return errors.Join(err, lerr)
 		}
 		t, mine := sess.State.Turn, ru.sess.State.Turn
 		if t == nil || sess.State.Status != reducer.Running || t.ID != mine.ID || t.Invocations != mine.Invocations {
+			theirs = true
 			return err
 		}
 		ru.sess.State = sess.State
-	}
+		return err
+	}, func(err error) bool { return !theirs && errors.Is(err, session.ErrConflict) })
 }
+
+// commitPolicy bounds retry like the session store's own retry of lost
+// races: session.RetryBudget in all (the run's deadline bounds it further),
+// full jitter from 10 ms to 1 s. A run that still loses stops as
+// superseded; the tick reaps the turn when its lease runs out.
+var commitPolicy = retry.Policy{Budget: session.RetryBudget, Base: 10 * time.Millisecond, Max: time.Second}
 
 // closeIfEnded closes the stream when the turn was ended by someone else (a
 // cancel) rather than taken over by another invocation, which owns the
@@ -692,11 +699,7 @@ func (ru *run) shelve(ctx context.Context) (Outcome, error) {
 		return ru.out, err
 	}
 	ru.out.Kind, ru.out.Cause = Suspended, reducer.CauseThrottled
-	if ru.r.Waker != nil {
-		w := wake.Wake{Session: ru.out.Session, Reason: string(reducer.CauseThrottled), Seq: ru.sess.State.LastSeq}
-		if err := ru.r.Waker.Wake(ctx, w, ru.lim.ModelRetry.WakeDelay); err != nil {
-			ru.r.log().WarnContext(ctx, "wake not sent", "session", ru.out.Session, "err", err)
-		}
-	}
+	wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: wake.Throttled, Seq: ru.sess.State.LastSeq},
+		ru.lim.ModelRetry.WakeDelay)
 	return ru.out, nil
 }

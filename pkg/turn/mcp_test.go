@@ -103,6 +103,7 @@ func TestToolsThatStayUnavailableFailTheTurn(t *testing.T) {
 		if last := fs[len(fs)-1]; last.Faults != i {
 			t.Fatalf("invocation %d: suspension counts %d faults", i, last.Faults)
 		}
+		passWake(t, inv, id)
 		out, err = inv.runner.Resume(ctx, id)
 	}
 	if err != nil || out.Kind != turn.Failed || out.Failure.Kind != reducer.FailTool ||

@@ -153,16 +153,11 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 	id := sess.ID
 	st := sess.State
 	t := st.Turn
-	now := r.Sessions.Clock()
-	switch {
-	case t == nil:
-		return Outcome{}, fmt.Errorf("turn: resume %s: no open turn: %w", id, ErrNotResumable)
-	case st.Status == reducer.Suspended && len(t.Pending) > 0:
-		return Outcome{}, fmt.Errorf("turn: resume %s: %d approval(s) pending: %w", id, len(t.Pending), ErrNotResumable)
-	case st.Status == reducer.Suspended && t.Uncertain != nil:
-		return Outcome{}, fmt.Errorf("turn: resume %s: execution %s awaits a verdict: %w", id, t.Uncertain.ID, ErrNotResumable)
-	case st.Status == reducer.Running && !now.After(t.Lease):
-		return Outcome{}, fmt.Errorf("turn: resume %s: running until %s: %w", id, t.Lease.Format(time.RFC3339), ErrNotResumable)
+	// A turn may be resumed when its wait is over, or taken over when its
+	// invocation died (what the tick would reap): see reducer.State.Next.
+	if need := st.Next(r.Sessions.Clock(), 0); t == nil || (need.Action != reducer.Resume && need.Action != reducer.Reap) {
+		return Outcome{}, fmt.Errorf("turn: resume %s (status %s, waiting for %q, due %s): %w",
+			id, st.Status, need.Reason, need.Due.Format(time.RFC3339), ErrNotResumable)
 	}
 	agent, ok := r.Agents.Agent(st.Agent)
 	if !ok {

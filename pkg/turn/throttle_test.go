@@ -12,6 +12,7 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton/pkg/wake"
 )
 
 // throttled is a model whose provider keeps answering 429.
@@ -56,7 +57,7 @@ func TestPersistentThrottleSuspendsForALaterWake(t *testing.T) {
 		t.Fatalf("%d wakes visible before the retry-after", n)
 	}
 	time.Sleep(3 * time.Second)
-	if w := receiveWake(t, inv); w.Session != id || w.Reason != string(reducer.CauseThrottled) {
+	if w := receiveWake(t, inv); w.Session != id || w.Reason != wake.Throttled {
 		t.Fatalf("wake = %+v", w)
 	}
 }
@@ -165,6 +166,10 @@ func TestPersistentFaultSuspendsWithGrowingWakesThenFails(t *testing.T) {
 			t.Fatalf("invocation %d: suspension counts %d faults", i, last.Faults)
 		}
 		delays = append(delays, last.Wake.Sub(last.Time).Round(time.Second))
+		if _, err := inv.runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
+			t.Fatalf("Resume before the delayed wake: %v, want ErrNotResumable", err)
+		}
+		passWake(t, inv, id)
 		if out, err = inv.runner.Resume(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -190,6 +195,7 @@ func TestFaultCountResetsAfterAStep(t *testing.T) {
 	if err != nil || out.Cause != reducer.CauseModelUnavailable {
 		t.Fatalf("Start: %+v, %v", out, err)
 	}
+	passWake(t, inv, id)
 	if out, err = inv.runner.Resume(ctx, id); err != nil || out.Kind != turn.Completed {
 		t.Fatalf("Resume: %+v, %v", out, err)
 	}
@@ -233,4 +239,21 @@ func TestBadOutputFailsWhenItStaysBad(t *testing.T) {
 	if out, err := inv2.runner.Start(ctx, id2); err != nil || out.Kind != turn.Completed || m2.calls != 2 {
 		t.Fatalf("outcome %+v, %v after %d calls", out, err, m2.calls)
 	}
+}
+
+// passWake moves the store's clock past the delayed wake of the session's
+// last suspension, as when that wake arrives: a fault-suspended turn is not
+// resumed before it (see reducer.State.Next).
+func passWake(t *testing.T, inv *invocation, id string) {
+	t.Helper()
+	fs := facts(t, inv, id)
+	d := fs[len(fs)-1].Wake.Sub(inv.sessions.Clock())
+	if d <= 0 {
+		return
+	}
+	prev := inv.sessions.Now
+	if prev == nil {
+		prev = time.Now
+	}
+	inv.sessions.Now = func() time.Time { return prev().Add(d) }
 }

@@ -1,5 +1,7 @@
-// Package wake sends and parses the SQS messages that wake a session: a
-// resume handler receives one, and decides what to do from the session's
-// facts, never from the message, since SQS may deliver it late or twice.
-// CreateQueue sets up the wake queue with its dead-letter queue.
+// Package wake sends and parses the SQS messages that wake a session, each
+// with a typed Reason: a resume handler receives one, and decides what to
+// do from the session's facts, never from the message, since SQS may
+// deliver it late or twice. Notify is the best-effort send every writer
+// uses after a durable fact; CreateQueue sets up the wake queue with its
+// dead-letter queue.
 package wake

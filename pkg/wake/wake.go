@@ -25,7 +25,7 @@ const MaxReceiveCount = 5
 // Wake asks for a session to be looked at.
 type Wake struct {
 	Session string `json:"session"`
-	Reason  string `json:"reason"`
+	Reason  Reason `json:"reason"`
 	// Seq is the session's last seq when the wake was sent; informational only.
 	Seq int64 `json:"seq"`
 }

@@ -52,43 +52,24 @@ func (w *Worker) log() *slog.Logger {
 	return slog.Default()
 }
 
-// action is what the reduced state asks of the worker.
-type action int
-
-const (
-	none   action = iota
-	start         // idle with messages waiting
-	resume        // suspended and ready, or running past its lease
-)
-
-func (a action) String() string {
-	return [...]string{"none", "start", "resume"}[a]
-}
-
-// decide reads what the session needs from its reduced state alone.
-func decide(st reducer.State, now time.Time) action {
-	t := st.Turn
-	switch st.Status {
-	case reducer.Idle:
-		if len(st.Inbox) > 0 {
-			return start
-		}
-	case reducer.Suspended:
-		if t != nil && len(t.Pending) == 0 && t.Uncertain == nil {
-			return resume
-		}
-	case reducer.Running:
-		// The invocation holding the turn died: take it over.
-		if t != nil && now.After(t.Lease) {
-			return resume
-		}
+// decide reads what the session needs from its reduced state alone: start
+// a turn, resume one (including taking over a turn whose invocation died
+// past its lease, which the tick would reap), or nothing. The worker is
+// handling the session's wake, so no wake is ever lost to it (grace 0).
+func decide(st reducer.State, now time.Time) reducer.Action {
+	switch a := st.Next(now, 0).Action; a {
+	case reducer.Start, reducer.Resume:
+		return a
+	case reducer.Reap:
+		return reducer.Resume
 	}
-	return none
+	return reducer.None
 }
 
 // Handle looks at the session wk names and runs what its facts call for:
-// idle with waiting messages, a new turn; suspended with nothing pending,
-// or running past its lease, the open turn. Anything else — and a wake that
+// idle with waiting messages, a new turn; suspended with nothing pending
+// (a fault suspension only once its delayed wake is due), or running past
+// its lease, the open turn. Anything else — and a wake that
 // arrives late, twice, or after someone else acted — changes nothing. After
 // a run that leaves messages waiting, Handle starts the next turn too while
 // the context's deadline leaves at least Reserve; otherwise it sends a wake
@@ -118,13 +99,13 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 			return res, fmt.Errorf("worker: wake for %s: %w", wk.Session, err)
 		}
 		act := decide(sess.State, w.Sessions.Clock())
-		if res.Runs > 0 && act == resume {
+		if res.Runs > 0 && act == reducer.Resume {
 			// After a run of ours the turn suspended for its budget or a
 			// throttled model, and the runner sent the wake for its next
 			// invocation; or another writer acted and sent its own.
-			act = none
+			act = reducer.None
 		}
-		if act == none {
+		if act == reducer.None {
 			if res.Runs == 0 {
 				log.DebugContext(ctx, "nothing to do", "status", sess.State.Status)
 			}
@@ -133,11 +114,11 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 		if res.Runs > 0 && (res.Runs >= maxRuns || !w.timeLeft(ctx)) {
 			// Messages arrived while the turn ran, and their wake found it
 			// running. Hand them to a fresh invocation.
-			w.rewake(ctx, log, wake.Wake{Session: wk.Session, Reason: "inbox", Seq: sess.State.LastSeq})
+			wake.Notify(ctx, w.Runner.Waker, log, wake.Wake{Session: wk.Session, Reason: wake.Inbox, Seq: sess.State.LastSeq}, 0)
 			return res, nil
 		}
 		var out turn.Outcome
-		if act == start {
+		if act == reducer.Start {
 			out, err = w.Runner.StartLoaded(ctx, sess)
 		} else {
 			out, err = w.Runner.ResumeLoaded(ctx, sess)
@@ -176,14 +157,4 @@ func (w *Worker) timeLeft(ctx context.Context) bool {
 		reserve = DefaultReserve
 	}
 	return time.Until(dl) > reserve
-}
-
-func (w *Worker) rewake(ctx context.Context, log *slog.Logger, wk wake.Wake) {
-	if w.Runner.Waker == nil {
-		log.WarnContext(ctx, "messages wait and no waker is set; the tick will re-send the wake")
-		return
-	}
-	if err := w.Runner.Waker.Wake(ctx, wk, 0); err != nil {
-		log.WarnContext(ctx, "wake not sent; the tick will re-send it", "err", err)
-	}
 }

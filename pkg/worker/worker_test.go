@@ -431,3 +431,35 @@ func TestHandleSQSReportsFailedRecords(t *testing.T) {
 		}
 	}
 }
+
+// A wake that arrives before a fault suspension's delayed wake is due (a
+// message's) leaves the turn suspended: resuming it early would spend one of
+// the turn's fault suspensions on a model that is likely still down.
+func TestEarlyWakeLeavesAFaultSuspensionAlone(t *testing.T) {
+	ctx := ctxT(t)
+	s := newStack(t)
+	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
+	inv := s.fresh(agent)
+	id := newSession(t, inv, "demo", "Go.")
+	st := load(t, inv, id)
+	now := inv.sessions.Clock()
+	actor := reducer.Actor{Kind: reducer.ActorAgent, ID: "turn_f"}
+	st, err := inv.sessions.Append(ctx, id, st,
+		reducer.Fact{Type: reducer.TurnStarted, Actor: actor, Turn: "turn_f", Stream: "turn_f", Lease: now.Add(time.Minute)},
+		reducer.Fact{Type: reducer.TurnSuspended, Actor: actor, Turn: "turn_f", Cause: reducer.CauseThrottled,
+			Faults: 2, Wake: now.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inv.sessions.Post(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, "Still there?"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := inv.worker.Handle(ctx, wake.Wake{Session: id, Reason: wake.Message, Seq: st.LastSeq + 1})
+	if err != nil || res.Runs != 0 {
+		t.Fatalf("early wake: %+v, %v; want no run", res, err)
+	}
+	after := load(t, inv, id)
+	if after.Status != reducer.Suspended || after.Turn.Faults != 2 || count(facts(t, inv, id), reducer.TurnResumed) != 0 {
+		t.Fatalf("after the early wake: %+v", after)
+	}
+}

@@ -254,6 +254,11 @@ func TestPersistentFaultSuspendsThenCompletes(t *testing.T) {
 			agentB := demoAgent(t, w.model(t, srv.URL))
 			agentB.Limits = lim
 			b := fresh(agentB)
+			// The invocation B stands for is the delayed wake's: a fault
+			// suspension is not resumed before its wake is due.
+			if d := time.Until(last.Wake); d > 0 {
+				b.sessions.Now = func() time.Time { return time.Now().Add(d) }
+			}
 			out2, err := b.runner.Resume(ctx, id)
 			if err != nil {
 				t.Fatal(err)

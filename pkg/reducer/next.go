@@ -1,0 +1,152 @@
+package reducer
+
+import (
+	"fmt"
+	"time"
+)
+
+// Action is what a session needs done next.
+type Action int
+
+// Actions, as Next decides them.
+const (
+	None   Action = iota // nothing, for now
+	Start                // idle with messages waiting: start a turn
+	Resume               // a suspended turn's wait is over: resume it
+	Reap                 // the running invocation's lease ran out: it died
+	Expire               // an approval request is past its expiry: deny it
+	Rewake               // the wake the session waits for is overdue: send it again
+)
+
+func (a Action) String() string {
+	switch a {
+	case None:
+		return "none"
+	case Start:
+		return "start"
+	case Resume:
+		return "resume"
+	case Reap:
+		return "reap"
+	case Expire:
+		return "expire"
+	case Rewake:
+		return "rewake"
+	}
+	return fmt.Sprintf("action(%d)", int(a))
+}
+
+// Reason is what a session waits for. It is stored in the session's head
+// (the index the tick pages), so its values are stable strings; "lease",
+// "approval", "wake" and "inbox" are also what heads written before Reason
+// existed hold.
+type Reason string
+
+// Reasons.
+const (
+	NoReason       Reason = ""         // idle, nothing waiting
+	ReasonLease    Reason = "lease"    // running until its lease runs out
+	ReasonApproval Reason = "approval" // approvals pending, the earliest expiring at Due
+	ReasonWake     Reason = "wake"     // suspended, only its wake stands between it and a resume
+	ReasonFault    Reason = "fault"    // suspended for a model or store fault, its delayed wake due at Due
+	ReasonInbox    Reason = "inbox"    // idle with messages waiting for a turn
+	ReasonOperator Reason = "operator" // an approval that never expires, or an execution awaiting a verdict
+)
+
+// Wake reports whether a session with this reason waits for a wake.
+func (r Reason) Wake() bool { return r == ReasonWake || r == ReasonFault || r == ReasonInbox }
+
+// WakeSkew is how early a fault suspension's delayed wake may arrive and
+// still resume the turn, for clocks that disagree a little.
+const WakeSkew = 200 * time.Millisecond
+
+// Need is what a session needs next and why.
+type Need struct {
+	Action Action
+	Reason Reason
+	// Due is when the session next needs looking at, whatever the time
+	// now; zero when only an operator or a new message can move it. It is
+	// what the head's byDue index holds.
+	Due time.Time
+}
+
+// Lost reports whether a session that waits for a wake has waited longer
+// than grace past Due, so its wake must have been lost. A grace of zero or
+// less never takes a wake as lost: the caller is the wake.
+func (n Need) Lost(now time.Time, grace time.Duration) bool {
+	return n.Reason.Wake() && grace > 0 && now.Sub(n.Due) > grace
+}
+
+// Next decides what the session needs at now. It is the one place that
+// decision is made; the worker (grace 0: it is handling the wake), the
+// runner's resume guard, the tick (its grace) and the head's index (Due and
+// Reason) all use it.
+//
+//   - running: Reap once now is past the lease, else None until then.
+//   - suspended for approval: Expire once now is past the earliest
+//     expiry; an approval that never expires waits for the operator.
+//   - suspended for an uncertain execution: None until the verdict.
+//   - suspended with nothing pending (budget, a reaped lease, answered
+//     approvals, a given verdict, a fault): Resume, due since the last
+//     update. A fault suspension with a delayed wake is due at Turn.Wake
+//     and is not resumed before it (less WakeSkew): an early wake, such as
+//     a message's, must not spend one of the turn's fault suspensions.
+//   - idle with messages waiting: Start, due since the last update.
+//   - waiting for a wake longer than grace past Due: Rewake.
+func (s State) Next(now time.Time, grace time.Duration) Need {
+	n := s.need()
+	switch n.Reason {
+	case ReasonLease:
+		if now.After(n.Due) {
+			n.Action = Reap
+		}
+	case ReasonApproval:
+		if now.After(n.Due) {
+			n.Action = Expire
+		}
+	case ReasonWake, ReasonFault, ReasonInbox:
+		switch {
+		case n.Lost(now, grace):
+			n.Action = Rewake
+		case n.Reason == ReasonInbox:
+			n.Action = Start
+		case n.Reason == ReasonFault && now.Add(WakeSkew).Before(n.Due):
+			// The delayed wake is still to come.
+		default:
+			n.Action = Resume
+		}
+	}
+	return n
+}
+
+// need is what the session waits for, whatever the time.
+func (s State) need() Need {
+	t := s.Turn
+	switch {
+	case s.Status == Running && t != nil:
+		return Need{Reason: ReasonLease, Due: t.Lease}
+	case s.Status == Suspended && t != nil && len(t.Pending) > 0:
+		// The earliest expiry; an approval without one waits for the operator.
+		var first time.Time
+		for _, p := range t.Pending {
+			if !p.Expires.IsZero() && (first.IsZero() || p.Expires.Before(first)) {
+				first = p.Expires
+			}
+		}
+		if first.IsZero() || t.Cause != CauseApproval {
+			// Only an answer can move it; expiry denies only what a
+			// suspension for approval waits for.
+			return Need{Reason: ReasonOperator}
+		}
+		return Need{Reason: ReasonApproval, Due: first}
+	case s.Status == Suspended && t != nil && t.Uncertain != nil:
+		return Need{Reason: ReasonOperator}
+	case s.Status == Suspended && t != nil && t.Wake.After(s.Updated):
+		return Need{Reason: ReasonFault, Due: t.Wake}
+	case s.Status == Suspended && t != nil:
+		return Need{Reason: ReasonWake, Due: s.Updated}
+	case s.Status == Idle && len(s.Inbox) > 0:
+		return Need{Reason: ReasonInbox, Due: s.Updated}
+	}
+	return Need{}
+}
