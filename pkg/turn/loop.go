@@ -268,6 +268,12 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 		ru.emit(parts[pushed:]...)
 		pushed, lastFlush = len(parts), time.Now()
 		if err := ru.sink.Flush(ctx); err != nil {
+			if ctx.Err() != nil {
+				// The step's time ran out while its parts were being
+				// written: the step is cut short, the stream is not broken.
+				// The parts stay buffered for the suspension's flush.
+				return fmt.Errorf("step %d: a live flush ran into the step's deadline: %w", n, ctx.Err())
+			}
 			return &flushError{err}
 		}
 		return nil
@@ -310,7 +316,10 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 			finished = true
 		}
 		if err := push(false); err != nil {
-			return nil, err
+			if fe := (*flushError)(nil); errors.As(err, &fe) {
+				return nil, err
+			}
+			return abandon(err)
 		}
 	}
 	if !finished {
