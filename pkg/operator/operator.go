@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/console"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -77,6 +78,7 @@ type api struct {
 //	POST /sessions/{id}/approvals/{approvalId}       approve or deny → 202
 //	POST /sessions/{id}/cancel                       cancel the open turn → 202
 //	POST /sessions/{id}/executions/{executionId}     rerun or abandon → 202
+//	GET  /console/                                   the web console (static, unauthenticated)
 //
 // Every answer but an event stream is JSON; failures are {"error": "..."}.
 // A session of another caller is answered 404, like one that does not exist.
@@ -111,6 +113,10 @@ func New(c Config) http.Handler {
 	for pattern, h := range routes {
 		a.mux.Handle(pattern, a.authed(h))
 	}
+	// The web console's static assets: no data, so no identity needed.
+	web := console.Handler()
+	a.mux.Handle("GET "+console.Path, web)
+	a.mux.Handle("GET "+console.Path+"/", web)
 	return a
 }
 
