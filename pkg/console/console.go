@@ -36,8 +36,9 @@ type handler struct {
 	files map[string]asset
 }
 
-// Handler serves the console: GET Path redirects to Path+"/", which is the
-// page, and Path+"/<file>" are its assets. Mount it on both patterns, with
+// Handler serves the console: GET Path redirects to the page,
+// Path+"/index.html" (also served at Path+"/"), and Path+"/<file>" are its
+// assets. Mount it on both patterns, with
 // no authentication: the assets carry no data.
 func Handler() http.Handler {
 	h := &handler{files: map[string]asset{}}
@@ -88,8 +89,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path == Path {
-		// Relative, so that it holds behind an API Gateway stage prefix.
-		w.Header().Set("Location", path.Base(Path)+"/")
+		// Relative, so that it holds behind an API Gateway stage prefix;
+		// to a file, which the greedy route Path/{proxy+} surely matches.
+		w.Header().Set("Location", path.Base(Path)+"/index.html")
 		w.WriteHeader(http.StatusMovedPermanently)
 		return
 	}

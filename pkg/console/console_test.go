@@ -40,8 +40,8 @@ func TestConsoleServedWithoutIdentity(t *testing.T) {
 		t.Fatalf("GET /sessions without identity: %d, want 401", r.StatusCode)
 	}
 	r := get(t, h, "GET", "/console")
-	if r.StatusCode != http.StatusMovedPermanently || r.Header.Get("Location") != "console/" {
-		t.Fatalf("GET /console: %d Location %q, want 301 to console/", r.StatusCode, r.Header.Get("Location"))
+	if r.StatusCode != http.StatusMovedPermanently || r.Header.Get("Location") != "console/index.html" {
+		t.Fatalf("GET /console: %d Location %q, want 301 to console/index.html", r.StatusCode, r.Header.Get("Location"))
 	}
 	for path, ctype := range map[string]string{
 		"/console/":           "text/html",

@@ -172,7 +172,7 @@ async function sessionPage(id, signal) {
       f('Agent', s.agent), f('Turns', String(s.turns)), f('Usage', usageText(s.usage)),
       f('Inbox', String(s.inbox)), f('Updated', el('span', { title: s.updated }, ago(s.updated))),
       f('Last fact', `#${s.lastSeq} ${s.last || ''}`),
-      s.lastFailure ? f('Last failure', el('span', { class: 'error' }, `${s.lastFailure.kind}: ${s.lastFailure.error}`)) : null);
+      ...(s.lastFailure ? [f('Last failure', el('span', { class: 'error' }, `${s.lastFailure.kind}: ${s.lastFailure.error}`))] : []));
     // Cancel: only while a turn is open.
     if (s.turn && !$.actions.querySelector('#cancel')) {
       const reason = el('input', { class: 'reason', id: 'cancel-reason', placeholder: 'reason for cancelling (optional)' });
