@@ -337,6 +337,15 @@ const (
 	jsStatus   = `document.querySelector('#status')?.textContent || ''`
 )
 
+// jsToolAnswer holds when the tool call card of tool shows answer, and
+// every card names its tool.
+func jsToolAnswer(tool, answer string) string {
+	return fmt.Sprintf(`(() => { const cards = [...document.querySelectorAll('#turn .tool')];
+		return cards.every(c => c.querySelector('strong').textContent !== 'tool') &&
+			cards.some(c => c.querySelector('strong').textContent === %s && c.querySelector('.answer')?.textContent.includes(%s)); })()`,
+		jsString(tool), jsString(answer))
+}
+
 func jsString(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 func jsHasText(sel, text string) string {
@@ -414,7 +423,7 @@ func TestConsoleInChromium(t *testing.T) {
 	b.waitFor("the turn to finish", jsFinished)
 	b.waitFor("the idle status", `(`+jsStatus+`) === 'idle'`)
 	b.waitFor("the approval card to go", `!document.querySelector('#approvals .approval')`)
-	b.waitFor("the approval on the tool call", jsHasText(`#turn .tool .answer`, "Approved: fine to send"))
+	b.waitFor("the approval on the email's tool call", jsToolAnswer("send_email", "Approved: fine to send"))
 	b.waitFor("the final text", jsHasText(`#turn .text`, "Done: the weather in Lisbon is clear."))
 	b.waitFor("turn.completed in the timeline", `document.querySelector('#timeline li[data-type="turn.completed"]')`)
 	b.waitFor("the operator's approval in the timeline", jsHasText(`#timeline li[data-type="approval.answered"]`, "approve: fine to send"))
@@ -428,7 +437,7 @@ func TestConsoleInChromium(t *testing.T) {
 	b.run("deny", chromedp.Click(chromedp.CSS(`#approvals .approval button.deny`)))
 	b.waitFor("the turn to finish", jsFinished)
 	b.waitFor("the denial on the tool call", jsHasText(`#turn .tool .state`, "denied"))
-	b.waitFor("the denial's reason on the tool call", jsHasText(`#turn .tool .answer`, "Denied: not to the whole team"))
+	b.waitFor("the denial's reason on the email's tool call", jsToolAnswer("send_email", "Denied: not to the whole team"))
 	b.waitFor("the denial in the timeline", jsHasText(`#timeline li[data-type="approval.answered"]`, "deny: not to the whole team"))
 	b.waitFor("the idle status", `(`+jsStatus+`) === 'idle'`)
 	b.shot("05-denied")
@@ -445,6 +454,7 @@ func TestConsoleInChromium(t *testing.T) {
 	b.open(s.url + "/console/#/s/" + ledgerID)
 	b.waitFor("the uncertain execution", `document.querySelector('#uncertain .execution button.rerun')`)
 	b.waitFor("the suspended status", jsHasText(`#status`, "suspended: uncertain"))
+	b.waitFor("the charge marked uncertain", jsHasText(`#turn .tool .state`, "uncertain"))
 	b.shot("06-uncertain")
 	b.run("rerun", chromedp.Click(chromedp.CSS(`#uncertain .execution button.rerun`)))
 	b.waitFor("the turn to finish", jsFinished)

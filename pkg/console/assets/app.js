@@ -138,7 +138,7 @@ async function sessionPage(id, signal) {
         } }, msg, el('button', { type: 'submit' }, 'Send'), msgNote)),
       el('div', {}, el('h2', {}, 'Timeline'), $.timeline)));
 
-  let lastSeq = 0, shown = '', live = null, state = null;
+  let lastSeq = 0, shown = '', live = null, tv = null;
   const turns = []; // turn ids, in order of their turn.started facts
 
   const showTurn = t => {
@@ -149,7 +149,7 @@ async function sessionPage(id, signal) {
     signal.addEventListener('abort', () => live.abort(), { once: true });
     $.turn.replaceChildren();
     $.turnHead.replaceChildren(el('span', { class: 'mono' }, t));
-    const tv = new TurnView($.turn);
+    tv = new TurnView($.turn);
     stream(id, t, p => tv.add(p), live.signal).catch(e => {
       if (!live.signal.aborted) $.turn.append(el('div', { class: 'marker bad' }, 'Stream: ' + e.message));
     });
@@ -165,7 +165,6 @@ async function sessionPage(id, signal) {
   };
 
   const renderState = s => {
-    state = s;
     $.status.replaceChildren(statusBadge(s.status, s.turn?.cause));
     const f = (k, v) => el('div', {}, el('span', {}, k), v);
     $.facts.replaceChildren(
@@ -201,6 +200,7 @@ async function sessionPage(id, signal) {
     }
     // The uncertain execution.
     const u = s.uncertain;
+    if (u) tv?.uncertain(u.toolCallId);
     const card = $.uncertain.firstElementChild;
     if (!u) $.uncertain.replaceChildren();
     else if (card?.dataset.execution !== u.executionId) {

@@ -11,6 +11,7 @@ export class TurnView {
     this.step = null;      // the step being streamed, null between steps
     this.blocks = new Map(); // text and reasoning blocks by id
     this.tools = new Map();  // tool cards by toolCallId
+    this.approvals = new Map(); // toolCallId by approvalId
     this.ended = false;
   }
 
@@ -56,6 +57,12 @@ export class TurnView {
     return t;
   }
 
+  // uncertain marks a call whose execution may or may not have happened.
+  uncertain(id) {
+    const t = this.tools.get(id);
+    if (t && t.state.textContent === 'called') this.setState(t, 'uncertain', 'suspended');
+  }
+
   setState(t, text, cls) {
     t.state.textContent = text;
     t.state.className = 'badge state ' + (cls || text);
@@ -84,10 +91,12 @@ export class TurnView {
         break;
       }
       case 'tool-approval-request':
+        this.approvals.set(p.approvalId, p.toolCallId);
         this.setState(this.tool(p.toolCallId), 'awaiting approval', 'suspended');
         break;
       case 'tool-approval-response': {
-        const t = this.tool(p.toolCallId);
+        // The response names the approval, not the call.
+        const t = this.tool(p.toolCallId || this.approvals.get(p.approvalId));
         this.setState(t, p.approved ? 'approved' : 'denied');
         t.out.append(el('div', { class: 'answer' }, (p.approved ? 'Approved' : 'Denied') + (p.reason ? ': ' + p.reason : '')));
         break;
