@@ -549,3 +549,64 @@ func create(t *testing.T, ctx context.Context, s *stack, token string) string {
 	do("POST", "/sessions/"+sess.ID+"/messages", `{"text":"Status?"}`, nil)
 	return sess.ID
 }
+
+// TestTurnViewMarksAbandonedStep feeds the page's turn view the parts of a
+// turn whose invocation died mid-step (as pkg/turn writes them: the partial
+// step, data-abandoned, data-resumed, the redone step) and checks the cut
+// step is marked abandoned, the redone one is not, and reasoning is
+// collapsed.
+func TestTurnViewMarksAbandonedStep(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := newBrowser(t, ctx)
+	srv := httptest.NewServer(noIdentity())
+	defer srv.Close()
+	b.open(srv.URL + "/console/")
+	b.waitFor("the page", `document.querySelector('#signin')`)
+	parts := `[
+		{"type":"start","messageId":"turn_1"},
+		{"type":"start-step"},
+		{"type":"reasoning-start","id":"r0"},{"type":"reasoning-delta","id":"r0","delta":"Think first."},{"type":"reasoning-end","id":"r0"},
+		{"type":"text-start","id":"t0"},{"type":"text-delta","id":"t0","delta":"Half of a "},
+		{"type":"data-abandoned","data":{"reason":"the invocation ended mid-step; the step is redone"}},
+		{"type":"data-resumed","data":{"invocation":2}},
+		{"type":"start-step"},
+		{"type":"text-start","id":"t0"},{"type":"text-delta","id":"t0","delta":"The whole answer."},{"type":"text-end","id":"t0"},
+		{"type":"tool-input-available","toolCallId":"tc_1","toolName":"get_weather","input":{"city":"Lisbon"}},
+		{"type":"finish-step"},
+		{"type":"tool-output-error","toolCallId":"tc_1","errorText":"no such city"},
+		{"type":"finish","finishReason":"stop"}
+	]`
+	type result struct {
+		Steps, Abandoned     int
+		AbandonedText, Marks string
+		ReasoningOpen        bool
+		ToolState, ToolError string
+	}
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[result](`import('./turn.js').then(({ TurnView }) => {
+		const root = document.createElement('div');
+		root.id = 'turn';
+		document.body.append(root);
+		const tv = new TurnView(root);
+		for (const p of `+parts+`) tv.add(p);
+		const ab = root.querySelector('.step.abandoned');
+		return {
+			Steps: root.querySelectorAll('.step').length,
+			Abandoned: root.querySelectorAll('.step.abandoned').length,
+			AbandonedText: ab ? ab.querySelector('.text').textContent : '',
+			Marks: [...root.querySelectorAll('.marker')].map(m => m.textContent).join(' | '),
+			ReasoningOpen: root.querySelector('details.reasoning').open,
+			ToolState: root.querySelector('.tool .state').textContent,
+			ToolError: root.querySelector('.tool .out').textContent,
+		};
+	})`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := result{Steps: 2, Abandoned: 1, AbandonedText: "Half of a ",
+		Marks:         "Step abandoned: the invocation ended mid-step; the step is redone | Resumed (invocation 2) | Turn finished (stop)",
+		ReasoningOpen: false, ToolState: "error", ToolError: "no such city"}
+	if got != want {
+		t.Fatalf("turn view\n got %+v\nwant %+v", got, want)
+	}
+}
