@@ -355,8 +355,8 @@ func jsHasText(sel, text string) string {
 // TestConsoleInChromium drives the console in a real headless Chromium
 // against the in-process stack: the sessions list, a turn's text appearing
 // live, an approval from the page and the turn completing, a denial with a
-// reason on another session, and an uncertain execution settled from the
-// page. Screenshots go to BATON_SCREENSHOTS, or test/output/console.
+// reason on another session, an uncertain execution settled from the page,
+// and a turn cancelled with a reason. Screenshots go to BATON_SCREENSHOTS, or test/output/console.
 func TestConsoleInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -371,7 +371,7 @@ func TestConsoleInChromium(t *testing.T) {
 	s := newStack(t, ctx, charge.URL, local)
 
 	// The sessions list.
-	s.session(ctx, "live", "Hello") // another session, for the list
+	cancelID := s.session(ctx, "live", "Hello") // another session, for the list and to cancel
 	approveID := s.create(ctx, "live")
 	b.open(s.url + "/console")
 	b.waitFor("the session in the list", fmt.Sprintf(`document.querySelector('#sessions tr[data-id=%s]')`, jsString(approveID)))
@@ -466,6 +466,17 @@ func TestConsoleInChromium(t *testing.T) {
 	if n := charge.calls.Load(); n != 2 {
 		t.Fatalf("the charge ran %d times, want 2 (the lost one and the rerun)", n)
 	}
+
+	// Cancel, with a reason, the turn still waiting for its approval.
+	b.open(s.url + "/console/#/s/" + cancelID)
+	b.waitFor("the approval card", `document.querySelector('#approvals .approval')`)
+	b.run("type a reason", chromedp.SendKeys(chromedp.CSS(`#cancel-reason`), "changed my mind"))
+	b.run("cancel", chromedp.Click(chromedp.CSS(`#cancel`)))
+	b.waitFor("turn.cancelled in the timeline", jsHasText(`#timeline li[data-type="turn.cancelled"]`, "changed my mind"))
+	b.waitFor("the idle status", `(`+jsStatus+`) === 'idle'`)
+	b.waitFor("the approval card to go", `!document.querySelector('#approvals .approval')`)
+	b.waitFor("the cancel button to go", `!document.querySelector('#cancel')`)
+	b.shot("08-cancelled")
 }
 
 // errUnauthorized is a bearer token the test's identity does not know.
@@ -495,7 +506,7 @@ func TestConsoleSignIn(t *testing.T) {
 
 	b.open(s.url + "/console/")
 	b.waitFor("the sign-in form", `document.querySelector('#signin textarea#token')`)
-	b.shot("08-sign-in")
+	b.shot("09-sign-in")
 	b.run("paste a token", chromedp.SendKeys(chromedp.CSS(`#signin textarea#token`), "token-for-alice"))
 	b.run("sign in", chromedp.Click(chromedp.CSS(`#signin button[type=submit]`)))
 	b.waitFor("alice's session", fmt.Sprintf(`document.querySelector('#sessions tr[data-id=%s]')`, jsString(aliceID)))

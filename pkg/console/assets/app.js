@@ -177,7 +177,7 @@ async function sessionPage(id, signal) {
       const reason = el('input', { class: 'reason', id: 'cancel-reason', placeholder: 'reason for cancelling (optional)' });
       const note = el('span', { class: 'error' });
       const btn = el('button', { class: 'danger', id: 'cancel' }, 'Cancel turn');
-      btn.onclick = () => { if (confirm('Cancel the open turn?')) act(btn, note, 'POST', sessionPath(id, '/cancel'), { reason: reason.value }); };
+      btn.onclick = () => act(btn, note, 'POST', sessionPath(id, '/cancel'), { reason: reason.value });
       $.actions.replaceChildren(reason, btn, note);
     } else if (!s.turn) {
       $.actions.replaceChildren();
