@@ -476,6 +476,7 @@ func TestConsoleInChromium(t *testing.T) {
 	b.waitFor("the idle status", `(`+jsStatus+`) === 'idle'`)
 	b.waitFor("the approval card to go", `!document.querySelector('#approvals .approval')`)
 	b.waitFor("the cancel button to go", `!document.querySelector('#cancel')`)
+	b.waitFor("the stream's end", jsHasText(`#turn .marker.finish`, "Turn finished (cancelled)"))
 	b.shot("08-cancelled")
 }
 

@@ -58,6 +58,7 @@ export async function stream(session, turn, onPart, signal) {
     const h = headers({ Accept: 'text/event-stream' });
     if (last) h['Last-Event-ID'] = last;
     let got = 0, closed = false;
+    const began = Date.now();
     try {
       const r = await fetch(base + path, { headers: h, signal, cache: 'no-store' });
       if (!r.ok) throw await failure(r, 'stream');
@@ -86,7 +87,7 @@ export async function stream(session, turn, onPart, signal) {
     }
     if (closed) return;
     // A server with no hold answers at once: don't spin.
-    if (got === 0) await sleep(1000, signal);
+    if (got === 0 && Date.now() - began < 1000) await sleep(1000, signal);
   }
 }
 
