@@ -65,23 +65,6 @@ func Handler() http.Handler {
 	return h
 }
 
-// Size returns the total size in bytes of the embedded assets.
-func Size() (int, error) {
-	total := 0
-	err := fs.WalkDir(assets, "assets", func(name string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		total += int(info.Size())
-		return nil
-	})
-	return total, err
-}
-
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")

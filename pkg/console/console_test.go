@@ -132,12 +132,8 @@ func refs(s string) []string {
 
 // TestAssetSize reports the console's size, raw and gzipped (go test -v).
 func TestAssetSize(t *testing.T) {
-	raw, err := console.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var all bytes.Buffer
-	err = fs.WalkDir(os.DirFS("assets"), ".", func(name string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(os.DirFS("assets"), ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -145,15 +141,12 @@ func TestAssetSize(t *testing.T) {
 		all.Write(b)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if all.Len() != raw {
-		t.Fatalf("Size() = %d, the assets folder holds %d bytes", raw, all.Len())
+	if err != nil || all.Len() == 0 {
+		t.Fatalf("read the assets: %v (%d bytes)", err, all.Len())
 	}
 	var gz bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
 	zw.Write(all.Bytes())
 	zw.Close()
-	t.Logf("console assets: %d bytes raw, %d bytes gzip (all files concatenated, -9)", raw, gz.Len())
+	t.Logf("console assets: %d bytes raw, %d bytes gzip (all files concatenated, -9)", all.Len(), gz.Len())
 }

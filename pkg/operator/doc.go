@@ -1,6 +1,7 @@
 // Package operator serves baton's operator HTTP API as one http.Handler:
 // create, list and inspect sessions, post messages, answer approvals, settle
 // uncertain executions, cancel turns, and read turn streams as JSON or as
-// Server-Sent Events. A session is visible only to the identity that created
+// Server-Sent Events; it also serves the web console (package console) at
+// /console. A session is visible only to the identity that created
 // it, and every request is checked before anything is written.
 package operator
