@@ -309,12 +309,16 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 	s.tick = s.start("tick", "tick", tickTimeout)
 	s.resume.Store(s.start("resume", "resume", resumeTimeout))
 
-	var routes []string
+	var routes, public []string
 	tr := tree(t)
 	evs, _ := at(tr, "Resources", "OperatorFunction", "Properties", "Events").(map[string]any)
 	for _, ev := range evs {
 		if at(ev, "Type") == "HttpApi" {
-			routes = append(routes, fmt.Sprintf("%v %v", at(ev, "Properties", "Method"), at(ev, "Properties", "Path")))
+			route := fmt.Sprintf("%v %v", at(ev, "Properties", "Method"), at(ev, "Properties", "Path"))
+			routes = append(routes, route)
+			if at(ev, "Properties", "Auth", "Authorizer") == "NONE" {
+				public = append(public, route)
+			}
 		}
 	}
 	slices.Sort(routes)
@@ -324,6 +328,7 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 	s.api, err = harness.CreateHTTPAPI(ctx, e.URL, s.operator.ARN, harness.HTTPAPIConfig{
 		Name:   s.id,
 		Routes: routes,
+		Public: public,
 		JWT:    &harness.JWTAuthorizer{Issuer: jwtIssuer, Audience: []string{jwtAudience}},
 	})
 	if err != nil {

@@ -109,7 +109,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 		endpoint = emu.URL
 	}
 	if o.Out != nil {
-		fmt.Fprintf(o.Out, howTo, url, endpoint, url, url, url, url)
+		fmt.Fprintf(o.Out, howTo, url, url, endpoint, url, url, url, url)
 	}
 	if o.Ready != nil {
 		o.Ready(url)
@@ -127,6 +127,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 const howTo = `
 baton dev server
   operator API  %s   (you are operator "local"; send X-Baton-Operator to be someone else)
+  web console   %s/console/
   AWS endpoint  %s
   agent         demo: streams text, checks the weather, then asks approval to send an email
 

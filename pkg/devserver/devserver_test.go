@@ -47,6 +47,15 @@ func TestDemoTurnThroughTheDevServer(t *testing.T) {
 	if !strings.Contains(out.String(), base+"/sessions") {
 		t.Fatalf("the how-to does not show the API address:\n%s", out.String())
 	}
+	if !strings.Contains(out.String(), base+"/console/") {
+		t.Fatalf("the how-to does not show the console's address:\n%s", out.String())
+	}
+	if resp, err := http.Get(base + "/console/"); err != nil || resp.StatusCode != http.StatusOK ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET /console/: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 
 	call := func(method, path, body string, into any) int {
 		t.Helper()

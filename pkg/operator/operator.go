@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/chat"
+	"github.com/baton-run/baton/pkg/console"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -81,6 +82,7 @@ type api struct {
 //	POST /sessions/{id}/cancel                       cancel the open turn → 202
 //	POST /sessions/{id}/executions/{executionId}     rerun or abandon → 202
 //	/chat, /chat/{id}/stream, /chat/{id}/stop        the AI SDK chat endpoint (pkg/chat)
+//	GET  /console/                                   the web console (static, unauthenticated)
 //
 // Every answer but an event stream is JSON; failures are {"error": "..."}.
 // A session of another caller is answered 404, like one that does not exist.
@@ -118,6 +120,10 @@ func New(c Config) http.Handler {
 	ch := chat.New(chat.Config{Options: c.Chat, Sessions: a.sessions, Agents: a.agents, Identity: a.identity, Log: a.log})
 	a.mux.Handle("/chat", ch)
 	a.mux.Handle("/chat/", ch)
+	// The web console's static assets: no data, so no identity needed.
+	web := console.Handler()
+	a.mux.Handle("GET "+console.Path, web)
+	a.mux.Handle("GET "+console.Path+"/", web)
 	return a
 }
 

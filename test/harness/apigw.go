@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -108,8 +109,11 @@ type HTTPAPIConfig struct {
 	// Routes are route keys ("POST /turns", "GET /turns/{id}", "$default");
 	// default ["$default"]. All go to the one Lambda integration.
 	Routes []string
-	// JWT, when set, protects every route.
+	// JWT, when set, protects every route but those in Public.
 	JWT *JWTAuthorizer
+	// Public are route keys, also in Routes, served without the JWT
+	// authorizer (a SAM event's Auth: {Authorizer: NONE}).
+	Public []string
 	// Stage defaults to "$default" (served at the root of the invoke URL);
 	// a named stage is served under /<stage>.
 	Stage string
@@ -201,7 +205,7 @@ func CreateHTTPAPI(ctx context.Context, endpoint, functionARN string, cfg HTTPAP
 			RouteKey: aws.String(key),
 			Target:   aws.String("integrations/" + aws.ToString(integ.IntegrationId)),
 		}
-		if a.AuthorizerID != "" {
+		if a.AuthorizerID != "" && !slices.Contains(cfg.Public, key) {
 			in.AuthorizationType = apigwtypes.AuthorizationTypeJwt
 			in.AuthorizerId = aws.String(a.AuthorizerID)
 			in.AuthorizationScopes = cfg.JWT.Scopes

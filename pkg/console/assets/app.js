@@ -1,0 +1,263 @@
+// The console: a sessions list (#/) and a session page (#/s/<id>), both
+// built from the operator API. Nothing here is trusted more than any other
+// caller: the API decides what this identity may see and do.
+
+import { call, stream, token, setToken, APIError, AuthError, sessionPath } from './api.js';
+import { el, json, ago, time, badge } from './dom.js';
+import { TurnView } from './turn.js';
+
+const main = document.getElementById('main');
+let view = null; // the AbortController of the page on screen
+
+function route() {
+  view?.abort();
+  view = new AbortController();
+  renderAuth();
+  const m = location.hash.match(/^#\/s\/(.+)$/);
+  const page = m ? sessionPage(decodeURIComponent(m[1]), view.signal) : listPage(view.signal);
+  page.catch(e => failed(e, view.signal));
+}
+
+function failed(e, signal) {
+  if (signal.aborted && e.name === 'AbortError') return;
+  if (e instanceof AuthError) return signIn(e.message);
+  main.replaceChildren(el('p', { class: 'error', id: 'failure' }, e.message));
+}
+
+function renderAuth() {
+  const box = document.getElementById('auth');
+  box.replaceChildren();
+  if (token()) {
+    box.append(el('span', { class: 'muted' }, 'signed in with a token'),
+      el('button', { id: 'signout', onclick: () => { setToken(''); route(); } }, 'Sign out'));
+  }
+}
+
+// signIn asks for a JWT from the identity provider that the API's
+// authorizer trusts; it is kept in sessionStorage for this tab only.
+function signIn(why) {
+  const input = el('textarea', { id: 'token', rows: 4, placeholder: 'eyJhbGciOi…', autocomplete: 'off', spellcheck: 'false' });
+  const form = el('form', { class: 'card', id: 'signin', onsubmit: ev => {
+    ev.preventDefault();
+    const t = input.value.trim().replace(/^Bearer\s+/i, '');
+    if (t) { setToken(t); route(); }
+  } },
+  el('h1', {}, 'Sign in'),
+  el('p', {}, 'The operator API wants a token (', why, '). Paste a JWT (an ID or access token) from your identity provider, issued for this API\'s audience. It is kept in this tab only.'),
+  input, el('div', { class: 'row' }, el('button', { class: 'primary', type: 'submit' }, 'Sign in')));
+  main.replaceChildren(form);
+  input.focus();
+}
+
+const every = (ms, signal, fn) => {
+  const tick = async () => {
+    if (signal.aborted) return;
+    try { await fn(); } catch (e) {
+      if (signal.aborted) return;
+      // A refusal ends the page; a network fault or a 5xx is retried.
+      if (e instanceof APIError && e.status < 500) return failed(e, signal);
+      console.warn('retrying:', e);
+    }
+    if (!signal.aborted) setTimeout(tick, ms);
+  };
+  return tick();
+};
+
+const usageText = u => u ? `${u.inputTokens} in / ${u.outputTokens} out · ${u.steps} steps` : '';
+const statusBadge = (status, cause) => badge(status + (cause ? ': ' + cause : ''), status);
+
+// ---- sessions list ----
+
+async function listPage(signal) {
+  const rows = el('tbody');
+  const more = el('button', { hidden: true }, 'More');
+  const agent = el('input', { id: 'agent', placeholder: 'agent', value: 'demo', size: 12 });
+  const note = el('span', { class: 'error' });
+  main.replaceChildren(
+    el('div', { class: 'row' }, el('h1', {}, 'Sessions'),
+      el('form', { class: 'row', style: 'margin-left:auto', onsubmit: async ev => {
+        ev.preventDefault();
+        try {
+          const s = await call('POST', '/sessions', { agent: agent.value.trim() });
+          location.hash = '#/s/' + encodeURIComponent(s.id);
+        } catch (e) { note.textContent = e.message; }
+      } }, note, agent, el('button', { type: 'submit' }, 'New session'))),
+    el('table', { id: 'sessions' },
+      el('thead', {}, el('tr', {}, ['Session', 'Agent', 'Status', 'Turn', 'Updated', 'Usage'].map(h => el('th', {}, h)))),
+      rows),
+    more);
+  let next = '';
+  const load = async (cursor, replace) => {
+    const q = '/sessions?limit=25' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
+    const page = await call('GET', q, undefined, signal);
+    const trs = page.sessions.map(s => {
+      const usage = el('td', { class: 'usage muted' }, '…');
+      // The listing has no usage; each session's state has it.
+      call('GET', sessionPath(s.id), undefined, signal).then(full => { usage.textContent = usageText(full.usage); }, () => { usage.textContent = ''; });
+      return el('tr', { 'data-id': s.id },
+        el('td', {}, el('a', { href: '#/s/' + encodeURIComponent(s.id), class: 'mono' }, s.id)),
+        el('td', {}, s.agent), el('td', {}, statusBadge(s.status, s.cause)),
+        el('td', { class: 'mono' }, s.turn || ''), el('td', { title: s.updated }, ago(s.updated)), usage);
+    });
+    if (replace) rows.replaceChildren(...trs); else rows.append(...trs);
+    if (!rows.children.length) rows.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No sessions yet.')));
+    next = page.next;
+    more.hidden = !next;
+  };
+  more.onclick = () => load(next, false).catch(e => failed(e, signal));
+  // Refresh the first page while it is the only one shown.
+  await every(5000, signal, () => next && rows.children.length > 25 ? null : load('', true));
+}
+
+// ---- session page ----
+
+async function sessionPage(id, signal) {
+  const $ = {
+    status: el('span', { id: 'status' }),
+    facts: el('div', { class: 'facts' }),
+    actions: el('div', { class: 'row' }),
+    approvals: el('div', { id: 'approvals' }),
+    uncertain: el('div', { id: 'uncertain' }),
+    turnHead: el('div', { class: 'row muted' }),
+    turn: el('div', { id: 'turn' }),
+    timeline: el('ol', { id: 'timeline' }),
+  };
+  const msg = el('input', { id: 'message', class: 'reason', placeholder: 'Send the session a message' });
+  const msgNote = el('span', { class: 'error' });
+  main.replaceChildren(
+    el('div', { class: 'row' }, el('h1', { class: 'mono' }, id), $.status),
+    el('div', { class: 'card' }, $.facts),
+    $.actions,
+    $.approvals, $.uncertain,
+    el('div', { class: 'split' },
+      el('div', {}, el('h2', {}, 'Turn'), $.turnHead, $.turn,
+        el('form', { class: 'row', onsubmit: async ev => {
+          ev.preventDefault();
+          if (!msg.value.trim()) return;
+          try { await call('POST', sessionPath(id, '/messages'), { text: msg.value }); msg.value = ''; msgNote.textContent = ''; refresh(); } catch (e) { msgNote.textContent = e.message; }
+        } }, msg, el('button', { type: 'submit' }, 'Send'), msgNote)),
+      el('div', {}, el('h2', {}, 'Timeline'), $.timeline)));
+
+  let lastSeq = 0, shown = '', live = null, tv = null;
+  const turns = []; // turn ids, in order of their turn.started facts
+
+  const showTurn = t => {
+    if (t === shown) return;
+    shown = t;
+    live?.abort();
+    live = new AbortController();
+    signal.addEventListener('abort', () => live.abort(), { once: true });
+    $.turn.replaceChildren();
+    $.turnHead.replaceChildren(el('span', { class: 'mono' }, t));
+    tv = new TurnView($.turn);
+    stream(id, t, p => tv.add(p), live.signal).catch(e => {
+      if (!live.signal.aborted) $.turn.append(el('div', { class: 'marker bad' }, 'Stream: ' + e.message));
+    });
+  };
+
+  const act = async (btn, note, method, path, body) => {
+    btn.disabled = true;
+    note.textContent = '';
+    try { await call(method, path, body); await refresh(); } catch (e) {
+      note.textContent = e.message;
+      btn.disabled = false;
+    }
+  };
+
+  const renderState = s => {
+    $.status.replaceChildren(statusBadge(s.status, s.turn?.cause));
+    const f = (k, v) => el('div', {}, el('span', {}, k), v);
+    $.facts.replaceChildren(
+      f('Agent', s.agent), f('Turns', String(s.turns)), f('Usage', usageText(s.usage)),
+      f('Inbox', String(s.inbox)), f('Updated', el('span', { title: s.updated }, ago(s.updated))),
+      f('Last fact', `#${s.lastSeq} ${s.last || ''}`),
+      ...(s.lastFailure ? [f('Last failure', el('span', { class: 'error' }, `${s.lastFailure.kind}: ${s.lastFailure.error}`))] : []));
+    // Cancel: only while a turn is open.
+    if (s.turn && !$.actions.querySelector('#cancel')) {
+      const reason = el('input', { class: 'reason', id: 'cancel-reason', placeholder: 'reason for cancelling (optional)' });
+      const note = el('span', { class: 'error' });
+      const btn = el('button', { class: 'danger', id: 'cancel' }, 'Cancel turn');
+      btn.onclick = () => act(btn, note, 'POST', sessionPath(id, '/cancel'), { reason: reason.value });
+      $.actions.replaceChildren(reason, btn, note);
+    } else if (!s.turn) {
+      $.actions.replaceChildren();
+    }
+    // Approvals: add new cards, drop answered ones, keep typed reasons.
+    const pending = new Set(s.pending.map(p => p.approvalId));
+    for (const c of [...$.approvals.children]) if (!pending.has(c.dataset.approval)) c.remove();
+    for (const p of s.pending) {
+      if ($.approvals.querySelector(`[data-approval="${CSS.escape(p.approvalId)}"]`)) continue;
+      const reason = el('input', { class: 'reason', placeholder: 'reason (optional; the model sees it)' });
+      const note = el('span', { class: 'error' });
+      const answer = decision => ev => act(ev.target, note, 'POST', sessionPath(id, '/approvals/' + encodeURIComponent(p.approvalId)), { decision, reason: reason.value });
+      $.approvals.append(el('div', { class: 'card attention approval', 'data-approval': p.approvalId },
+        el('div', { class: 'row' }, el('strong', {}, 'Approval needed: ' + p.tool), el('span', { class: 'muted mono' }, p.toolCallId),
+          p.expires ? el('span', { class: 'muted' }, 'expires ' + new Date(p.expires).toLocaleString()) : null),
+        el('pre', {}, json(p.input)),
+        el('div', { class: 'row' }, reason,
+          el('button', { class: 'approve', onclick: answer('approve') }, 'Approve'),
+          el('button', { class: 'deny', onclick: answer('deny') }, 'Deny'), note)));
+    }
+    // The uncertain execution.
+    const u = s.uncertain;
+    if (u) tv?.uncertain(u.toolCallId);
+    const card = $.uncertain.firstElementChild;
+    if (!u) $.uncertain.replaceChildren();
+    else if (card?.dataset.execution !== u.executionId) {
+      const note = el('span', { class: 'error' });
+      const settle = verdict => ev => act(ev.target, note, 'POST', sessionPath(id, '/executions/' + encodeURIComponent(u.executionId)), { verdict });
+      $.uncertain.replaceChildren(el('div', { class: 'card attention execution', 'data-execution': u.executionId },
+        el('div', { class: 'row' }, el('strong', {}, 'Uncertain execution: ' + u.tool), el('span', { class: 'muted mono' }, u.toolCallId)),
+        el('p', {}, `The invocation stopped while ${u.tool} was running: it may or may not have happened. `,
+          'Rerun it (', u.idempotent ? 'idempotent' : 'not idempotent', '), or abandon it: the model is told it did not run.'),
+        el('div', { class: 'row' },
+          el('button', { class: 'primary rerun', onclick: settle('rerun') }, 'Rerun'),
+          el('button', { class: 'abandon', onclick: settle('abandon') }, 'Abandon'), note)));
+    }
+  };
+
+  const addFacts = fs => {
+    for (const f of fs) {
+      lastSeq = Math.max(lastSeq, f.seq);
+      if (f.type === 'turn.started') turns.push(f.turn);
+      $.timeline.prepend(el('li', { 'data-type': f.type },
+        el('span', { class: 'muted' }, '#' + f.seq), el('span', { class: 'muted', title: f.time }, time(f.time)),
+        el('strong', {}, f.type), el('span', {}, describe(f))));
+    }
+  };
+
+  const refresh = async () => {
+    const [s, fs] = await Promise.all([
+      call('GET', sessionPath(id), undefined, signal),
+      call('GET', sessionPath(id, '/facts?after=' + lastSeq), undefined, signal),
+    ]);
+    addFacts(fs.facts);
+    renderState(s);
+    const t = s.turn?.id || turns[turns.length - 1];
+    if (t) showTurn(t);
+    else if (!shown) $.turn.replaceChildren(el('p', { class: 'muted' }, 'No turn yet.'));
+  };
+  await every(1000, signal, refresh);
+}
+
+function describe(f) {
+  const who = f.actor ? `${f.actor.kind}${f.actor.kind === 'operator' ? ' ' + f.actor.id : ''}` : '';
+  const parts = [];
+  switch (f.type) {
+    case 'session.created': parts.push(`agent ${f.agent}, owner ${f.owner}`); break;
+    case 'message.received': parts.push(`“${f.message?.text ?? ''}”`); break;
+    case 'turn.suspended': parts.push(f.cause + (f.execution ? ` on ${f.execution.tool}` : '')); break;
+    case 'approval.requested': parts.push(`${f.approval?.tool}`); break;
+    case 'approval.answered': parts.push(`${f.answer?.decision}${f.answer?.reason ? ': ' + f.answer.reason : ''}`); break;
+    case 'execution.started': parts.push(`${f.execution?.tool}${f.execution?.idempotent ? ' (idempotent)' : ''}`); break;
+    case 'execution.verdict': parts.push(`${f.settled?.verdict}`); break;
+    case 'turn.completed': case 'turn.cancelled': parts.push(usageText(f.usage)); if (f.reason) parts.push(f.reason); break;
+    case 'turn.failed': parts.push(f.failure ? `${f.failure.kind}: ${f.failure.error}` : ''); break;
+  }
+  if (f.turn && f.type.startsWith('turn.')) parts.push(f.turn);
+  parts.push(who);
+  return parts.filter(Boolean).join(' · ');
+}
+
+window.addEventListener('hashchange', route);
+route();
