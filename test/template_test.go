@@ -349,9 +349,13 @@ func TestOperatorRoutes(t *testing.T) {
 		"POST /sessions/{id}/approvals/{approvalId}",
 		"POST /sessions/{id}/cancel",
 		"POST /sessions/{id}/executions/{executionId}",
+		"POST /chat",
+		"GET /chat/{id}/stream",
+		"POST /chat/{id}/stop",
 	}
-	// public are the web console's routes, the only ones without the JWT.
-	public := []string{"GET /console", "GET /console/{proxy+}"}
+	// public are the web console's routes and the chat's CORS preflights,
+	// the only ones without the JWT.
+	public := []string{"GET /console", "GET /console/{proxy+}", "OPTIONS /chat", "OPTIONS /chat/{proxy+}"}
 	want = append(want, public...)
 	var got []string
 	events, _ := at(tr, "Resources", "OperatorFunction", "Properties", "Events").(map[string]any)
@@ -367,7 +371,8 @@ func TestOperatorRoutes(t *testing.T) {
 		auth := at(ev, "Properties", "Auth")
 		switch {
 		case slices.Contains(public, route):
-			// The console's static assets: no data, no authorizer.
+			// The console's static assets and the chat's preflights: no
+			// data, no authorizer.
 			if at(auth, "Authorizer") != "NONE" || len(auth.(map[string]any)) != 1 {
 				t.Errorf("OperatorFunction event %s (%s): Auth %v, want exactly {Authorizer: NONE}", name, route, auth)
 			}
