@@ -49,7 +49,7 @@ func Vars() []string {
 type Env struct {
 	Table, Bucket, QueueURL string
 	// Agents is a file path, an s3://bucket/key URL, or empty for the
-	// embedded demo agent.
+	// embedded demo agent (none when the program brings Go agents).
 	Agents string
 	// LogFormat is json or text.
 	LogFormat string
@@ -159,11 +159,15 @@ func LoadAgents(ctx context.Context, src string, clients *awsenv.Clients) (turn.
 
 // LoadAgentsWith is LoadAgents with the program's extras: the file's agents
 // may name x.Tools, and x.Agents join them. An agent of x that shares a name
-// with one of the file's, or another of x, is an error.
+// with one of the file's, or another of x, is an error. A program with Go
+// agents and no file (src empty) runs its agents only, not the demo.
 func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x Extras) (turn.AgentMap, error) {
-	out, err := loadFile(ctx, src, clients, x.Tools)
-	if err != nil {
-		return nil, err
+	out := turn.AgentMap{}
+	if src != "" || len(x.Agents) == 0 {
+		var err error
+		if out, err = loadFile(ctx, src, clients, x.Tools); err != nil {
+			return nil, err
+		}
 	}
 	for _, a := range x.Agents {
 		if a == nil || a.Name == "" {
@@ -182,7 +186,9 @@ func loadFile(ctx context.Context, src string, clients *awsenv.Clients, tools []
 	deps.Tools = tools
 	switch {
 	case src == "":
+		// The demo tools are the demo agent's built-ins, and no one else's.
 		fsys, name := agents.Demo()
+		deps.Builtins = tool.Demo()
 		return agents.Load(ctx, fsys, name, deps)
 	case strings.HasPrefix(src, "s3://"):
 		bucket, key, ok := strings.Cut(strings.TrimPrefix(src, "s3://"), "/")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/devserver"
 )
 
@@ -25,7 +26,7 @@ func TestDemoTurnThroughTheDevServer(t *testing.T) {
 	var out bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Out: &out,
+		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Out: &out, Template: baton.Template(),
 			Ready: func(u string) { ready <- u }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	var base string

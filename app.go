@@ -1,0 +1,155 @@
+package baton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/devserver"
+	"github.com/baton-run/baton/pkg/lambdahttp"
+	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/tick"
+	"github.com/baton-run/baton/pkg/turn"
+)
+
+// Config is what a program brings to baton: its agents, and the Go tools
+// the agent file's agents (BATON_AGENTS) may name.
+type Config struct {
+	// Agents are the program's agents; New builds each (see Agent.Build).
+	Agents []Agent
+	// Tools may be named by the agent file's agents, as built-ins are.
+	Tools []Tool
+}
+
+// App is baton wired for one program: its agents, the session store on
+// the table, bucket and queue, the runner and the waker. A Lambda main
+// starts one of its handlers; the dev server and batontest run the same
+// parts. The embedded *app.App gives access to those parts.
+//
+// When the program brings agents and names no agent file, the embedded
+// demo agent is left out.
+type App struct{ *app.App }
+
+// New builds the App of a deployed function from the process environment
+// (the variables template.yaml sets: BATON_TABLE, BATON_BUCKET,
+// BATON_QUEUE_URL, and optionally BATON_AGENTS, BATON_WAKE_GRACE and
+// LOG_FORMAT) and the standard AWS configuration chain.
+func New(ctx context.Context, c Config) (*App, error) {
+	env, err := app.EnvFromOS()
+	if err != nil {
+		return nil, err
+	}
+	clients, err := awsenv.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return NewOn(ctx, c, env, clients, app.Logger(env.LogFormat, os.Stderr))
+}
+
+// NewOn builds the App on the given resources and clients, as the dev
+// server and batontest do. log nil discards.
+func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, log *slog.Logger) (*App, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var built []*turn.Agent
+	var errs []error
+	for _, a := range c.Agents {
+		t, err := a.Build(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		built = append(built, t)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	a, err := app.NewWith(ctx, env, clients, log, app.Extras{Tools: c.Tools, Agents: built})
+	if err != nil {
+		return nil, err
+	}
+	return &App{a}, nil
+}
+
+// ResumeHandler is the resume function's handler: SQS wakes in, batch
+// item failures out for redelivery.
+func (a *App) ResumeHandler() func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return a.Worker().HandleSQS
+}
+
+// TickHandler is the tick function's handler, run on a schedule: it reaps
+// turns whose invocation died, denies expired approvals and re-sends lost
+// wakes.
+func (a *App) TickHandler() func(context.Context, events.EventBridgeEvent) (tick.Report, error) {
+	return a.Tick().HandleScheduled
+}
+
+// OperatorHandler is the operator function's handler, behind API Gateway
+// (HTTP API, payload v2, JWT authorizer): the caller is the token's sub
+// claim; a request without one is refused.
+func (a *App) OperatorHandler() func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return lambdahttp.Handler(a.Operator(nil, 0),
+		lambdahttp.WithLogger(a.Log),
+		lambdahttp.WithContext(func(ctx context.Context, e events.APIGatewayV2HTTPRequest) context.Context {
+			if sub, ok := lambdahttp.Claim(e, "sub"); ok {
+				return operator.WithIdentity(ctx, sub)
+			}
+			return ctx
+		}))
+}
+
+// DevOptions configure the local dev server.
+type DevOptions struct {
+	// Addr is the operator API's address; default 127.0.0.1:8080.
+	Addr string
+	// AgentFile is an agent file whose agents run besides the program's.
+	AgentFile string
+	// Tick is how often the tick runs; default 10s.
+	Tick time.Duration
+	// DataDir is shown in the how-to: where the emulator keeps its data
+	// (it reads KUMO_DATA_DIR when the process starts).
+	DataDir string
+	// Out receives the how-to; nil prints nothing.
+	Out io.Writer
+	// Ready, when set, receives the API's base URL once it listens.
+	Ready func(url string)
+	// Log receives the server's logs; nil writes text to stderr.
+	Log *slog.Logger
+}
+
+// Dev runs the program's agents on this machine until ctx is done: the
+// emulator in-process (or AWS_ENDPOINT_URL), the resources of Template,
+// the operator API on o.Addr (the caller is the X-Baton-Operator header,
+// else "local"), the resume worker polling the wake queue and the tick on
+// an interval. It builds the App with NewOn, and runs the parts the
+// functions run.
+func Dev(ctx context.Context, c Config, o DevOptions) error {
+	log := o.Log
+	if log == nil {
+		log = app.Logger("text", os.Stderr)
+	}
+	err := devserver.Run(ctx, devserver.Options{
+		Addr: o.Addr, DataDir: o.DataDir, Agents: o.AgentFile, Tick: o.Tick, Out: o.Out, Ready: o.Ready,
+		Template: Template(),
+		Build: func(ctx context.Context, env app.Env, clients *awsenv.Clients, log *slog.Logger) (*app.App, error) {
+			a, err := NewOn(ctx, c, env, clients, log)
+			if err != nil {
+				return nil, err
+			}
+			return a.App, nil
+		},
+	}, log)
+	if err != nil {
+		return fmt.Errorf("baton dev: %w", err)
+	}
+	return nil
+}
