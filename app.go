@@ -17,7 +17,6 @@ import (
 	"github.com/baton-run/baton/pkg/lambdahttp"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/tick"
-	"github.com/baton-run/baton/pkg/turn"
 )
 
 // Config is what a program brings to baton: its agents, and the Go tools
@@ -43,15 +42,15 @@ type App struct{ *app.App }
 // BATON_QUEUE_URL, and optionally BATON_AGENTS, BATON_WAKE_GRACE and
 // LOG_FORMAT) and the standard AWS configuration chain.
 func New(ctx context.Context, c Config) (*App, error) {
-	env, err := app.EnvFromOS()
+	x, err := c.extras(ctx)
 	if err != nil {
 		return nil, err
 	}
-	clients, err := awsenv.Load(ctx)
+	a, err := app.FromOSWith(ctx, x)
 	if err != nil {
 		return nil, err
 	}
-	return NewOn(ctx, c, env, clients, app.Logger(env.LogFormat, os.Stderr))
+	return &App{a}, nil
 }
 
 // NewOn builds the App on the given resources and clients, as the dev
@@ -60,7 +59,20 @@ func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var built []*turn.Agent
+	x, err := c.extras(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := app.NewWith(ctx, env, clients, log, x)
+	if err != nil {
+		return nil, err
+	}
+	return &App{a}, nil
+}
+
+// extras builds the agents of c; every agent's errors are reported.
+func (c Config) extras(ctx context.Context) (app.Extras, error) {
+	x := app.Extras{Tools: c.Tools}
 	var errs []error
 	for _, a := range c.Agents {
 		t, err := a.Build(ctx)
@@ -68,16 +80,9 @@ func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, 
 			errs = append(errs, err)
 			continue
 		}
-		built = append(built, t)
+		x.Agents = append(x.Agents, t)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	a, err := app.NewWith(ctx, env, clients, log, app.Extras{Tools: c.Tools, Agents: built})
-	if err != nil {
-		return nil, err
-	}
-	return &App{a}, nil
+	return x, errors.Join(errs...)
 }
 
 // ResumeHandler is the resume function's handler: SQS wakes in, batch

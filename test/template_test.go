@@ -512,7 +512,7 @@ func assertEnvContract(t *testing.T, reads map[string][]string) {
 	}
 }
 
-// TestEnvContract: all three functions build their App with app.FromOS,
+// TestEnvContract: all three functions build their App with baton.New (app.FromOSWith),
 // which reads app.Vars(); TestGetenvOnlyThroughApp proves no other code a
 // function runs reads the environment on its own.
 func TestEnvContract(t *testing.T) {

@@ -139,6 +139,11 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 // FromOS builds an App from the process environment and the standard AWS
 // configuration chain, as a Lambda function does.
 func FromOS(ctx context.Context) (*App, error) {
+	return FromOSWith(ctx, Extras{})
+}
+
+// FromOSWith is FromOS for a program that adds its own tools and agents.
+func FromOSWith(ctx context.Context, x Extras) (*App, error) {
 	env, err := EnvFromOS()
 	if err != nil {
 		return nil, err
@@ -148,7 +153,7 @@ func FromOS(ctx context.Context) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(ctx, env, clients, log)
+	return NewWith(ctx, env, clients, log, x)
 }
 
 // LoadAgents loads the agent file named by src: empty for the embedded

@@ -20,9 +20,10 @@ func (a *App) Worker() *worker.Worker {
 }
 
 // Tick returns the tick: it reaps dead invocations, expires approvals and
-// re-sends wakes lost for longer than Env.WakeGrace.
+// re-sends wakes lost for longer than Env.WakeGrace. Its clock is the
+// session store's.
 func (a *App) Tick() *tick.Tick {
-	return &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Grace: a.Env.WakeGrace, Log: a.Log}
+	return &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Grace: a.Env.WakeGrace, Now: a.Sessions.Clock, Log: a.Log}
 }
 
 // Operator returns the operator HTTP API. identity names the caller of a
