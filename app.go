@@ -3,17 +3,12 @@ package baton
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/devserver"
 	"github.com/baton-run/baton/pkg/lambdahttp"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/tick"
@@ -110,51 +105,4 @@ func (a *App) OperatorHandler() func(context.Context, events.APIGatewayV2HTTPReq
 			}
 			return ctx
 		}))
-}
-
-// DevOptions configure the local dev server.
-type DevOptions struct {
-	// Addr is the operator API's address; default 127.0.0.1:8080.
-	Addr string
-	// AgentFile is an agent file whose agents run besides the program's.
-	AgentFile string
-	// Tick is how often the tick runs; default 10s.
-	Tick time.Duration
-	// DataDir is shown in the how-to: where the emulator keeps its data
-	// (it reads KUMO_DATA_DIR when the process starts).
-	DataDir string
-	// Out receives the how-to; nil prints nothing.
-	Out io.Writer
-	// Ready, when set, receives the API's base URL once it listens.
-	Ready func(url string)
-	// Log receives the server's logs; nil writes text to stderr.
-	Log *slog.Logger
-}
-
-// Dev runs the program's agents on this machine until ctx is done: the
-// emulator in-process (or AWS_ENDPOINT_URL), the resources of Template,
-// the operator API on o.Addr (the caller is the X-Baton-Operator header,
-// else "local"), the resume worker polling the wake queue and the tick on
-// an interval. It builds the App with NewOn, and runs the parts the
-// functions run.
-func Dev(ctx context.Context, c Config, o DevOptions) error {
-	log := o.Log
-	if log == nil {
-		log = app.Logger("text", os.Stderr)
-	}
-	err := devserver.Run(ctx, devserver.Options{
-		Addr: o.Addr, DataDir: o.DataDir, Agents: o.AgentFile, Tick: o.Tick, Out: o.Out, Ready: o.Ready,
-		Template: Template(),
-		Build: func(ctx context.Context, env app.Env, clients *awsenv.Clients, log *slog.Logger) (*app.App, error) {
-			a, err := NewOn(ctx, c, env, clients, log)
-			if err != nil {
-				return nil, err
-			}
-			return a.App, nil
-		},
-	}, log)
-	if err != nil {
-		return fmt.Errorf("baton dev: %w", err)
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/dev"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/provision"
 )
@@ -35,7 +36,7 @@ func run(args []string) error {
 	switch args[0] {
 	case "dev":
 		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-		opts := baton.DevOptions{}
+		opts := dev.Options{}
 		fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "operator API address")
 		fs.StringVar(&opts.DataDir, "data", ".baton/data", "where the embedded emulator keeps its data")
 		fs.StringVar(&opts.AgentFile, "agents", "", "agent config file (default: the embedded demo agent)")
@@ -51,7 +52,7 @@ func run(args []string) error {
 		opts.Out = os.Stdout
 		// The same Config as the functions': the repository's functions
 		// and its dev server are programs of the public API.
-		return baton.Dev(ctx, baton.Config{Tools: baton.DemoTools()}, opts)
+		return dev.Run(ctx, baton.Config{Tools: baton.DemoTools()}, opts)
 	case "provision":
 		clients, err := awsenv.Load(ctx)
 		if err != nil {

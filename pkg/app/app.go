@@ -58,15 +58,19 @@ type Env struct {
 }
 
 // EnvFromOS reads Env from the process environment.
-func EnvFromOS() (Env, error) {
+func EnvFromOS() (Env, error) { return EnvFrom(os.Getenv) }
+
+// EnvFrom reads Env from the variables getenv gives, such as those
+// template.yaml sets for a function.
+func EnvFrom(getenv func(string) string) (Env, error) {
 	e := Env{
-		Table:     os.Getenv(EnvTable),
-		Bucket:    os.Getenv(EnvBucket),
-		QueueURL:  os.Getenv(EnvQueueURL),
-		Agents:    os.Getenv(EnvAgents),
-		LogFormat: os.Getenv(EnvLogFormat),
+		Table:     getenv(EnvTable),
+		Bucket:    getenv(EnvBucket),
+		QueueURL:  getenv(EnvQueueURL),
+		Agents:    getenv(EnvAgents),
+		LogFormat: getenv(EnvLogFormat),
 	}
-	if g := os.Getenv(EnvWakeGrace); g != "" {
+	if g := getenv(EnvWakeGrace); g != "" {
 		d, err := time.ParseDuration(g)
 		if err != nil || d <= 0 {
 			return Env{}, fmt.Errorf("app: %s=%q: want a positive Go duration", EnvWakeGrace, g)

@@ -61,7 +61,11 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("devserver: provision: %w", err)
 	}
-	a, err := build(ctx, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, Agents: o.Agents}, emu.Clients, log)
+	env, err := functionEnv(o.Template, res, o.Agents)
+	if err != nil {
+		return err
+	}
+	a, err := build(ctx, env, emu.Clients, log)
 	if err != nil {
 		return fmt.Errorf("devserver: %w", err)
 	}
@@ -135,6 +139,27 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 		return nil
 	}
 	return err
+}
+
+// functionEnv is the environment the template gives the tick function
+// (all three share it), on the provisioned resources, with the dev
+// server's agent file: the dev server runs what the functions run.
+func functionEnv(tmpl []byte, res provision.Resources, agentFile string) (app.Env, error) {
+	fns, err := provision.FunctionEnv(tmpl)
+	if err != nil {
+		return app.Env{}, fmt.Errorf("devserver: template: %w", err)
+	}
+	vars, ok := fns["TickFunction"]
+	if !ok {
+		return app.Env{}, errors.New("devserver: template: no TickFunction")
+	}
+	vars[app.EnvTable], vars[app.EnvBucket], vars[app.EnvQueueURL] = res.Table, res.Bucket, res.QueueURL
+	vars[app.EnvAgents], vars[app.EnvLogFormat] = agentFile, "text"
+	env, err := app.EnvFrom(func(k string) string { return vars[k] })
+	if err != nil {
+		return app.Env{}, fmt.Errorf("devserver: template: %w", err)
+	}
+	return env, nil
 }
 
 const howTo = `

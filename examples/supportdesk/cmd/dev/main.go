@@ -11,7 +11,7 @@ import (
 	"os"
 	"os/signal"
 
-	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/dev"
 	"github.com/baton-run/baton/examples/supportdesk"
 	"github.com/baton-run/baton/examples/supportdesk/crm"
 )
@@ -30,7 +30,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := baton.Dev(ctx, cfg, baton.DevOptions{Out: os.Stdout}); err != nil {
+	if err := dev.Run(ctx, cfg, dev.Options{Out: os.Stdout}); err != nil {
 		log.Fatal(err)
 	}
 }
