@@ -4,5 +4,6 @@
 // App from the program's baton.Config as a deployed function does. A
 // Session then posts messages, runs invocations through the real resume
 // worker (whole, or killed part way), answers approvals and verdicts, and
-// reads back the facts, stream parts and tool calls to assert on.
+// reads back the facts, stream parts and tool calls to assert on; Script
+// and Record give the agent a scripted model and show what it was sent.
 package batontest

@@ -73,6 +73,9 @@ type Options struct {
 	Log *slog.Logger
 	// Timeout bounds each Run; zero means a minute.
 	Timeout time.Duration
+	// Template is the SAM template whose resources the kit creates, for a
+	// project that keeps its own copy; nil means baton.Template().
+	Template []byte
 }
 
 // Kit is one baton for a test, on resources of its own.
@@ -115,8 +118,9 @@ func (k *Kit) Tick() tick.Report {
 }
 
 // New starts the emulator, provisions fresh resources from baton.Template
-// and builds c's App on them, as baton.New does in a function. The
-// emulator stops when the test ends.
+// (names of their own, so kits may run side by side) and builds c's App on
+// them, as baton.New does in a function. The emulator stops when the test
+// ends.
 func New(tb TB, c baton.Config) *Kit { return NewWith(tb, c, Options{}) }
 
 // NewWith is New with options.
@@ -126,7 +130,11 @@ func NewWith(tb TB, c baton.Config, o Options) *Kit {
 	emu := emulator.Start()
 	tb.Cleanup(emu.Close)
 	base := strings.ToLower(ids.New("kit"))
-	res, err := provision.Provision(ctx, emu.Clients, baton.Template(),
+	tmpl := o.Template
+	if tmpl == nil {
+		tmpl = baton.Template()
+	}
+	res, err := provision.Provision(ctx, emu.Clients, tmpl,
 		provision.Names{Table: base, Bucket: base, Queue: base})
 	if err != nil {
 		tb.Fatalf("batontest: provision: %v", err)
