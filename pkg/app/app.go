@@ -195,9 +195,10 @@ func loadFile(ctx context.Context, src string, clients *awsenv.Clients, tools []
 	deps.Tools = tools
 	switch {
 	case src == "":
-		// The demo tools are the demo agent's built-ins, and no one else's.
+		// The demo tools are the demo agent's built-ins, and no one else's;
+		// it names no program's tools.
 		fsys, name := agents.Demo()
-		deps.Builtins = tool.Demo()
+		deps.Builtins, deps.Tools = tool.Demo(), nil
 		return agents.Load(ctx, fsys, name, deps)
 	case strings.HasPrefix(src, "s3://"):
 		bucket, key, ok := strings.Cut(strings.TrimPrefix(src, "s3://"), "/")

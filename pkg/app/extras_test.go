@@ -74,4 +74,8 @@ func TestDemoToolsAreTheDemoAgentsOnly(t *testing.T) {
 	if m, err := app.LoadAgents(ctx, "", e.Clients); err != nil || !m.Has("demo") {
 		t.Fatalf("no agents, no file: %v, %v; want the demo", m, err)
 	}
+	// As the repository's functions do: the demo, with the demo tools passed.
+	if m, err := app.LoadAgentsWith(ctx, "", e.Clients, app.Extras{Tools: tool.Demo()}); err != nil || !m.Has("demo") {
+		t.Fatalf("the demo with the demo tools passed: %v, %v", m, err)
+	}
 }
