@@ -9,6 +9,11 @@
 GO        ?= go
 GOARCH    ?= arm64
 FUNCTIONS := operator resume tick
+# FUNCTIONS_DIR holds the mains the bootstraps are built from: the
+# repository's own, or a program's, such as examples/supportdesk/functions
+# (make deploy FUNCTIONS_DIR=./examples/supportdesk/functions).
+FUNCTIONS_DIR ?= ./functions
+export FUNCTIONS_DIR
 LDFLAGS   := -s -w
 BUILD     := CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags "$(LDFLAGS)"
 
@@ -18,7 +23,7 @@ BUILD     := CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -tags lambda.
 build: $(FUNCTIONS:%=build/%/bootstrap)
 
 build/%/bootstrap: FORCE
-	$(BUILD) -o $@ ./functions/$*
+	$(BUILD) -o $@ $(FUNCTIONS_DIR)/$*
 
 # sam build calls these with ARTIFACTS_DIR set (BuildMethod: makefile).
 # An agents.json at the top of the repository ships next to each bootstrap;
@@ -26,13 +31,13 @@ build/%/bootstrap: FORCE
 # embedded demo agent; s3://... works too).
 AGENTS_FILE := $(wildcard agents.json)
 build-OperatorFunction:
-	$(BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/operator
+	$(BUILD) -o $(ARTIFACTS_DIR)/bootstrap $(FUNCTIONS_DIR)/operator
 	$(if $(AGENTS_FILE),cp $(AGENTS_FILE) $(ARTIFACTS_DIR)/)
 build-ResumeFunction:
-	$(BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/resume
+	$(BUILD) -o $(ARTIFACTS_DIR)/bootstrap $(FUNCTIONS_DIR)/resume
 	$(if $(AGENTS_FILE),cp $(AGENTS_FILE) $(ARTIFACTS_DIR)/)
 build-TickFunction:
-	$(BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/tick
+	$(BUILD) -o $(ARTIFACTS_DIR)/bootstrap $(FUNCTIONS_DIR)/tick
 	$(if $(AGENTS_FILE),cp $(AGENTS_FILE) $(ARTIFACTS_DIR)/)
 
 test:

@@ -73,6 +73,24 @@
 // chosen by name in the agent file. Script makes a deterministic Model for
 // tests and demos.
 //
+// # Programs
+//
+// A program owns its mains. New builds the App of a deployed function
+// from the environment template.yaml sets and a Config of the program's
+// agents and tools; a main then starts one of its handlers:
+//
+//	app, err := baton.New(ctx, baton.Config{Agents: []baton.Agent{desk}})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	lambda.Start(app.ResumeHandler()) // or OperatorHandler, TickHandler
+//
+// Package dev runs the same Config on one machine, with the emulator, and
+// package batontest runs it in tests. The repository's own functions and
+// baton dev are programs of this API. The demo agent's tools (DemoTools)
+// belong to the embedded demo agent; a program that brings its own agents
+// and no agent file runs its agents only.
+//
 // # The repository
 //
 // Template returns the AWS SAM template that deploys the three functions

@@ -179,3 +179,9 @@ func IdempotencyKey(ctx context.Context) string {
 	c, _ := ctx.Value(callKey{}).(Call)
 	return c.IdempotencyKey
 }
+
+// DemoTools returns the demo agent's tools (get_weather, search_docs and
+// send_email, which needs approval). No agent has them but the embedded
+// demo agent, unless a program passes them in Config.Tools, as the
+// repository's own functions do so that test agent files may name them.
+func DemoTools() []Tool { return tool.Demo() }

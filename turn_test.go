@@ -20,16 +20,15 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/mcp/mcptest"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
-	"github.com/baton-run/baton/pkg/wake"
 )
 
 // emu is the emulator every stack uses, started by the first. In-process
@@ -45,17 +44,11 @@ func stack(t *testing.T, agents ...*turn.Agent) *app.App {
 	ctx := context.Background()
 	e := emu()
 	name := strings.ToLower(ids.New("lib"))
-	if err := dynamo.New(e.Clients.DynamoDB, name).CreateTable(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := streams.New(e.Clients.S3, name).CreateBucket(ctx); err != nil {
-		t.Fatal(err)
-	}
-	q, err := wake.CreateQueue(ctx, e.Clients.SQS, name)
+	res, err := provision.Provision(ctx, e.Clients, baton.Template(), provision.Names{Table: name, Bucket: name, Queue: name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.NewWith(ctx, app.Env{Table: name, Bucket: name, QueueURL: q}, e.Clients,
+	a, err := app.NewWith(ctx, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL}, e.Clients,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), app.Extras{Agents: agents})
 	if err != nil {
 		t.Fatal(err)

@@ -17,10 +17,9 @@ import (
 	"time"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/dev"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/cli"
-	"github.com/baton-run/baton/pkg/devserver"
 	"github.com/baton-run/baton/pkg/provision"
 )
 
@@ -47,10 +46,10 @@ func run(args []string) error {
 	switch args[0] {
 	case "dev":
 		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-		opts := devserver.Options{}
+		opts := dev.Options{}
 		fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "operator API address")
 		fs.StringVar(&opts.DataDir, "data", ".baton/data", "where the embedded emulator keeps its data")
-		fs.StringVar(&opts.Agents, "agents", "", "agent config file (default: the embedded demo agent)")
+		fs.StringVar(&opts.AgentFile, "agents", "", "agent config file (default: the embedded demo agent)")
 		fs.DurationVar(&opts.Tick, "tick", 10*time.Second, "how often the tick runs")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
@@ -61,7 +60,9 @@ func run(args []string) error {
 			return reexec(opts.DataDir)
 		}
 		opts.Out = os.Stdout
-		return devserver.Run(ctx, opts, app.Logger("text", os.Stderr))
+		// The same Config as the functions': the repository's functions
+		// and its dev server are programs of the public API.
+		return dev.Run(ctx, baton.Config{Tools: baton.DemoTools()}, opts)
 	case "provision":
 		clients, err := awsenv.Load(ctx)
 		if err != nil {

@@ -7,28 +7,16 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/lambdahttp"
-	"github.com/baton-run/baton/pkg/operator"
+	baton "github.com/baton-run/baton"
 )
 
 func main() {
-	ctx := context.Background()
-	a, err := app.FromOS(ctx)
+	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools()})
 	if err != nil {
 		slog.Error("operator: start", "err", err)
 		os.Exit(1)
 	}
-	h := operator.New(operator.Config{Sessions: a.Sessions, Agents: a.Agents.Has, Log: a.Log, Chat: a.Env.ChatOptions("")})
-	lambda.Start(lambdahttp.Handler(h,
-		lambdahttp.WithLogger(a.Log),
-		lambdahttp.WithContext(func(ctx context.Context, e events.APIGatewayV2HTTPRequest) context.Context {
-			if sub, ok := lambdahttp.Claim(e, "sub"); ok {
-				return operator.WithIdentity(ctx, sub)
-			}
-			return ctx
-		})))
+	lambda.Start(app.OperatorHandler())
 }

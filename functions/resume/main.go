@@ -10,17 +10,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/worker"
+	baton "github.com/baton-run/baton"
 )
 
 func main() {
-	ctx := context.Background()
-	a, err := app.FromOS(ctx)
+	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools()})
 	if err != nil {
 		slog.Error("resume: start", "err", err)
 		os.Exit(1)
 	}
-	w := &worker.Worker{Sessions: a.Sessions, Runner: a.Runner, Log: a.Log}
-	lambda.Start(w.HandleSQS)
+	lambda.Start(app.ResumeHandler())
 }

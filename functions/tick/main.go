@@ -9,17 +9,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/tick"
+	baton "github.com/baton-run/baton"
 )
 
 func main() {
-	ctx := context.Background()
-	a, err := app.FromOS(ctx)
+	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools()})
 	if err != nil {
 		slog.Error("tick: start", "err", err)
 		os.Exit(1)
 	}
-	t := &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Grace: a.Env.WakeGrace, Log: a.Log}
-	lambda.Start(t.HandleScheduled)
+	lambda.Start(app.TickHandler())
 }

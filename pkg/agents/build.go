@@ -25,7 +25,8 @@ type Provider func(ctx context.Context, c Config, apiKey string) (model.Model, e
 type Deps struct {
 	// Providers by name, besides the built-in "scripted".
 	Providers map[string]Provider
-	// Builtins are the Go tools agents may name. Nil means tool.Demo().
+	// Builtins are the Go tools agents may name, such as tool.Demo() for
+	// the demo agent. Nil means none.
 	Builtins []tool.Tool
 	// Tools are Go tools the program registered, which agents may name
 	// besides the built-ins. A name may not be both.
@@ -57,9 +58,6 @@ func Load(ctx context.Context, fsys fs.FS, name string, deps Deps) (turn.AgentMa
 // files the config refers to (scripts), relative to name's directory.
 func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (turn.AgentMap, error) {
 	builtins := deps.Builtins
-	if builtins == nil {
-		builtins = tool.Demo()
-	}
 	getenv := deps.Getenv
 	if getenv == nil {
 		getenv = os.Getenv

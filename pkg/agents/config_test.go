@@ -26,6 +26,7 @@ const inlineScript = `{"steps":[{"text":"hi"}]}`
 func deps(t *testing.T) agents.Deps {
 	t.Helper()
 	return agents.Deps{
+		Builtins: tool.Demo(),
 		Providers: map[string]agents.Provider{
 			"fake": func(_ context.Context, c agents.Config, key string) (model.Model, error) {
 				if key != "sk-test" {
@@ -260,7 +261,7 @@ func TestLoadMissingFile(t *testing.T) {
 
 func TestDemo(t *testing.T) {
 	fsys, name := agents.Demo()
-	m, err := agents.Load(context.Background(), fsys, name, agents.Deps{})
+	m, err := agents.Load(context.Background(), fsys, name, agents.Deps{Builtins: tool.Demo()})
 	if err != nil {
 		t.Fatal(err)
 	}

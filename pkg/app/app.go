@@ -55,7 +55,7 @@ func Vars() []string {
 type Env struct {
 	Table, Bucket, QueueURL string
 	// Agents is a file path, an s3://bucket/key URL, or empty for the
-	// embedded demo agent.
+	// embedded demo agent (none when the program brings Go agents).
 	Agents string
 	// LogFormat is json or text.
 	LogFormat string
@@ -68,17 +68,21 @@ type Env struct {
 }
 
 // EnvFromOS reads Env from the process environment.
-func EnvFromOS() (Env, error) {
+func EnvFromOS() (Env, error) { return EnvFrom(os.Getenv) }
+
+// EnvFrom reads Env from the variables getenv gives, such as those
+// template.yaml sets for a function.
+func EnvFrom(getenv func(string) string) (Env, error) {
 	e := Env{
-		Table:       os.Getenv(EnvTable),
-		Bucket:      os.Getenv(EnvBucket),
-		QueueURL:    os.Getenv(EnvQueueURL),
-		Agents:      os.Getenv(EnvAgents),
-		LogFormat:   os.Getenv(EnvLogFormat),
-		ChatAgent:   os.Getenv(EnvChatAgent),
-		ChatOrigins: chat.ParseOrigins(os.Getenv(EnvChatOrigins)),
+		Table:       getenv(EnvTable),
+		Bucket:      getenv(EnvBucket),
+		QueueURL:    getenv(EnvQueueURL),
+		Agents:      getenv(EnvAgents),
+		LogFormat:   getenv(EnvLogFormat),
+		ChatAgent:   getenv(EnvChatAgent),
+		ChatOrigins: chat.ParseOrigins(getenv(EnvChatOrigins)),
 	}
-	if g := os.Getenv(EnvWakeGrace); g != "" {
+	if g := getenv(EnvWakeGrace); g != "" {
 		d, err := time.ParseDuration(g)
 		if err != nil || d <= 0 {
 			return Env{}, fmt.Errorf("app: %s=%q: want a positive Go duration", EnvWakeGrace, g)
@@ -126,11 +130,11 @@ func (e Env) ChatOptions(defaultAgent string) chat.Options {
 	return o
 }
 
-// ChatFromOS reads only the chat settings from the process environment,
-// for a server that makes its own resources (the dev server).
-func ChatFromOS(defaultAgent string) chat.Options {
-	e := Env{ChatAgent: os.Getenv(EnvChatAgent), ChatOrigins: chat.ParseOrigins(os.Getenv(EnvChatOrigins))}
-	return e.ChatOptions(defaultAgent)
+// WithChatFromOS returns e with the chat settings of the process
+// environment, for a server that makes its own resources (the dev server).
+func (e Env) WithChatFromOS() Env {
+	e.ChatAgent, e.ChatOrigins = os.Getenv(EnvChatAgent), chat.ParseOrigins(os.Getenv(EnvChatOrigins))
+	return e
 }
 
 // Extras are what a Go program adds to the agent file: Go tools its JSON
@@ -168,6 +172,11 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 // FromOS builds an App from the process environment and the standard AWS
 // configuration chain, as a Lambda function does.
 func FromOS(ctx context.Context) (*App, error) {
+	return FromOSWith(ctx, Extras{})
+}
+
+// FromOSWith is FromOS for a program that adds its own tools and agents.
+func FromOSWith(ctx context.Context, x Extras) (*App, error) {
 	env, err := EnvFromOS()
 	if err != nil {
 		return nil, err
@@ -177,7 +186,7 @@ func FromOS(ctx context.Context) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(ctx, env, clients, log)
+	return NewWith(ctx, env, clients, log, x)
 }
 
 // LoadAgents loads the agent file named by src: empty for the embedded
@@ -188,11 +197,15 @@ func LoadAgents(ctx context.Context, src string, clients *awsenv.Clients) (turn.
 
 // LoadAgentsWith is LoadAgents with the program's extras: the file's agents
 // may name x.Tools, and x.Agents join them. An agent of x that shares a name
-// with one of the file's, or another of x, is an error.
+// with one of the file's, or another of x, is an error. A program with Go
+// agents and no file (src empty) runs its agents only, not the demo.
 func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x Extras) (turn.AgentMap, error) {
-	out, err := loadFile(ctx, src, clients, x.Tools)
-	if err != nil {
-		return nil, err
+	out := turn.AgentMap{}
+	if src != "" || len(x.Agents) == 0 {
+		var err error
+		if out, err = loadFile(ctx, src, clients, x.Tools); err != nil {
+			return nil, err
+		}
 	}
 	for _, a := range x.Agents {
 		if a == nil || a.Name == "" {
@@ -211,7 +224,10 @@ func loadFile(ctx context.Context, src string, clients *awsenv.Clients, tools []
 	deps.Tools = tools
 	switch {
 	case src == "":
+		// The demo tools are the demo agent's built-ins, and no one else's;
+		// it names no program's tools.
 		fsys, name := agents.Demo()
+		deps.Builtins, deps.Tools = tool.Demo(), nil
 		return agents.Load(ctx, fsys, name, deps)
 	case strings.HasPrefix(src, "s3://"):
 		bucket, key, ok := strings.Cut(strings.TrimPrefix(src, "s3://"), "/")

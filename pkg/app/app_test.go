@@ -17,7 +17,7 @@ import (
 	"github.com/baton-run/baton/pkg/ids"
 )
 
-const inline = `{"agents":{"helper":{"provider":"scripted","script":{"steps":[{"text":"hi"}]},"tools":["get_weather"]}}}`
+const inline = `{"agents":{"helper":{"provider":"scripted","script":{"steps":[{"text":"hi"}]},"tools":[]}}}`
 
 func TestLoadAgentsFromEverySource(t *testing.T) {
 	ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/devserver"
 )
 
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second,
+		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Template: baton.Template(),
 			Ready: func(u string) { ready <- u }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	select {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	batonlib "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/devserver"
 )
 
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second,
+		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Template: batonlib.Template(),
 			Ready: func(u string) { ready <- u }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	select {

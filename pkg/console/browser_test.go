@@ -25,6 +25,7 @@ import (
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/tick"
+	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/worker"
 )
 
@@ -90,7 +91,7 @@ func newStack(t *testing.T, ctx context.Context, chargeURL string, identity func
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	a, err := app.New(ctx, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, Agents: agents}, emu.Clients, log)
+	a, err := app.NewWith(ctx, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, Agents: agents}, emu.Clients, log, app.Extras{Tools: tool.Demo()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
-	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/emulator"
-	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/provision"
-	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/pkg/worker"
 )
 
@@ -32,6 +33,11 @@ type Options struct {
 	Out     io.Writer     // where the how-to is printed; nil for nowhere
 	// Ready, when set, receives the API's base URL once it listens.
 	Ready func(url string)
+	// Template is the SAM template whose resources are created. Required.
+	Template []byte
+	// Build makes the App on the provisioned resources; nil means app.New
+	// (the agent file's agents, no Go extras).
+	Build func(ctx context.Context, env app.Env, clients *awsenv.Clients, log *slog.Logger) (*app.App, error)
 }
 
 // Run serves until ctx is done.
@@ -42,27 +48,34 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	if o.Tick <= 0 {
 		o.Tick = 10 * time.Second
 	}
+	if len(o.Template) == 0 {
+		return errors.New("devserver: no template")
+	}
+	build := o.Build
+	if build == nil {
+		build = app.New
+	}
 	emu := emulator.Start()
 	defer emu.Close()
-	res, err := provision.Provision(ctx, emu.Clients, baton.Template(), provision.DefaultNames())
+	res, err := provision.Provision(ctx, emu.Clients, o.Template, provision.DefaultNames())
 	if err != nil {
 		return fmt.Errorf("devserver: provision: %w", err)
 	}
-	a, err := app.New(ctx, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, Agents: o.Agents}, emu.Clients, log)
+	env, err := functionEnv(o.Template, res, o.Agents)
+	if err != nil {
+		return err
+	}
+	a, err := build(ctx, env, emu.Clients, log)
 	if err != nil {
 		return fmt.Errorf("devserver: %w", err)
 	}
 
-	api := operator.New(operator.Config{
-		Sessions: a.Sessions, Agents: a.Agents.Has, Log: log, StreamHold: 25 * time.Second,
-		Chat: app.ChatFromOS("demo"),
-		Identity: func(r *http.Request) (string, bool) {
-			if id := r.Header.Get("X-Baton-Operator"); id != "" {
-				return id, true
-			}
-			return LocalOperator, true
-		},
-	})
+	api := a.Operator(func(r *http.Request) (string, bool) {
+		if id := r.Header.Get("X-Baton-Operator"); id != "" {
+			return id, true
+		}
+		return LocalOperator, true
+	}, 25*time.Second, "demo")
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return fmt.Errorf("devserver: listen: %w", err)
@@ -70,8 +83,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	url := "http://" + ln.Addr().String()
 
-	w := &worker.Worker{Sessions: a.Sessions, Runner: a.Runner, Log: log}
-	t := &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Log: log}
+	w, t := a.Worker(), a.Tick()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := worker.Poll(ctx, emu.Clients.SQS, res.QueueURL, w.HandleSQS, log); err != nil && ctx.Err() == nil {
@@ -109,7 +121,12 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 		endpoint = emu.URL
 	}
 	if o.Out != nil {
-		fmt.Fprintf(o.Out, howTo, url, url, endpoint, url, url, url, url)
+		names := slices.Sorted(maps.Keys(a.Agents))
+		first := "demo"
+		if len(names) > 0 && !a.Agents.Has(first) {
+			first = names[0]
+		}
+		fmt.Fprintf(o.Out, howTo, url, url, endpoint, strings.Join(names, ", "), url, first, url, url, url)
 	}
 	if o.Ready != nil {
 		o.Ready(url)
@@ -124,15 +141,39 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	return err
 }
 
+// functionEnv is the environment the template gives the tick function
+// (all three share it), on the provisioned resources, with the dev
+// server's agent file: the dev server runs what the functions run.
+func functionEnv(tmpl []byte, res provision.Resources, agentFile string) (app.Env, error) {
+	fns, err := provision.FunctionEnv(tmpl)
+	if err != nil {
+		return app.Env{}, fmt.Errorf("devserver: template: %w", err)
+	}
+	vars, ok := fns["TickFunction"]
+	if !ok {
+		return app.Env{}, errors.New("devserver: template: no TickFunction")
+	}
+	vars[app.EnvTable], vars[app.EnvBucket], vars[app.EnvQueueURL] = res.Table, res.Bucket, res.QueueURL
+	vars[app.EnvAgents], vars[app.EnvLogFormat] = agentFile, "text"
+	// The chat's settings are the template's parameters: locally, the
+	// process environment's.
+	vars[app.EnvChatAgent], vars[app.EnvChatOrigins] = "", ""
+	env, err := app.EnvFrom(func(k string) string { return vars[k] })
+	if err != nil {
+		return app.Env{}, fmt.Errorf("devserver: template: %w", err)
+	}
+	return env.WithChatFromOS(), nil
+}
+
 const howTo = `
 baton dev server
   operator API  %s   (you are operator "local"; send X-Baton-Operator to be someone else)
   web console   %s/console/
   AWS endpoint  %s
-  agent         demo: streams text, checks the weather, then asks approval to send an email
+  agents        %s
 
 Try it:
-  curl -s -XPOST %s/sessions -H 'content-type: application/json' -d '{"agent":"demo"}'
+  curl -s -XPOST %s/sessions -H 'content-type: application/json' -d '{"agent":"%s"}'
   curl -s -XPOST %s/sessions/$ID/messages -H 'content-type: application/json' -d '{"text":"Send the team a status update"}'
   curl -s %s/sessions/$ID                      # status, open turn, pending approval
   curl -sN -H 'accept: text/event-stream' %s/sessions/$ID/turns/$TURN/stream

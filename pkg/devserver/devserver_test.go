@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/devserver"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/emulator"
@@ -33,7 +36,7 @@ func TestDemoTurnThroughTheDevServer(t *testing.T) {
 	var out bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Out: &out,
+		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Out: &out, Template: baton.Template(),
 			Ready: func(u string) { ready <- u }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	var base string
@@ -156,7 +159,7 @@ func TestDevServerTickReapsAKilledTurn(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second,
+		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Template: baton.Template(),
 			Ready: func(u string) { ready <- u }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	var base string
@@ -228,5 +231,30 @@ func TestDevServerTickReapsAKilledTurn(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("dev server: %v", err)
+	}
+}
+
+// TestDevServerTakesTheFunctionsEnvironment: the dev server's App gets the
+// environment the template gives the functions, the tick's wake grace
+// included, on the provisioned resources.
+func TestDevServerTakesTheFunctionsEnvironment(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	got := make(chan app.Env, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Template: baton.Template(),
+			Build: func(ctx context.Context, env app.Env, c *awsenv.Clients, log *slog.Logger) (*app.App, error) {
+				got <- env
+				return app.New(ctx, env, c, log)
+			},
+			Ready: func(string) { cancel() }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	env := <-got
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if env.WakeGrace != 2*time.Minute || env.Table != "baton-sessions" || env.QueueURL == "" || env.LogFormat != "text" {
+		t.Fatalf("env %+v, want the template's wake grace (2m) on the provisioned resources", env)
 	}
 }

@@ -1,0 +1,108 @@
+package baton
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/lambdahttp"
+	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/tick"
+)
+
+// Config is what a program brings to baton: its agents, and the Go tools
+// the agent file's agents (BATON_AGENTS) may name.
+type Config struct {
+	// Agents are the program's agents; New builds each (see Agent.Build).
+	Agents []Agent
+	// Tools may be named by the agent file's agents, as built-ins are.
+	Tools []Tool
+}
+
+// App is baton wired for one program: its agents, the session store on
+// the table, bucket and queue, the runner and the waker. A Lambda main
+// starts one of its handlers; the dev server and batontest run the same
+// parts. The embedded *app.App gives access to those parts.
+//
+// When the program brings agents and names no agent file, the embedded
+// demo agent is left out.
+type App struct{ *app.App }
+
+// New builds the App of a deployed function from the process environment
+// (the variables template.yaml sets: BATON_TABLE, BATON_BUCKET,
+// BATON_QUEUE_URL, and optionally BATON_AGENTS, BATON_WAKE_GRACE and
+// LOG_FORMAT) and the standard AWS configuration chain.
+func New(ctx context.Context, c Config) (*App, error) {
+	x, err := c.extras(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := app.FromOSWith(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	return &App{a}, nil
+}
+
+// NewOn builds the App on the given resources and clients, as the dev
+// server and batontest do. log nil discards.
+func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, log *slog.Logger) (*App, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	x, err := c.extras(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := app.NewWith(ctx, env, clients, log, x)
+	if err != nil {
+		return nil, err
+	}
+	return &App{a}, nil
+}
+
+// extras builds the agents of c; every agent's errors are reported.
+func (c Config) extras(ctx context.Context) (app.Extras, error) {
+	x := app.Extras{Tools: c.Tools}
+	var errs []error
+	for _, a := range c.Agents {
+		t, err := a.Build(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		x.Agents = append(x.Agents, t)
+	}
+	return x, errors.Join(errs...)
+}
+
+// ResumeHandler is the resume function's handler: SQS wakes in, batch
+// item failures out for redelivery.
+func (a *App) ResumeHandler() func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return a.Worker().HandleSQS
+}
+
+// TickHandler is the tick function's handler, run on a schedule: it reaps
+// turns whose invocation died, denies expired approvals and re-sends lost
+// wakes.
+func (a *App) TickHandler() func(context.Context, events.EventBridgeEvent) (tick.Report, error) {
+	return a.Tick().HandleScheduled
+}
+
+// OperatorHandler is the operator function's handler, behind API Gateway
+// (HTTP API, payload v2, JWT authorizer): the caller is the token's sub
+// claim; a request without one is refused.
+func (a *App) OperatorHandler() func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return lambdahttp.Handler(a.Operator(nil, 0, ""),
+		lambdahttp.WithLogger(a.Log),
+		lambdahttp.WithContext(func(ctx context.Context, e events.APIGatewayV2HTTPRequest) context.Context {
+			if sub, ok := lambdahttp.Claim(e, "sub"); ok {
+				return operator.WithIdentity(ctx, sub)
+			}
+			return ctx
+		}))
+}

@@ -1,0 +1,433 @@
+package batontest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/provision"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/tick"
+	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton/pkg/wake"
+)
+
+// TB is the part of testing.TB the kit uses: a *testing.T or *testing.B
+// will do. Every kit method fails the test through Fatalf on an error.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
+// The types a test asserts on.
+type (
+	Outcome   = turn.Outcome
+	Fact      = reducer.Fact
+	Part      = streams.Part
+	Status    = reducer.Status
+	Approval  = reducer.Approval
+	Execution = reducer.Execution
+	Verdict   = reducer.Verdict
+)
+
+// Verdicts on an execution whose outcome is uncertain.
+const (
+	Rerun   = reducer.Rerun
+	Abandon = reducer.Abandon
+)
+
+// Session statuses.
+const (
+	StatusIdle      = reducer.Idle
+	StatusRunning   = reducer.Running
+	StatusSuspended = reducer.Suspended
+)
+
+// Kind says how an invocation ended (Outcome.Kind).
+type Kind = turn.Kind
+
+// Kinds of Outcome.
+const (
+	Completed  = turn.Completed
+	Suspended  = turn.Suspended
+	Failed     = turn.Failed
+	Superseded = turn.Superseded
+)
+
+// Options tune a Kit.
+type Options struct {
+	// Agents is an agent file whose agents run besides the Config's.
+	Agents string
+	// Log receives baton's logs; nil discards them.
+	Log *slog.Logger
+	// Timeout bounds each Run; zero means a minute.
+	Timeout time.Duration
+	// Template is the SAM template whose resources the kit creates, for a
+	// project that keeps its own copy; nil means baton.Template().
+	Template []byte
+}
+
+// Kit is one baton for a test, on resources of its own.
+type Kit struct {
+	// App is the baton under test; its parts (App.Sessions, App.Runner)
+	// are there for what the kit does not cover.
+	App     *baton.App
+	tb      TB
+	timeout time.Duration
+
+	mu   sync.Mutex
+	skew time.Duration
+}
+
+// Now is the kit's clock: the time now, plus what Skip skipped. The
+// session store and the tick read it.
+func (k *Kit) Now() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return time.Now().Add(k.skew)
+}
+
+// Skip moves the kit's clock d ahead, as if that time had passed: leases
+// run out, approvals expire (see Tick), delayed wakes come due.
+func (k *Kit) Skip(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.skew += d
+}
+
+// Tick runs the tick function once, on the kit's clock: it reaps turns
+// whose invocation died, denies expired approvals and re-sends lost wakes.
+func (k *Kit) Tick() tick.Report {
+	k.tb.Helper()
+	ctx, cancel := k.ctx()
+	defer cancel()
+	rep, err := k.App.Tick().Run(ctx)
+	k.fatal(err)
+	return rep
+}
+
+// New starts the emulator, provisions fresh resources from baton.Template
+// (names of their own, so kits may run side by side) and builds c's App on
+// them, as baton.New does in a function. The emulator stops when the test
+// ends.
+func New(tb TB, c baton.Config) *Kit { return NewWith(tb, c, Options{}) }
+
+// NewWith is New with options.
+func NewWith(tb TB, c baton.Config, o Options) *Kit {
+	tb.Helper()
+	ctx := context.Background()
+	emu := emulator.Start()
+	tb.Cleanup(emu.Close)
+	base := strings.ToLower(ids.New("kit"))
+	tmpl := o.Template
+	if tmpl == nil {
+		tmpl = baton.Template()
+	}
+	res, err := provision.Provision(ctx, emu.Clients, tmpl,
+		provision.Names{Table: base, Bucket: base, Queue: base})
+	if err != nil {
+		tb.Fatalf("batontest: provision: %v", err)
+	}
+	a, err := baton.NewOn(ctx, c, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, Agents: o.Agents},
+		emu.Clients, o.Log)
+	if err != nil {
+		tb.Fatalf("batontest: %v", err)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = time.Minute
+	}
+	k := &Kit{App: a, tb: tb, timeout: o.Timeout}
+	a.Sessions.Now = k.Now
+	return k
+}
+
+func (k *Kit) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), k.timeout)
+}
+
+func (k *Kit) fatal(err error) {
+	k.tb.Helper()
+	if err != nil {
+		k.tb.Fatalf("batontest: %v", err)
+	}
+}
+
+// Owner is the operator who creates the kit's sessions and posts to them.
+const Owner = "tester"
+
+// Session is one session of the agent under test.
+type Session struct {
+	ID  string
+	kit *Kit
+}
+
+// Session creates a session of the named agent, owned by Owner.
+func (k *Kit) Session(agent string) *Session {
+	k.tb.Helper()
+	ctx, cancel := k.ctx()
+	defer cancel()
+	id := ids.New("s")
+	_, err := k.App.Sessions.Create(ctx, id, Owner, agent)
+	k.fatal(err)
+	return &Session{ID: id, kit: k}
+}
+
+func (s *Session) operator(id string) reducer.Actor {
+	return reducer.Actor{Kind: reducer.ActorOperator, ID: id}
+}
+
+// Post posts a message as Owner; the next Run starts its turn.
+func (s *Session) Post(text string) {
+	s.kit.tb.Helper()
+	ctx, cancel := s.kit.ctx()
+	defer cancel()
+	_, err := s.kit.App.Sessions.Post(ctx, s.ID, s.operator(Owner), text)
+	s.kit.fatal(err)
+}
+
+// Run is one fresh invocation of the resume function for the session: the
+// worker the function runs handles a wake for it, starting, resuming or
+// leaving the turn as its facts say. It returns the last outcome, or the
+// zero Outcome when there was nothing to do.
+func (s *Session) Run() Outcome {
+	s.kit.tb.Helper()
+	ctx, cancel := s.kit.ctx()
+	defer cancel()
+	out, err := s.run(ctx)
+	s.kit.fatal(err)
+	return out
+}
+
+func (s *Session) run(ctx context.Context) (Outcome, error) {
+	res, err := s.kit.App.Worker().Handle(ctx, wake.Wake{Session: s.ID, Reason: "batontest"})
+	if err != nil || len(res.Outcomes) == 0 {
+		return Outcome{}, err
+	}
+	return res.Outcomes[len(res.Outcomes)-1], nil
+}
+
+// RunKilled is an invocation that dies when kill is closed (or receives),
+// as a Lambda whose process is killed mid-turn: what it wrote durably
+// stays, the rest is lost. It then skips the kit's clock past the dead
+// invocation's lease, so that the next Run takes the turn over as the
+// resume function would once the lease ran out. A run that ends before
+// kill leaves things as Run does.
+func (s *Session) RunKilled(kill <-chan struct{}) {
+	s.kit.tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-kill:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_, err := s.run(ctx)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		s.kit.fatal(err)
+	}
+	s.waitLease()
+}
+
+// RunFor is RunKilled with the kill d after the start.
+func (s *Session) RunFor(d time.Duration) {
+	s.kit.tb.Helper()
+	kill := make(chan struct{})
+	t := time.AfterFunc(d, func() { close(kill) })
+	defer t.Stop()
+	s.RunKilled(kill)
+}
+
+func (s *Session) waitLease() {
+	s.kit.tb.Helper()
+	st := s.State()
+	if st.Status == reducer.Running && st.Turn != nil {
+		if d := st.Turn.Lease.Sub(s.kit.Now()); d >= 0 {
+			s.kit.Skip(d + time.Millisecond)
+		}
+	}
+}
+
+// State is the session's reduced state: status, open turn, inbox.
+func (s *Session) State() reducer.State {
+	s.kit.tb.Helper()
+	ctx, cancel := s.kit.ctx()
+	defer cancel()
+	sess, err := s.kit.App.Sessions.Load(ctx, s.ID)
+	s.kit.fatal(err)
+	return sess.State
+}
+
+// Status is the session's status.
+func (s *Session) Status() Status { return s.State().Status }
+
+// Pending lists the approvals the open turn waits for.
+func (s *Session) Pending() []Approval {
+	s.kit.tb.Helper()
+	if t := s.State().Turn; t != nil {
+		return t.Pending
+	}
+	return nil
+}
+
+// Uncertain is the side effect whose outcome the open turn cannot know
+// (its invocation died while it ran), awaiting a Verdict; nil if none.
+func (s *Session) Uncertain() *Execution {
+	s.kit.tb.Helper()
+	if t := s.State().Turn; t != nil {
+		return t.Uncertain
+	}
+	return nil
+}
+
+// Approve approves a pending call as the operator "approver"; the next
+// Run runs it.
+func (s *Session) Approve(approvalID string) { s.answer(approvalID, reducer.Approve, "") }
+
+// Deny denies a pending call; the model is told, with reason.
+func (s *Session) Deny(approvalID, reason string) { s.answer(approvalID, reducer.Deny, reason) }
+
+func (s *Session) answer(id string, d reducer.Decision, reason string) {
+	s.kit.tb.Helper()
+	ctx, cancel := s.kit.ctx()
+	defer cancel()
+	s.kit.fatal(s.kit.App.Sessions.Answer(ctx, s.ID, s.operator("approver"), id, d, reason))
+}
+
+// Verdict settles an uncertain execution: Rerun runs the tool again,
+// Abandon tells the model it may not have happened.
+func (s *Session) Verdict(executionID string, v Verdict) {
+	s.kit.tb.Helper()
+	ctx, cancel := s.kit.ctx()
+	defer cancel()
+	s.kit.fatal(s.kit.App.Sessions.Settle(ctx, s.ID, s.operator("approver"), executionID, v))
+}
+
+// Facts are the session's facts, in order.
+func (s *Session) Facts() []Fact {
+	s.kit.tb.Helper()
+	ctx, cancel := s.kit.ctx()
+	defer cancel()
+	fs, err := s.kit.App.Sessions.Facts.Facts(ctx, s.ID, 0)
+	s.kit.fatal(err)
+	return fs
+}
+
+// Executions lists the tools of the side effects the ledger recorded
+// before they ran, in order.
+func (s *Session) Executions() []string {
+	s.kit.tb.Helper()
+	var out []string
+	for _, f := range s.Facts() {
+		if f.Type == reducer.ExecutionStarted && f.Execution != nil {
+			out = append(out, f.Execution.Tool)
+		}
+	}
+	return out
+}
+
+// Parts are the stream parts of every turn of the session, in order.
+func (s *Session) Parts() []Part {
+	s.kit.tb.Helper()
+	ctx, cancel := s.kit.ctx()
+	defer cancel()
+	var out []Part
+	for _, f := range s.Facts() {
+		if f.Type != reducer.TurnStarted || f.Stream == "" {
+			continue
+		}
+		page, err := s.kit.App.Sessions.Streams.Read(ctx, s.ID, f.Stream, "")
+		s.kit.fatal(err)
+		for _, e := range page.Entries {
+			out = append(out, e.Part)
+		}
+	}
+	return out
+}
+
+// Text is the text the model streamed in every turn, joined.
+func (s *Session) Text() string {
+	s.kit.tb.Helper()
+	var b strings.Builder
+	for _, p := range s.Parts() {
+		if p.Type == streams.TextDelta {
+			b.WriteString(p.Delta)
+		}
+	}
+	return b.String()
+}
+
+// ToolCall is one call the model made and what became of it, as the
+// stream tells it.
+type ToolCall struct {
+	ID, Tool string
+	Input    json.RawMessage
+	// Output is the result of a call that ran; Error the error result the
+	// model saw (invalid input, a failed run); Denied that an operator
+	// said no. A call still waiting has none of them.
+	Output json.RawMessage
+	Error  string
+	Denied bool
+}
+
+// ToolCalls lists the session's tool calls, in the order the model made
+// them.
+func (s *Session) ToolCalls() []ToolCall {
+	s.kit.tb.Helper()
+	var out []ToolCall
+	at := map[string]int{}
+	for _, p := range s.Parts() {
+		switch p.Type {
+		case streams.ToolInputAvailable:
+			if _, ok := at[p.ToolCallID]; !ok {
+				at[p.ToolCallID] = len(out)
+				out = append(out, ToolCall{ID: p.ToolCallID, Tool: p.ToolName, Input: p.Input})
+			}
+		case streams.ToolOutputAvailable, streams.ToolOutputError, streams.ToolOutputDenied:
+			i, ok := at[p.ToolCallID]
+			if !ok {
+				continue
+			}
+			c := &out[i]
+			switch p.Type {
+			case streams.ToolOutputAvailable:
+				c.Output = p.Output
+			case streams.ToolOutputError:
+				c.Error = p.ErrorText
+			default:
+				c.Denied = true
+			}
+		}
+	}
+	return out
+}
+
+// Call returns the first call of the named tool; the test fails if the
+// model made none.
+func (s *Session) Call(tool string) ToolCall {
+	s.kit.tb.Helper()
+	for _, c := range s.ToolCalls() {
+		if c.Tool == tool {
+			return c
+		}
+	}
+	s.kit.tb.Fatalf("batontest: session %s: no call of %s", s.ID, tool)
+	return ToolCall{}
+}
+
+// String describes a call for failure messages.
+func (c ToolCall) String() string {
+	return fmt.Sprintf("%s(%s) -> output=%s error=%q denied=%v", c.Tool, c.Input, c.Output, c.Error, c.Denied)
+}

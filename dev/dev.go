@@ -1,0 +1,64 @@
+// Package dev runs a program's baton on one machine, for development: the
+// emulator in-process (or AWS_ENDPOINT_URL), the resources of
+// baton.Template, the operator API, the resume worker and the tick. It is
+// a package of its own so that Lambda mains do not link the emulator.
+package dev
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/devserver"
+)
+
+// Options configure the dev server.
+type Options struct {
+	// Addr is the operator API's address; default 127.0.0.1:8080.
+	Addr string
+	// AgentFile is an agent file whose agents run besides the program's.
+	AgentFile string
+	// Tick is how often the tick runs; default 10s.
+	Tick time.Duration
+	// DataDir is shown in the how-to: where the emulator keeps its data
+	// (it reads KUMO_DATA_DIR when the process starts).
+	DataDir string
+	// Out receives the how-to; nil prints nothing.
+	Out io.Writer
+	// Ready, when set, receives the API's base URL once it listens.
+	Ready func(url string)
+	// Log receives the server's logs; nil writes text to stderr.
+	Log *slog.Logger
+}
+
+// Run serves c's agents until ctx is done. The operator API's caller is
+// the X-Baton-Operator header, else "local". It builds the App with
+// baton.NewOn, on the environment template.yaml gives the functions, and
+// runs the parts the functions run.
+func Run(ctx context.Context, c baton.Config, o Options) error {
+	log := o.Log
+	if log == nil {
+		log = app.Logger("text", os.Stderr)
+	}
+	err := devserver.Run(ctx, devserver.Options{
+		Addr: o.Addr, DataDir: o.DataDir, Agents: o.AgentFile, Tick: o.Tick, Out: o.Out, Ready: o.Ready,
+		Template: baton.Template(),
+		Build: func(ctx context.Context, env app.Env, clients *awsenv.Clients, log *slog.Logger) (*app.App, error) {
+			a, err := baton.NewOn(ctx, c, env, clients, log)
+			if err != nil {
+				return nil, err
+			}
+			return a.App, nil
+		},
+	}, log)
+	if err != nil {
+		return fmt.Errorf("baton dev: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,37 @@
+package app
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/tick"
+	"github.com/baton-run/baton/pkg/worker"
+)
+
+// The parts below are what the three functions and the dev server run.
+// They are built here, once, so a function and the dev server cannot wire
+// them differently.
+
+// Worker returns the resume worker: it takes wakes and starts, resumes or
+// skips turns.
+func (a *App) Worker() *worker.Worker {
+	return &worker.Worker{Sessions: a.Sessions, Runner: a.Runner, Log: a.Log}
+}
+
+// Tick returns the tick: it reaps dead invocations, expires approvals and
+// re-sends wakes lost for longer than Env.WakeGrace. Its clock is the
+// session store's.
+func (a *App) Tick() *tick.Tick {
+	return &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Grace: a.Env.WakeGrace, Now: a.Sessions.Clock, Log: a.Log}
+}
+
+// Operator returns the operator HTTP API with its chat endpoint. identity
+// names the caller of a request (nil reads it from the request's context,
+// operator.WithIdentity); hold is how long a stream read may wait for new
+// parts (0 answers at once); chatAgent serves chats that name no agent when
+// BATON_CHAT_AGENT is unset.
+func (a *App) Operator(identity func(*http.Request) (string, bool), hold time.Duration, chatAgent string) http.Handler {
+	return operator.New(operator.Config{Sessions: a.Sessions, Agents: a.Agents.Has, Identity: identity, StreamHold: hold,
+		Chat: a.Env.ChatOptions(chatAgent), Log: a.Log})
+}
