@@ -221,7 +221,7 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 	st := ru.sess.State
 	req := model.Request{
 		System:    ru.agent.System,
-		Messages:  conversation.Build(ru.sess.History, st.Turn.Messages, ru.turn),
+		Messages:  ru.rep.Build(ru.sess.History, st.Turn.Messages),
 		Tools:     ru.tools.Specs(),
 		MaxTokens: ru.agent.MaxTokens,
 	}
