@@ -50,8 +50,10 @@ type stepMeta struct {
 }
 
 // StepMetadata encodes the message-metadata payload the runner writes at
-// the end of each model step.
+// the end of each model step. Its usage is the step's own, not the turn's
+// so far: the step's tokens, and steps 1.
 func StepMetadata(u reducer.Usage, finish string) json.RawMessage {
+	u.Steps = 1
 	b, _ := json.Marshal(stepMeta{Usage: u, FinishReason: finish}) // plain struct: cannot fail
 	return b
 }
@@ -273,13 +275,15 @@ func (t Turn) Pending() []*Call {
 	return out
 }
 
-// Usage sums the usage of the completed steps.
+// Usage sums the usage of the completed steps. Steps counts them, whatever
+// their metadata says (streams written before it said steps 1 say 0).
 func (t Turn) Usage() reducer.Usage {
 	var u reducer.Usage
 	for _, s := range t.Steps {
-		u = u.Add(s.Usage)
-		u.Steps++
+		u.InputTokens += s.Usage.InputTokens
+		u.OutputTokens += s.Usage.OutputTokens
 	}
+	u.Steps = int64(len(t.Steps))
 	return u
 }
 

@@ -171,3 +171,19 @@ func randomStream(rng *rand.Rand) []parts.Part {
 	}
 	return ps
 }
+
+// A step's metadata says steps 1; a turn's usage counts each step once,
+// also in streams written before the metadata said so.
+func TestStepUsageCountsEachStepOnce(t *testing.T) {
+	var m struct {
+		Usage reducer.Usage `json:"usage"`
+	}
+	if err := json.Unmarshal(conversation.StepMetadata(reducer.Usage{InputTokens: 10, OutputTokens: 2}, "stop"), &m); err != nil || m.Usage.Steps != 1 {
+		t.Fatalf("step metadata usage = %+v, %v", m.Usage, err)
+	}
+	old := parts.Part{Type: parts.MessageMetadata, MessageMetadata: json.RawMessage(`{"usage":{"inputTokens":5,"outputTokens":1,"steps":0}}`)}
+	ps := append(stepWithCall("A", "c1"), parts.Part{Type: parts.StartStep}, old, parts.Part{Type: parts.FinishStep})
+	if got, want := conversation.Replay(ps).Usage(), (reducer.Usage{InputTokens: 15, OutputTokens: 3, Steps: 2}); got != want {
+		t.Fatalf("turn usage = %+v, want %+v", got, want)
+	}
+}

@@ -548,6 +548,9 @@ func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Dura
 		last, extra = extra[n-1], extra[:n-1]
 	}
 	last.Actor, last.Turn, last.Cause = agentActor(ru.out.Turn), ru.out.Turn, cause
+	// The stream is durable up to here: its steps' usage counts now.
+	u := ru.rep.Turn().Usage()
+	last.Usage = &u
 	facts := append(extra, last)
 	if err := ru.append(ctx, facts...); err != nil {
 		return ru.stopped(ctx, err)
