@@ -421,7 +421,9 @@ type input struct {
 // Replayer and valid until the next Add; the caller must not modify them.
 func (r *Replayer) Build(history []Message, user []reducer.Message) []Message {
 	in := &r.input
-	if in.out == nil || !same(in.history, history) || !same(in.user, user) {
+	// The user messages are compared by value: the runner's state is
+	// copied on every commit, they are not.
+	if in.out == nil || !same(in.history, history) || !slices.Equal(in.user, user) {
 		r.reset(history, user)
 	}
 	// Wire ids for the new steps' calls. A new call's baton id that an
@@ -480,7 +482,7 @@ func (r *Replayer) reset(history []Message, user []reducer.Message) {
 	out := make([]Message, 0, len(history)+1+2*len(r.steps))
 	out = append(out, history...)
 	out = append(out, UserMessage(user))
-	r.input = input{history: history, user: user, out: out, used: used, wire: map[*Call]string{}, baton: map[string]bool{}}
+	r.input = input{history: history, user: slices.Clone(user), out: out, used: used, wire: map[*Call]string{}, baton: map[string]bool{}}
 	r.stale = 0
 }
 

@@ -117,6 +117,15 @@ func TestReplayerBuildOnOtherHistory(t *testing.T) {
 	if !bytes.Equal(got, exp) {
 		t.Fatalf("built on new history:\n%s\nwant\n%s", got, exp)
 	}
+	// Other user messages in a slice of the same start and length.
+	user := []reducer.Message{{ID: "m", Text: "go"}}
+	r.Build(hist, user)
+	user[0].Text = "stop"
+	got, _ = json.Marshal(r.Build(hist, user))
+	exp, _ = json.Marshal(conversation.Build(hist, user, conversation.Replay(ps)))
+	if !bytes.Equal(got, exp) {
+		t.Fatalf("built for new user messages:\n%s\nwant\n%s", got, exp)
+	}
 }
 
 // Random part sequences, including parts no runner writes (results for
