@@ -126,6 +126,7 @@ type Replayer struct {
 	stepOf     map[*Call]int      // the index of each call's step
 	byApproval map[string][]*Call // calls by approval id
 	stale      int                // steps before this one render as last built (see Build)
+	unresolved []*Call            // a superset of the calls without a result, in call order
 	input      input              // the model input last built
 }
 
@@ -213,6 +214,7 @@ func (r *Replayer) add(p parts.Part) {
 			r.calls[c.ID] = c
 			r.stepOf[c] = len(r.steps)
 		}
+		r.unresolved = append(r.unresolved, open.Calls...)
 		r.steps = append(r.steps, open)
 		r.open = nil
 	case parts.ToolApprovalRequest:
@@ -251,6 +253,16 @@ func (r *Replayer) add(p parts.Part) {
 			r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: out, IsError: true})
 		}
 	}
+}
+
+// Pending is Turn().Pending(), without looking at the calls it found
+// resolved before.
+func (r *Replayer) Pending() []*Call {
+	r.unresolved = slices.DeleteFunc(r.unresolved, func(c *Call) bool { return c.Result != nil })
+	if len(r.unresolved) == 0 {
+		return nil
+	}
+	return slices.Clone(r.unresolved)
 }
 
 // result sets a call's result; its step renders anew.

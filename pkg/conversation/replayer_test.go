@@ -27,6 +27,9 @@ func checkIncremental(t *testing.T, hist []conversation.Message, user []reducer.
 		if got := r.Turn(); !reflect.DeepEqual(got, want) {
 			t.Fatalf("after part %d (%s): Replayer turn\n%s\nwant Replay\n%s", i, p.Type, dump(got), dump(want))
 		}
+		if got, exp := r.Pending(), want.Pending(); !reflect.DeepEqual(got, exp) {
+			t.Fatalf("after part %d (%s): Replayer pending\n%s\nwant\n%s", i, p.Type, dump(got), dump(exp))
+		}
 		if !every && p.Type != parts.FinishStep && i != len(ps)-1 {
 			continue
 		}

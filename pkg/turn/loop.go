@@ -34,7 +34,7 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	}
 	for {
 		ru.replay()
-		if pending := ru.turn.Pending(); len(pending) > 0 {
+		if pending := ru.rep.Pending(); len(pending) > 0 {
 			approvals, uncertain, err := ru.settle(ctx, pending)
 			if errors.Is(err, errCut) {
 				if ctx.Err() != nil {

@@ -224,14 +224,14 @@ func (ru *run) finish(out Outcome, err error) (Outcome, error) {
 	return out, err
 }
 
-// emit buffers parts in the sink and in the run's view of the turn.
+// emit buffers parts in the sink and folds them into the run's view of the
+// turn.
 func (ru *run) emit(parts ...streams.Part) {
 	for _, p := range parts {
 		if p.Type != streams.Start && p.Type != DataTools && !p.Marker() {
 			ru.dirty = true
 		}
 	}
-	ru.parts = append(ru.parts, parts...)
 	ru.rep.Add(parts...)
 	// Append fails only on a poisoned or closed sink; the next Flush or
 	// Close reports that, so the error here adds nothing.
