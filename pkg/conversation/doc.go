@@ -1,5 +1,6 @@
 // Package conversation rebuilds the model's input from durable state: the
 // messages of ended turns (a snapshot), the open turn's user messages, and
 // the parts of its stream. Replay is pure and deterministic, so the same
-// durable state gives byte-identical model input in every invocation.
+// durable state gives byte-identical model input in every invocation; a
+// Replayer folds the parts as they are written, to the same result.
 package conversation

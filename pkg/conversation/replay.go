@@ -50,8 +50,10 @@ type stepMeta struct {
 }
 
 // StepMetadata encodes the message-metadata payload the runner writes at
-// the end of each model step.
+// the end of each model step. Its usage is the step's own, not the turn's
+// so far: the step's tokens, and steps 1.
 func StepMetadata(u reducer.Usage, finish string) json.RawMessage {
+	u.Steps = 1
 	b, _ := json.Marshal(stepMeta{Usage: u, FinishReason: finish}) // plain struct: cannot fail
 	return b
 }
@@ -106,109 +108,167 @@ func providerID(p parts.Part) string {
 // step that has no finish-step are dropped. Tool results, approvals and
 // answers are matched to calls by tool call id wherever they appear.
 func Replay(ps []parts.Part) Turn {
-	var t Turn
-	var open *Step
-	blocks := map[string]int{} // text/reasoning block id -> index in open.Content
-	calls := map[string]*Call{}
-	var builders []*strings.Builder // text of open.Content[i], nil for non-text
+	var r Replayer
+	r.Add(ps...)
+	return r.Turn()
+}
 
-	closeBlocks := func() {
-		for i, sb := range builders {
+// Replayer is Replay one part at a time: after any sequence of Adds its
+// Turn equals Replay of all the parts added, so a runner folds only the
+// parts it emits instead of replaying the whole turn at every step. The
+// zero Replayer is an empty turn.
+type Replayer struct {
+	steps      []*Step
+	open       *Step
+	blocks     map[string]int     // text/reasoning block id -> index in open.Content
+	builders   []*strings.Builder // text of open.Content[i], nil for non-text
+	calls      map[string]*Call   // the completed steps' calls by id
+	stepOf     map[*Call]int      // the index of each call's step
+	byApproval map[string][]*Call // calls by approval id
+	stale      int                // steps before this one render as last built (see Build)
+	unresolved []*Call            // a superset of the calls without a result, in call order
+	input      input              // the model input last built
+}
+
+// Turn returns the turn so far. Its steps are shared with the Replayer:
+// later Adds may give their calls results.
+func (r *Replayer) Turn() Turn {
+	return Turn{Steps: r.steps[:len(r.steps):len(r.steps)], Abandoned: r.open != nil}
+}
+
+// Add folds parts into the turn.
+func (r *Replayer) Add(ps ...parts.Part) {
+	if r.calls == nil {
+		r.blocks = map[string]int{}
+		r.calls = map[string]*Call{}
+		r.stepOf = map[*Call]int{}
+		r.byApproval = map[string][]*Call{}
+	}
+	for _, p := range ps {
+		r.add(p)
+	}
+}
+
+func (r *Replayer) add(p parts.Part) {
+	open := r.open
+	switch p.Type {
+	case parts.StartStep:
+		// A step still open here was cut short; it is dropped.
+		r.open = &Step{}
+		clear(r.blocks)
+		r.builders = r.builders[:0]
+	case parts.DataAbandoned:
+		r.open = nil
+	case parts.TextStart, parts.ReasoningStart:
+		if open == nil {
+			return
+		}
+		typ := Text
+		if p.Type == parts.ReasoningStart {
+			typ = Reasoning
+		}
+		r.blocks[p.ID] = len(open.Content)
+		open.Content = append(open.Content, Content{Type: typ})
+		r.builders = append(r.builders, &strings.Builder{})
+	case parts.TextDelta, parts.ReasoningDelta:
+		if open == nil {
+			return
+		}
+		if i, ok := r.blocks[p.ID]; ok {
+			r.builders[i].WriteString(p.Delta)
+		}
+	case parts.ReasoningEnd:
+		if open == nil || len(p.ProviderMetadata) == 0 {
+			return
+		}
+		var m reasoningMeta
+		if i, ok := r.blocks[p.ID]; ok && json.Unmarshal(p.ProviderMetadata, &m) == nil {
+			open.Content[i].Signature = m.Baton.Signature
+		}
+	case parts.ToolInputAvailable:
+		if open == nil {
+			return
+		}
+		c := &Call{ID: p.ToolCallID, ProviderID: providerID(p), Name: p.ToolName, Input: p.Input}
+		open.Calls = append(open.Calls, c)
+		open.Content = append(open.Content, Content{Type: ToolCall, ToolCallID: c.ID, ToolName: c.Name, Input: c.Input})
+		r.builders = append(r.builders, nil)
+	case parts.MessageMetadata:
+		if open == nil {
+			return
+		}
+		var m stepMeta
+		if json.Unmarshal(p.MessageMetadata, &m) == nil {
+			open.Usage, open.Finish = m.Usage, m.FinishReason
+		}
+	case parts.FinishStep:
+		if open == nil {
+			return
+		}
+		for i, sb := range r.builders {
 			if sb != nil {
 				open.Content[i].Text = sb.String()
 			}
 		}
-	}
-	for _, p := range ps {
-		switch p.Type {
-		case parts.StartStep:
-			// A step still open here was cut short; it is dropped.
-			open = &Step{}
-			clear(blocks)
-			builders = builders[:0]
-		case parts.DataAbandoned:
-			open = nil
-		case parts.TextStart, parts.ReasoningStart:
-			if open == nil {
-				continue
+		for _, c := range open.Calls {
+			r.calls[c.ID] = c
+			r.stepOf[c] = len(r.steps)
+		}
+		r.unresolved = append(r.unresolved, open.Calls...)
+		r.steps = append(r.steps, open)
+		r.open = nil
+	case parts.ToolApprovalRequest:
+		if c, ok := r.calls[p.ToolCallID]; ok {
+			if c.ApprovalID != "" {
+				r.byApproval[c.ApprovalID] = slices.DeleteFunc(r.byApproval[c.ApprovalID], func(x *Call) bool { return x == c })
 			}
-			typ := Text
-			if p.Type == parts.ReasoningStart {
-				typ = Reasoning
+			c.ApprovalID = p.ApprovalID
+			if c.ApprovalID != "" {
+				r.byApproval[c.ApprovalID] = append(r.byApproval[c.ApprovalID], c)
 			}
-			blocks[p.ID] = len(open.Content)
-			open.Content = append(open.Content, Content{Type: typ})
-			builders = append(builders, &strings.Builder{})
-		case parts.TextDelta, parts.ReasoningDelta:
-			if open == nil {
-				continue
-			}
-			if i, ok := blocks[p.ID]; ok {
-				builders[i].WriteString(p.Delta)
-			}
-		case parts.ReasoningEnd:
-			if open == nil || len(p.ProviderMetadata) == 0 {
-				continue
-			}
-			var m reasoningMeta
-			if i, ok := blocks[p.ID]; ok && json.Unmarshal(p.ProviderMetadata, &m) == nil {
-				open.Content[i].Signature = m.Baton.Signature
-			}
-		case parts.ToolInputAvailable:
-			if open == nil {
-				continue
-			}
-			c := &Call{ID: p.ToolCallID, ProviderID: providerID(p), Name: p.ToolName, Input: p.Input}
-			open.Calls = append(open.Calls, c)
-			open.Content = append(open.Content, Content{Type: ToolCall, ToolCallID: c.ID, ToolName: c.Name, Input: c.Input})
-			builders = append(builders, nil)
-		case parts.MessageMetadata:
-			if open == nil {
-				continue
-			}
-			var m stepMeta
-			if json.Unmarshal(p.MessageMetadata, &m) == nil {
-				open.Usage, open.Finish = m.Usage, m.FinishReason
-			}
-		case parts.FinishStep:
-			if open == nil {
-				continue
-			}
-			closeBlocks()
-			for _, c := range open.Calls {
-				calls[c.ID] = c
-			}
-			t.Steps = append(t.Steps, open)
-			open = nil
-		case parts.ToolApprovalRequest:
-			if c, ok := calls[p.ToolCallID]; ok {
-				c.ApprovalID = p.ApprovalID
-			}
-		case parts.ToolApprovalResponse:
-			for _, c := range calls {
-				if c.ApprovalID == p.ApprovalID {
+		}
+	case parts.ToolApprovalResponse:
+		if p.ApprovalID == "" {
+			for _, c := range r.calls {
+				if c.ApprovalID == "" {
 					c.Answered = true
 				}
 			}
-		case parts.ToolOutputAvailable:
-			if c, ok := calls[p.ToolCallID]; ok {
-				c.Result = &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: p.Output}
+			return
+		}
+		for _, c := range r.byApproval[p.ApprovalID] {
+			c.Answered = true
+		}
+	case parts.ToolOutputAvailable:
+		if c, ok := r.calls[p.ToolCallID]; ok {
+			r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: p.Output})
+		}
+	case parts.ToolOutputError, parts.ToolOutputDenied:
+		if c, ok := r.calls[p.ToolCallID]; ok {
+			text := p.ErrorText
+			if p.Type == parts.ToolOutputDenied {
+				text = DeniedText
 			}
-		case parts.ToolOutputError, parts.ToolOutputDenied:
-			if c, ok := calls[p.ToolCallID]; ok {
-				text := p.ErrorText
-				if p.Type == parts.ToolOutputDenied {
-					text = DeniedText
-				}
-				out, _ := json.Marshal(text) // a string: cannot fail
-				c.Result = &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: out, IsError: true}
-			}
+			out, _ := json.Marshal(text) // a string: cannot fail
+			r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: out, IsError: true})
 		}
 	}
-	if open != nil {
-		t.Abandoned = true
+}
+
+// Pending is Turn().Pending(), without looking at the calls it found
+// resolved before.
+func (r *Replayer) Pending() []*Call {
+	r.unresolved = slices.DeleteFunc(r.unresolved, func(c *Call) bool { return c.Result != nil })
+	if len(r.unresolved) == 0 {
+		return nil
 	}
-	return t
+	return slices.Clone(r.unresolved)
+}
+
+// result sets a call's result; its step renders anew.
+func (r *Replayer) result(c *Call, res *Content) {
+	c.Result = res
+	r.stale = min(r.stale, r.stepOf[c])
 }
 
 // DeniedText is the tool result the model sees for a denied call.
@@ -227,13 +287,15 @@ func (t Turn) Pending() []*Call {
 	return out
 }
 
-// Usage sums the usage of the completed steps.
+// Usage sums the usage of the completed steps. Steps counts them, whatever
+// their metadata says (streams written before it said steps 1 say 0).
 func (t Turn) Usage() reducer.Usage {
 	var u reducer.Usage
 	for _, s := range t.Steps {
-		u = u.Add(s.Usage)
-		u.Steps++
+		u.InputTokens += s.Usage.InputTokens
+		u.OutputTokens += s.Usage.OutputTokens
 	}
+	u.Steps = int64(len(t.Steps))
 	return u
 }
 
@@ -257,28 +319,35 @@ func (t Turn) messages(history []Message) []Message {
 	wire := t.wireIDs(history)
 	var out []Message
 	for _, s := range t.Steps {
-		if len(s.Content) > 0 {
-			content := slices.Clone(s.Content)
-			k := 0
-			for i := range content {
-				if content[i].Type == ToolCall && k < len(s.Calls) {
-					content[i].ToolCallID = wire[s.Calls[k]]
-					k++
-				}
-			}
-			out = append(out, Message{Role: Assistant, Content: content})
-		}
-		var results []Content
-		for _, c := range s.Calls {
-			if c.Result != nil {
-				r := *c.Result
-				r.ToolCallID = wire[c]
-				results = append(results, r)
+		out = s.render(out, wire)
+	}
+	return out
+}
+
+// render appends the step's assistant message, if it has content, and its
+// tool message, if it has results, to out.
+func (s *Step) render(out []Message, wire map[*Call]string) []Message {
+	if len(s.Content) > 0 {
+		content := slices.Clone(s.Content)
+		k := 0
+		for i := range content {
+			if content[i].Type == ToolCall && k < len(s.Calls) {
+				content[i].ToolCallID = wire[s.Calls[k]]
+				k++
 			}
 		}
-		if len(results) > 0 {
-			out = append(out, Message{Role: ToolRole, Content: results})
+		out = append(out, Message{Role: Assistant, Content: content})
+	}
+	var results []Content
+	for _, c := range s.Calls {
+		if c.Result != nil {
+			r := *c.Result
+			r.ToolCallID = wire[c]
+			results = append(results, r)
 		}
+	}
+	if len(results) > 0 {
+		out = append(out, Message{Role: ToolRole, Content: results})
 	}
 	return out
 }
@@ -342,6 +411,96 @@ func Build(history []Message, user []reducer.Message, t Turn) []Message {
 	out = append(out, history...)
 	out = append(out, UserMessage(user))
 	return append(out, t.messages(history)...)
+}
+
+// input is the model input a Replayer last built, kept so the next step's
+// input renders only what changed.
+type input struct {
+	history []Message         // the history it was built on
+	user    []reducer.Message // the messages the turn answers
+	out     []Message         // history, the user message, the messages of steps[:len(ends)]
+	ends    []int             // len(out) after each rendered step's messages
+	used    map[string]*Call  // wire ids taken: by a call, or nil for history
+	wire    map[*Call]string  // the wire id of each call of steps[:assigned]
+	baton   map[string]bool   // baton ids of the calls of steps[:assigned]
+	// assigned counts the steps whose calls have wire ids.
+	assigned int
+}
+
+// Build is conversation.Build of the turn so far: the same messages, byte
+// for byte, rendering only the steps that are new or got results since the
+// last Build. The returned slice and its messages are shared with the
+// Replayer and valid until the next Add; the caller must not modify them.
+func (r *Replayer) Build(history []Message, user []reducer.Message) []Message {
+	in := &r.input
+	// The user messages are compared by value: the runner's state is
+	// copied on every commit, they are not.
+	if in.out == nil || !same(in.history, history) || !slices.Equal(in.user, user) {
+		r.reset(history, user)
+	}
+	// Wire ids for the new steps' calls. A new call's baton id that an
+	// earlier call uses as its wire id changes that call's wire id (see
+	// wireIDs): then everything renders anew.
+	if in.assigned < len(r.steps) {
+		for _, s := range r.steps[in.assigned:] {
+			for _, c := range s.Calls {
+				if owner := in.used[c.ID]; owner != nil && owner.ID != c.ID {
+					r.reset(history, user)
+					return r.Build(history, user)
+				}
+			}
+		}
+		for _, s := range r.steps[in.assigned:] {
+			for _, c := range s.Calls {
+				in.baton[c.ID] = true
+			}
+		}
+		for _, s := range r.steps[in.assigned:] {
+			for _, c := range s.Calls {
+				id := c.ProviderID
+				if _, taken := in.used[id]; id == "" || taken || (id != c.ID && in.baton[id]) {
+					id = c.ID
+				}
+				in.used[id] = c
+				in.wire[c] = id
+			}
+		}
+		in.assigned = len(r.steps)
+	}
+	from := min(r.stale, len(in.ends))
+	end := len(history) + 1
+	if from > 0 {
+		end = in.ends[from-1]
+	}
+	in.out, in.ends = in.out[:end], in.ends[:from]
+	for _, s := range r.steps[from:] {
+		in.out = s.render(in.out, in.wire)
+		in.ends = append(in.ends, len(in.out))
+	}
+	r.stale = len(r.steps)
+	return slices.Clip(in.out)
+}
+
+// reset drops the built input and starts one on history and user.
+func (r *Replayer) reset(history []Message, user []reducer.Message) {
+	used := map[string]*Call{}
+	for _, m := range history {
+		for _, c := range m.Content {
+			if c.Type == ToolCall {
+				used[c.ToolCallID] = nil
+			}
+		}
+	}
+	out := make([]Message, 0, len(history)+1+2*len(r.steps))
+	out = append(out, history...)
+	out = append(out, UserMessage(user))
+	r.input = input{history: history, user: slices.Clone(user), out: out, used: used, wire: map[*Call]string{}, baton: map[string]bool{}}
+	r.stale = 0
+}
+
+// same reports whether a and b are the same slice: same start, same length.
+func same[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // Unresolved is the result recorded for a call that never got one because

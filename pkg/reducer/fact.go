@@ -155,6 +155,11 @@ func (u Usage) Add(o Usage) Usage {
 	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.Steps + o.Steps}
 }
 
+// sub returns u minus o.
+func (u Usage) sub(o Usage) Usage {
+	return Usage{u.InputTokens - o.InputTokens, u.OutputTokens - o.OutputTokens, u.Steps - o.Steps}
+}
+
 // Failure says why a turn failed.
 type Failure struct {
 	Kind  FailureKind `json:"kind"`
@@ -195,7 +200,8 @@ type Fact struct {
 	// execution.verdict
 	Settled *Settled `json:"settled,omitempty"`
 	// turn.completed, turn.failed, turn.cancelled: usage of the turn, and
-	// the key of the conversation snapshot taken as it ended.
+	// the key of the conversation snapshot taken as it ended. A
+	// turn.suspended may carry the turn's usage so far.
 	Usage    *Usage   `json:"usage,omitempty"`
 	Failure  *Failure `json:"failure,omitempty"`
 	Snapshot string   `json:"snapshot,omitempty"`

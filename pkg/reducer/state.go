@@ -45,6 +45,9 @@ type Turn struct {
 	// delayed wake of a fault suspension is due, zero otherwise.
 	Faults int       `json:"faults,omitempty"`
 	Wake   time.Time `json:"wake,omitzero"`
+	// Usage is the turn's usage as its last suspension recorded it; it is
+	// counted in the session's Usage.
+	Usage Usage `json:"usage,omitzero"`
 }
 
 // Answer returns the answer to the approval requested for a tool call.
@@ -79,7 +82,8 @@ type State struct {
 	Turn *Turn `json:"turn,omitempty"`
 	// Inbox holds messages received and not yet answered by a turn.
 	Inbox []Message `json:"inbox,omitempty"`
-	// Usage sums every ended turn.
+	// Usage sums every ended turn and the open turn's usage as its last
+	// suspension recorded it.
 	Usage Usage `json:"usage"`
 	// Turns counts ended turns; Last is how the latest one ended.
 	Turns       int64    `json:"turns"`
@@ -220,6 +224,10 @@ func (s *State) apply(f Fact) error {
 		}
 		if f.Faults < 0 {
 			return illegal("negative fault count %d", f.Faults)
+		}
+		if f.Usage != nil {
+			s.Usage = s.Usage.Add(f.Usage.sub(s.Turn.Usage))
+			s.Turn.Usage = *f.Usage
 		}
 		s.Turn.Wake = time.Time{}
 		switch f.Cause {
@@ -374,7 +382,9 @@ func (s *State) apply(f Fact) error {
 
 func (s *State) end(f Fact) {
 	if f.Usage != nil {
-		s.Usage = s.Usage.Add(*f.Usage)
+		// The end's usage is the whole turn's: what its suspensions
+		// recorded is part of it.
+		s.Usage = s.Usage.Add(f.Usage.sub(s.Turn.Usage))
 	}
 	s.Turn = nil
 	s.Status = Idle

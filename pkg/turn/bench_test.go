@@ -3,8 +3,10 @@ package turn_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
@@ -23,31 +25,61 @@ func stepsScript(n int) string {
 
 // BenchmarkStep measures the runner's cost per step with a zero-delay
 // scripted model, in-process against the emulator: the flush of each step
-// to S3 included. It reports S3 PUTs per step and DynamoDB writes per turn.
+// to S3 included. A turn of 10, 100 and 1,000 steps runs in one
+// invocation, so the per-step figures show whether a step's cost grows
+// with the turn's length. It reports ns and allocations per step (the
+// turn's whole cost over its steps), S3 PUTs per step and DynamoDB writes
+// per turn; and marginal-ns/step, a step's cost without the turn's fixed
+// cost (start, end, snapshot), which a one-step turn run untimed beside
+// each timed one measures: (turn - one-step turn) / (steps - 1).
 func BenchmarkStep(b *testing.B) {
-	const steps = 10
-	agent := demoAgent(b, script(b, stepsScript(steps)), turn.Limits{})
-	inv := fresh(agent)
-	ctx := context.Background()
-	ids := make([]string, b.N)
-	for i := range ids {
-		ids[i] = newSession(b, inv, "go")
+	for _, steps := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
+			lim := turn.Limits{MaxStepsPerInvocation: steps + 1, MaxStepsPerTurn: steps + 1}
+			inv := fresh(demoAgent(b, script(b, stepsScript(steps)), lim))
+			one := fresh(demoAgent(b, script(b, stepsScript(1)), lim))
+			ctx := context.Background()
+			ids := make([]string, b.N)
+			ones := make([]string, b.N)
+			for i := range ids {
+				ids[i] = newSession(b, inv, "go")
+				ones[i] = newSession(b, one, "go")
+			}
+			inv.counter.Reset()
+			b.ReportAllocs()
+			var mallocs uint64
+			var base time.Duration
+			var ms runtime.MemStats
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				began := time.Now()
+				if out, err := one.runner.Start(ctx, ones[i]); err != nil || out.Kind != turn.Completed {
+					b.Fatalf("one-step turn: %+v %v", out, err)
+				}
+				base += time.Since(began)
+				runtime.ReadMemStats(&ms)
+				mallocs -= ms.Mallocs
+				b.StartTimer()
+				out, err := inv.runner.Start(ctx, ids[i])
+				b.StopTimer()
+				runtime.ReadMemStats(&ms)
+				mallocs += ms.Mallocs
+				if err != nil || out.Kind != turn.Completed || out.Steps != steps {
+					b.Fatalf("%+v %v", out, err)
+				}
+				b.StartTimer()
+			}
+			b.StopTimer()
+			n := float64(b.N) * float64(steps)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/step")
+			b.ReportMetric(float64((b.Elapsed()-base).Nanoseconds())/float64(b.N)/float64(steps-1), "marginal-ns/step")
+			b.ReportMetric(float64(mallocs)/n, "allocs/step")
+			b.ReportMetric(float64(inv.counter.Total("s3:PutObject"))/n, "s3-puts/step")
+			b.ReportMetric(float64(inv.counter.Total("dynamodb:TransactWriteItems")+inv.counter.Total("dynamodb:PutItem"))/float64(b.N), "ddb-writes/turn")
+			b.ReportMetric(float64(inv.counter.Total(""))/float64(b.N), "requests/turn")
+		})
 	}
-	inv.counter.Reset()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		out, err := inv.runner.Start(ctx, ids[i])
-		if err != nil || out.Kind != turn.Completed {
-			b.Fatalf("%+v %v", out, err)
-		}
-	}
-	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n/steps, "ns/step")
-	b.ReportMetric(float64(inv.counter.Total("s3:PutObject"))/n/steps, "s3-puts/step")
-	b.ReportMetric(float64(inv.counter.Total("dynamodb:TransactWriteItems")+inv.counter.Total("dynamodb:PutItem"))/n, "ddb-writes/turn")
-	b.ReportMetric(float64(inv.counter.Total(""))/n, "requests/turn")
 }
 
 // BenchmarkRebuild reports the requests needed to rebuild a session after

@@ -34,7 +34,7 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	}
 	for {
 		ru.replay()
-		if pending := ru.turn.Pending(); len(pending) > 0 {
+		if pending := ru.rep.Pending(); len(pending) > 0 {
 			approvals, uncertain, err := ru.settle(ctx, pending)
 			if errors.Is(err, errCut) {
 				if ctx.Err() != nil {
@@ -221,7 +221,7 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 	st := ru.sess.State
 	req := model.Request{
 		System:    ru.agent.System,
-		Messages:  conversation.Build(ru.sess.History, st.Turn.Messages, ru.turn),
+		Messages:  ru.rep.Build(ru.sess.History, st.Turn.Messages),
 		Tools:     ru.tools.Specs(),
 		MaxTokens: ru.agent.MaxTokens,
 	}
@@ -548,6 +548,9 @@ func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Dura
 		last, extra = extra[n-1], extra[:n-1]
 	}
 	last.Actor, last.Turn, last.Cause = agentActor(ru.out.Turn), ru.out.Turn, cause
+	// The stream is durable up to here: its steps' usage counts now.
+	u := ru.rep.Turn().Usage()
+	last.Usage = &u
 	facts := append(extra, last)
 	if err := ru.append(ctx, facts...); err != nil {
 		return ru.stopped(ctx, err)

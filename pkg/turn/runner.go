@@ -79,8 +79,9 @@ type run struct {
 	agent    *Agent
 	lim      Limits
 	sink     *streams.Sink
-	parts    []streams.Part // the turn's durable parts plus this invocation's
-	turn     conversation.Turn
+	parts    []streams.Part        // the turn's durable parts plus this invocation's
+	rep      conversation.Replayer // parts folded so far; see replay
+	turn     conversation.Turn     // the turn as of the last replay
 	deadline time.Time
 	out      Outcome
 	dirty    bool           // the sink holds parts beyond start, markers and the tools record
@@ -181,7 +182,8 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 	}
 	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, parts: parts, deadline: deadline,
 		out: Outcome{Session: id, Turn: t.ID}}
-	ru.turn = conversation.Replay(parts)
+	ru.rep.Add(parts...)
+	ru.replay()
 	if status := sink.Closed(); status != streams.Open {
 		// The last invocation closed the stream and died before recording
 		// the outcome: record it now.
@@ -222,17 +224,21 @@ func (ru *run) finish(out Outcome, err error) (Outcome, error) {
 	return out, err
 }
 
-// emit buffers parts in the sink and in the run's view of the turn.
+// emit buffers parts in the sink and folds them into the run's view of the
+// turn.
 func (ru *run) emit(parts ...streams.Part) {
 	for _, p := range parts {
 		if p.Type != streams.Start && p.Type != DataTools && !p.Marker() {
 			ru.dirty = true
 		}
 	}
-	ru.parts = append(ru.parts, parts...)
+	ru.rep.Add(parts...)
 	// Append fails only on a poisoned or closed sink; the next Flush or
 	// Close reports that, so the error here adds nothing.
 	_ = ru.sink.Append(parts...)
 }
 
-func (ru *run) replay() { ru.turn = conversation.Replay(ru.parts) }
+// replay brings the run's view of the turn up to the parts emitted so far.
+// The parts are folded as they are emitted, so this costs nothing per part
+// already seen.
+func (ru *run) replay() { ru.turn = ru.rep.Turn() }

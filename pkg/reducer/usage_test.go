@@ -1,0 +1,37 @@
+package reducer_test
+
+import (
+	"testing"
+
+	"github.com/baton-run/baton/pkg/reducer"
+)
+
+// A suspension's usage is the turn's so far: the session counts it at once,
+// and the turn's end (or cancellation) counts each step once.
+func TestSuspensionUsageCountsInTheSession(t *testing.T) {
+	b := newBuilder()
+	fs := []reducer.Fact{b.created(), b.message("m1"), b.started("turn_1"), b.completed(usage(100, 10, 1)),
+		b.message("m2"), b.started("turn_2")}
+	check := func(want reducer.Usage, fs []reducer.Fact) {
+		t.Helper()
+		st, err := reducer.Reduce(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Usage != want {
+			t.Fatalf("usage = %+v, want %+v", st.Usage, want)
+		}
+	}
+	check(reducer.Usage{InputTokens: 100, OutputTokens: 10, Steps: 1}, fs)
+	fs = append(fs, b.suspended(reducer.CauseBudget, usage(20, 2, 2)))
+	check(reducer.Usage{InputTokens: 120, OutputTokens: 12, Steps: 3}, fs)
+	fs = append(fs, b.resumed(), b.suspended(reducer.CauseBudget, usage(50, 5, 4)))
+	check(reducer.Usage{InputTokens: 150, OutputTokens: 15, Steps: 5}, fs)
+	// A suspension without usage (a store fault's) changes nothing.
+	fs = append(fs, b.resumed(), b.suspended(reducer.CauseThrottled))
+	check(reducer.Usage{InputTokens: 150, OutputTokens: 15, Steps: 5}, fs)
+	ended := append(fs, b.resumed(), b.completed(usage(70, 7, 5)))
+	check(reducer.Usage{InputTokens: 170, OutputTokens: 17, Steps: 6}, ended)
+	// A cancelled turn's usage is what its suspensions recorded.
+	check(reducer.Usage{InputTokens: 150, OutputTokens: 15, Steps: 5}, append(fs[:len(fs):len(fs)], b.cancelled(seq(fs[len(fs)-1].Seq+1))))
+}
