@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -26,15 +27,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	testEnv.emu = emulator.Start()
-	defer testEnv.emu.Close()
-	testEnv.table = ids.New("facts")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := New(testEnv.emu.Clients.DynamoDB, testEnv.table).CreateTable(ctx); err != nil {
+	env, err := testenv.Provision(context.Background(), testenv.Emulator(), nil)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	testEnv.emu, testEnv.table = env.Emu, env.Table
 	return m.Run()
 }
 
@@ -44,11 +42,7 @@ func sharedStore() *Store { return New(testEnv.emu.Clients.DynamoDB, testEnv.tab
 // ownTable makes a Store on a new table of the test's own.
 func ownTable(t *testing.T) *Store {
 	t.Helper()
-	s := New(testEnv.emu.Clients.DynamoDB, ids.New("facts"))
-	if err := s.CreateTable(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return New(testEnv.emu.Clients.DynamoDB, testenv.New(t).Table)
 }
 
 var t0 = time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -279,8 +281,14 @@ func TestNonConflictErrorsAreNotConflicts(t *testing.T) {
 	})
 }
 
-func TestCreateTableIsIdempotent(t *testing.T) {
-	if err := sharedStore().CreateTable(t.Context()); err != nil {
-		t.Fatalf("creating an existing table: %v", err)
+// The table the template declares (and the tests run on) has the keys and
+// indexes the store needs.
+func TestTemplateTableMatchesTableInput(t *testing.T) {
+	out, err := testEnv.emu.Clients.DynamoDB.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(testEnv.table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := provision.TableDiff(TableInput(testEnv.table), out.Table); diff != "" {
+		t.Fatalf("template table differs from TableInput: %s", diff)
 	}
 }
