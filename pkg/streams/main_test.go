@@ -9,12 +9,12 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/ids"
 )
@@ -31,15 +31,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	testEnv.emu = emulator.Start()
-	defer testEnv.emu.Close()
-	testEnv.bucket = ids.New("streams")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := New(testEnv.emu.Clients.S3, testEnv.bucket).CreateBucket(ctx); err != nil {
+	env, err := testenv.Provision(context.Background(), testenv.Emulator(), nil)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	testEnv.emu, testEnv.bucket = env.Emu, env.Bucket
 	return m.Run()
 }
 
