@@ -106,3 +106,19 @@ func Template() ([]byte, error) {
 		dir = up
 	}
 }
+
+// M is the part of *testing.M the package uses.
+type M interface{ Run() int }
+
+// Run provisions fresh resources on the shared emulator into *e and runs
+// the tests, for a TestMain: os.Exit(testenv.Run(m, &env)). It returns 1
+// without running them if provisioning fails.
+func Run(m M, e *Env) int {
+	env, err := Provision(context.Background(), Emulator(), nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*e = env
+	return m.Run()
+}

@@ -227,7 +227,7 @@ func TestNonConflictErrorsAreNotConflicts(t *testing.T) {
 		Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "op"}})
 
 	t.Run("missing table", func(t *testing.T) {
-		missing := New(testEnv.emu.Clients.DynamoDB, ids.New("no-such-table"))
+		missing := New(testEnv.Emu.Clients.DynamoDB, ids.New("no-such-table"))
 		err := missing.Append(t.Context(), ids.New("s"), next, facts...)
 		if err == nil || errors.Is(err, ErrConflict) {
 			t.Fatalf("append to a missing table: %v, want a non-conflict error", err)
@@ -284,11 +284,11 @@ func TestNonConflictErrorsAreNotConflicts(t *testing.T) {
 // The table the template declares (and the tests run on) has the keys and
 // indexes the store needs.
 func TestTemplateTableMatchesTableInput(t *testing.T) {
-	out, err := testEnv.emu.Clients.DynamoDB.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(testEnv.table)})
+	out, err := testEnv.Emu.Clients.DynamoDB.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(testEnv.Table)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := provision.TableDiff(TableInput(testEnv.table), out.Table); diff != "" {
+	if diff := provision.TableDiff(TableInput(testEnv.Table), out.Table); diff != "" {
 		t.Fatalf("template table differs from TableInput: %s", diff)
 	}
 }

@@ -3,7 +3,6 @@ package session_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -23,15 +22,7 @@ import (
 // env is the package's table, bucket and queue.
 var env testenv.Env
 
-func TestMain(m *testing.M) {
-	e, err := testenv.Provision(context.Background(), testenv.Emulator(), nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	env = e
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
 
 func store() *session.Store {
 	c := env.Clients()

@@ -448,7 +448,7 @@ func TestCloseWithEmptyBufferAfterFlushWritesMarkerChunk(t *testing.T) {
 
 func TestNonConditionalErrorKeepsBuffer(t *testing.T) {
 	ctx := t.Context()
-	store := New(testEnv.emu.Clients.S3, "no-such-bucket-"+strings.ToLower(session()))
+	store := New(testEnv.Emu.Clients.S3, "no-such-bucket-"+strings.ToLower(session()))
 	k := store.Open(session(), "x")
 	mustAppend(t, k, Part{Type: Start}, text("a", "kept"))
 	err := k.Flush(ctx)
@@ -630,13 +630,13 @@ func TestInvalidArguments(t *testing.T) {
 
 func TestCreateBucketIsIdempotent(t *testing.T) {
 	ctx := t.Context()
-	store := New(testEnv.emu.Clients.S3, strings.ToLower(session()))
+	store := New(testEnv.Emu.Clients.S3, strings.ToLower(session()))
 	for i := range 2 {
 		if err := store.CreateBucket(ctx); err != nil {
 			t.Fatalf("create #%d: %v", i+1, err)
 		}
 	}
-	if _, err := testEnv.emu.Clients.S3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(store.Bucket())}); err != nil {
+	if _, err := testEnv.Emu.Clients.S3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(store.Bucket())}); err != nil {
 		t.Fatalf("bucket missing: %v", err)
 	}
 }
