@@ -1,7 +1,6 @@
 package wake
 
 import (
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -144,44 +143,5 @@ func TestParseRejectsBadBodies(t *testing.T) {
 	w, err := Parse(" {\"session\":\"s_1\",\"reason\":\"lease\",\"seq\":7,\"extra\":true}\n")
 	if err != nil || w != (Wake{Session: "s_1", Reason: "lease", Seq: 7}) {
 		t.Fatalf("Parse of a good body = %+v, %v", w, err)
-	}
-}
-
-func TestCreateQueueIsIdempotentWithDeadLetterQueue(t *testing.T) {
-	client := testenv.Emulator().Clients.SQS
-	name := ids.New("wakes")
-	url, err := CreateQueue(t.Context(), client, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := CreateQueue(t.Context(), client, name)
-	if err != nil || again != url {
-		t.Fatalf("second CreateQueue = %q, %v; want %q", again, err, url)
-	}
-	dlq, err := client.GetQueueUrl(t.Context(), &sqs.GetQueueUrlInput{QueueName: aws.String(name + "-dlq")})
-	if err != nil {
-		t.Fatalf("dead-letter queue: %v", err)
-	}
-	dlqAttrs, err := client.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{
-		QueueUrl: dlq.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	attrs, err := client.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var policy struct {
-		Target string          `json:"deadLetterTargetArn"`
-		Max    json.RawMessage `json:"maxReceiveCount"`
-	}
-	if err := json.Unmarshal([]byte(attrs.Attributes["RedrivePolicy"]), &policy); err != nil {
-		t.Fatalf("redrive policy %q: %v", attrs.Attributes["RedrivePolicy"], err)
-	}
-	if policy.Target != dlqAttrs.Attributes["QueueArn"] || (string(policy.Max) != `"5"` && string(policy.Max) != "5") {
-		t.Fatalf("redrive policy %+v (max %s), want target %s, max 5", policy, policy.Max, dlqAttrs.Attributes["QueueArn"])
 	}
 }
