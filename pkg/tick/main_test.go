@@ -13,7 +13,6 @@ import (
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
-	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tick"
@@ -79,16 +78,6 @@ var alice = teststack.Alice
 func newSession(t testing.TB, inv *invocation, text string) string {
 	t.Helper()
 	return teststack.NewSession(t, inv.sessions, "demo", text)
-}
-
-func load(t testing.TB, inv *invocation, id string) reducer.State {
-	t.Helper()
-	return teststack.Load(t, inv.sessions, id)
-}
-
-func facts(t testing.TB, inv *invocation, id string) []reducer.Fact {
-	t.Helper()
-	return teststack.Facts(t, inv.sessions, id)
 }
 
 // parts reads a whole stream back.
