@@ -68,16 +68,6 @@ func post(t testing.TB, inv *invocation, id string, st reducer.State, text strin
 	teststack.Post(t, inv.sessions, id, st, text)
 }
 
-func load(t testing.TB, inv *invocation, id string) reducer.State {
-	t.Helper()
-	return teststack.Load(t, inv.sessions, id)
-}
-
-func facts(t testing.TB, inv *invocation, id string) []reducer.Fact {
-	t.Helper()
-	return teststack.Facts(t, inv.sessions, id)
-}
-
 // receive takes the wakes now visible on the queue, deleting them.
 func (s *stack) receive(t testing.TB) []wake.Wake {
 	t.Helper()
