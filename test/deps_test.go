@@ -7,8 +7,9 @@ import (
 )
 
 // TestFunctionsLinkNoTestingPackages checks that the deployed binaries do not
-// link the standard library's testing packages (testing, testing/fstest, ...):
-// test support stays out of production code.
+// link the standard library's testing packages (testing, testing/fstest, ...)
+// nor baton's own test support (internal/testenv, internal/teststack,
+// internal/testdev, batontest): test support stays out of production code.
 func TestFunctionsLinkNoTestingPackages(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "../functions/...").CombinedOutput()
 	if err != nil {
@@ -19,7 +20,9 @@ func TestFunctionsLinkNoTestingPackages(t *testing.T) {
 		t.Fatal("go list -deps ../functions/... listed nothing")
 	}
 	for _, p := range deps {
-		if p == "testing" || strings.HasPrefix(p, "testing/") {
+		if p == "testing" || strings.HasPrefix(p, "testing/") ||
+			strings.HasPrefix(p, "github.com/baton-run/baton/internal/test") ||
+			p == "github.com/baton-run/baton/batontest" {
 			t.Errorf("a function links %s", p)
 		}
 	}
