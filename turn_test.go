@@ -19,36 +19,28 @@ import (
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/mcp/mcptest"
 	"github.com/baton-run/baton/pkg/model"
-	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
 
-// emu is the emulator every stack uses, started by the first. In-process
-// kumo servers share state, and starting one while another is still
-// working is a data race, so the package's tests share one, as other
-// packages' do; each stack has its own table, bucket and queue.
-var emu = sync.OnceValue(emulator.Start)
-
-// stack wires baton as a program would, with app.NewWith, on kumo (or the
-// endpoint in AWS_ENDPOINT_URL), with fresh resources and the Go agents.
+// stack wires baton as a program would, with app.NewWith, on the test
+// binary's emulator (kumo, or the endpoint in AWS_ENDPOINT_URL), with fresh
+// resources and the Go agents.
 func stack(t *testing.T, agents ...*turn.Agent) *app.App {
 	t.Helper()
 	ctx := context.Background()
-	e := emu()
-	name := strings.ToLower(ids.New("lib"))
-	res, err := provision.Provision(ctx, e.Clients, baton.Template(), provision.Names{Table: name, Bucket: name, Queue: name})
+	e, err := testenv.Provision(ctx, testenv.Emulator(), baton.Template())
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.NewWith(ctx, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL}, e.Clients,
+	a, err := app.NewWith(ctx, app.Env{Table: e.Table, Bucket: e.Bucket, QueueURL: e.QueueURL}, e.Clients(),
 		slog.New(slog.NewTextHandler(io.Discard, nil)), app.Extras{Agents: agents})
 	if err != nil {
 		t.Fatal(err)

@@ -11,10 +11,9 @@ import (
 	"time"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/ids"
-	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tick"
@@ -117,30 +116,27 @@ func (k *Kit) Tick() tick.Report {
 	return rep
 }
 
-// New starts the emulator, provisions fresh resources from baton.Template
-// (names of their own, so kits may run side by side) and builds c's App on
-// them, as baton.New does in a function. The emulator stops when the test
-// ends.
+// New provisions fresh resources from baton.Template (names of their own,
+// so kits may run side by side) on the emulator and builds c's App on them,
+// as baton.New does in a function. The emulator (kumo in-process, or the
+// endpoint in AWS_ENDPOINT_URL) starts with the test binary's first kit and
+// runs until the process exits.
 func New(tb TB, c baton.Config) *Kit { return NewWith(tb, c, Options{}) }
 
 // NewWith is New with options.
 func NewWith(tb TB, c baton.Config, o Options) *Kit {
 	tb.Helper()
 	ctx := context.Background()
-	emu := emulator.Start()
-	tb.Cleanup(emu.Close)
-	base := strings.ToLower(ids.New("kit"))
 	tmpl := o.Template
 	if tmpl == nil {
 		tmpl = baton.Template()
 	}
-	res, err := provision.Provision(ctx, emu.Clients, tmpl,
-		provision.Names{Table: base, Bucket: base, Queue: base})
+	res, err := testenv.Provision(ctx, testenv.Emulator(), tmpl)
 	if err != nil {
-		tb.Fatalf("batontest: provision: %v", err)
+		tb.Fatalf("batontest: %v", err)
 	}
 	a, err := baton.NewOn(ctx, c, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, Agents: o.Agents},
-		emu.Clients, o.Log)
+		res.Clients(), o.Log)
 	if err != nil {
 		tb.Fatalf("batontest: %v", err)
 	}

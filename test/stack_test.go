@@ -31,6 +31,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/operator"
@@ -263,11 +264,11 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		t: t, ctx: ctx, emu: e,
 		id: fmt.Sprintf("e2e-%s-%d", strconv.FormatInt(time.Now().UnixNano(), 36), stackSeq.Add(1)),
 	}
-	names := provision.Names{Table: s.id, Bucket: s.id, Queue: s.id}
-	res, err := provision.Provision(ctx, e.Clients, baton.Template(), names)
+	fresh, err := testenv.Provision(ctx, e, baton.Template())
 	if err != nil {
-		t.Fatalf("provision: %v", err)
+		t.Fatal(err)
 	}
+	res := fresh.Resources
 	s.res = res
 	s.store = &session.Store{Facts: dynamo.New(e.Clients.DynamoDB, res.Table), Streams: streams.New(e.Clients.S3, res.Bucket)}
 	s.env = map[string]string{

@@ -16,8 +16,8 @@ import (
 
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/agents"
-	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/test/harness"
 )
@@ -176,8 +176,7 @@ func TestDeclaredTimeout(t *testing.T) {
 // the tool invokes the configured ARN (here one kumo does not know).
 // LambdaTool itself is tested against a running function in package tool.
 func TestDeclaredLambdaTool(t *testing.T) {
-	emu := emulator.Start()
-	t.Cleanup(emu.Close)
+	emu := testenv.Emulator()
 	arn := "arn:aws:lambda:us-east-1:000000000000:function:not-deployed"
 	cfg := scripted(`"tools":[{"name":"refund","kind":"lambda","description":"Refund.","effect":"external","schema":{"type":"object"},"arn":"` + arn + `"}]`)
 	a := load(t, cfg, agents.DeclaredTools(harness.LambdaClient(emu.URL), nil))

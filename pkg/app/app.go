@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing/fstest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -243,9 +242,12 @@ func loadFile(ctx context.Context, src string, clients *awsenv.Clients, tools []
 		if _, err := buf.ReadFrom(out.Body); err != nil {
 			return nil, fmt.Errorf("app: agents %s: %w", src, err)
 		}
+		f, err := agents.Parse("agents.json", buf.Bytes())
+		if err != nil {
+			return nil, err
+		}
 		// Scripts referenced by path cannot follow an S3 config; inline them.
-		fsys := fstest.MapFS{"agents.json": &fstest.MapFile{Data: buf.Bytes()}}
-		return agents.Load(ctx, fsys, "agents.json", deps)
+		return agents.Build(ctx, noFiles{}, "agents.json", f, deps)
 	default:
 		abs, err := filepath.Abs(src)
 		if err != nil {
@@ -256,4 +258,12 @@ func loadFile(ctx context.Context, src string, clients *awsenv.Clients, tools []
 		}
 		return agents.Load(ctx, os.DirFS(filepath.Dir(abs)), filepath.Base(abs), deps)
 	}
+}
+
+// noFiles is a file system without files, for an agent file that has no
+// directory to refer to.
+type noFiles struct{}
+
+func (noFiles) Open(name string) (fs.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/ids"
 )
 
@@ -21,8 +21,7 @@ const inline = `{"agents":{"helper":{"provider":"scripted","script":{"steps":[{"
 
 func TestLoadAgentsFromEverySource(t *testing.T) {
 	ctx := context.Background()
-	e := emulator.Start()
-	defer e.Close()
+	e := testenv.Emulator()
 
 	demo, err := app.LoadAgents(ctx, "", e.Clients)
 	if err != nil || !demo.Has("demo") {

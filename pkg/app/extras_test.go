@@ -8,16 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
 
 func TestExtrasJoinTheFile(t *testing.T) {
 	ctx := context.Background()
-	e := emulator.Start()
-	defer e.Close()
+	e := testenv.Emulator()
 	path := filepath.Join(t.TempDir(), "agents.json")
 	cfg := `{"agents":{"helper":{"provider":"scripted","script":{"steps":[{"text":"hi"}]},"tools":["ping"]}}}`
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -54,8 +53,7 @@ func TestExtrasJoinTheFile(t *testing.T) {
 // get the demo agent.
 func TestDemoToolsAreTheDemoAgentsOnly(t *testing.T) {
 	ctx := context.Background()
-	e := emulator.Start()
-	defer e.Close()
+	e := testenv.Emulator()
 	path := filepath.Join(t.TempDir(), "agents.json")
 	cfg := `{"agents":{"helper":{"provider":"scripted","script":{"steps":[{"text":"hi"}]},"tools":["get_weather"]}}}`
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

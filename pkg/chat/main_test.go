@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -14,35 +13,14 @@ import (
 	"time"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/devserver"
+	"github.com/baton-run/baton/internal/testdev"
 )
 
 // base is the URL of the dev server every test of this package drives: the
 // in-process emulator, the demo agent, the resume poller and the tick.
 var base string
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Template: baton.Template(),
-			Ready: func(u string) { ready <- u }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}()
-	select {
-	case base = <-ready:
-	case err := <-done:
-		fmt.Fprintln(os.Stderr, "dev server stopped:", err)
-		os.Exit(1)
-	case <-time.After(60 * time.Second):
-		fmt.Fprintln(os.Stderr, "dev server never became ready")
-		os.Exit(1)
-	}
-	code := m.Run()
-	cancel()
-	<-done
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testdev.Run(m, baton.Template(), &base)) }
 
 // chunk is one event of a UI message stream.
 type chunk struct {

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/devserver"
 	"github.com/baton-run/baton/pkg/dynamo"
-	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/session"
@@ -22,8 +22,7 @@ import (
 // tail polls, and renders the turn whole and once.
 func TestTailAgainstAServerThatDoesNotHold(t *testing.T) {
 	ctx := testCtx(t)
-	emu := emulator.Start()
-	defer emu.Close()
+	emu := testenv.Emulator()
 	names := provision.DefaultNames()
 	store := &session.Store{Facts: dynamo.New(emu.Clients.DynamoDB, names.Table), Streams: streams.New(emu.Clients.S3, names.Bucket)}
 	api := operator.New(operator.Config{Sessions: store, Agents: func(string) bool { return true },

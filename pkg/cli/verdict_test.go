@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/cli"
 	"github.com/baton-run/baton/pkg/dynamo"
-	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -25,8 +25,7 @@ func TestVerdictOnAnUncertainExecution(t *testing.T) {
 	env := vars{}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
 
-	emu := emulator.Start()
-	defer emu.Close()
+	emu := testenv.Emulator()
 	names := provision.DefaultNames()
 	store := &session.Store{Facts: dynamo.New(emu.Clients.DynamoDB, names.Table), Streams: streams.New(emu.Clients.S3, names.Bucket)}
 	sess, err := store.Load(ctx, id)

@@ -20,10 +20,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/operator"
-	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/worker"
@@ -76,9 +75,7 @@ type stack struct {
 
 func newStack(t *testing.T, ctx context.Context, chargeURL string, identity func(*http.Request) (string, bool)) *stack {
 	t.Helper()
-	emu := emulator.Start()
-	t.Cleanup(emu.Close)
-	res, err := provision.Provision(ctx, emu.Clients, baton.Template(), provision.DefaultNames())
+	res, err := testenv.Provision(ctx, testenv.Emulator(), baton.Template())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +88,7 @@ func newStack(t *testing.T, ctx context.Context, chargeURL string, identity func
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	a, err := app.NewWith(ctx, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, Agents: agents}, emu.Clients, log, app.Extras{Tools: tool.Demo()})
+	a, err := app.NewWith(ctx, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, Agents: agents}, res.Clients(), log, app.Extras{Tools: tool.Demo()})
 	if err != nil {
 		t.Fatal(err)
 	}

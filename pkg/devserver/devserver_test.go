@@ -13,11 +13,11 @@ import (
 	"time"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/devserver"
 	"github.com/baton-run/baton/pkg/dynamo"
-	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -193,8 +193,7 @@ func TestDevServerTickReapsAKilledTurn(t *testing.T) {
 
 	// A runner that took the turn and died: its facts, written straight to
 	// the dev server's table (kumo's state is process-wide), and no wake.
-	emu := emulator.Start()
-	defer emu.Close()
+	emu := testenv.Emulator()
 	names := provision.DefaultNames()
 	store := &session.Store{Facts: dynamo.New(emu.Clients.DynamoDB, names.Table), Streams: streams.New(emu.Clients.S3, names.Bucket)}
 	loaded, err := store.Load(ctx, sess.ID)

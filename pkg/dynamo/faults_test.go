@@ -40,7 +40,7 @@ func TestAppendThroughFaults(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ft := faults.New(nil)
-			store := New(faults.Clients(testEnv.emu.URL, ft).DynamoDB, testEnv.table)
+			store := New(faults.Clients(testEnv.Emu.URL, ft).DynamoDB, testEnv.Table)
 			s := newSession(t, store, "alice", t0)
 			next, fs := s.prepare(reducer.Fact{Type: reducer.MessageReceived,
 				Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, Message: &reducer.Message{ID: "m1", Text: "hi"}})
@@ -94,7 +94,7 @@ func TestAppendThroughFaults(t *testing.T) {
 // the fact back and finds another's: ErrConflict, not success.
 func TestLostResponseOfALosingAppendIsStillAConflict(t *testing.T) {
 	ft := faults.New(nil)
-	store := New(faults.Clients(testEnv.emu.URL, ft).DynamoDB, testEnv.table)
+	store := New(faults.Clients(testEnv.Emu.URL, ft).DynamoDB, testEnv.Table)
 	s := newSession(t, store, "alice", t0)
 	next, fs := s.prepare(reducer.Fact{Type: reducer.MessageReceived,
 		Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, Message: &reducer.Message{ID: "m1", Text: "first"}})
@@ -139,7 +139,7 @@ func BenchmarkAppendLostResponse(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				ft := faults.New(nil, c.rules...)
-				store := New(faults.Clients(testEnv.emu.URL, ft).DynamoDB, testEnv.table)
+				store := New(faults.Clients(testEnv.Emu.URL, ft).DynamoDB, testEnv.Table)
 				f := reducer.Fact{Seq: 1, Time: t0, Type: reducer.SessionCreated, Agent: "a",
 					Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "op"}}
 				next, err := (reducer.State{}).Apply(f)

@@ -1,14 +1,13 @@
 package dynamo
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -16,39 +15,17 @@ import (
 // testEnv is the emulator and the table shared by the package's tests. kumo
 // keeps state per process, so tests use unique session ids and owners, and
 // a test that needs the whole table (Due) makes its own.
-var testEnv struct {
-	emu   *emulator.Emulator
-	table string
-}
+var testEnv testenv.Env
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	testEnv.emu = emulator.Start()
-	defer testEnv.emu.Close()
-	testEnv.table = ids.New("facts")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := New(testEnv.emu.Clients.DynamoDB, testEnv.table).CreateTable(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &testEnv)) }
 
 // sharedStore is a fresh Store (fresh request counter) on the shared table.
-func sharedStore() *Store { return New(testEnv.emu.Clients.DynamoDB, testEnv.table) }
+func sharedStore() *Store { return New(testEnv.Emu.Clients.DynamoDB, testEnv.Table) }
 
 // ownTable makes a Store on a new table of the test's own.
 func ownTable(t *testing.T) *Store {
 	t.Helper()
-	s := New(testEnv.emu.Clients.DynamoDB, ids.New("facts"))
-	if err := s.CreateTable(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return New(testEnv.Emu.Clients.DynamoDB, testenv.New(t).Table)
 }
 
 var t0 = time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -1,9 +1,6 @@
 package dynamo
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -60,8 +57,10 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
-// TableInput describes the facts table: pay-per-request, with the byOwner
-// and byDue global secondary indexes (both sparse, projecting all attributes).
+// TableInput describes the facts table the store needs: pay-per-request,
+// with the byOwner and byDue global secondary indexes (both sparse,
+// projecting all attributes). The SAM template declares the table, and a
+// test checks that it agrees with this.
 func TableInput(table string) *dynamodb.CreateTableInput {
 	gsi := func(name, hash, rng string) types.GlobalSecondaryIndex {
 		return types.GlobalSecondaryIndex{
@@ -96,23 +95,4 @@ func TableInput(table string) *dynamodb.CreateTableInput {
 			gsi(IndexByDue, attrDueShard, attrDue),
 		},
 	}
-}
-
-// CreateTable creates the store's table if it does not exist and waits until
-// it is active. An existing table is accepted as it is.
-func (s *Store) CreateTable(ctx context.Context) error {
-	_, err := s.client.CreateTable(ctx, TableInput(s.table), s.count.DynamoDB)
-	var inUse *types.ResourceInUseException
-	if err != nil && !errors.As(err, &inUse) {
-		return fmt.Errorf("dynamo: create table %s: %w", s.table, err)
-	}
-	w := dynamodb.NewTableExistsWaiter(s.client, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay = time.Second
-		o.MaxDelay = 10 * time.Second
-		o.ClientOptions = append(o.ClientOptions, s.count.DynamoDB)
-	})
-	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)}, 5*time.Minute); err != nil {
-		return fmt.Errorf("dynamo: wait for table %s: %w", s.table, err)
-	}
-	return nil
 }

@@ -43,7 +43,8 @@ type Store struct {
 	count  *Counter
 }
 
-// New returns a store on table. It does not create the table; see CreateTable.
+// New returns a store on table. It does not create the table; the SAM
+// template (template.yaml) declares it.
 func New(client *dynamodb.Client, table string) *Store {
 	return &Store{client: client, table: table, count: &Counter{}}
 }

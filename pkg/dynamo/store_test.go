@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -225,7 +227,7 @@ func TestNonConflictErrorsAreNotConflicts(t *testing.T) {
 		Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "op"}})
 
 	t.Run("missing table", func(t *testing.T) {
-		missing := New(testEnv.emu.Clients.DynamoDB, ids.New("no-such-table"))
+		missing := New(testEnv.Emu.Clients.DynamoDB, ids.New("no-such-table"))
 		err := missing.Append(t.Context(), ids.New("s"), next, facts...)
 		if err == nil || errors.Is(err, ErrConflict) {
 			t.Fatalf("append to a missing table: %v, want a non-conflict error", err)
@@ -279,8 +281,14 @@ func TestNonConflictErrorsAreNotConflicts(t *testing.T) {
 	})
 }
 
-func TestCreateTableIsIdempotent(t *testing.T) {
-	if err := sharedStore().CreateTable(t.Context()); err != nil {
-		t.Fatalf("creating an existing table: %v", err)
+// The table the template declares (and the tests run on) has the keys and
+// indexes the store needs.
+func TestTemplateTableMatchesTableInput(t *testing.T) {
+	out, err := testEnv.Emu.Clients.DynamoDB.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(testEnv.Table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := provision.TableDiff(TableInput(testEnv.Table), out.Table); diff != "" {
+		t.Fatalf("template table differs from TableInput: %s", diff)
 	}
 }

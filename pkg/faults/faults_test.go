@@ -88,7 +88,7 @@ func TestFaultsAsTheSDKSeesThem(t *testing.T) {
 		t.Run("s3 "+string(c.fault), func(t *testing.T) {
 			ft := faults.New(nil, faults.Rule{Op: "s3:PutObject", Fault: c.fault})
 			cl := faults.Clients(emu.URL, ft)
-			_, err := cl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(ids.New("o")),
+			_, err := cl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(shared.Bucket), Key: aws.String(ids.New("o")),
 				Body: strings.NewReader("x")}, once3)
 			checkFault(t, err, c.code, c.status)
 		})
@@ -122,7 +122,7 @@ func TestRulesCountMatchingRequests(t *testing.T) {
 	ft := faults.New(nil, faults.Rule{Op: "s3:", Path: "/hit/", After: 1, Times: 2, Fault: faults.ServerError})
 	cl := faults.Clients(emu.URL, ft)
 	put := func(key string) error {
-		_, err := cl.S3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+		_, err := cl.S3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(shared.Bucket), Key: aws.String(key),
 			Body: strings.NewReader("x")}, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
 		return err
 	}
@@ -148,7 +148,7 @@ func TestTheSDKRetriesThrottles(t *testing.T) {
 	ft := faults.New(c, faults.Rule{Op: "s3:PutObject", Times: 2, Fault: faults.SlowDown})
 	cl := faults.Clients(emu.URL, ft)
 	c.Next = http.DefaultTransport
-	if _, err := cl.S3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(ids.New("o")),
+	if _, err := cl.S3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(shared.Bucket), Key: aws.String(ids.New("o")),
 		Body: strings.NewReader("x")}); err != nil {
 		t.Fatal(err)
 	}

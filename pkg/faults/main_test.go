@@ -7,45 +7,33 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/baton-run/baton/pkg/dynamo"
-	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/faults"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
-	"github.com/baton-run/baton/pkg/wake"
 )
 
-const bucket = "faults-test-streams"
+// shared is the emulator and the bucket the package's tests share; each
+// stack takes a table and a queue of its own.
+var shared testenv.Env
 
-var emu *emulator.Emulator
+var emu = testenv.Emulator()
 
-func TestMain(m *testing.M) {
-	emu = emulator.Start()
-	if err := streams.New(emu.Clients.S3, bucket).CreateBucket(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "create bucket:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	emu.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &shared)) }
 
 // stack is one test's table, queue and the parts of baton that write to
 // them, all talking to the emulator through one fault transport.
@@ -62,21 +50,12 @@ type stack struct {
 
 func newStack(t *testing.T, script string, lim turn.Limits) *stack {
 	t.Helper()
-	ctx := context.Background()
 	ft := faults.New(nil)
 	cl := faults.Clients(emu.URL, ft)
-	table := ids.New("sessions")
-	facts := dynamo.New(cl.DynamoDB, table)
-	if err := facts.CreateTable(ctx); err != nil {
-		t.Fatal(err)
-	}
-	q, err := wake.CreateQueue(ctx, cl.SQS, ids.New("wakes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waker := wake.NewSQS(cl.SQS, q)
-	ss := &session.Store{Facts: facts, Streams: streams.New(cl.S3, bucket), Waker: waker}
-	s := &stack{ft: ft, sessions: ss, queue: q, sqs: cl.SQS, runs: &atomic.Int32{}}
+	e := testenv.New(t)
+	ss := teststack.Sessions(cl, e)
+	waker := ss.Waker
+	s := &stack{ft: ft, sessions: ss, queue: e.QueueURL, sqs: cl.SQS, runs: &atomic.Int32{}}
 	m, err := model.ParseScript([]byte(script))
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +81,7 @@ func newStack(t *testing.T, script string, lim turn.Limits) *stack {
 	return s
 }
 
-var alice = reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}
+var alice = teststack.Alice
 
 // session creates a session with a waiting message.
 func (s *stack) session(t *testing.T) string {
@@ -151,10 +130,7 @@ func (s *stack) awaitingApproval(t *testing.T) string {
 
 func (s *stack) facts(t *testing.T, id string) []reducer.Fact {
 	t.Helper()
-	fs, err := s.sessions.Facts.Facts(context.Background(), id, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := teststack.Facts(t, s.sessions, id)
 	for i, f := range fs {
 		if f.Seq != int64(i+1) {
 			t.Fatalf("facts are not dense: fact %d has seq %d", i, f.Seq)
@@ -165,11 +141,7 @@ func (s *stack) facts(t *testing.T, id string) []reducer.Fact {
 
 func (s *stack) state(t *testing.T, id string) reducer.State {
 	t.Helper()
-	sess, err := s.sessions.Load(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sess.State
+	return teststack.Load(t, s.sessions, id)
 }
 
 // do sends an operator API request and returns the status and body.
@@ -186,24 +158,10 @@ func (s *stack) do(method, path, body string) (int, string) {
 // queued counts the wakes on the queue.
 func (s *stack) queued(t *testing.T) int {
 	t.Helper()
-	out, err := emu.Clients.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(s.queue), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
-	return n
+	return teststack.Visible(t, emu.Clients.SQS, s.queue)
 }
 
-func count(fs []reducer.Fact, typ reducer.Type) int {
-	n := 0
-	for _, f := range fs {
-		if f.Type == typ {
-			n++
-		}
-	}
-	return n
-}
+var count = teststack.Count
 
 func last(fs []reducer.Fact) reducer.Fact { return fs[len(fs)-1] }
 

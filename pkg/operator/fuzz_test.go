@@ -25,8 +25,8 @@ import (
 // message and leaves the session's facts as they were.
 func FuzzHandler(f *testing.F) {
 	ctx := context.Background()
-	c := shared.emu.Clients
-	store := &session.Store{Facts: dynamo.New(c.DynamoDB, shared.table), Streams: streams.New(c.S3, shared.bucket)}
+	c := shared.Clients()
+	store := &session.Store{Facts: dynamo.New(c.DynamoDB, shared.Table), Streams: streams.New(c.S3, shared.Bucket)}
 	h := operator.New(operator.Config{
 		Sessions: store,
 		Agents:   func(name string) bool { return name == "demo" },

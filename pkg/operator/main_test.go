@@ -3,9 +3,7 @@ package operator_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,47 +13,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
+	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/dynamo"
-	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/wake"
 )
 
 // shared is the emulator with the table and bucket every test uses. kumo's
 // state is process-wide, so tests use fresh ids and fresh callers.
-var shared struct {
-	emu    *emulator.Emulator
-	table  string
-	bucket string
-}
+var shared testenv.Env
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	shared.emu = emulator.Start()
-	defer shared.emu.Close()
-	shared.table = ids.New("operator")
-	shared.bucket = strings.ReplaceAll(ids.New("operator"), "_", "-")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c := shared.emu.Clients
-	if err := dynamo.New(c.DynamoDB, shared.table).CreateTable(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "create table:", err)
-		return 1
-	}
-	if err := streams.New(c.S3, shared.bucket).CreateBucket(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "create bucket:", err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &shared)) }
 
 const userHeader = "X-Test-User"
 
@@ -78,16 +50,11 @@ func newEnv(t testing.TB, tweak func(*operator.Config)) *env {
 // newEnvWrapped is newEnv with middleware wrap around the API.
 func newEnvWrapped(t testing.TB, tweak func(*operator.Config), wrap func(http.Handler) http.Handler) *env {
 	t.Helper()
-	c := shared.emu.Clients
-	q, err := wake.CreateQueue(t.Context(), c.SQS, ids.New("operator-wakes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &session.Store{
-		Facts:   dynamo.New(c.DynamoDB, shared.table),
-		Streams: streams.New(c.S3, shared.bucket),
-		Waker:   wake.NewSQS(c.SQS, q),
-	}
+	c := shared.Clients()
+	own := shared
+	own.QueueURL = testenv.New(t).QueueURL
+	q := own.QueueURL
+	store := teststack.Sessions(c, own)
 	cfg := operator.Config{
 		Sessions: store,
 		Agents:   func(name string) bool { return name == "demo" },
@@ -273,29 +240,7 @@ func (e *env) suspendUncertain(id, turn string) reducer.Execution {
 // the first, and deletes it.
 func (e *env) wakes() []wake.Wake {
 	e.t.Helper()
-	ctx := e.t.Context()
-	c := shared.emu.Clients.SQS
-	var out []wake.Wake
-	for wait := int32(1); ; wait = 0 {
-		got, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.queue),
-			MaxNumberOfMessages: 10, WaitTimeSeconds: wait})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if len(got.Messages) == 0 {
-			return out
-		}
-		for _, m := range got.Messages {
-			w, err := wake.Parse(aws.ToString(m.Body))
-			if err != nil {
-				e.t.Fatalf("wake %q: %v", aws.ToString(m.Body), err)
-			}
-			out = append(out, w)
-			if _, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(e.queue), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				e.t.Fatal(err)
-			}
-		}
-	}
+	return teststack.Receive(e.t, shared.Clients().SQS, e.queue, 1)
 }
 
 // event is one Server-Sent Event.
@@ -345,4 +290,4 @@ func parseEvents(t *testing.T, body []byte) []event {
 }
 
 // dynamoOn is a fact store on another table of the emulator.
-func dynamoOn(table string) *dynamo.Store { return dynamo.New(shared.emu.Clients.DynamoDB, table) }
+func dynamoOn(table string) *dynamo.Store { return dynamo.New(shared.Clients().DynamoDB, table) }

@@ -3,7 +3,6 @@ package session_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -11,9 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/dynamo"
-	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
@@ -21,39 +19,17 @@ import (
 	"github.com/baton-run/baton/pkg/wake"
 )
 
-var env struct {
-	clients *awsenv.Clients
-	queue   string
-}
+// env is the package's table, bucket and queue.
+var env testenv.Env
 
-func TestMain(m *testing.M) {
-	e := emulator.Start()
-	ctx := context.Background()
-	env.clients = e.Clients
-	if err := dynamo.New(e.Clients.DynamoDB, "session-test").CreateTable(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := streams.New(e.Clients.S3, "session-test").CreateBucket(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	q, err := wake.CreateQueue(ctx, e.Clients.SQS, "session-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	env.queue = q
-	code := m.Run()
-	e.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
 
 func store() *session.Store {
+	c := env.Clients()
 	return &session.Store{
-		Facts:   dynamo.New(env.clients.DynamoDB, "session-test"),
-		Streams: streams.New(env.clients.S3, "session-test"),
-		Waker:   wake.NewSQS(env.clients.SQS, env.queue),
+		Facts:   dynamo.New(c.DynamoDB, env.Table),
+		Streams: streams.New(c.S3, env.Bucket),
+		Waker:   wake.NewSQS(c.SQS, env.QueueURL),
 	}
 }
 
@@ -93,7 +69,7 @@ func TestPostRecordsAndWakes(t *testing.T) {
 	}
 	found := false
 	for range 10 {
-		out, err := env.clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(env.queue), MaxNumberOfMessages: 10})
+		out, err := env.Clients().SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(env.QueueURL), MaxNumberOfMessages: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ var storeFaults = []struct {
 func faultyStore(t *testing.T) (*Store, *faults.Transport) {
 	t.Helper()
 	ft := faults.New(nil)
-	return New(faults.Clients(testEnv.emu.URL, ft).S3, testEnv.bucket), ft
+	return New(faults.Clients(testEnv.Emu.URL, ft).S3, testEnv.Bucket), ft
 }
 
 func TestChunkWriteThroughFaults(t *testing.T) {

@@ -109,8 +109,8 @@ func TestReadRefusesCorruptChunks(t *testing.T) {
 		mustAppend(t, good, Part{Type: Start})
 		mustFlush(t, good)
 		key := ChunkKey(sess, "t", 1)
-		if _, err := testEnv.emu.Clients.S3.PutObject(ctx, &s3.PutObjectInput{
-			Bucket: aws.String(testEnv.bucket), Key: aws.String(key), Body: strings.NewReader(body),
+		if _, err := testEnv.Emu.Clients.S3.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: aws.String(testEnv.Bucket), Key: aws.String(key), Body: strings.NewReader(body),
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -1,50 +1,29 @@
 package streams
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/ids"
 )
 
 // testEnv is the emulator and the bucket shared by the package's tests. kumo
 // keeps state per process, so every test uses its own session ids.
-var testEnv struct {
-	emu    *emulator.Emulator
-	bucket string
-}
+var testEnv testenv.Env
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	testEnv.emu = emulator.Start()
-	defer testEnv.emu.Close()
-	testEnv.bucket = ids.New("streams")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := New(testEnv.emu.Clients.S3, testEnv.bucket).CreateBucket(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &testEnv)) }
 
 // sharedStore is a Store on the shared bucket using the emulator's client.
-func sharedStore() *Store { return New(testEnv.emu.Clients.S3, testEnv.bucket) }
+func sharedStore() *Store { return New(testEnv.Emu.Clients.S3, testEnv.Bucket) }
 
 // session returns a fresh session id.
 func session() string { return ids.New("s") }
@@ -110,20 +89,20 @@ func (r *recorder) setFail(f func(op string) string) {
 // recorder. attempts is the SDK's RetryMaxAttempts (1 disables retries).
 func recordedStore(attempts int) (*Store, *recorder) {
 	rec := &recorder{base: awshttp.NewBuildableClient(), counts: map[string]int{}}
-	client := s3.NewFromConfig(testEnv.emu.Clients.Config, func(o *s3.Options) {
-		o.BaseEndpoint = aws.String(testEnv.emu.URL)
+	client := s3.NewFromConfig(testEnv.Emu.Clients.Config, func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(testEnv.Emu.URL)
 		o.UsePathStyle = true
 		o.HTTPClient = rec
 		o.RetryMaxAttempts = attempts
 	})
-	return New(client, testEnv.bucket), rec
+	return New(client, testEnv.Bucket), rec
 }
 
 // rawChunk returns the stored bytes of a chunk object.
 func rawChunk(t *testing.T, session, stream string, index int) []byte {
 	t.Helper()
-	out, err := testEnv.emu.Clients.S3.GetObject(t.Context(), &s3.GetObjectInput{
-		Bucket: aws.String(testEnv.bucket), Key: aws.String(ChunkKey(session, stream, index)),
+	out, err := testEnv.Emu.Clients.S3.GetObject(t.Context(), &s3.GetObjectInput{
+		Bucket: aws.String(testEnv.Bucket), Key: aws.String(ChunkKey(session, stream, index)),
 	})
 	if err != nil {
 		t.Fatalf("get chunk %d of %s/%s: %v", index, session, stream, err)

@@ -46,7 +46,7 @@ func TestReadRefusesCursorsNamingNoPart(t *testing.T) {
 }
 
 func TestReadOfMissingBucketFails(t *testing.T) {
-	store := New(testEnv.emu.Clients.S3, "no-such-bucket-"+strings.ToLower(session()))
+	store := New(testEnv.Emu.Clients.S3, "no-such-bucket-"+strings.ToLower(session()))
 	if _, err := store.Read(t.Context(), session(), "x", ""); err == nil {
 		t.Fatal("read from a missing bucket succeeded")
 	}

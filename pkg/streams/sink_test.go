@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 func asJSON(t *testing.T, v any) string {
@@ -448,7 +445,7 @@ func TestCloseWithEmptyBufferAfterFlushWritesMarkerChunk(t *testing.T) {
 
 func TestNonConditionalErrorKeepsBuffer(t *testing.T) {
 	ctx := t.Context()
-	store := New(testEnv.emu.Clients.S3, "no-such-bucket-"+strings.ToLower(session()))
+	store := New(testEnv.Emu.Clients.S3, "no-such-bucket-"+strings.ToLower(session()))
 	k := store.Open(session(), "x")
 	mustAppend(t, k, Part{Type: Start}, text("a", "kept"))
 	err := k.Flush(ctx)
@@ -625,19 +622,6 @@ func TestInvalidArguments(t *testing.T) {
 	}
 	if k.Closed() != Open {
 		t.Fatal("refused close closed the sink")
-	}
-}
-
-func TestCreateBucketIsIdempotent(t *testing.T) {
-	ctx := t.Context()
-	store := New(testEnv.emu.Clients.S3, strings.ToLower(session()))
-	for i := range 2 {
-		if err := store.CreateBucket(ctx); err != nil {
-			t.Fatalf("create #%d: %v", i+1, err)
-		}
-	}
-	if _, err := testEnv.emu.Clients.S3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(store.Bucket())}); err != nil {
-		t.Fatalf("bucket missing: %v", err)
 	}
 }
 

@@ -79,30 +79,6 @@ func New(client *s3.Client, bucket string) *Store {
 // Bucket returns the store's bucket name.
 func (s *Store) Bucket() string { return s.bucket }
 
-// CreateBucket creates the store's bucket. A bucket that already exists is
-// not an error.
-func (s *Store) CreateBucket(ctx context.Context) error {
-	in := &s3.CreateBucketInput{Bucket: aws.String(s.bucket)}
-	if r := s.client.Options().Region; r != "" && r != "us-east-1" {
-		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{
-			LocationConstraint: types.BucketLocationConstraint(r),
-		}
-	}
-	_, err := s.client.CreateBucket(ctx, in)
-	if err == nil {
-		return nil
-	}
-	var owned *types.BucketAlreadyOwnedByYou
-	var exists *types.BucketAlreadyExists
-	if errors.As(err, &owned) || errors.As(err, &exists) {
-		return nil
-	}
-	if c := errorCode(err); c == "BucketAlreadyOwnedByYou" || c == "BucketAlreadyExists" {
-		return nil
-	}
-	return fmt.Errorf("streams: create bucket %s: %w", s.bucket, err)
-}
-
 // ChunkKey is the object key of chunk index of a stream:
 // streams/<session>/<stream>/<index %010d>.json.
 func ChunkKey(session, stream string, index int) string {

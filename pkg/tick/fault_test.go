@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/tick"
@@ -36,7 +37,7 @@ func TestDelayedFaultWakeIsNotResentEarly(t *testing.T) {
 	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseModelUnavailable {
 		t.Fatalf("start: %+v, %v", out, err)
 	}
-	st := load(t, inv, id)
+	st := teststack.Load(t, inv.sessions, id)
 	if st.Turn.Faults != 1 || st.Turn.Wake.Sub(st.Updated).Round(time.Second) != delay {
 		t.Fatalf("turn %+v, want one fault and a wake %s on", st.Turn, delay)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
@@ -40,18 +41,18 @@ func TestReapedTurnResumesWithNoStepLost(t *testing.T) {
 	if _, err := inv.runner.Start(dying, id); !errors.Is(err, context.Canceled) {
 		t.Fatalf("killed invocation: %v", err)
 	}
-	st := load(t, inv, id)
+	st := teststack.Load(t, inv.sessions, id)
 	if st.Status != reducer.Running {
 		t.Fatalf("after the crash: %s", st.Status)
 	}
 
 	// While the lease holds, the tick leaves the turn alone.
-	before := len(facts(t, inv, id))
+	before := len(teststack.Facts(t, inv.sessions, id))
 	rep, err := s.fresh(nil).tick.Run(ctx)
 	if err != nil || rep.Reaped != 0 {
 		t.Fatalf("tick under the lease: %+v, %v", rep, err)
 	}
-	if n := len(facts(t, inv, id)); n != before {
+	if n := len(teststack.Facts(t, inv.sessions, id)); n != before {
 		t.Fatalf("the tick wrote %d facts under the lease", n-before)
 	}
 
@@ -74,7 +75,7 @@ func TestReapedTurnResumesWithNoStepLost(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	fs := facts(t, inv, id)
+	fs := teststack.Facts(t, inv.sessions, id)
 	last := fs[len(fs)-1]
 	if reaped != 1 || len(fs) != before+1 || last.Type != reducer.TurnSuspended || last.Cause != reducer.CauseLease ||
 		last.Actor != system || last.Turn != st.Turn.ID {
@@ -164,7 +165,7 @@ func TestLostWakesAreResent(t *testing.T) {
 		t.Fatalf("wakes = %+v", ws)
 	}
 	for _, id := range []string{budget, approval} {
-		if fs := facts(t, inv, id); fs[len(fs)-1].Actor == system {
+		if fs := teststack.Facts(t, inv.sessions, id); fs[len(fs)-1].Actor == system {
 			t.Fatalf("the tick wrote a fact for %s", id)
 		}
 	}
@@ -176,10 +177,10 @@ func TestLostWakesAreResent(t *testing.T) {
 			t.Fatalf("worker on %+v: %+v, %v", w, res, err)
 		}
 	}
-	if n := count(facts(t, inv, budget), reducer.TurnResumed); n != 1 {
+	if n := count(teststack.Facts(t, inv.sessions, budget), reducer.TurnResumed); n != 1 {
 		t.Fatalf("%d turn.resumed facts, want 1", n)
 	}
-	if n := count(facts(t, inv, inbox), reducer.TurnStarted); n != 1 {
+	if n := count(teststack.Facts(t, inv.sessions, inbox), reducer.TurnStarted); n != 1 {
 		t.Fatalf("%d turn.started facts, want 1", n)
 	}
 }
@@ -195,7 +196,7 @@ func TestExpiredApprovalIsDenied(t *testing.T) {
 	if err != nil || out.Cause != reducer.CauseApproval {
 		t.Fatalf("start: %+v, %v", out, err)
 	}
-	ap := load(t, inv, id).Turn.Pending[0]
+	ap := teststack.Load(t, inv.sessions, id).Turn.Pending[0]
 
 	// Before it expires the tick leaves it for the operator.
 	tk := s.fresh(nil).tick
@@ -207,7 +208,7 @@ func TestExpiredApprovalIsDenied(t *testing.T) {
 	if err != nil || rep.Expired != 1 || rep.Seen != 1 || rep.Rewoken != 0 {
 		t.Fatalf("tick after expiry: %+v, %v", rep, err)
 	}
-	fs := facts(t, inv, id)
+	fs := teststack.Facts(t, inv.sessions, id)
 	last := fs[len(fs)-1]
 	if last.Type != reducer.ApprovalAnswered || last.Actor != system || last.Answer == nil ||
 		last.Answer.ApprovalID != ap.ID || last.Answer.Decision != reducer.Deny || last.Answer.Reason != "expired" {
@@ -348,7 +349,7 @@ func TestShortDeadlineStillReaps(t *testing.T) {
 	if _, err := inv.runner.Start(dying, id); !errors.Is(err, context.Canceled) {
 		t.Fatalf("killed invocation: %v", err)
 	}
-	st := load(t, inv, id)
+	st := teststack.Load(t, inv.sessions, id)
 	if st.Status != reducer.Running {
 		t.Fatalf("after the crash: %s", st.Status)
 	}
@@ -362,7 +363,7 @@ func TestShortDeadlineStillReaps(t *testing.T) {
 	if err != nil || rep.Reaped != 1 {
 		t.Fatalf("tick with 1 s left = %+v, %v; want the turn reaped", rep, err)
 	}
-	if st := load(t, inv, id); st.Status != reducer.Suspended || st.Turn.Cause != reducer.CauseLease {
+	if st := teststack.Load(t, inv.sessions, id); st.Status != reducer.Suspended || st.Turn.Cause != reducer.CauseLease {
 		t.Fatalf("after the tick: %s", st.Status)
 	}
 }

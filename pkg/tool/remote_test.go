@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
-	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/test/harness"
 )
 
@@ -227,8 +227,7 @@ func TestLambdaTool(t *testing.T) {
 	// kumo's services keep their state per process, not per server, so
 	// names must not repeat across runs of this test (-count).
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
-	emu := emulator.Start()
-	t.Cleanup(emu.Close)
+	emu := testenv.Emulator()
 	// No retries: kumo's 502 for a function nobody runs must come back as is.
 	client := harness.LambdaClient(emu.URL)
 

@@ -508,7 +508,7 @@ func drainWakes(t testing.TB, inv *invocation) {
 	t.Helper()
 	for {
 		out, err := inv.clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(env.queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 0})
+			QueueUrl: aws.String(env.QueueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -516,7 +516,7 @@ func drainWakes(t testing.TB, inv *invocation) {
 			return
 		}
 		for _, m := range out.Messages {
-			_, _ = inv.clients.SQS.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(env.queueURL), ReceiptHandle: m.ReceiptHandle})
+			_, _ = inv.clients.SQS.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(env.QueueURL), ReceiptHandle: m.ReceiptHandle})
 		}
 	}
 }
@@ -524,7 +524,7 @@ func drainWakes(t testing.TB, inv *invocation) {
 func receiveWake(t testing.TB, inv *invocation) wake.Wake {
 	t.Helper()
 	out, err := inv.clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(env.queueURL), MaxNumberOfMessages: 1, WaitTimeSeconds: 1})
+		QueueUrl: aws.String(env.QueueURL), MaxNumberOfMessages: 1, WaitTimeSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

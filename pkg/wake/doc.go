@@ -2,6 +2,6 @@
 // with a typed Reason: a resume handler receives one, and decides what to
 // do from the session's facts, never from the message, since SQS may
 // deliver it late or twice. Notify is the best-effort send every writer
-// uses after a durable fact; CreateQueue sets up the wake queue with its
+// uses after a durable fact. The SAM template declares the queue and its
 // dead-letter queue.
 package wake

@@ -12,15 +12,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // MaxDelay is the longest delay SQS supports on a message.
 const MaxDelay = 15 * time.Minute
-
-// MaxReceiveCount is how often a wake is received before it is moved to the
-// dead-letter queue.
-const MaxReceiveCount = 5
 
 // Wake asks for a session to be looked at.
 type Wake struct {
@@ -133,55 +128,4 @@ func (w Wake) check() error {
 		return &ParseError{Reason: fmt.Sprintf("negative seq %d", w.Seq)}
 	}
 	return nil
-}
-
-// CreateQueue creates the wake queue name and its dead-letter queue
-// "<name>-dlq" if they do not exist, and points the queue's redrive policy
-// at the dead-letter queue (MaxReceiveCount receives). It returns the wake
-// queue's URL and is safe to call again.
-func CreateQueue(ctx context.Context, client *sqs.Client, name string) (url string, err error) {
-	dlq := name + "-dlq"
-	dlqOut, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(dlq)})
-	if err != nil {
-		return "", fmt.Errorf("wake: create queue %s: %w", dlq, err)
-	}
-	attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl:       dlqOut.QueueUrl,
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
-	})
-	if err != nil {
-		return "", fmt.Errorf("wake: read the ARN of queue %s: %w", dlq, err)
-	}
-	arn := attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
-	if arn == "" {
-		return "", fmt.Errorf("wake: queue %s has no ARN", dlq)
-	}
-	// The dead-letter queue keeps messages as long as SQS allows.
-	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
-		QueueUrl:   dlqOut.QueueUrl,
-		Attributes: map[string]string{string(sqstypes.QueueAttributeNameMessageRetentionPeriod): "1209600"},
-	}); err != nil {
-		return "", fmt.Errorf("wake: configure queue %s: %w", dlq, err)
-	}
-
-	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
-	if err != nil {
-		return "", fmt.Errorf("wake: create queue %s: %w", name, err)
-	}
-	policy, err := json.Marshal(map[string]string{
-		"deadLetterTargetArn": arn,
-		"maxReceiveCount":     fmt.Sprint(MaxReceiveCount),
-	})
-	if err != nil {
-		return "", fmt.Errorf("wake: redrive policy for %s: %w", name, err)
-	}
-	// Set separately rather than on create: creating an existing queue with
-	// different attributes fails, and this also repairs a queue made without.
-	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
-		QueueUrl:   out.QueueUrl,
-		Attributes: map[string]string{string(sqstypes.QueueAttributeNameRedrivePolicy): string(policy)},
-	}); err != nil {
-		return "", fmt.Errorf("wake: set the redrive policy of %s: %w", name, err)
-	}
-	return aws.ToString(out.QueueUrl), nil
 }

@@ -1,9 +1,7 @@
 package wake
 
 import (
-	"encoding/json"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -11,33 +9,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/ids"
 )
 
-// testEmu is the emulator shared by the package's tests; each test makes
-// queues of its own, since kumo's state is process-wide.
-var testEmu *emulator.Emulator
-
-func TestMain(m *testing.M) {
-	testEmu = emulator.Start()
-	code := m.Run()
-	testEmu.Close()
-	os.Exit(code)
-}
-
+// newQueue is a wake queue of the test's own, since kumo's state is
+// process-wide.
 func newQueue(t *testing.T) string {
 	t.Helper()
-	url, err := CreateQueue(t.Context(), testEmu.Clients.SQS, ids.New("wakes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return url
+	return testenv.New(t).QueueURL
 }
 
 func receive(t *testing.T, url string, wait int32) []sqstypes.Message {
 	t.Helper()
-	out, err := testEmu.Clients.SQS.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{
+	out, err := testenv.Emulator().Clients.SQS.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: wait,
 	})
 	if err != nil {
@@ -48,7 +33,7 @@ func receive(t *testing.T, url string, wait int32) []sqstypes.Message {
 
 func TestSendReceiveParse(t *testing.T) {
 	url := newQueue(t)
-	waker := NewSQS(testEmu.Clients.SQS, url)
+	waker := NewSQS(testenv.Emulator().Clients.SQS, url)
 	sent := Wake{Session: ids.New("s"), Reason: "budget", Seq: 42}
 	if err := waker.Wake(t.Context(), sent, 0); err != nil {
 		t.Fatal(err)
@@ -74,7 +59,7 @@ func TestSendReceiveParse(t *testing.T) {
 
 func TestDelayIsHonoured(t *testing.T) {
 	url := newQueue(t)
-	waker := NewSQS(testEmu.Clients.SQS, url)
+	waker := NewSQS(testenv.Emulator().Clients.SQS, url)
 	sent := Wake{Session: ids.New("s"), Reason: "approval"}
 	start := time.Now()
 	if err := waker.Wake(t.Context(), sent, 2*time.Second); err != nil {
@@ -121,7 +106,7 @@ func TestDelayClamped(t *testing.T) {
 	}
 	// A negative delay is sent at once rather than refused.
 	url := newQueue(t)
-	if err := NewSQS(testEmu.Clients.SQS, url).Wake(t.Context(), Wake{Session: "s_neg", Reason: "wake"}, -time.Minute); err != nil {
+	if err := NewSQS(testenv.Emulator().Clients.SQS, url).Wake(t.Context(), Wake{Session: "s_neg", Reason: "wake"}, -time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if msgs := receive(t, url, 2); len(msgs) != 1 {
@@ -158,44 +143,5 @@ func TestParseRejectsBadBodies(t *testing.T) {
 	w, err := Parse(" {\"session\":\"s_1\",\"reason\":\"lease\",\"seq\":7,\"extra\":true}\n")
 	if err != nil || w != (Wake{Session: "s_1", Reason: "lease", Seq: 7}) {
 		t.Fatalf("Parse of a good body = %+v, %v", w, err)
-	}
-}
-
-func TestCreateQueueIsIdempotentWithDeadLetterQueue(t *testing.T) {
-	client := testEmu.Clients.SQS
-	name := ids.New("wakes")
-	url, err := CreateQueue(t.Context(), client, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := CreateQueue(t.Context(), client, name)
-	if err != nil || again != url {
-		t.Fatalf("second CreateQueue = %q, %v; want %q", again, err, url)
-	}
-	dlq, err := client.GetQueueUrl(t.Context(), &sqs.GetQueueUrlInput{QueueName: aws.String(name + "-dlq")})
-	if err != nil {
-		t.Fatalf("dead-letter queue: %v", err)
-	}
-	dlqAttrs, err := client.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{
-		QueueUrl: dlq.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	attrs, err := client.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var policy struct {
-		Target string          `json:"deadLetterTargetArn"`
-		Max    json.RawMessage `json:"maxReceiveCount"`
-	}
-	if err := json.Unmarshal([]byte(attrs.Attributes["RedrivePolicy"]), &policy); err != nil {
-		t.Fatalf("redrive policy %q: %v", attrs.Attributes["RedrivePolicy"], err)
-	}
-	if policy.Target != dlqAttrs.Attributes["QueueArn"] || (string(policy.Max) != `"5"` && string(policy.Max) != "5") {
-		t.Fatalf("redrive policy %+v (max %s), want target %s, max 5", policy, policy.Max, dlqAttrs.Attributes["QueueArn"])
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/wake"
@@ -53,7 +54,7 @@ func TestPollDeliversAWakeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the turn to complete", func() bool {
-		st := load(t, inv, id)
+		st := teststack.Load(t, inv.sessions, id)
 		return st.Turns == 1 && st.Last == reducer.TurnCompleted
 	})
 	// The wake and the garbage are both deleted: nothing comes back.
@@ -62,7 +63,7 @@ func TestPollDeliversAWakeEndToEnd(t *testing.T) {
 	if n := s.queued(t); n != 0 {
 		t.Fatalf("%d messages back on the queue", n)
 	}
-	if n := count(facts(t, inv, id), reducer.TurnStarted); n != 1 {
+	if n := count(teststack.Facts(t, inv.sessions, id), reducer.TurnStarted); n != 1 {
 		t.Fatalf("%d turn.started facts, want 1", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
@@ -37,11 +38,11 @@ func TestWakeStartsAndCompletesTurn(t *testing.T) {
 	if res.Runs != 1 || len(res.Outcomes) != 1 || res.Outcomes[0].Kind != turn.Completed || res.Outcomes[0].Steps != 3 {
 		t.Fatalf("result = %+v, want one completed run of 3 steps", res)
 	}
-	fs := facts(t, inv, id)
+	fs := teststack.Facts(t, inv.sessions, id)
 	if count(fs, reducer.TurnStarted) != 1 || count(fs, reducer.TurnCompleted) != 1 {
 		t.Fatalf("facts = %v", fs)
 	}
-	if st := load(t, inv, id); st.Status != reducer.Idle || len(st.Inbox) != 0 || st.Turns != 1 {
+	if st := teststack.Load(t, inv.sessions, id); st.Status != reducer.Idle || len(st.Inbox) != 0 || st.Turns != 1 {
 		t.Fatalf("state after the turn = %+v", st)
 	}
 	page, err := inv.sessions.Streams.Read(ctx, id, res.Outcomes[0].Turn, "")
@@ -91,7 +92,7 @@ func TestDuplicateWakesSequentialRunOnce(t *testing.T) {
 			}
 			runs += res.Runs
 		}
-		fs := facts(t, s.fresh(c.agent), c.id)
+		fs := teststack.Facts(t, s.fresh(c.agent).sessions, c.id)
 		if n := count(fs, c.fact); runs != 1 || n != 1 {
 			t.Fatalf("%s: 5 deliveries ran %d times and wrote %d %s facts, want 1 and 1", c.id, runs, n, c.fact)
 		}
@@ -156,7 +157,7 @@ func TestDuplicateWakesConcurrentRunOnce(t *testing.T) {
 				t.Fatalf("%s: delivery %d: %+v, %v", c.id, i, resps[i], errs[i])
 			}
 		}
-		fs := facts(t, s.fresh(c.agent), c.id)
+		fs := teststack.Facts(t, s.fresh(c.agent).sessions, c.id)
 		if n := count(fs, c.fact); n != 1 {
 			t.Fatalf("%s: 5 concurrent deliveries wrote %d %s facts, want 1", c.id, n, c.fact)
 		}
@@ -177,7 +178,7 @@ func TestOneBatchHandlesASessionOnce(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("%+v, %v", resp, err)
 	}
-	if n := count(facts(t, s.fresh(agent), id), reducer.TurnStarted); n != 1 {
+	if n := count(teststack.Facts(t, s.fresh(agent).sessions, id), reducer.TurnStarted); n != 1 {
 		t.Fatalf("%d turn.started facts, want 1", n)
 	}
 }
@@ -191,7 +192,7 @@ func TestLateWakeChangesNothing(t *testing.T) {
 	if res, err := inv.worker.Handle(ctx, wake.Wake{Session: id, Reason: "message"}); err != nil || res.Runs != 1 {
 		t.Fatalf("first wake: %+v, %v", res, err)
 	}
-	before := facts(t, inv, id)
+	before := teststack.Facts(t, inv.sessions, id)
 	// The same wake, and one naming the suspension the turn went through,
 	// arrive after the turn completed.
 	for _, w := range []wake.Wake{{Session: id, Reason: "message", Seq: 2}, {Session: id, Reason: "budget", Seq: 4}} {
@@ -200,7 +201,7 @@ func TestLateWakeChangesNothing(t *testing.T) {
 			t.Fatalf("late wake %+v: %+v, %v", w, res, err)
 		}
 	}
-	if after := facts(t, inv, id); len(after) != len(before) {
+	if after := teststack.Facts(t, inv.sessions, id); len(after) != len(before) {
 		t.Fatalf("late wakes wrote %d facts", len(after)-len(before))
 	}
 	// A wake for a session that does not exist is dropped, not retried.
@@ -224,15 +225,15 @@ func TestWakeLeavesPendingApprovalAlone(t *testing.T) {
 	if err != nil || res.Runs != 1 || res.Outcomes[0].Cause != reducer.CauseApproval {
 		t.Fatalf("first wake: %+v, %v", res, err)
 	}
-	before := len(facts(t, inv, id))
+	before := len(teststack.Facts(t, inv.sessions, id))
 	if res, err := s.fresh(agent).worker.Handle(ctx, wake.Wake{Session: id, Reason: "approval"}); err != nil || res.Runs != 0 {
 		t.Fatalf("wake with the approval pending: %+v, %v", res, err)
 	}
-	if n := len(facts(t, inv, id)); n != before {
+	if n := len(teststack.Facts(t, inv.sessions, id)); n != before {
 		t.Fatalf("a wake with the approval pending wrote %d facts", n-before)
 	}
 	// Once answered, a wake resumes the turn.
-	st := load(t, inv, id)
+	st := teststack.Load(t, inv.sessions, id)
 	if err := inv.sessions.Answer(ctx, id, alice, st.Turn.Pending[0].ID, reducer.Approve, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -262,16 +263,16 @@ func TestWakeTakesOverAfterTheLease(t *testing.T) {
 	if _, err := inv.worker.Handle(dying, wake.Wake{Session: id}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("killed invocation: %v", err)
 	}
-	st := load(t, inv, id)
+	st := teststack.Load(t, inv.sessions, id)
 	if st.Status != reducer.Running {
 		t.Fatalf("after the crash: %s", st.Status)
 	}
 	// Under the lease a wake changes nothing.
-	before := len(facts(t, inv, id))
+	before := len(teststack.Facts(t, inv.sessions, id))
 	if res, err := s.fresh(agent).worker.Handle(ctx, wake.Wake{Session: id}); err != nil || res.Runs != 0 {
 		t.Fatalf("wake under the lease: %+v, %v", res, err)
 	}
-	if n := len(facts(t, inv, id)); n != before {
+	if n := len(teststack.Facts(t, inv.sessions, id)); n != before {
 		t.Fatalf("a wake under the lease wrote %d facts", n-before)
 	}
 	time.Sleep(time.Until(st.Turn.Lease) + 20*time.Millisecond)
@@ -316,7 +317,7 @@ func TestWorkLeftAfterARunStartsTheNextTurn(t *testing.T) {
 	if res.Runs != 2 || res.Outcomes[0].Kind != turn.Superseded || res.Outcomes[1].Kind != turn.Completed {
 		t.Fatalf("result = %+v, want the cancelled run and a completed one", res)
 	}
-	st := load(t, inv, id)
+	st := teststack.Load(t, inv.sessions, id)
 	if st.Turns != 2 || st.Last != reducer.TurnCompleted || len(st.Inbox) != 0 || st.Status != reducer.Idle {
 		t.Fatalf("state = %+v", st)
 	}
@@ -340,7 +341,7 @@ func TestWorkLeftAfterARunStartsTheNextTurn(t *testing.T) {
 	if err != nil || res.Runs != 1 {
 		t.Fatalf("short invocation: %+v, %v", res, err)
 	}
-	if st := load(t, inv, id); st.Status != reducer.Idle || len(st.Inbox) != 1 || st.Inbox[0].Text != "Fourth." {
+	if st := teststack.Load(t, inv.sessions, id); st.Status != reducer.Idle || len(st.Inbox) != 1 || st.Inbox[0].Text != "Fourth." {
 		t.Fatalf("after the short invocation: %+v", st)
 	}
 	var handedOn bool
@@ -387,7 +388,7 @@ func TestHandleSQSDropsWhatCanNeverSucceed(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("response = %+v, %v; want every record dropped", resp, err)
 	}
-	if fs := facts(t, inv, ghost); len(fs) != 2 {
+	if fs := teststack.Facts(t, inv.sessions, ghost); len(fs) != 2 {
 		t.Fatalf("a session with an unknown agent got facts: %v", fs)
 	}
 }
@@ -416,7 +417,7 @@ func TestHandleSQSReportsFailedRecords(t *testing.T) {
 		t.Fatalf("batch item failures = %v, want %v", got, want)
 	}
 	for _, id := range []string{a, b} {
-		if n := len(facts(t, inv, id)); n != 2 {
+		if n := len(teststack.Facts(t, inv.sessions, id)); n != 2 {
 			t.Fatalf("a failed wake wrote facts: %d", n)
 		}
 	}
@@ -426,7 +427,7 @@ func TestHandleSQSReportsFailedRecords(t *testing.T) {
 		t.Fatalf("redelivery: %+v, %v", resp, err)
 	}
 	for _, id := range []string{a, b} {
-		if st := load(t, inv, id); st.Turns != 1 {
+		if st := teststack.Load(t, inv.sessions, id); st.Turns != 1 {
 			t.Fatalf("redelivered wake for %s did not run: %+v", id, st)
 		}
 	}
@@ -441,7 +442,7 @@ func TestEarlyWakeLeavesAFaultSuspensionAlone(t *testing.T) {
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
 	inv := s.fresh(agent)
 	id := newSession(t, inv, "demo", "Go.")
-	st := load(t, inv, id)
+	st := teststack.Load(t, inv.sessions, id)
 	now := inv.sessions.Clock()
 	actor := reducer.Actor{Kind: reducer.ActorAgent, ID: "turn_f"}
 	st, err := inv.sessions.Append(ctx, id, st,
@@ -458,8 +459,8 @@ func TestEarlyWakeLeavesAFaultSuspensionAlone(t *testing.T) {
 	if err != nil || res.Runs != 0 {
 		t.Fatalf("early wake: %+v, %v; want no run", res, err)
 	}
-	after := load(t, inv, id)
-	if after.Status != reducer.Suspended || after.Turn.Faults != 2 || count(facts(t, inv, id), reducer.TurnResumed) != 0 {
+	after := teststack.Load(t, inv.sessions, id)
+	if after.Status != reducer.Suspended || after.Turn.Faults != 2 || count(teststack.Facts(t, inv.sessions, id), reducer.TurnResumed) != 0 {
 		t.Fatalf("after the early wake: %+v", after)
 	}
 }
