@@ -57,7 +57,7 @@ func TestPersistentThrottleSuspendsForALaterWake(t *testing.T) {
 		t.Fatalf("%d wakes visible before the retry-after", n)
 	}
 	time.Sleep(3 * time.Second)
-	if w := receiveWake(t, inv); w.Session != id || w.Reason != wake.Throttled {
+	if w := receiveWake(t, inv, id); w.Session != id || w.Reason != wake.Throttled {
 		t.Fatalf("wake = %+v", w)
 	}
 }

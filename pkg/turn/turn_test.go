@@ -126,7 +126,7 @@ func TestDeadlineSuspendsAndResumesByteForByte(t *testing.T) {
 	if out.Steps < 2 || out.Steps > 4 {
 		t.Fatalf("first invocation ran %d steps of 200 ms in a 1 s budget", out.Steps)
 	}
-	if w := receiveWake(t, first); w.Session != id || w.Reason != "budget" {
+	if w := receiveWake(t, first, id); w.Session != id || w.Reason != "budget" {
 		t.Fatalf("wake = %+v", w)
 	}
 
@@ -521,21 +521,31 @@ func drainWakes(t testing.TB, inv *invocation) {
 	}
 }
 
-func receiveWake(t testing.TB, inv *invocation) wake.Wake {
+// receiveWake takes the next wake for session id off the package's shared
+// queue. Wakes of other tests' sessions (a delayed one may come due at any
+// time) are deleted and skipped.
+func receiveWake(t testing.TB, inv *invocation, id string) wake.Wake {
 	t.Helper()
-	out, err := inv.clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(env.QueueURL), MaxNumberOfMessages: 1, WaitTimeSeconds: 1})
-	if err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := inv.clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(env.QueueURL), MaxNumberOfMessages: 1, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			_, _ = inv.clients.SQS.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(env.QueueURL), ReceiptHandle: m.ReceiptHandle})
+			w, err := wake.Parse(aws.ToString(m.Body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Session == id {
+				return w
+			}
+		}
 	}
-	if len(out.Messages) != 1 {
-		t.Fatal("no wake on the queue")
-	}
-	w, err := wake.Parse(aws.ToString(out.Messages[0].Body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
+	t.Fatalf("no wake for %s on the queue", id)
+	return wake.Wake{}
 }
 
 const liveScript = `{"steps":[
