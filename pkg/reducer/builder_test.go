@@ -42,7 +42,7 @@ func ofType(t reducer.Type) opt       { return func(f *reducer.Fact) { f.Type = 
 func edit(fn func(*reducer.Fact)) opt { return fn }
 func snapshot(key string) opt         { return func(f *reducer.Fact) { f.Snapshot = key } }
 func usage(in, out, steps int64) opt {
-	return func(f *reducer.Fact) { f.Usage = &reducer.Usage{in, out, steps} }
+	return func(f *reducer.Fact) { f.Usage = &reducer.Usage{InputTokens: in, OutputTokens: out, Steps: steps} }
 }
 func expires(t time.Time) opt { return func(f *reducer.Fact) { f.Approval.Expires = t } }
 func reason(r string) opt     { return func(f *reducer.Fact) { f.Reason = r } }

@@ -2,6 +2,8 @@ package reducer
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"time"
 )
 
@@ -23,6 +25,9 @@ const (
 	TurnCompleted     Type = "turn.completed"
 	TurnFailed        Type = "turn.failed"
 	TurnCancelled     Type = "turn.cancelled"
+	// LimitsRaised: an operator raised the spend caps of a turn suspended
+	// for CauseLimit.
+	LimitsRaised Type = "limits.raised"
 )
 
 // ActorKind says who caused a fact.
@@ -58,6 +63,9 @@ const (
 	// CauseToolsUnavailable: the agent's remote tools (its MCP servers)
 	// could not be listed as the turn started; retry later.
 	CauseToolsUnavailable Cause = "tools-unavailable"
+	// CauseLimit: the turn reached a spend cap (tokens or cost); it waits
+	// for an operator to raise the cap (limits.raised) or cancel it.
+	CauseLimit Cause = "limit"
 )
 
 // Fault reports whether the cause is a fault that a later wake retries:
@@ -69,7 +77,7 @@ func (c Cause) Fault() bool {
 // Known reports whether c is one of the suspension causes above.
 func (c Cause) Known() bool {
 	switch c {
-	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseUncertain, CauseLease:
+	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseUncertain, CauseLease, CauseLimit:
 		return true
 	}
 	return false
@@ -143,21 +151,78 @@ type Settled struct {
 	Verdict     Verdict `json:"verdict"`
 }
 
-// Usage counts model tokens and steps.
+// Usage counts model tokens and steps, and their cost in micro-dollars
+// (USD 1e-6) when the agent has a price table.
 type Usage struct {
 	InputTokens  int64 `json:"inputTokens"`
 	OutputTokens int64 `json:"outputTokens"`
 	Steps        int64 `json:"steps"`
+	CostMicroUSD int64 `json:"costMicroUSD,omitempty"`
 }
 
 // Add returns u plus o.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.Steps + o.Steps}
+	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.Steps + o.Steps, u.CostMicroUSD + o.CostMicroUSD}
 }
 
-// sub returns u minus o.
-func (u Usage) sub(o Usage) Usage {
-	return Usage{u.InputTokens - o.InputTokens, u.OutputTokens - o.OutputTokens, u.Steps - o.Steps}
+// Sub returns u minus o.
+func (u Usage) Sub(o Usage) Usage {
+	return Usage{u.InputTokens - o.InputTokens, u.OutputTokens - o.OutputTokens, u.Steps - o.Steps, u.CostMicroUSD - o.CostMicroUSD}
+}
+
+// Price is a model's price table in USD per million tokens.
+type Price struct {
+	InputPerMTok  float64 `json:"inputPerMTok"`
+	OutputPerMTok float64 `json:"outputPerMTok"`
+}
+
+// Cost is the cost of a step's tokens in micro-dollars, rounded to the
+// nearest one. A step is priced on its own, so a turn's cost is the sum of
+// its steps' costs.
+func (p Price) Cost(input, output int64) int64 {
+	return int64(math.Round(float64(input)*p.InputPerMTok + float64(output)*p.OutputPerMTok))
+}
+
+// Caps are spend limits; a zero field is no limit. Cost is in USD.
+type Caps struct {
+	InputTokens  int64   `json:"inputTokens,omitempty"`
+	OutputTokens int64   `json:"outputTokens,omitempty"`
+	Cost         float64 `json:"cost,omitempty"`
+}
+
+// Over returns c with the non-zero fields of o.
+func (c Caps) Over(o Caps) Caps {
+	if o.InputTokens > 0 {
+		c.InputTokens = o.InputTokens
+	}
+	if o.OutputTokens > 0 {
+		c.OutputTokens = o.OutputTokens
+	}
+	if o.Cost > 0 {
+		c.Cost = o.Cost
+	}
+	return c
+}
+
+// Reached says which cap u has reached ("" for none), as a sentence naming
+// the limit, the value and the cap.
+func (c Caps) Reached(u Usage) string {
+	switch {
+	case c.InputTokens > 0 && u.InputTokens >= c.InputTokens:
+		return fmt.Sprintf("%d input tokens reach the cap of %d", u.InputTokens, c.InputTokens)
+	case c.OutputTokens > 0 && u.OutputTokens >= c.OutputTokens:
+		return fmt.Sprintf("%d output tokens reach the cap of %d", u.OutputTokens, c.OutputTokens)
+	case c.Cost > 0 && float64(u.CostMicroUSD) >= c.Cost*1e6:
+		return fmt.Sprintf("a cost of $%.6f reaches the cap of $%.6f", float64(u.CostMicroUSD)/1e6, c.Cost)
+	}
+	return ""
+}
+
+// Raise is an operator's new spend caps: for the open turn, and for the
+// session from now on. Zero fields keep the cap they would replace.
+type Raise struct {
+	Turn    Caps `json:"turn,omitzero"`
+	Session Caps `json:"session,omitzero"`
 }
 
 // Failure says why a turn failed.
@@ -205,6 +270,8 @@ type Fact struct {
 	Usage    *Usage   `json:"usage,omitempty"`
 	Failure  *Failure `json:"failure,omitempty"`
 	Snapshot string   `json:"snapshot,omitempty"`
+	// limits.raised
+	Raise *Raise `json:"raise,omitempty"`
 	// turn.cancelled and approval.answered may carry an operator's reason.
 	Reason string `json:"reason,omitempty"`
 }

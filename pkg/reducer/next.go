@@ -86,6 +86,7 @@ func (n Need) Lost(now time.Time, grace time.Duration) bool {
 //   - suspended for approval: Expire once now is past the earliest
 //     expiry; an approval that never expires waits for the operator.
 //   - suspended for an uncertain execution: None until the verdict.
+//   - suspended for a spend limit: None until an operator raises it.
 //   - suspended with nothing pending (budget, a reaped lease, answered
 //     approvals, a given verdict, a fault): Resume, due since the last
 //     update. A fault suspension with a delayed wake is due at Turn.Wake
@@ -140,6 +141,8 @@ func (s State) need() Need {
 		}
 		return Need{Reason: ReasonApproval, Due: first}
 	case s.Status == Suspended && t != nil && t.Uncertain != nil:
+		return Need{Reason: ReasonOperator}
+	case s.Status == Suspended && t != nil && t.Cause == CauseLimit && !t.Raised:
 		return Need{Reason: ReasonOperator}
 	case s.Status == Suspended && t != nil && t.Wake.After(s.Updated):
 		return Need{Reason: ReasonFault, Due: t.Wake}

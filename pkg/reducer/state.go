@@ -48,6 +48,11 @@ type Turn struct {
 	// Usage is the turn's usage as its last suspension recorded it; it is
 	// counted in the session's Usage.
 	Usage Usage `json:"usage,omitzero"`
+	// Caps are the turn's spend caps as operators raised them, over the
+	// agent's; Raised is set when they were raised since the turn last
+	// suspended for CauseLimit, so it may resume.
+	Caps   Caps `json:"caps,omitzero"`
+	Raised bool `json:"raised,omitempty"`
 }
 
 // Answer returns the answer to the approval requested for a tool call.
@@ -85,6 +90,9 @@ type State struct {
 	// Usage sums every ended turn and the open turn's usage as its last
 	// suspension recorded it.
 	Usage Usage `json:"usage"`
+	// Caps are the session's spend caps as operators raised them, over
+	// the agent's.
+	Caps Caps `json:"caps,omitzero"`
 	// Turns counts ended turns; Last is how the latest one ended.
 	Turns       int64    `json:"turns"`
 	Last        Type     `json:"last,omitempty"`
@@ -226,16 +234,16 @@ func (s *State) apply(f Fact) error {
 			return illegal("negative fault count %d", f.Faults)
 		}
 		if f.Usage != nil {
-			s.Usage = s.Usage.Add(f.Usage.sub(s.Turn.Usage))
+			s.Usage = s.Usage.Add(f.Usage.Sub(s.Turn.Usage))
 			s.Turn.Usage = *f.Usage
 		}
-		s.Turn.Wake = time.Time{}
+		s.Turn.Wake, s.Turn.Raised = time.Time{}, false
 		switch f.Cause {
 		case CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable:
 			s.Turn.Faults, s.Turn.Wake = f.Faults, f.Wake
 		case CauseLease:
 			// The invocation died: neither progress nor a fault.
-		case CauseBudget:
+		case CauseBudget, CauseLimit:
 			s.Turn.Faults = 0
 		case CauseApproval:
 			if len(s.Turn.Pending) == 0 {
@@ -354,6 +362,20 @@ func (s *State) apply(f Fact) error {
 		s.Turn.Verdicts = append(s.Turn.Verdicts, v)
 		s.Turn.Uncertain = nil
 
+	case LimitsRaised:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		if f.Raise == nil {
+			return illegal("no caps")
+		}
+		if s.Status != Suspended || s.Turn.Cause != CauseLimit {
+			return illegal("the turn is not suspended for a limit")
+		}
+		s.Turn.Caps = s.Turn.Caps.Over(f.Raise.Turn)
+		s.Caps = s.Caps.Over(f.Raise.Session)
+		s.Turn.Raised = true
+
 	case TurnCompleted, TurnFailed:
 		if err := needTurn(); err != nil {
 			return err
@@ -384,7 +406,7 @@ func (s *State) end(f Fact) {
 	if f.Usage != nil {
 		// The end's usage is the whole turn's: what its suspensions
 		// recorded is part of it.
-		s.Usage = s.Usage.Add(f.Usage.sub(s.Turn.Usage))
+		s.Usage = s.Usage.Add(f.Usage.Sub(s.Turn.Usage))
 	}
 	s.Turn = nil
 	s.Status = Idle
