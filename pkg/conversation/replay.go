@@ -51,7 +51,7 @@ type stepMeta struct {
 
 // StepMetadata encodes the message-metadata payload the runner writes at
 // the end of each model step. Its usage is the step's own, not the turn's
-// so far: the step's tokens, and steps 1.
+// so far: the step's tokens and cost, and steps 1.
 func StepMetadata(u reducer.Usage, finish string) json.RawMessage {
 	u.Steps = 1
 	b, _ := json.Marshal(stepMeta{Usage: u, FinishReason: finish}) // plain struct: cannot fail
@@ -294,6 +294,7 @@ func (t Turn) Usage() reducer.Usage {
 	for _, s := range t.Steps {
 		u.InputTokens += s.Usage.InputTokens
 		u.OutputTokens += s.Usage.OutputTokens
+		u.CostMicroUSD += s.Usage.CostMicroUSD
 	}
 	u.Steps = int64(len(t.Steps))
 	return u

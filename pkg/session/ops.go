@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/ids"
@@ -131,6 +132,56 @@ func (s *Store) Settle(ctx context.Context, id string, actor reducer.Actor, exec
 		return err
 	}
 	s.wake(ctx, id, wake.Verdict, st.LastSeq)
+	return nil
+}
+
+// Raise records an operator's new spend caps for a turn suspended at a
+// limit and wakes it; the turn resumes under them. Caps that are negative,
+// not finite, or all zero are rejected with ErrBadCaps; a turn not
+// suspended for a limit fails with ErrNotPending. Neither writes anything.
+func (s *Store) Raise(ctx context.Context, id string, actor reducer.Actor, r reducer.Raise) error {
+	if err := checkCaps(r); err != nil {
+		return err
+	}
+	var st reducer.State
+	err := retry(ctx, func() error {
+		sess, err := s.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		t := sess.State.Turn
+		if t == nil || sess.State.Status != reducer.Suspended || t.Cause != reducer.CauseLimit {
+			return fmt.Errorf("session: raise the limits of %s: no turn is suspended at a limit: %w", id, ErrNotPending)
+		}
+		st, err = s.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.LimitsRaised, Actor: actor, Turn: t.ID, Raise: &r})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.wake(ctx, id, wake.Raised, st.LastSeq)
+	return nil
+}
+
+// checkCaps rejects a raise that sets nothing or holds a negative or
+// non-finite cap, naming the field.
+func checkCaps(r reducer.Raise) error {
+	for _, c := range []struct {
+		name string
+		caps reducer.Caps
+	}{{"turn", r.Turn}, {"session", r.Session}} {
+		switch {
+		case c.caps.InputTokens < 0:
+			return fmt.Errorf("session: %s.inputTokens %d is negative: %w", c.name, c.caps.InputTokens, ErrBadCaps)
+		case c.caps.OutputTokens < 0:
+			return fmt.Errorf("session: %s.outputTokens %d is negative: %w", c.name, c.caps.OutputTokens, ErrBadCaps)
+		case c.caps.Cost < 0 || math.IsNaN(c.caps.Cost) || math.IsInf(c.caps.Cost, 0):
+			return fmt.Errorf("session: %s.cost %v is not a positive amount: %w", c.name, c.caps.Cost, ErrBadCaps)
+		}
+	}
+	if r == (reducer.Raise{}) {
+		return fmt.Errorf("session: the raise sets no cap: %w", ErrBadCaps)
+	}
 	return nil
 }
 

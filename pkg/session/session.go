@@ -24,6 +24,8 @@ var (
 	ErrConflict = dynamo.ErrConflict
 	// ErrNotPending: the approval or execution named is not waiting for an answer.
 	ErrNotPending = errors.New("session: not pending")
+	// ErrBadCaps: spend caps that are negative, not finite, or set nothing.
+	ErrBadCaps = errors.New("session: bad caps")
 	// ErrNoTurn: the session has no open turn.
 	ErrNoTurn = errors.New("session: no open turn")
 	// ErrReceiptTaken: the request's idempotency key was used before;

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/tool"
 )
 
@@ -37,6 +38,23 @@ type Limits struct {
 	// this often, so a UI watching the stream sees tokens as they arrive,
 	// at the cost of more writes per step. Zero flushes at step ends only.
 	LiveFlush time.Duration
+	// Spend caps the turn's and the session's tokens and cost; zero caps
+	// are no limit.
+	Spend Spend
+}
+
+// Spend caps what a turn and its session may spend. They are checked
+// before each model step: the turn's usage so far against Turn, the
+// session's (ended turns plus this one) against Session. An operator may
+// raise them for a turn suspended at one (reducer.LimitsRaised); raised
+// caps override these.
+type Spend struct {
+	Turn    reducer.Caps
+	Session reducer.Caps
+	// Fail makes a reached cap fail the turn with reducer.FailLimit;
+	// otherwise it suspends for reducer.CauseLimit until an operator
+	// raises the cap or cancels the turn.
+	Fail bool
 }
 
 // DefaultLimits suit a Lambda function with a 15-minute timeout.
@@ -79,6 +97,7 @@ func (l Limits) WithDefaults() Limits {
 	}
 	d.ModelRetry = l.ModelRetry.WithDefaults()
 	d.LiveFlush = l.LiveFlush
+	d.Spend = l.Spend
 	return d
 }
 
@@ -98,6 +117,9 @@ type Agent struct {
 	// MaxToolOutput caps a tool result in bytes; 0 means 16 KiB.
 	MaxToolOutput int
 	Limits        Limits
+	// Price, when set, prices the model's tokens: each step's cost is in
+	// its message-metadata and counts against the cost caps.
+	Price *reducer.Price
 }
 
 func (a *Agent) maxToolOutput() int {

@@ -60,6 +60,12 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		if n := len(ru.turn.Steps); n >= ru.lim.MaxStepsPerTurn {
 			return ru.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn reached its cap of %d steps", ru.lim.MaxStepsPerTurn))
 		}
+		if reached := ru.overSpend(); reached != "" {
+			if ru.lim.Spend.Fail {
+				return ru.fail(ctx, reducer.FailLimit, errors.New(reached))
+			}
+			return ru.suspend(ctx, reducer.CauseLimit, 0)
+		}
 		if ru.out.Steps >= ru.lim.MaxStepsPerInvocation || !ru.fits(spent, 0) {
 			if fault != nil && fault.Transient() {
 				// The step being redone ran out of time: the fault
@@ -124,6 +130,21 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		ru.emit(parts...)
 		ru.out.Steps++
 	}
+}
+
+// overSpend says which spend cap the turn has reached, if any: the turn's
+// usage so far, or the session's (its ended turns plus this turn so far),
+// against the agent's caps overridden by those operators raised.
+func (ru *run) overSpend() string {
+	st := ru.sess.State
+	u := ru.turn.Usage()
+	if r := ru.lim.Spend.Turn.Over(st.Turn.Caps).Reached(u); r != "" {
+		return "turn: " + r
+	}
+	if r := ru.lim.Spend.Session.Over(st.Caps).Reached(st.Usage.Sub(st.Turn.Usage).Add(u)); r != "" {
+		return "session: " + r
+	}
+	return ""
 }
 
 // fits reports whether another step, as long as the average so far, would
@@ -310,6 +331,9 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 		case model.Finish:
 			closeBlock()
 			u := reducer.Usage{InputTokens: ev.Usage.InputTokens, OutputTokens: ev.Usage.OutputTokens}
+			if p := ru.agent.Price; p != nil {
+				u.CostMicroUSD = p.Cost(u.InputTokens, u.OutputTokens)
+			}
 			parts = append(parts,
 				streams.Part{Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(u, string(ev.Stop))},
 				streams.Part{Type: streams.FinishStep})
@@ -537,7 +561,8 @@ func (ru *run) runTool(ctx context.Context, t tool.Tool, c *conversation.Call, k
 }
 
 // suspend checkpoints the turn with a suspension marker, records the
-// suspension, and for a cause that needs no operator, sends the wake.
+// suspension, and for a cause that needs no operator (not approval,
+// uncertain or limit), sends the wake.
 func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Duration, extra ...reducer.Fact) (Outcome, error) {
 	ru.emit(streams.Part{Type: streams.DataSuspended, Data: mustJSON(map[string]string{"cause": string(cause)})})
 	if err := ru.sink.Flush(ctx); err != nil {
@@ -557,7 +582,7 @@ func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Dura
 	}
 	next := ru.sess.State
 	ru.out.Kind, ru.out.Cause = Suspended, cause
-	if cause != reducer.CauseApproval && cause != reducer.CauseUncertain {
+	if cause != reducer.CauseApproval && cause != reducer.CauseUncertain && cause != reducer.CauseLimit {
 		wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: wake.ForCause(cause), Seq: next.LastSeq}, delay)
 	}
 	return ru.out, nil

@@ -23,6 +23,7 @@ const (
 	Message          Reason = "message"                  // a message was posted
 	Approval         Reason = "approval"                 // the last pending approval was answered or expired
 	Verdict          Reason = "verdict"                  // an uncertain execution was settled
+	Raised           Reason = "raised"                   // an operator raised the spend caps of a turn at a limit
 	Cancelled        Reason = "cancelled"                // a turn was cancelled; queued messages may wait
 	Inbox            Reason = "inbox"                    // messages wait after a run; a fresh invocation takes them
 	Rewake           Reason = "rewake"                   // the tick re-sends a wake taken as lost
