@@ -90,6 +90,10 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 			bad(field, err)
 		}
 		a.Limits = lim
+		if field, err := pricing(c.Pricing); err != nil {
+			bad(field, err)
+		}
+		a.Price = c.Pricing
 
 		// The model.
 		switch c.Provider {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/wake"
 )
@@ -60,6 +61,9 @@ type Config struct {
 	// MaxToolOutput caps a tool result in bytes; longer output is truncated
 	// and marked. Zero means 16 KiB.
 	MaxToolOutput int `json:"maxToolOutput,omitempty"`
+	// Pricing is the model's price table, in USD per million tokens; with
+	// it each step's cost is recorded and the cost caps apply.
+	Pricing *reducer.Price `json:"pricing,omitempty"`
 }
 
 // Limits are an agent's budgets, as Go durations and counts.
@@ -79,6 +83,56 @@ type Limits struct {
 	LiveFlush string `json:"liveFlush,omitempty"`
 	// ModelRetry is how the agent rides out transient model faults.
 	ModelRetry ModelRetry `json:"modelRetry,omitzero"`
+	// Spend caps tokens and cost per turn and per session.
+	Spend Spend `json:"spend,omitzero"`
+}
+
+// Spend is an agent's spend caps (see turn.Spend): zero fields are no
+// limit, cost is in USD. OnExceeded is "suspend" (the default: the turn
+// waits for an operator to raise the cap or cancel) or "fail".
+type Spend struct {
+	Turn       reducer.Caps `json:"turn,omitzero"`
+	Session    reducer.Caps `json:"session,omitzero"`
+	OnExceeded string       `json:"onExceeded,omitempty"`
+}
+
+// spend converts and checks the configured spend caps, naming the field at
+// fault.
+func (s Spend) spend() (turn.Spend, string, error) {
+	for _, c := range []struct {
+		name string
+		caps reducer.Caps
+	}{{"limits.spend.turn", s.Turn}, {"limits.spend.session", s.Session}} {
+		switch {
+		case c.caps.InputTokens < 0:
+			return turn.Spend{}, c.name + ".inputTokens", errors.New("negative")
+		case c.caps.OutputTokens < 0:
+			return turn.Spend{}, c.name + ".outputTokens", errors.New("negative")
+		case c.caps.Cost < 0:
+			return turn.Spend{}, c.name + ".cost", errors.New("negative")
+		}
+	}
+	out := turn.Spend{Turn: s.Turn, Session: s.Session}
+	switch s.OnExceeded {
+	case "", "suspend":
+	case "fail":
+		out.Fail = true
+	default:
+		return turn.Spend{}, "limits.spend.onExceeded", fmt.Errorf("%q: want suspend or fail", s.OnExceeded)
+	}
+	return out, "", nil
+}
+
+// pricing checks a price table.
+func pricing(p *reducer.Price) (string, error) {
+	switch {
+	case p == nil:
+	case p.InputPerMTok < 0:
+		return "pricing.inputPerMTok", errors.New("negative")
+	case p.OutputPerMTok < 0:
+		return "pricing.outputPerMTok", errors.New("negative")
+	}
+	return "", nil
 }
 
 // ModelRetry is an agent's policy for transient model faults (see
@@ -448,6 +502,10 @@ func (l Limits) limits() (turn.Limits, string, error) {
 	out.MaxStepsPerInvocation, out.MaxStepsPerTurn = l.MaxStepsPerInvocation, l.MaxStepsPerTurn
 	out.MaxInvocationsPerTurn = l.MaxInvocationsPerTurn
 	out.ModelRetry.Attempts, out.ModelRetry.Suspensions = l.ModelRetry.Attempts, l.ModelRetry.MaxSuspensions
+	var field string
+	if out.Spend, field, err = l.Spend.spend(); err != nil {
+		return out, field, err
+	}
 	full := out.WithDefaults()
 	if full.Margin >= full.Budget {
 		return out, "limits.margin", fmt.Errorf("margin %s leaves nothing of the budget %s", full.Margin, full.Budget)
