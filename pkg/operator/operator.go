@@ -113,6 +113,7 @@ func New(c Config) http.Handler {
 		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer),
 		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel),
 		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle),
+		"POST /sessions/{id}/limits":                   a.idempotent(a.raise),
 	}
 	for pattern, h := range routes {
 		a.mux.Handle(pattern, a.authed(h))
@@ -502,6 +503,31 @@ func (a *api) settle(w http.ResponseWriter, r *http.Request, caller string) erro
 		return refuse(http.StatusConflict, "execution %q awaits no verdict", clip(execution))
 	}
 	if err != nil {
+		return err
+	}
+	return send(w)(answer(reducer.State{}, nil))
+}
+
+// raise sets new spend caps for a turn suspended at a limit, which then
+// resumes under them. Zero or absent fields keep the caps they would
+// replace; a turn not suspended for a limit is a 409.
+func (a *api) raise(w http.ResponseWriter, r *http.Request, caller string) error {
+	id, err := a.ownedID(r, caller)
+	if err != nil {
+		return err
+	}
+	var in reducer.Raise
+	if err := decode(w, r, a.maxBody, &in, false); err != nil {
+		return err
+	}
+	answer := always(http.StatusAccepted, Accepted{Status: "raised"})
+	err = a.writer(r, answer).Raise(r.Context(), id, operatorActor(caller), in)
+	switch {
+	case errors.Is(err, session.ErrBadCaps):
+		return refuse(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "session: "))
+	case errors.Is(err, session.ErrNotPending):
+		return refuse(http.StatusConflict, "the session has no turn suspended at a spend limit")
+	case err != nil:
 		return err
 	}
 	return send(w)(answer(reducer.State{}, nil))

@@ -12,13 +12,17 @@ import (
 // Session is a session as GET /sessions/{id} and POST /sessions return it:
 // its state reduced from the facts.
 type Session struct {
-	ID          string           `json:"id"`
-	Agent       string           `json:"agent"`
-	Status      reducer.Status   `json:"status"`
-	Created     time.Time        `json:"created"`
-	Updated     time.Time        `json:"updated"`
-	LastSeq     int64            `json:"lastSeq"`
-	Usage       reducer.Usage    `json:"usage"`
+	ID      string         `json:"id"`
+	Agent   string         `json:"agent"`
+	Status  reducer.Status `json:"status"`
+	Created time.Time      `json:"created"`
+	Updated time.Time      `json:"updated"`
+	LastSeq int64          `json:"lastSeq"`
+	// Usage sums the steps of ended turns and of the open turn up to its
+	// last suspension; costMicroUSD is their cost from the agent's prices.
+	Usage reducer.Usage `json:"usage"`
+	// Caps are the session's spend caps as operators raised them.
+	Caps        reducer.Caps     `json:"caps,omitzero"`
 	Turns       int64            `json:"turns"`
 	Last        reducer.Type     `json:"last,omitempty"`
 	LastFailure *reducer.Failure `json:"lastFailure,omitempty"`
@@ -41,6 +45,10 @@ type Turn struct {
 	Since       time.Time     `json:"since"`
 	Lease       time.Time     `json:"lease,omitzero"`
 	Invocations int           `json:"invocations"`
+	// Usage is the turn's as its last suspension recorded it; Caps its
+	// spend caps as operators raised them.
+	Usage reducer.Usage `json:"usage,omitzero"`
+	Caps  reducer.Caps  `json:"caps,omitzero"`
 }
 
 // Approval is a tool call waiting for an operator's decision.
@@ -111,12 +119,12 @@ type Error struct {
 func sessionView(id string, st reducer.State) Session {
 	s := Session{
 		ID: id, Agent: st.Agent, Status: st.Status, Created: st.Created, Updated: st.Updated,
-		LastSeq: st.LastSeq, Usage: st.Usage, Turns: st.Turns, Last: st.Last, LastFailure: st.LastFailure,
+		LastSeq: st.LastSeq, Usage: st.Usage, Caps: st.Caps, Turns: st.Turns, Last: st.Last, LastFailure: st.LastFailure,
 		Inbox: len(st.Inbox), Pending: []Approval{},
 	}
 	if t := st.Turn; t != nil {
 		s.Turn = &Turn{ID: t.ID, Stream: t.Stream, Cause: t.Cause, Started: t.Started, Since: t.Since,
-			Lease: t.Lease, Invocations: t.Invocations}
+			Lease: t.Lease, Invocations: t.Invocations, Usage: t.Usage, Caps: t.Caps}
 		for _, p := range t.Pending {
 			s.Pending = append(s.Pending, Approval{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool,
 				Input: p.Input, Expires: p.Expires})

@@ -172,15 +172,15 @@ func checkCaps(r reducer.Raise) error {
 	}{{"turn", r.Turn}, {"session", r.Session}} {
 		switch {
 		case c.caps.InputTokens < 0:
-			return fmt.Errorf("session: %s.inputTokens %d is negative: %w", c.name, c.caps.InputTokens, ErrBadCaps)
+			return fmt.Errorf("%w: %s.inputTokens %d is negative", ErrBadCaps, c.name, c.caps.InputTokens)
 		case c.caps.OutputTokens < 0:
-			return fmt.Errorf("session: %s.outputTokens %d is negative: %w", c.name, c.caps.OutputTokens, ErrBadCaps)
+			return fmt.Errorf("%w: %s.outputTokens %d is negative", ErrBadCaps, c.name, c.caps.OutputTokens)
 		case c.caps.Cost < 0 || math.IsNaN(c.caps.Cost) || math.IsInf(c.caps.Cost, 0):
-			return fmt.Errorf("session: %s.cost %v is not a positive amount: %w", c.name, c.caps.Cost, ErrBadCaps)
+			return fmt.Errorf("%w: %s.cost %v is not a positive amount", ErrBadCaps, c.name, c.caps.Cost)
 		}
 	}
 	if r == (reducer.Raise{}) {
-		return fmt.Errorf("session: the raise sets no cap: %w", ErrBadCaps)
+		return fmt.Errorf("%w: the raise sets no cap", ErrBadCaps)
 	}
 	return nil
 }

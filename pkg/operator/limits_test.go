@@ -1,0 +1,101 @@
+package operator_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton/pkg/wake"
+)
+
+// A turn past its token cap suspends for the limit; the session view shows
+// it with usage and cost equal to the step metadata's sum; bad raises are
+// 400s that write nothing; a raise resumes the turn to completion; a raise
+// with no turn at a limit is a 409.
+func TestRaiseLimitsResumesTheTurn(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := ids.New("alice")
+	s := e.create(alice)
+	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice, body: `{"text":"Weather, twice."}`})
+	m, err := model.ParseScript([]byte(`{"steps":[
+ {"text":"one","toolCalls":[{"name":"get_weather","input":{"city":"A"}}]},
+ {"text":"two two","toolCalls":[{"name":"get_weather","input":{"city":"B"}}]},
+ {"text":"done"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tool.NewRegistry(tool.Demo()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &turn.Agent{Name: "demo", System: "You are a test agent.", Model: m, Tools: reg, MaxTokens: 1024,
+		Limits: turn.Limits{Spend: turn.Spend{Turn: reducer.Caps{InputTokens: 1}}},
+		Price:  &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}}
+	runner := &turn.Runner{Sessions: e.store, Agents: turn.AgentMap{agent.Name: agent}}
+	out, err := runner.Start(t.Context(), s.ID)
+	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseLimit || out.Steps != 1 {
+		t.Fatalf("start: %+v, %v; want suspended for limit after 1 step", out, err)
+	}
+
+	var got operator.Session
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+	want := streamUsage(t, e, s.ID, out.Turn)
+	if got.Status != reducer.Suspended || got.Turn == nil || got.Turn.Cause != reducer.CauseLimit {
+		t.Fatalf("session view = %+v, want suspended for limit", got)
+	}
+	if got.Usage != want || want.CostMicroUSD <= 0 || got.Turn.Usage != want {
+		t.Fatalf("session usage %+v, turn usage %+v, want the step metadata's %+v with a cost", got.Usage, got.Turn.Usage, want)
+	}
+
+	path := "/sessions/" + s.ID + "/limits"
+	before := len(e.facts(s.ID))
+	for _, body := range []string{`{}`, `{"turn":{"inputTokens":-1}}`, `{"session":{"cost":-1}}`, `{"turn":{"tokens":5}}`, `{"turn":{"inputTokens":"many"}}`, `[1]`} {
+		r := e.must(http.StatusBadRequest, req{method: "POST", path: path, user: alice, body: body})
+		if msg := r.errorMessage(t); msg == "" {
+			t.Fatalf("raise %s: no error message", body)
+		}
+	}
+	if r := e.must(http.StatusBadRequest, req{method: "POST", path: path, user: alice, body: `{"turn":{"inputTokens":-1}}`}); !strings.Contains(r.errorMessage(t), "turn.inputTokens") {
+		t.Fatalf("message %q does not name the field", r.errorMessage(t))
+	}
+	// Another caller cannot raise this session's caps.
+	e.must(http.StatusNotFound, req{method: "POST", path: path, user: ids.New("mallory"), body: `{"turn":{"inputTokens":1000000}}`})
+	if n := len(e.facts(s.ID)); n != before {
+		t.Fatalf("refused raises wrote %d facts", n-before)
+	}
+
+	e.must(http.StatusAccepted, req{method: "POST", path: path, user: alice, body: `{"turn":{"inputTokens":1000000},"session":{"cost":5}}`})
+	fs := e.facts(s.ID)
+	raised := fs[len(fs)-1]
+	if raised.Type != reducer.LimitsRaised || raised.Actor.Kind != reducer.ActorOperator || raised.Actor.ID != alice {
+		t.Fatalf("last fact = %+v, want limits.raised by alice", raised)
+	}
+	var woke bool
+	for _, w := range e.wakes() {
+		woke = woke || (w.Session == s.ID && w.Reason == wake.Raised)
+	}
+	if !woke {
+		t.Fatal("the raise sent no wake")
+	}
+	out, err = runner.Resume(t.Context(), s.ID)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume after raise: %+v, %v", out, err)
+	}
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+	want = streamUsage(t, e, s.ID, out.Turn)
+	if want.Steps != 3 || got.Usage != want || out.Usage != want || got.Caps.Cost != 5 {
+		t.Fatalf("after the turn: session usage %+v caps %+v, outcome %+v, want the stream's %+v", got.Usage, got.Caps, out.Usage, want)
+	}
+
+	before = len(e.facts(s.ID))
+	e.must(http.StatusConflict, req{method: "POST", path: path, user: alice, body: `{"turn":{"inputTokens":5}}`})
+	if n := len(e.facts(s.ID)); n != before {
+		t.Fatalf("a raise with no turn at a limit wrote %d facts", n-before)
+	}
+}
