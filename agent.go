@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/baton-run/baton/pkg/mcp"
+	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
@@ -38,7 +39,21 @@ type Agent struct {
 	// MaxToolOutput caps a tool result in bytes; longer output is truncated
 	// and marked. Zero means 16 KiB.
 	MaxToolOutput int
+	// Price, when set, prices the model's tokens (USD per million): each
+	// step's metadata and the session's usage then carry a cost, and
+	// Limits.Spend's cost caps apply.
+	Price *Price
 }
+
+// Price is a model's price table in USD per million tokens.
+type Price = reducer.Price
+
+// Spend caps what a turn and its session may spend in tokens and cost
+// (Limits.Spend); Caps is one set of such caps.
+type (
+	Spend = turn.Spend
+	Caps  = reducer.Caps
+)
 
 // Limits bound a turn: the time an invocation may run and the margin it
 // keeps back, steps per invocation and per turn, invocations per turn, the
@@ -100,6 +115,9 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 	}
 	if field, err := checkLimits(a.Limits); err != nil {
 		bad(field, err)
+	}
+	if p := a.Price; p != nil && (p.InputPerMTok < 0 || p.OutputPerMTok < 0) {
+		bad("price", errors.New("negative"))
 	}
 
 	var tools []tool.Tool
@@ -174,7 +192,7 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 		return nil, errors.Join(errs...)
 	}
 	ta := &turn.Agent{Name: a.Name, System: a.System, Model: a.Model, Tools: reg,
-		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits}
+		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price}
 	if remote != nil {
 		ta.Remote = *remote
 	}
@@ -197,6 +215,9 @@ func checkLimits(l Limits) (string, error) {
 		{"limits.ModelRetry.Attempts", l.ModelRetry.Attempts < 0}, {"limits.ModelRetry.Backoff", l.ModelRetry.Backoff < 0},
 		{"limits.ModelRetry.MaxBackoff", l.ModelRetry.MaxBackoff < 0}, {"limits.ModelRetry.WakeDelay", l.ModelRetry.WakeDelay < 0},
 		{"limits.ModelRetry.MaxWakeDelay", l.ModelRetry.MaxWakeDelay < 0}, {"limits.ModelRetry.Suspensions", l.ModelRetry.Suspensions < 0},
+		{"limits.Spend.Turn.InputTokens", l.Spend.Turn.InputTokens < 0}, {"limits.Spend.Turn.OutputTokens", l.Spend.Turn.OutputTokens < 0},
+		{"limits.Spend.Turn.Cost", l.Spend.Turn.Cost < 0}, {"limits.Spend.Session.InputTokens", l.Spend.Session.InputTokens < 0},
+		{"limits.Spend.Session.OutputTokens", l.Spend.Session.OutputTokens < 0}, {"limits.Spend.Session.Cost", l.Spend.Session.Cost < 0},
 	} {
 		if d.neg {
 			return d.field, errors.New("negative")

@@ -1,0 +1,37 @@
+package baton_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/pkg/model"
+)
+
+// The Go agent carries its price table and spend caps into the turn, and
+// refuses negative ones naming the field.
+func TestAgentSpendAndPrice(t *testing.T) {
+	m, err := model.ParseScript([]byte(`{"steps":[{"text":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	price := &baton.Price{InputPerMTok: 3, OutputPerMTok: 15}
+	spend := baton.Spend{Turn: baton.Caps{InputTokens: 100}, Session: baton.Caps{Cost: 1}, Fail: true}
+	a, err := baton.Agent{Name: "a", Model: m, Price: price, Limits: baton.Limits{Spend: spend}}.Build(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Price != price || a.Limits.Spend != spend {
+		t.Fatalf("agent price %+v spend %+v", a.Price, a.Limits.Spend)
+	}
+	for field, bad := range map[string]baton.Agent{
+		"limits.Spend.Turn.InputTokens": {Name: "a", Model: m, Limits: baton.Limits{Spend: baton.Spend{Turn: baton.Caps{InputTokens: -1}}}},
+		"limits.Spend.Session.Cost":     {Name: "a", Model: m, Limits: baton.Limits{Spend: baton.Spend{Session: baton.Caps{Cost: -1}}}},
+		"price":                         {Name: "a", Model: m, Price: &baton.Price{OutputPerMTok: -1}},
+	} {
+		if _, err := bad.Build(context.Background()); err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: err = %v, want one naming the field", field, err)
+		}
+	}
+}
