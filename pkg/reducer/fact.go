@@ -77,7 +77,7 @@ func (c Cause) Fault() bool {
 // Known reports whether c is one of the suspension causes above.
 func (c Cause) Known() bool {
 	switch c {
-	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseUncertain, CauseLease, CauseLimit:
+	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable, CauseUncertain, CauseLease, CauseLimit:
 		return true
 	}
 	return false

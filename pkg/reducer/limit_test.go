@@ -105,6 +105,16 @@ func TestCauseLimitKnown(t *testing.T) {
 	if !reducer.CauseLimit.Known() || reducer.CauseLimit.Fault() {
 		t.Fatal("limit must be a known cause and not a fault")
 	}
+	// Every cause a suspension may carry is known (the head check relies on it).
+	for _, c := range []reducer.Cause{reducer.CauseBudget, reducer.CauseApproval, reducer.CauseThrottled,
+		reducer.CauseUncertain, reducer.CauseLease, reducer.CauseModelUnavailable, reducer.CauseToolsUnavailable, reducer.CauseLimit} {
+		if !c.Known() {
+			t.Errorf("cause %q is not Known", c)
+		}
+	}
+	if reducer.Cause("bogus").Known() {
+		t.Error("an unknown cause is Known")
+	}
 }
 
 func TestCapsReachedAndPrice(t *testing.T) {
