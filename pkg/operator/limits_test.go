@@ -12,6 +12,7 @@ import (
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/wake"
+	"github.com/baton-run/baton/pkg/worker"
 )
 
 // A turn past its token cap suspends for the limit; the session view shows
@@ -53,6 +54,12 @@ func TestRaiseLimitsResumesTheTurn(t *testing.T) {
 		t.Fatalf("session usage %+v, turn usage %+v, want the step metadata's %+v with a cost", got.Usage, got.Turn.Usage, want)
 	}
 
+	// A wake before the raise runs nothing: only an operator moves the turn.
+	w := &worker.Worker{Sessions: e.store, Runner: runner}
+	if res, err := w.Handle(t.Context(), wake.Wake{Session: s.ID, Reason: wake.Rewake}); err != nil || res.Runs != 0 {
+		t.Fatalf("worker before the raise: %+v, %v", res, err)
+	}
+
 	path := "/sessions/" + s.ID + "/limits"
 	before := len(e.facts(s.ID))
 	for _, body := range []string{`{}`, `{"turn":{"inputTokens":-1}}`, `{"session":{"cost":-1}}`, `{"turn":{"tokens":5}}`, `{"turn":{"inputTokens":"many"}}`, `[1]`} {
@@ -76,17 +83,21 @@ func TestRaiseLimitsResumesTheTurn(t *testing.T) {
 	if raised.Type != reducer.LimitsRaised || raised.Actor.Kind != reducer.ActorOperator || raised.Actor.ID != alice {
 		t.Fatalf("last fact = %+v, want limits.raised by alice", raised)
 	}
-	var woke bool
+	var raisedWake *wake.Wake
 	for _, w := range e.wakes() {
-		woke = woke || (w.Session == s.ID && w.Reason == wake.Raised)
+		if w.Session == s.ID && w.Reason == wake.Raised {
+			raisedWake = &w
+		}
 	}
-	if !woke {
+	if raisedWake == nil {
 		t.Fatal("the raise sent no wake")
 	}
-	out, err = runner.Resume(t.Context(), s.ID)
-	if err != nil || out.Kind != turn.Completed {
-		t.Fatalf("resume after raise: %+v, %v", out, err)
+	// The worker that takes the wake resumes the turn.
+	res, err := w.Handle(t.Context(), *raisedWake)
+	if err != nil || res.Runs != 1 || res.Outcomes[0].Kind != turn.Completed {
+		t.Fatalf("worker after raise: %+v, %v", res, err)
 	}
+	out = res.Outcomes[0]
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	want = streamUsage(t, e, s.ID, out.Turn)
 	if want.Steps != 3 || got.Usage != want || out.Usage != want || got.Caps.Cost != 5 {
