@@ -77,8 +77,14 @@ func TestRaiseLimitsResumesTheTurn(t *testing.T) {
 		t.Fatalf("refused raises wrote %d facts", n-before)
 	}
 
-	e.must(http.StatusAccepted, req{method: "POST", path: path, user: alice, body: `{"turn":{"inputTokens":1000000},"session":{"cost":5}}`})
+	raise := req{method: "POST", path: path, user: alice, body: `{"turn":{"inputTokens":1000000},"session":{"cost":5}}`,
+		header: map[string]string{"Idempotency-Key": ids.New("raise")}}
+	e.must(http.StatusAccepted, raise)
 	fs := e.facts(s.ID)
+	// A retry under the same key gets the same answer and writes nothing.
+	if r := e.must(http.StatusAccepted, raise); r.header.Get("Idempotent-Replayed") != "true" || len(e.facts(s.ID)) != len(fs) {
+		t.Fatalf("replayed raise: header %q, %d facts, want %d", r.header.Get("Idempotent-Replayed"), len(e.facts(s.ID)), len(fs))
+	}
 	raised := fs[len(fs)-1]
 	if raised.Type != reducer.LimitsRaised || raised.Actor.Kind != reducer.ActorOperator || raised.Actor.ID != alice {
 		t.Fatalf("last fact = %+v, want limits.raised by alice", raised)
