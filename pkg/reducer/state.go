@@ -41,7 +41,7 @@ type Turn struct {
 	Invocations int `json:"invocations"`
 	// Faults counts the turn's suspensions for model faults in a row, as
 	// the last such suspension recorded it; a suspension for the budget,
-	// an approval or an uncertain execution resets it. Wake is when the
+	// a spend limit, an approval or an uncertain execution resets it. Wake is when the
 	// delayed wake of a fault suspension is due, zero otherwise.
 	Faults int       `json:"faults,omitempty"`
 	Wake   time.Time `json:"wake,omitzero"`
