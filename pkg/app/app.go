@@ -226,7 +226,7 @@ func loadFile(ctx context.Context, src string, clients *awsenv.Clients, tools []
 		// The demo tools are the demo agent's built-ins, and no one else's;
 		// it names no program's tools.
 		fsys, name := agents.Demo()
-		deps.Builtins, deps.Tools = tool.Demo(), nil
+		deps.Builtins, deps.Tools = append(tool.Demo(), tool.WaitUntil()), nil
 		return agents.Load(ctx, fsys, name, deps)
 	case strings.HasPrefix(src, "s3://"):
 		bucket, key, ok := strings.Cut(strings.TrimPrefix(src, "s3://"), "/")

@@ -14,6 +14,7 @@ import (
 	"github.com/baton-run/baton/pkg/provider/anthropic"
 	"github.com/baton-run/baton/pkg/provider/bedrock"
 	"github.com/baton-run/baton/pkg/provider/openai"
+	"github.com/baton-run/baton/pkg/tool"
 )
 
 // Deps are the providers and declared tools agents may use. A provider's
@@ -23,6 +24,8 @@ import (
 func Deps(clients *awsenv.Clients) agents.Deps {
 	httpClient := &http.Client{Timeout: 5 * time.Minute}
 	return agents.Deps{
+		// wait_until is every agent's to name.
+		Builtins: []tool.Tool{tool.WaitUntil()},
 		Providers: map[string]agents.Provider{
 			"anthropic": func(_ context.Context, c agents.Config, key string) (model.Model, error) {
 				m, err := anthropic.New(anthropic.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL, HTTPClient: httpClient})

@@ -25,6 +25,11 @@ func TestHeadReason(t *testing.T) {
 	if h.Why != reducer.ReasonFault || !h.Due.Equal(wakeAt) || strAttr(item, attrWhy) != "fault" {
 		t.Fatalf("fault-suspended head: why %q due %v", h.Why, h.Due)
 	}
+	timer := reducer.State{Agent: "a", Status: reducer.Suspended, LastSeq: 4, Created: at, Updated: at,
+		Turn: &reducer.Turn{ID: "t1", Cause: reducer.CauseTimer, Wake: at.Add(72 * time.Hour)}}
+	if h, err := decodeHead(headItem("s1", timer)); err != nil || h.Why != reducer.ReasonTimer || !h.Due.Equal(at.Add(72*time.Hour)) {
+		t.Fatalf("timer head: %+v, %v", h, err)
+	}
 	for _, old := range []struct {
 		stored string
 		state  reducer.State

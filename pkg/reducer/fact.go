@@ -66,6 +66,9 @@ const (
 	// CauseLimit: the turn reached a spend cap (tokens or cost); it waits
 	// for an operator to raise the cap (limits.raised) or cancel it.
 	CauseLimit Cause = "limit"
+	// CauseTimer: the agent called wait_until; the turn sleeps until
+	// Turn.Wake, when the tick or its delayed wake resumes it.
+	CauseTimer Cause = "timer"
 )
 
 // Fault reports whether the cause is a fault that a later wake retries:
@@ -77,7 +80,7 @@ func (c Cause) Fault() bool {
 // Known reports whether c is one of the suspension causes above.
 func (c Cause) Known() bool {
 	switch c {
-	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable, CauseUncertain, CauseLease, CauseLimit:
+	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable, CauseUncertain, CauseLease, CauseLimit, CauseTimer:
 		return true
 	}
 	return false

@@ -19,6 +19,12 @@ func TestIllegalTransitions(t *testing.T) {
 		reason string
 	}{
 		// Sequence and envelope.
+		{"timer without a wake time", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.running(), facts(b.suspended(reducer.CauseTimer))
+		}, "a timer suspension needs a wake time"},
+		{"timer with a fault count", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.running(), facts(b.suspended(reducer.CauseTimer, fault(2, t0.Add(time.Hour))))
+		}, "a timer suspension needs a wake time and no fault count"},
 		{"seq gap", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
 			return b.running(), facts(b.completed(seq(5)))
 		}, "seq 5 does not follow 3"},

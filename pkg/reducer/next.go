@@ -51,10 +51,13 @@ const (
 	ReasonFault    Reason = "fault"    // suspended for a model or store fault, its delayed wake due at Due
 	ReasonInbox    Reason = "inbox"    // idle with messages waiting for a turn
 	ReasonOperator Reason = "operator" // an approval that never expires, or an execution awaiting a verdict
+	ReasonTimer    Reason = "timer"    // suspended on a timer (wait_until) until Due
 )
 
 // Wake reports whether a session with this reason waits for a wake.
-func (r Reason) Wake() bool { return r == ReasonWake || r == ReasonFault || r == ReasonInbox }
+func (r Reason) Wake() bool {
+	return r == ReasonWake || r == ReasonFault || r == ReasonInbox || r == ReasonTimer
+}
 
 // WakeSkew is how early a fault suspension's delayed wake may arrive and
 // still resume the turn, for clocks that disagree a little.
@@ -71,10 +74,18 @@ type Need struct {
 }
 
 // Lost reports whether a session that waits for a wake has waited longer
-// than grace past Due, so its wake must have been lost. A grace of zero or
-// less never takes a wake as lost: the caller is the wake.
+// than grace past Due, so its wake must have been lost. A timer's wake is
+// the tick's to send (a delayed wake reaches at most wake.MaxDelay ahead),
+// so a timer counts as lost as soon as it is due. A grace of zero or less
+// never takes a wake as lost: the caller is the wake.
 func (n Need) Lost(now time.Time, grace time.Duration) bool {
-	return n.Reason.Wake() && grace > 0 && now.Sub(n.Due) > grace
+	switch {
+	case !n.Reason.Wake() || grace <= 0:
+		return false
+	case n.Reason == ReasonTimer:
+		return !now.Before(n.Due)
+	}
+	return now.Sub(n.Due) > grace
 }
 
 // Next decides what the session needs at now. It is the one place that
@@ -92,6 +103,8 @@ func (n Need) Lost(now time.Time, grace time.Duration) bool {
 //     update. A fault suspension with a delayed wake is due at Turn.Wake
 //     and is not resumed before it (less WakeSkew): an early wake, such as
 //     a message's, must not spend one of the turn's fault suspensions.
+//   - suspended on a timer: Resume from Turn.Wake (less WakeSkew), None
+//     before it; the tick (grace > 0) sends its wake once due: Rewake.
 //   - idle with messages waiting: Start, due since the last update.
 //   - waiting for a wake longer than grace past Due: Rewake.
 func (s State) Next(now time.Time, grace time.Duration) Need {
@@ -105,13 +118,13 @@ func (s State) Next(now time.Time, grace time.Duration) Need {
 		if now.After(n.Due) {
 			n.Action = Expire
 		}
-	case ReasonWake, ReasonFault, ReasonInbox:
+	case ReasonWake, ReasonFault, ReasonInbox, ReasonTimer:
 		switch {
 		case n.Lost(now, grace):
 			n.Action = Rewake
 		case n.Reason == ReasonInbox:
 			n.Action = Start
-		case n.Reason == ReasonFault && now.Add(WakeSkew).Before(n.Due):
+		case (n.Reason == ReasonFault || n.Reason == ReasonTimer) && now.Add(WakeSkew).Before(n.Due):
 			// The delayed wake is still to come.
 		default:
 			n.Action = Resume
@@ -144,6 +157,8 @@ func (s State) need() Need {
 		return Need{Reason: ReasonOperator}
 	case s.Status == Suspended && t != nil && t.Cause == CauseLimit && !t.Raised:
 		return Need{Reason: ReasonOperator}
+	case s.Status == Suspended && t != nil && t.Cause == CauseTimer:
+		return Need{Reason: ReasonTimer, Due: t.Wake}
 	case s.Status == Suspended && t != nil && t.Wake.After(s.Updated):
 		return Need{Reason: ReasonFault, Due: t.Wake}
 	case s.Status == Suspended && t != nil:

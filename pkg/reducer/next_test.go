@@ -89,6 +89,14 @@ func TestNextReasonAndDue(t *testing.T) {
 			log := append(b.running(), b.suspended(reducer.CauseThrottled, fault(1, t0)))
 			return log, log[len(log)-1].Time, reducer.ReasonWake, true
 		}},
+		{"suspended on a timer: its time, days ahead", func(b *builder) ([]reducer.Fact, time.Time, reducer.Reason, bool) {
+			log := append(b.running(), b.suspended(reducer.CauseTimer, fault(0, t0.Add(72*time.Hour))))
+			return log, t0.Add(72 * time.Hour), reducer.ReasonTimer, true
+		}},
+		{"suspended on a timer, a message came: still its time", func(b *builder) ([]reducer.Fact, time.Time, reducer.Reason, bool) {
+			log := append(b.running(), b.suspended(reducer.CauseTimer, fault(0, t0.Add(72*time.Hour))), b.message("m2"))
+			return log, t0.Add(72 * time.Hour), reducer.ReasonTimer, true
+		}},
 		{"suspended for a reaped lease: since", func(b *builder) ([]reducer.Fact, time.Time, reducer.Reason, bool) {
 			log := b.suspendedFor(reducer.CauseLease)
 			return log, log[len(log)-1].Time, reducer.ReasonWake, true
@@ -227,5 +235,30 @@ func TestReasonWake(t *testing.T) {
 	}
 	if (reducer.Need{Reason: reducer.ReasonWake, Due: t0}).Lost(t0.Add(time.Hour), 0) {
 		t.Error("grace 0 took a wake as lost")
+	}
+}
+
+// TestNextTimer: a timer is resumed by nothing before its time; once due,
+// the tick (grace > 0) sends its wake at once, not only after grace, and
+// the worker (grace 0) resumes it.
+func TestNextTimer(t *testing.T) {
+	b := newBuilder()
+	until := t0.Add(72 * time.Hour)
+	s := mustReduce(t, append(b.running(), b.suspended(reducer.CauseTimer, fault(0, until))))
+	for _, c := range []struct {
+		now   time.Time
+		grace time.Duration
+		want  reducer.Action
+	}{
+		{until.Add(-time.Hour), 0, reducer.None},
+		{until.Add(-time.Hour), time.Minute, reducer.None},
+		{until.Add(-reducer.WakeSkew / 2), 0, reducer.Resume},
+		{until, 0, reducer.Resume},
+		{until, time.Minute, reducer.Rewake},
+		{until.Add(time.Second), time.Minute, reducer.Rewake},
+	} {
+		if n := s.Next(c.now, c.grace); n.Action != c.want || n.Reason != reducer.ReasonTimer {
+			t.Errorf("Next(until%+v, %v) = %+v; want %v", c.now.Sub(until), c.grace, n, c.want)
+		}
 	}
 }

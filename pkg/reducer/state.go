@@ -42,7 +42,8 @@ type Turn struct {
 	// Faults counts the turn's suspensions for model faults in a row, as
 	// the last such suspension recorded it; a suspension for the budget,
 	// a spend limit, an approval or an uncertain execution resets it. Wake is when the
-	// delayed wake of a fault suspension is due, zero otherwise.
+	// delayed wake of a fault suspension, or the end of a timer, is due;
+	// zero otherwise.
 	Faults int       `json:"faults,omitempty"`
 	Wake   time.Time `json:"wake,omitzero"`
 	// Usage is the turn's usage as its last suspension recorded it; it is
@@ -227,8 +228,11 @@ func (s *State) apply(f Fact) error {
 		if s.Status != Running {
 			return illegal("only a running turn suspends")
 		}
-		if !f.Cause.Fault() && (f.Faults != 0 || !f.Wake.IsZero()) {
+		if !f.Cause.Fault() && f.Cause != CauseTimer && (f.Faults != 0 || !f.Wake.IsZero()) {
 			return illegal("a %s suspension carries a fault count or wake time", f.Cause)
+		}
+		if f.Cause == CauseTimer && (f.Wake.IsZero() || f.Faults != 0) {
+			return illegal("a timer suspension needs a wake time and no fault count")
 		}
 		if f.Faults < 0 {
 			return illegal("negative fault count %d", f.Faults)
@@ -241,6 +245,8 @@ func (s *State) apply(f Fact) error {
 		switch f.Cause {
 		case CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable:
 			s.Turn.Faults, s.Turn.Wake = f.Faults, f.Wake
+		case CauseTimer:
+			s.Turn.Faults, s.Turn.Wake = 0, f.Wake
 		case CauseLease:
 			// The invocation died: neither progress nor a fault.
 		case CauseBudget, CauseLimit:

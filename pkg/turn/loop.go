@@ -52,6 +52,12 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 			if len(approvals) > 0 {
 				return ru.suspendForApproval(ctx, approvals)
 			}
+			if !ru.wait.IsZero() {
+				// A wait_until call's time is ahead; on resume after it the
+				// call runs like any other.
+				delay := ru.wait.Sub(ru.r.Sessions.Clock())
+				return ru.suspend(ctx, reducer.CauseTimer, delay, reducer.Fact{Type: reducer.TurnSuspended, Wake: ru.wait})
+			}
 			ru.replay()
 		}
 		if last := ru.turn.Last(); last != nil && len(last.Calls) == 0 {
@@ -409,6 +415,7 @@ type plan struct {
 func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]reducer.Approval, *reducer.Execution, error) {
 	var requests []reducer.Approval
 	var plans []*plan
+	ru.wait = time.Time{}
 	st := ru.sess.State
 	now := ru.r.Sessions.Clock()
 	for _, c := range pending {
@@ -420,6 +427,20 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 		if err := ru.tools.Check(c.Name, c.Input); err != nil {
 			ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
 			continue
+		}
+		if c.Name == tool.WaitUntilName {
+			until, err := tool.WaitTime(c.Input)
+			if err != nil {
+				ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
+				continue
+			}
+			if now.Add(reducer.WakeSkew).Before(until) {
+				// Its time is ahead: the turn sleeps until the earliest.
+				if ru.wait.IsZero() || until.Before(ru.wait) {
+					ru.wait = until
+				}
+				continue
+			}
 		}
 		if t.Approval(c.Input) {
 			ans, answered := st.Turn.Answer(c.ID)

@@ -86,6 +86,7 @@ type run struct {
 	out      Outcome
 	dirty    bool           // the sink holds parts beyond start, markers and the tools record
 	tools    *tool.Registry // the tools this invocation offers (see offer)
+	wait     time.Time      // the earliest time a pending wait_until call waits for (see settle)
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.
