@@ -80,6 +80,7 @@ type api struct {
 //	GET  /sessions/{id}/turns/{turn}/stream          stream parts after ?after= (JSON or SSE)
 //	POST /sessions/{id}/approvals/{approvalId}       approve or deny → 202
 //	POST /sessions/{id}/cancel                       cancel the open turn → 202
+//	POST /sessions/{id}/wake                         end or move a timer (wait_until) → 202
 //	POST /sessions/{id}/executions/{executionId}     rerun or abandon → 202
 //	/chat, /chat/{id}/stream, /chat/{id}/stop        the AI SDK chat endpoint (pkg/chat)
 //	GET  /console/                                   the web console (static, unauthenticated)
@@ -114,6 +115,7 @@ func New(c Config) http.Handler {
 		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel),
 		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle),
 		"POST /sessions/{id}/limits":                   a.idempotent(a.raise),
+		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer),
 	}
 	for pattern, h := range routes {
 		a.mux.Handle(pattern, a.authed(h))
@@ -527,6 +529,38 @@ func (a *api) raise(w http.ResponseWriter, r *http.Request, caller string) error
 		return refuse(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "session: "))
 	case errors.Is(err, session.ErrNotPending):
 		return refuse(http.StatusConflict, "the session has no turn suspended at a spend limit")
+	case err != nil:
+		return err
+	}
+	return send(w)(answer(reducer.State{}, nil))
+}
+
+// TimerRequest is the body of POST /sessions/{id}/wake: when the turn's
+// timer ends. An absent at, or one now or past, ends the wait at once.
+type TimerRequest struct {
+	At *time.Time `json:"at"`
+}
+
+// setTimer moves the end of the wait of a turn suspended on a timer
+// (wait_until); a turn not suspended on a timer is a 409.
+func (a *api) setTimer(w http.ResponseWriter, r *http.Request, caller string) error {
+	id, err := a.ownedID(r, caller)
+	if err != nil {
+		return err
+	}
+	var in TimerRequest
+	if err := decode(w, r, a.maxBody, &in, true); err != nil {
+		return err
+	}
+	at := a.sessions.Clock()
+	if in.At != nil {
+		at = *in.At
+	}
+	answer := always(http.StatusAccepted, Accepted{Status: "timer set"})
+	err = a.writer(r, answer).SetTimer(r.Context(), id, operatorActor(caller), at)
+	switch {
+	case errors.Is(err, session.ErrNotPending):
+		return refuse(http.StatusConflict, "the session has no turn suspended on a timer")
 	case err != nil:
 		return err
 	}

@@ -45,6 +45,9 @@ type Turn struct {
 	Since       time.Time     `json:"since"`
 	Lease       time.Time     `json:"lease,omitzero"`
 	Invocations int           `json:"invocations"`
+	// Wake is when a suspension on a timer (cause "timer") or for a fault
+	// ends; zero otherwise.
+	Wake time.Time `json:"wake,omitzero"`
 	// Usage is the turn's as its last suspension recorded it; Caps its
 	// spend caps as operators raised them.
 	Usage reducer.Usage `json:"usage,omitzero"`
@@ -124,7 +127,7 @@ func sessionView(id string, st reducer.State) Session {
 	}
 	if t := st.Turn; t != nil {
 		s.Turn = &Turn{ID: t.ID, Stream: t.Stream, Cause: t.Cause, Started: t.Started, Since: t.Since,
-			Lease: t.Lease, Invocations: t.Invocations, Usage: t.Usage, Caps: t.Caps}
+			Lease: t.Lease, Invocations: t.Invocations, Wake: t.Wake, Usage: t.Usage, Caps: t.Caps}
 		for _, p := range t.Pending {
 			s.Pending = append(s.Pending, Approval{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool,
 				Input: p.Input, Expires: p.Expires})

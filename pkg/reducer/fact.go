@@ -28,6 +28,9 @@ const (
 	// LimitsRaised: an operator raised the spend caps of a turn suspended
 	// for CauseLimit.
 	LimitsRaised Type = "limits.raised"
+	// TimerSet: an operator moved the end of a turn's timer (CauseTimer) to
+	// Wake, earlier (a time now or past ends the wait) or later.
+	TimerSet Type = "timer.set"
 )
 
 // ActorKind says who caused a fact.

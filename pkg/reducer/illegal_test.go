@@ -25,6 +25,9 @@ func TestIllegalTransitions(t *testing.T) {
 		{"timer with a fault count", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
 			return b.running(), facts(b.suspended(reducer.CauseTimer, fault(2, t0.Add(time.Hour))))
 		}, "a timer suspension needs a wake time and no fault count"},
+		{"timer.set on a budget suspension", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.suspendedFor(reducer.CauseBudget), facts(b.fact(reducer.TimerSet, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, fault(0, t0)))
+		}, "not suspended on a timer"},
 		{"seq gap", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
 			return b.running(), facts(b.completed(seq(5)))
 		}, "seq 5 does not follow 3"},

@@ -54,6 +54,10 @@ type Turn struct {
 	// suspended for CauseLimit, so it may resume.
 	Caps   Caps `json:"caps,omitzero"`
 	Raised bool `json:"raised,omitempty"`
+	// TimerSet is set when an operator set the timer's end (timer.set)
+	// since the turn last suspended: the wait_until calls it waits on are
+	// over when it resumes, whatever time they named.
+	TimerSet bool `json:"timerSet,omitempty"`
 }
 
 // Answer returns the answer to the approval requested for a tool call.
@@ -241,7 +245,7 @@ func (s *State) apply(f Fact) error {
 			s.Usage = s.Usage.Add(f.Usage.Sub(s.Turn.Usage))
 			s.Turn.Usage = *f.Usage
 		}
-		s.Turn.Wake, s.Turn.Raised = time.Time{}, false
+		s.Turn.Wake, s.Turn.Raised, s.Turn.TimerSet = time.Time{}, false, false
 		switch f.Cause {
 		case CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable:
 			s.Turn.Faults, s.Turn.Wake = f.Faults, f.Wake
@@ -367,6 +371,18 @@ func (s *State) apply(f Fact) error {
 		v.ToolCallID = s.Turn.Uncertain.ToolCallID
 		s.Turn.Verdicts = append(s.Turn.Verdicts, v)
 		s.Turn.Uncertain = nil
+
+	case TimerSet:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		if f.Wake.IsZero() {
+			return illegal("no wake time")
+		}
+		if s.Status != Suspended || s.Turn.Cause != CauseTimer {
+			return illegal("the turn is not suspended on a timer")
+		}
+		s.Turn.Wake, s.Turn.TimerSet = f.Wake, true
 
 	case LimitsRaised:
 		if err := needTurn(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"time"
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/ids"
@@ -160,6 +161,32 @@ func (s *Store) Raise(ctx context.Context, id string, actor reducer.Actor, r red
 		return err
 	}
 	s.wake(ctx, id, wake.Raised, st.LastSeq)
+	return nil
+}
+
+// SetTimer moves the end of the wait of a turn suspended on a timer
+// (reducer.CauseTimer) to at, and sends a wake due then: a time now or past
+// ends the wait at once, and the wait_until calls it was for return then.
+// The time they named no longer fires. A turn not suspended on a timer
+// fails with ErrNotPending and nothing is written.
+func (s *Store) SetTimer(ctx context.Context, id string, actor reducer.Actor, at time.Time) error {
+	var st reducer.State
+	err := retry(ctx, func() error {
+		sess, err := s.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		t := sess.State.Turn
+		if t == nil || sess.State.Status != reducer.Suspended || t.Cause != reducer.CauseTimer {
+			return fmt.Errorf("session: set the timer of %s: no turn is suspended on a timer: %w", id, ErrNotPending)
+		}
+		st, err = s.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.TimerSet, Actor: actor, Turn: t.ID, Wake: at.UTC()})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	wake.Notify(ctx, s.Waker, slog.Default(), wake.Wake{Session: id, Reason: wake.Timer, Seq: st.LastSeq}, at.Sub(s.now()))
 	return nil
 }
 

@@ -143,3 +143,33 @@ func TestCancelledTimerNeverFires(t *testing.T) {
 		t.Fatalf("a cancelled timer resumed %d times", n)
 	}
 }
+
+// An operator's timer.set at now ends the wait: the turn resumes once,
+// now, and at the time wait_until named nothing fires.
+func TestEndedWaitNeverFiresAtItsOldTime(t *testing.T) {
+	ctx := ctxT(t)
+	s := newStack(t)
+	c := &clock{t: time.Now().UTC()}
+	inv, id, until := waiting(t, s, c)
+	s.receive(t) // the suspension's delayed wake, if visible
+	if err := inv.sessions.SetTimer(ctx, id, alice, c.now()); err != nil {
+		t.Fatal(err)
+	}
+	ws := s.receive(t)
+	if len(ws) != 1 || ws[0].Reason != wake.Timer {
+		t.Fatalf("wakes after the timer was ended: %+v", ws)
+	}
+	if _, err := inv.worker.Handle(ctx, ws[0]); err != nil {
+		t.Fatal(err)
+	}
+	if st := teststack.Load(t, inv.sessions, id); st.Status != reducer.Idle || countFacts(t, inv, id, reducer.TurnResumed) != 1 {
+		t.Fatalf("after the ended wait: %s", st.Status)
+	}
+	c.set(until.Add(time.Second))
+	if rep, err := inv.tick.Run(ctx); err != nil || rep.Rewoken != 0 || rep.Seen != 0 {
+		t.Fatalf("tick at the old time: %+v, %v", rep, err)
+	}
+	if n := countFacts(t, inv, id, reducer.TurnResumed); n != 1 {
+		t.Fatalf("resumed %d times", n)
+	}
+}

@@ -434,7 +434,7 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 				ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
 				continue
 			}
-			if now.Add(reducer.WakeSkew).Before(until) {
+			if now.Add(reducer.WakeSkew).Before(until) && !(st.Turn.TimerSet && !ru.settled) {
 				// Its time is ahead: the turn sleeps until the earliest.
 				if ru.wait.IsZero() || until.Before(ru.wait) {
 					ru.wait = until
@@ -495,6 +495,9 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 		}
 		plans = append(plans, p)
 	}
+	// An operator's timer.set ended the calls pending as the turn resumed;
+	// wait_until calls made after them wait as usual.
+	ru.settled = true
 	return requests, nil, ru.runPlans(ctx, plans)
 }
 

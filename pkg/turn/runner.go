@@ -87,6 +87,7 @@ type run struct {
 	dirty    bool           // the sink holds parts beyond start, markers and the tools record
 	tools    *tool.Registry // the tools this invocation offers (see offer)
 	wait     time.Time      // the earliest time a pending wait_until call waits for (see settle)
+	settled  bool           // settle ran once this invocation
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.

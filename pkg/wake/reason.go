@@ -27,6 +27,7 @@ const (
 	Cancelled        Reason = "cancelled"                // a turn was cancelled; queued messages may wait
 	Inbox            Reason = "inbox"                    // messages wait after a run; a fresh invocation takes them
 	Rewake           Reason = "rewake"                   // the tick re-sends a wake taken as lost
+	Timer            Reason = Reason(reducer.CauseTimer) // a timer's end, as wait_until or an operator set it
 )
 
 // ForCause is the reason for the wake that follows a suspension for c.
