@@ -24,7 +24,7 @@ var headAttrs = map[string]bool{
 // a head's index attributes hold.
 var dueWhys = map[reducer.Reason]bool{
 	reducer.ReasonLease: true, reducer.ReasonApproval: true, reducer.ReasonWake: true,
-	reducer.ReasonFault: true, reducer.ReasonInbox: true, reducer.ReasonTimer: true,
+	reducer.ReasonFault: true, reducer.ReasonInbox: true, reducer.ReasonTimer: true, reducer.ReasonSchedule: true,
 }
 
 // checkHead checks that item, decoded as h, is one headItem could have
@@ -100,7 +100,7 @@ func checkHead(item map[string]types.AttributeValue, h Head) error {
 	case h.Why == reducer.ReasonApproval && h.Cause != reducer.CauseApproval,
 		(h.Why == reducer.ReasonWake || h.Why == reducer.ReasonFault) && h.Status != reducer.Suspended,
 		h.Why == reducer.ReasonTimer && h.Cause != reducer.CauseTimer,
-		h.Why == reducer.ReasonInbox && h.Status != reducer.Idle:
+		(h.Why == reducer.ReasonInbox || h.Why == reducer.ReasonSchedule) && h.Status != reducer.Idle:
 		return bad("%s with %s %q", h.Status, attrWhy, h.Why)
 	}
 	return nil

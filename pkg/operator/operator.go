@@ -81,6 +81,8 @@ type api struct {
 //	POST /sessions/{id}/approvals/{approvalId}       approve or deny → 202
 //	POST /sessions/{id}/cancel                       cancel the open turn → 202
 //	POST /sessions/{id}/wake                         end or move a timer (wait_until) → 202
+//	PUT  /sessions/{id}/schedule                     set a schedule {cron, text} → 202
+//	DELETE /sessions/{id}/schedule                   clear the schedule → 202
 //	POST /sessions/{id}/executions/{executionId}     rerun or abandon → 202
 //	/chat, /chat/{id}/stream, /chat/{id}/stop        the AI SDK chat endpoint (pkg/chat)
 //	GET  /console/                                   the web console (static, unauthenticated)
@@ -116,6 +118,8 @@ func New(c Config) http.Handler {
 		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle),
 		"POST /sessions/{id}/limits":                   a.idempotent(a.raise),
 		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer),
+		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule),
+		"DELETE /sessions/{id}/schedule":               a.idempotent(a.clearSchedule),
 	}
 	for pattern, h := range routes {
 		a.mux.Handle(pattern, a.authed(h))
@@ -561,6 +565,51 @@ func (a *api) setTimer(w http.ResponseWriter, r *http.Request, caller string) er
 	switch {
 	case errors.Is(err, session.ErrNotPending):
 		return refuse(http.StatusConflict, "the session has no turn suspended on a timer")
+	case err != nil:
+		return err
+	}
+	return send(w)(answer(reducer.State{}, nil))
+}
+
+// ScheduleRequest is the body of PUT /sessions/{id}/schedule: post text at
+// each occurrence of cron (five fields, UTC).
+type ScheduleRequest struct {
+	Cron string `json:"cron"`
+	Text string `json:"text"`
+}
+
+// setSchedule gives the session a schedule, replacing any.
+func (a *api) setSchedule(w http.ResponseWriter, r *http.Request, caller string) error {
+	id, err := a.ownedID(r, caller)
+	if err != nil {
+		return err
+	}
+	var in ScheduleRequest
+	if err := decode(w, r, a.maxBody, &in, false); err != nil {
+		return err
+	}
+	answer := always(http.StatusAccepted, Accepted{Status: "scheduled"})
+	err = a.writer(r, answer).SetSchedule(r.Context(), id, operatorActor(caller), in.Cron, in.Text)
+	switch {
+	case errors.Is(err, session.ErrBadSchedule):
+		return refuse(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "session: "))
+	case err != nil:
+		return err
+	}
+	return send(w)(answer(reducer.State{}, nil))
+}
+
+// clearSchedule removes the session's schedule; none is a 409.
+func (a *api) clearSchedule(w http.ResponseWriter, r *http.Request, caller string) error {
+	id, err := a.ownedID(r, caller)
+	if err != nil {
+		return err
+	}
+	answer := always(http.StatusAccepted, Accepted{Status: "cleared"})
+	err = a.writer(r, answer).ClearSchedule(r.Context(), id, operatorActor(caller))
+	switch {
+	case errors.Is(err, session.ErrNotPending):
+		return refuse(http.StatusConflict, "the session has no schedule")
 	case err != nil:
 		return err
 	}

@@ -71,3 +71,35 @@ func TestWakeEndsATimer(t *testing.T) {
 	}
 	e.must(http.StatusConflict, req{method: "POST", path: path, user: alice, body: `{}`})
 }
+
+// A schedule is set with PUT, shows in the session view with its next
+// occurrence, is refused with a 400 for a bad cron or no text (writing
+// nothing), and cleared with DELETE; clearing none is a 409.
+func TestScheduleRoutes(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := ids.New("alice")
+	s := e.create(alice)
+	path := "/sessions/" + s.ID + "/schedule"
+	before := len(e.facts(s.ID))
+	for _, body := range []string{`{"cron":"every day","text":"x"}`, `{"cron":"0 9 * * *","text":""}`, `{"cron":"0 9 * * *"}`, `[1]`} {
+		if msg := e.must(http.StatusBadRequest, req{method: "PUT", path: path, user: alice, body: body}).errorMessage(t); msg == "" {
+			t.Fatalf("schedule %s: no error message", body)
+		}
+	}
+	e.must(http.StatusNotFound, req{method: "PUT", path: path, user: ids.New("mallory"), body: `{"cron":"0 9 * * *","text":"x"}`})
+	if n := len(e.facts(s.ID)); n != before {
+		t.Fatalf("refused schedules wrote %d facts", n-before)
+	}
+	e.must(http.StatusAccepted, req{method: "PUT", path: path, user: alice, body: `{"cron":"0 9 * * *","text":"Good morning."}`})
+	var got operator.Session
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+	if got.Schedule == nil || got.Schedule.Cron != "0 9 * * *" || got.Schedule.Next.Hour() != 9 || got.Schedule.Next.Minute() != 0 {
+		t.Fatalf("session view schedule = %+v", got.Schedule)
+	}
+	e.must(http.StatusAccepted, req{method: "DELETE", path: path, user: alice})
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+	if got.Schedule != nil {
+		t.Fatalf("schedule after DELETE = %+v", got.Schedule)
+	}
+	e.must(http.StatusConflict, req{method: "DELETE", path: path, user: alice})
+}

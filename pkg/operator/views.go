@@ -34,6 +34,15 @@ type Session struct {
 	Pending []Approval `json:"pending"`
 	// Uncertain is the execution waiting for a verdict, null when none.
 	Uncertain *Execution `json:"uncertain"`
+	// Schedule is the session's schedule, null when none.
+	Schedule *Schedule `json:"schedule"`
+}
+
+// Schedule is a session's schedule and its next occurrence.
+type Schedule struct {
+	Cron string    `json:"cron"`
+	Text string    `json:"text"`
+	Next time.Time `json:"next,omitzero"`
 }
 
 // Turn is the open turn of a session.
@@ -124,6 +133,9 @@ func sessionView(id string, st reducer.State) Session {
 		ID: id, Agent: st.Agent, Status: st.Status, Created: st.Created, Updated: st.Updated,
 		LastSeq: st.LastSeq, Usage: st.Usage, Caps: st.Caps, Turns: st.Turns, Last: st.Last, LastFailure: st.LastFailure,
 		Inbox: len(st.Inbox), Pending: []Approval{},
+	}
+	if sc := st.Schedule; sc != nil {
+		s.Schedule = &Schedule{Cron: sc.Cron, Text: sc.Text, Next: sc.Next()}
 	}
 	if t := st.Turn; t != nil {
 		s.Turn = &Turn{ID: t.ID, Stream: t.Stream, Cause: t.Cause, Started: t.Started, Since: t.Since,

@@ -31,6 +31,12 @@ const (
 	// TimerSet: an operator moved the end of a turn's timer (CauseTimer) to
 	// Wake, earlier (a time now or past ends the wait) or later.
 	TimerSet Type = "timer.set"
+	// ScheduleSet gives the session a schedule (Fact.Schedule), replacing
+	// any; ScheduleCleared removes it. ScheduleFired records that the tick
+	// posted the occurrence at Fact.Wake, in the same write as its message.
+	ScheduleSet     Type = "schedule.set"
+	ScheduleCleared Type = "schedule.cleared"
+	ScheduleFired   Type = "schedule.fired"
 )
 
 // ActorKind says who caused a fact.
@@ -278,6 +284,8 @@ type Fact struct {
 	Snapshot string   `json:"snapshot,omitempty"`
 	// limits.raised
 	Raise *Raise `json:"raise,omitempty"`
+	// schedule.set
+	Schedule *Schedule `json:"schedule,omitempty"`
 	// turn.cancelled and approval.answered may carry an operator's reason.
 	Reason string `json:"reason,omitempty"`
 }

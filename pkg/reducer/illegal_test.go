@@ -28,6 +28,16 @@ func TestIllegalTransitions(t *testing.T) {
 		{"timer.set on a budget suspension", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
 			return b.suspendedFor(reducer.CauseBudget), facts(b.fact(reducer.TimerSet, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, fault(0, t0)))
 		}, "not suspended on a timer"},
+		{"schedule with a bad cron", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.idle(), facts(b.fact(reducer.ScheduleSet, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"},
+				edit(func(f *reducer.Fact) { f.Schedule = &reducer.Schedule{Cron: "every day", Text: "x"} })))
+		}, "cron"},
+		{"schedule cleared with none", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.idle(), facts(b.fact(reducer.ScheduleCleared, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}))
+		}, "no schedule to clear"},
+		{"schedule fired twice for one occurrence", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.idle(), facts(b.fact(reducer.ScheduleFired, reducer.Actor{Kind: reducer.ActorSystem, ID: "tick"}, fault(0, t0)))
+		}, "no schedule to fire"},
 		{"seq gap", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
 			return b.running(), facts(b.completed(seq(5)))
 		}, "seq 5 does not follow 3"},

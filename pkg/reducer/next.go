@@ -16,6 +16,7 @@ const (
 	Reap                 // the running invocation's lease ran out: it died
 	Expire               // an approval request is past its expiry: deny it
 	Rewake               // the wake the session waits for is overdue: send it again
+	Post                 // a schedule's occurrence is due: post its message
 )
 
 func (a Action) String() string {
@@ -32,6 +33,8 @@ func (a Action) String() string {
 		return "expire"
 	case Rewake:
 		return "rewake"
+	case Post:
+		return "post"
 	}
 	return fmt.Sprintf("action(%d)", int(a))
 }
@@ -52,6 +55,7 @@ const (
 	ReasonInbox    Reason = "inbox"    // idle with messages waiting for a turn
 	ReasonOperator Reason = "operator" // an approval that never expires, or an execution awaiting a verdict
 	ReasonTimer    Reason = "timer"    // suspended on a timer (wait_until) until Due
+	ReasonSchedule Reason = "schedule" // idle with a schedule whose next occurrence is Due
 )
 
 // Wake reports whether a session with this reason waits for a wake.
@@ -106,6 +110,8 @@ func (n Need) Lost(now time.Time, grace time.Duration) bool {
 //   - suspended on a timer: Resume from Turn.Wake (less WakeSkew), None
 //     before it; the tick (grace > 0) sends its wake once due: Rewake.
 //   - idle with messages waiting: Start, due since the last update.
+//   - idle with a schedule: Post from its next occurrence (a busy
+//     session's occurrences wait until it is idle, and collapse into one).
 //   - waiting for a wake longer than grace past Due: Rewake.
 func (s State) Next(now time.Time, grace time.Duration) Need {
 	n := s.need()
@@ -117,6 +123,10 @@ func (s State) Next(now time.Time, grace time.Duration) Need {
 	case ReasonApproval:
 		if now.After(n.Due) {
 			n.Action = Expire
+		}
+	case ReasonSchedule:
+		if !now.Before(n.Due) {
+			n.Action = Post
 		}
 	case ReasonWake, ReasonFault, ReasonInbox, ReasonTimer:
 		switch {
@@ -165,6 +175,10 @@ func (s State) need() Need {
 		return Need{Reason: ReasonWake, Due: s.Updated}
 	case s.Status == Idle && len(s.Inbox) > 0:
 		return Need{Reason: ReasonInbox, Due: s.Updated}
+	case s.Status == Idle && s.Schedule != nil:
+		if due := s.Schedule.Next(); !due.IsZero() {
+			return Need{Reason: ReasonSchedule, Due: due}
+		}
 	}
 	return Need{}
 }

@@ -262,3 +262,40 @@ func TestNextTimer(t *testing.T) {
 		}
 	}
 }
+
+// TestNextSchedule: an idle session with a schedule is due at its next
+// occurrence (UTC) and Posts from then; fired, the next is a day on; busy,
+// it waits for the turn; cleared, it is not due.
+func TestNextSchedule(t *testing.T) {
+	b := newBuilder()
+	op := reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}
+	idle := b.idle()
+	set := b.fact(reducer.ScheduleSet, op, edit(func(f *reducer.Fact) {
+		f.Schedule = &reducer.Schedule{Cron: "30 9 * * *", Text: "standup"}
+	}))
+	log := append(idle, set)
+	s := mustReduce(t, log)
+	from := set.Time
+	first := time.Date(from.Year(), from.Month(), from.Day(), 9, 30, 0, 0, time.UTC)
+	if !first.After(from) {
+		first = first.Add(24 * time.Hour)
+	}
+	if n := s.Next(first.Add(-time.Second), time.Minute); n.Reason != reducer.ReasonSchedule || !n.Due.Equal(first) || n.Action != reducer.None {
+		t.Fatalf("before: %+v, want due %v", n, first)
+	}
+	if n := s.Next(first, time.Minute); n.Action != reducer.Post {
+		t.Fatalf("at the occurrence: %+v", n)
+	}
+	b.now = first.Add(time.Second)
+	fired := b.fact(reducer.ScheduleFired, reducer.Actor{Kind: reducer.ActorSystem, ID: "tick"}, fault(0, first))
+	s = mustReduce(t, append(log, fired))
+	if n := s.Next(first, time.Minute); !n.Due.Equal(first.Add(24 * time.Hour)) {
+		t.Fatalf("after firing: %+v", n)
+	}
+	if n := mustReduce(t, append(log, b.message("m1", seq(3)))).Next(first, time.Minute); n.Reason != reducer.ReasonInbox {
+		t.Fatalf("with a message waiting: %+v", n)
+	}
+	if n := mustReduce(t, append(log, b.fact(reducer.ScheduleCleared, op, seq(3)))).Next(first, time.Minute); n.Reason != reducer.NoReason || !n.Due.IsZero() {
+		t.Fatalf("cleared: %+v", n)
+	}
+}

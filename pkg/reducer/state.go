@@ -98,6 +98,8 @@ type State struct {
 	// Caps are the session's spend caps as operators raised them, over
 	// the agent's.
 	Caps Caps `json:"caps,omitzero"`
+	// Schedule is the session's schedule, nil when it has none.
+	Schedule *Schedule `json:"schedule,omitempty"`
 	// Turns counts ended turns; Last is how the latest one ended.
 	Turns       int64    `json:"turns"`
 	Last        Type     `json:"last,omitempty"`
@@ -371,6 +373,33 @@ func (s *State) apply(f Fact) error {
 		v.ToolCallID = s.Turn.Uncertain.ToolCallID
 		s.Turn.Verdicts = append(s.Turn.Verdicts, v)
 		s.Turn.Uncertain = nil
+
+	case ScheduleSet:
+		if f.Schedule == nil || f.Schedule.Text == "" {
+			return illegal("no schedule or no text")
+		}
+		if _, err := ParseCron(f.Schedule.Cron); err != nil {
+			return illegal("%v", err)
+		}
+		sc := *f.Schedule
+		sc.From = f.Time
+		s.Schedule = &sc
+
+	case ScheduleCleared:
+		if s.Schedule == nil {
+			return illegal("no schedule to clear")
+		}
+		s.Schedule = nil
+
+	case ScheduleFired:
+		if s.Schedule == nil {
+			return illegal("no schedule to fire")
+		}
+		if f.Wake.IsZero() || !f.Wake.Equal(s.Schedule.Next()) {
+			return illegal("occurrence %v is not the schedule's next", f.Wake)
+		}
+		// Occurrences missed while busy collapse into this one.
+		s.Schedule.From = f.Time
 
 	case TimerSet:
 		if err := needTurn(); err != nil {

@@ -190,6 +190,43 @@ func (s *Store) SetTimer(ctx context.Context, id string, actor reducer.Actor, at
 	return nil
 }
 
+// SetSchedule gives the session a schedule, replacing any: at each
+// occurrence of cronExpr (five fields, UTC) the tick posts text. A cron that
+// does not parse or an empty text fails with ErrBadSchedule, writing nothing.
+func (s *Store) SetSchedule(ctx context.Context, id string, actor reducer.Actor, cronExpr, text string) error {
+	if _, err := reducer.ParseCron(cronExpr); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSchedule, err)
+	}
+	if text == "" {
+		return fmt.Errorf("%w: the text is empty", ErrBadSchedule)
+	}
+	return retry(ctx, func() error {
+		sess, err := s.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		_, err = s.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.ScheduleSet, Actor: actor,
+			Schedule: &reducer.Schedule{Cron: cronExpr, Text: text}})
+		return err
+	})
+}
+
+// ClearSchedule removes the session's schedule; its next occurrence never
+// fires. A session without one fails with ErrNotPending.
+func (s *Store) ClearSchedule(ctx context.Context, id string, actor reducer.Actor) error {
+	return retry(ctx, func() error {
+		sess, err := s.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		if sess.State.Schedule == nil {
+			return fmt.Errorf("session: clear the schedule of %s: it has none: %w", id, ErrNotPending)
+		}
+		_, err = s.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.ScheduleCleared, Actor: actor})
+		return err
+	})
+}
+
 // checkCaps rejects a raise that sets nothing or holds a negative or
 // non-finite cap, naming the field.
 func checkCaps(r reducer.Raise) error {

@@ -26,6 +26,8 @@ var (
 	ErrNotPending = errors.New("session: not pending")
 	// ErrBadCaps: spend caps that are negative, not finite, or set nothing.
 	ErrBadCaps = errors.New("session: bad caps")
+	// ErrBadSchedule: a schedule whose cron does not parse or whose text is empty.
+	ErrBadSchedule = errors.New("session: bad schedule")
 	// ErrNoTurn: the session has no open turn.
 	ErrNoTurn = errors.New("session: no open turn")
 	// ErrReceiptTaken: the request's idempotency key was used before;

@@ -64,6 +64,8 @@ type Report struct {
 	Expired int
 	// Rewoken counts wakes re-sent.
 	Rewoken int
+	// Posted counts schedule occurrences posted as messages.
+	Posted int
 	// Pages counts index pages read.
 	Pages int
 	// Errors counts sessions the run failed to handle; the next run tries
@@ -113,7 +115,7 @@ func orDefault[T int | int32 | time.Duration](v, d T) T {
 func (t *Tick) HandleScheduled(ctx context.Context, ev events.EventBridgeEvent) (Report, error) {
 	rep, err := t.Run(ctx)
 	log := t.log().With("event", ev.ID, "scheduled", ev.Time, "seen", rep.Seen, "reaped", rep.Reaped,
-		"expired", rep.Expired, "rewoken", rep.Rewoken, "pages", rep.Pages, "errors", rep.Errors, "stopped", rep.Stopped)
+		"expired", rep.Expired, "rewoken", rep.Rewoken, "posted", rep.Posted, "pages", rep.Pages, "errors", rep.Errors, "stopped", rep.Stopped)
 	if err != nil {
 		log.ErrorContext(ctx, "tick failed", "err", err)
 		return rep, err
@@ -144,6 +146,8 @@ func (c *counts) add(f func(*Report)) {
 //     turn.suspended{lease} and send a wake; the worker resumes from the
 //     last checkpoint.
 //   - Expire, an approval request past its expiry: deny it as "expired".
+//   - Post, a schedule's occurrence is due: post its message, with an ID
+//     of the occurrence, in one write with schedule.fired, and wake it.
 //   - Rewake, waiting for a wake (suspended with nothing pending, or idle
 //     with messages) for longer than Grace past when it was due: the wake
 //     was lost; send it again.
@@ -285,6 +289,8 @@ func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *count
 		return t.reap(ctx, h.Session, st, c)
 	case reducer.Expire:
 		return t.expire(ctx, h.Session, st, now, c)
+	case reducer.Post:
+		return t.post(ctx, h.Session, st, n.Due, c)
 	case reducer.Rewake:
 		if err := t.waker().Wake(ctx, wake.Wake{Session: h.Session, Reason: wake.Rewake, Seq: st.LastSeq}, 0); err != nil {
 			return err
@@ -363,6 +369,28 @@ func (t *Tick) expire(ctx context.Context, id string, st reducer.State, now time
 		if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: wake.Approval}, 0); err != nil {
 			return fmt.Errorf("wake %s after expiry: %w", id, err)
 		}
+	}
+	return nil
+}
+
+// post posts the message of the schedule occurrence at due and wakes the
+// session; the compare-and-set makes it once however many runs try.
+func (t *Tick) post(ctx context.Context, id string, st reducer.State, due time.Time, c *counts) error {
+	msg := reducer.Message{ID: reducer.OccurrenceID(due), Text: st.Schedule.Text}
+	next, err := t.Sessions.Append(ctx, id, st,
+		reducer.Fact{Type: reducer.ScheduleFired, Actor: actor(), Wake: due},
+		reducer.Fact{Type: reducer.MessageReceived, Actor: actor(), Message: &msg})
+	if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+		t.log().InfoContext(ctx, "tick: the session moved on before the schedule fired", "session", id, "err", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("post schedule of %s: %w", id, err)
+	}
+	c.add(func(r *Report) { r.Posted++ })
+	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: wake.Message, Seq: next.LastSeq}, 0); err != nil {
+		// The message is durable: the inbox is due, and a later run re-sends the wake.
+		return fmt.Errorf("wake scheduled %s: %w", id, err)
 	}
 	return nil
 }
