@@ -1,5 +1,6 @@
 // Package tick is the scheduled sweep over sessions that need attention: it
 // pages the byDue index, reloads each session, and from its reduced facts
-// reaps turns whose invocation died, denies approvals that expired, and
-// re-sends wakes that were lost. It stops short of its own deadline.
+// reaps turns whose invocation died, denies approvals that expired, wakes
+// timers that are due, posts schedules' messages, and re-sends wakes that
+// were lost. It stops short of its own deadline.
 package tick

@@ -2,5 +2,6 @@
 // name, a description, a JSON Schema for its input, an effect, and a policy
 // saying which calls need an operator's approval. A Registry holds an
 // agent's tools in a fixed order; a Source lists tools that live elsewhere
-// (MCP servers) when a turn starts; demo.go has the demo agent's tools.
+// (MCP servers) when a turn starts; demo.go has the demo agent's tools,
+// wait.go the built-in timer tool every agent may name.
 package tool
