@@ -2,14 +2,13 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/baton-run/baton/pkg/httpjson"
 
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/dynamo"
@@ -110,84 +109,22 @@ func New(c Config) http.Handler {
 
 // ServeHTTP answers CORS preflights and routes the rest.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.cors(w, r) {
-		return
-	}
-	route, pattern := h.mux.Handler(r)
-	if pattern != "" {
-		h.mux.ServeHTTP(w, r)
-		return
-	}
-	// The mux's own answer is 404, or 405 with Allow, in plain text: keep
-	// its status and Allow header, and say it in JSON.
-	probe := &probeWriter{header: http.Header{}}
-	route.ServeHTTP(probe, r)
-	if probe.status == http.StatusMethodNotAllowed {
-		allow := probe.header.Get("Allow")
-		w.Header().Set("Allow", allow)
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: "method " + r.Method + " not allowed; allowed: " + allow})
-		return
-	}
-	writeJSON(w, http.StatusNotFound, errorBody{Error: "no such route: " + r.Method + " " + r.URL.Path})
-}
-
-// probeWriter records the status and headers of an answer and drops its
-// body.
-type probeWriter struct {
-	header http.Header
-	status int
-}
-
-func (p *probeWriter) Header() http.Header { return p.header }
-func (p *probeWriter) Write(b []byte) (int, error) {
-	if p.status == 0 {
-		p.status = http.StatusOK
-	}
-	return len(b), nil
-}
-func (p *probeWriter) WriteHeader(status int) {
-	if p.status == 0 {
-		p.status = status
+	if h.cors(w, r) {
+		httpjson.Serve(w, r, h.mux)
 	}
 }
 
-func (h *handler) authed(f func(http.ResponseWriter, *http.Request, string) error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller, ok := h.Identity(r)
-		if !ok || caller == "" {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "authentication required"})
-			return
-		}
-		if err := f(w, r, caller); err != nil {
-			h.fail(w, r, caller, err)
-		}
-	})
-}
-
-type errorBody struct {
-	Error string `json:"error"`
-}
-
-// apiError is a refusal with its status and a message for the client.
-type apiError struct {
-	status int
-	msg    string
-}
-
-func (e *apiError) Error() string { return fmt.Sprintf("%d %s", e.status, e.msg) }
-
-func refuse(status int, format string, args ...any) *apiError {
-	return &apiError{status: status, msg: fmt.Sprintf(format, args...)}
+func (h *handler) authed(f httpjson.Handler) http.Handler {
+	return httpjson.Authed(h.Identity, h.fail, f)
 }
 
 // fail answers err: a refusal as it says, known session errors with 404,
 // 409 or 503, anything else with a generic 500 whose detail is logged.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, caller string, err error) {
 	status, msg := http.StatusInternalServerError, "internal error"
-	switch ae, isAPI := errors.AsType[*apiError](err); {
+	switch ae, isAPI := errors.AsType[*httpjson.Refusal](err); {
 	case isAPI:
-		status, msg = ae.status, ae.msg
+		status, msg = ae.Status, ae.Msg
 	case errors.Is(err, session.ErrNotFound), errors.Is(err, dynamo.ErrNotFound):
 		status, msg = http.StatusNotFound, "chat not found"
 	case errors.Is(err, session.ErrNotPending):
@@ -209,30 +146,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, caller string, er
 	}
 	h.Log.Log(r.Context(), level, "chat: request failed", "method", r.Method, "path", r.URL.Path,
 		"caller", caller, "status", status, "err", err)
-	writeJSON(w, status, errorBody{Error: msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	hd := w.Header()
-	hd.Set("Content-Type", "application/json")
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// clip shortens s for an error message.
-func clip(s string) string {
-	const n = 64
-	if len(s) <= n {
-		return s
-	}
-	for i := n; i > 0; i-- {
-		if utf8.RuneStart(s[i]) {
-			return s[:i] + "…"
-		}
-	}
-	return ""
+	httpjson.Write(w, status, httpjson.ErrorBody{Error: msg})
 }
 
 // validID reports whether s is of the form chat and message ids must have:
@@ -258,14 +172,14 @@ func validID(s string) bool {
 func (h *handler) owned(ctx context.Context, r *http.Request, caller string) (string, dynamo.Head, error) {
 	id := r.PathValue("id")
 	if !validID(id) {
-		return "", dynamo.Head{}, refuse(http.StatusNotFound, "chat not found")
+		return "", dynamo.Head{}, httpjson.Refuse(http.StatusNotFound, "chat not found")
 	}
 	hd, err := h.Sessions.Facts.Head(ctx, id)
 	if err != nil {
 		return "", dynamo.Head{}, err
 	}
 	if hd.Owner != caller {
-		return "", dynamo.Head{}, refuse(http.StatusNotFound, "chat not found")
+		return "", dynamo.Head{}, httpjson.Refuse(http.StatusNotFound, "chat not found")
 	}
 	return id, hd, nil
 }
@@ -277,12 +191,12 @@ func (h *handler) stop(w http.ResponseWriter, r *http.Request, caller string) er
 	}
 	err = h.Sessions.Cancel(r.Context(), id, reducer.Actor{Kind: reducer.ActorOperator, ID: caller}, "stopped from the chat")
 	if errors.Is(err, session.ErrNoTurn) {
-		return refuse(http.StatusConflict, "the chat has no running turn to stop")
+		return httpjson.Refuse(http.StatusConflict, "the chat has no running turn to stop")
 	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, struct {
+	httpjson.Write(w, http.StatusAccepted, struct {
 		Status string `json:"status"`
 	}{"cancelled"})
 	return nil

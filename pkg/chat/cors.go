@@ -3,6 +3,8 @@ package chat
 import (
 	"net/http"
 	"slices"
+
+	"github.com/baton-run/baton/pkg/httpjson"
 )
 
 // cors applies the CORS policy: a request from an allowed origin gets
@@ -28,7 +30,7 @@ func (h *handler) cors(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if !allowed {
-		writeJSON(w, http.StatusForbidden, errorBody{Error: "origin " + clip(origin) + " is not allowed to call the chat endpoint"})
+		httpjson.Write(w, http.StatusForbidden, httpjson.ErrorBody{Error: "origin " + httpjson.Clip(origin) + " is not allowed to call the chat endpoint"})
 		return false
 	}
 	hd := w.Header()

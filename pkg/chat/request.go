@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/baton-run/baton/pkg/httpjson"
 
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -71,39 +72,39 @@ func decodeRequest(w http.ResponseWriter, r *http.Request, max int64) (Request, 
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
 		if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return in, nil, nil, refuse(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", tooBig.Limit)
+			return in, nil, nil, httpjson.Refuse(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", tooBig.Limit)
 		}
-		return in, nil, nil, refuse(http.StatusBadRequest, "cannot read the request body")
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "cannot read the request body")
 	}
 	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return in, nil, nil, refuse(http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		return in, nil, nil, httpjson.Refuse(http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 	} else if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return in, nil, nil, refuse(http.StatusUnsupportedMediaType, "request body must be UTF-8, not charset %q", cs)
+		return in, nil, nil, httpjson.Refuse(http.StatusUnsupportedMediaType, "request body must be UTF-8, not charset %q", cs)
 	}
 	if !utf8.Valid(body) {
-		return in, nil, nil, refuse(http.StatusBadRequest, "request body is not valid UTF-8")
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "request body is not valid UTF-8")
 	}
 	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		return in, nil, nil, refuse(http.StatusBadRequest, "request body must be a JSON object")
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "request body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&in); err != nil {
-		return in, nil, nil, refuse(http.StatusBadRequest, "invalid request body: %s", describeJSONError(err))
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "invalid request body: %s", httpjson.DescribeJSONError(err))
 	}
 	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
-		return in, nil, nil, refuse(http.StatusBadRequest, "invalid request body: unexpected data after the JSON object")
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "invalid request body: unexpected data after the JSON object")
 	}
 	switch {
 	case in.ID == "":
-		return in, nil, nil, refuse(http.StatusBadRequest, "id is required: the chat's id")
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "id is required: the chat's id")
 	case !validID(in.ID):
-		return in, nil, nil, refuse(http.StatusBadRequest, "id %q is not a chat id: 1 to 128 letters, digits, '_' or '-', starting with a letter or digit", clip(in.ID))
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "id %q is not a chat id: 1 to 128 letters, digits, '_' or '-', starting with a letter or digit", httpjson.Clip(in.ID))
 	case in.Trigger == "regenerate-message":
-		return in, nil, nil, refuse(http.StatusBadRequest, "trigger regenerate-message is not supported: baton keeps the chat's history and an ended turn stays in it; send a new message instead")
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "trigger regenerate-message is not supported: baton keeps the chat's history and an ended turn stays in it; send a new message instead")
 	case in.Trigger != "" && in.Trigger != "submit-message":
-		return in, nil, nil, refuse(http.StatusBadRequest, "trigger %q is unknown: want submit-message", clip(in.Trigger))
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "trigger %q is unknown: want submit-message", httpjson.Clip(in.Trigger))
 	case len(in.Messages) == 0:
-		return in, nil, nil, refuse(http.StatusBadRequest, "messages is required and must not be empty")
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "messages is required and must not be empty")
 	}
 	last := in.Messages[len(in.Messages)-1]
 	switch last.Role {
@@ -114,13 +115,13 @@ func decodeRequest(w http.ResponseWriter, r *http.Request, max int64) (Request, 
 		answers, err := approvalAnswers(last)
 		return in, nil, answers, err
 	default:
-		return in, nil, nil, refuse(http.StatusBadRequest, "the last message has role %q: want a new user message, or the assistant message with approval answers", clip(last.Role))
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "the last message has role %q: want a new user message, or the assistant message with approval answers", httpjson.Clip(last.Role))
 	}
 }
 
 func userMessage(m UIMessage) (*reducer.Message, error) {
 	if !validID(m.ID) {
-		return nil, refuse(http.StatusBadRequest, "the last message's id %q is not a message id: 1 to 128 letters, digits, '_' or '-'", clip(m.ID))
+		return nil, httpjson.Refuse(http.StatusBadRequest, "the last message's id %q is not a message id: 1 to 128 letters, digits, '_' or '-'", httpjson.Clip(m.ID))
 	}
 	var text []string
 	for _, p := range m.Parts {
@@ -130,15 +131,15 @@ func userMessage(m UIMessage) (*reducer.Message, error) {
 		case strings.HasPrefix(p.Type, "data-"):
 			// Application data the client keeps; the model does not see it.
 		default:
-			return nil, refuse(http.StatusBadRequest, "the last message has a part of type %q: only text parts are accepted", clip(p.Type))
+			return nil, httpjson.Refuse(http.StatusBadRequest, "the last message has a part of type %q: only text parts are accepted", httpjson.Clip(p.Type))
 		}
 	}
 	joined := strings.Join(text, "\n")
 	switch {
 	case strings.TrimSpace(joined) == "":
-		return nil, refuse(http.StatusBadRequest, "the last message has no text")
+		return nil, httpjson.Refuse(http.StatusBadRequest, "the last message has no text")
 	case len(joined) > MaxText:
-		return nil, refuse(http.StatusBadRequest, "the last message's text is %d bytes, longer than the %d allowed", len(joined), MaxText)
+		return nil, httpjson.Refuse(http.StatusBadRequest, "the last message's text is %d bytes, longer than the %d allowed", len(joined), MaxText)
 	}
 	return &reducer.Message{ID: m.ID, Text: joined}, nil
 }
@@ -150,10 +151,10 @@ func approvalAnswers(m UIMessage) ([]answer, error) {
 			continue
 		}
 		if p.Approval == nil || p.Approval.ID == "" || p.Approval.Approved == nil || p.ToolCallID == "" {
-			return nil, refuse(http.StatusBadRequest, "a tool part in state approval-responded needs toolCallId, approval.id and approval.approved")
+			return nil, httpjson.Refuse(http.StatusBadRequest, "a tool part in state approval-responded needs toolCallId, approval.id and approval.approved")
 		}
 		if len(p.Approval.Reason) > 4<<10 {
-			return nil, refuse(http.StatusBadRequest, "approval reason is longer than %d bytes", 4<<10)
+			return nil, httpjson.Refuse(http.StatusBadRequest, "approval reason is longer than %d bytes", 4<<10)
 		}
 		d := reducer.Deny
 		if *p.Approval.Approved {
@@ -162,20 +163,7 @@ func approvalAnswers(m UIMessage) ([]answer, error) {
 		out = append(out, answer{approval: p.Approval.ID, toolCall: p.ToolCallID, decision: d, reason: p.Approval.Reason})
 	}
 	if len(out) == 0 {
-		return nil, refuse(http.StatusBadRequest, "the last message is an assistant message with no tool part in state approval-responded: nothing to send")
+		return nil, httpjson.Refuse(http.StatusBadRequest, "the last message is an assistant message with no tool part in state approval-responded: nothing to send")
 	}
 	return out, nil
-}
-
-func describeJSONError(err error) string {
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
-		return fmt.Sprintf("field %q must be a %s, not a JSON %s", te.Field, te.Type, te.Value)
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return "malformed JSON: unexpected end of input"
-	}
-	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return fmt.Sprintf("malformed JSON at byte %d: %s", se.Offset, se.Error())
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
 }

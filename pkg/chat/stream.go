@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/baton-run/baton/pkg/httpjson"
+
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -34,9 +36,9 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 	}
 	switch {
 	case agent == "":
-		return refuse(http.StatusBadRequest, "agent is required: this server has no default agent")
+		return httpjson.Refuse(http.StatusBadRequest, "agent is required: this server has no default agent")
 	case !h.Agents(agent):
-		return refuse(http.StatusUnprocessableEntity, "unknown agent %q", clip(agent))
+		return httpjson.Refuse(http.StatusUnprocessableEntity, "unknown agent %q", httpjson.Clip(agent))
 	}
 	if msg == nil {
 		return h.answer(w, r, caller, in.ID, answers, v)
@@ -46,13 +48,13 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 			return nil
 		}
 		if st.Owner != caller {
-			return refuse(http.StatusConflict, "chat id %q is not available; choose another", clip(in.ID))
+			return httpjson.Refuse(http.StatusConflict, "chat id %q is not available; choose another", httpjson.Clip(in.ID))
 		}
 		if in.Agent != "" && in.Agent != st.Agent {
-			return refuse(http.StatusConflict, "chat %q runs agent %q, not %q", clip(in.ID), clip(st.Agent), clip(in.Agent))
+			return httpjson.Refuse(http.StatusConflict, "chat %q runs agent %q, not %q", httpjson.Clip(in.ID), httpjson.Clip(st.Agent), httpjson.Clip(in.Agent))
 		}
 		if waitsForPerson(st) && !session.HasMessage(st, msg.ID) {
-			return refuse(http.StatusConflict, "the chat's turn waits for an answer to an approval or an execution; answer it first")
+			return httpjson.Refuse(http.StatusConflict, "the chat's turn waits for an answer to an approval or an execution; answer it first")
 		}
 		return nil
 	})
@@ -105,8 +107,8 @@ func (h *handler) nextTurn(ctx context.Context, id string, seq int64) (string, e
 			}
 			seq = f.Seq
 		}
-		if !wait(ctx, deadline) {
-			return "", refuse(http.StatusServiceUnavailable, "the message is recorded but no turn started for it in time; read it later with GET /chat/{id}/stream")
+		if !httpjson.Wait(ctx, deadline, pollInterval) {
+			return "", httpjson.Refuse(http.StatusServiceUnavailable, "the message is recorded but no turn started for it in time; read it later with GET /chat/{id}/stream")
 		}
 	}
 }
@@ -123,7 +125,7 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id stri
 	}
 	st := sess.State
 	if st.Owner != caller {
-		return refuse(http.StatusNotFound, "chat not found")
+		return httpjson.Refuse(http.StatusNotFound, "chat not found")
 	}
 	t := st.Turn
 	for _, a := range answers {
@@ -131,7 +133,7 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id stri
 			return p.ID == a.approval && p.ToolCallID == a.toolCall
 		})
 		if !ok {
-			return refuse(http.StatusConflict, "approval %q for tool call %q is not pending", clip(a.approval), clip(a.toolCall))
+			return httpjson.Refuse(http.StatusConflict, "approval %q for tool call %q is not pending", httpjson.Clip(a.approval), httpjson.Clip(a.toolCall))
 		}
 	}
 	// Where the client's copy ends: the turn's last suspension.
@@ -149,7 +151,7 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id stri
 	for _, a := range answers {
 		if err := h.Sessions.Answer(ctx, id, actor, a.approval, a.decision, a.reason); err != nil {
 			if errors.Is(err, session.ErrNotPending) {
-				return refuse(http.StatusConflict, "approval %q is not pending", clip(a.approval))
+				return httpjson.Refuse(http.StatusConflict, "approval %q is not pending", httpjson.Clip(a.approval))
 			}
 			return err
 		}
@@ -265,7 +267,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 				return
 			}
 		}
-		if !wait(ctx, deadline) {
+		if !httpjson.Wait(ctx, deadline, pollInterval) {
 			end(ctx.Err())
 			return
 		}
@@ -275,22 +277,5 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 			return
 		}
 		page = next
-	}
-}
-
-// wait sleeps one poll interval, or less when deadline is nearer. It
-// reports false when the deadline has passed or ctx is done.
-func wait(ctx context.Context, deadline time.Time) bool {
-	left := time.Until(deadline)
-	if left <= 0 {
-		return false
-	}
-	t := time.NewTimer(min(left, pollInterval))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/baton-run/baton/pkg/httpjson"
+
 	"github.com/baton-run/baton/pkg/streams"
 )
 
@@ -50,7 +52,7 @@ func parseVersion(r *http.Request) (Version, error) {
 	major, _, _ := strings.Cut(strings.TrimPrefix(h, "v"), ".")
 	n, err := strconv.Atoi(major)
 	if err != nil || n < 5 || n > 7 {
-		return 0, refuse(http.StatusBadRequest, "%s %q is not an AI SDK major this server speaks: want 5, 6 or 7", VersionHeader, clip(h))
+		return 0, httpjson.Refuse(http.StatusBadRequest, "%s %q is not an AI SDK major this server speaks: want 5, 6 or 7", VersionHeader, httpjson.Clip(h))
 	}
 	return Version(n), nil
 }

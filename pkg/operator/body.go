@@ -4,25 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/baton-run/baton/pkg/httpjson"
 )
-
-// apiError is a refusal with its status and a message for the client.
-type apiError struct {
-	status int
-	msg    string
-}
-
-func (e *apiError) Error() string { return fmt.Sprintf("%d %s", e.status, e.msg) }
-
-func refuse(status int, format string, args ...any) *apiError {
-	return &apiError{status: status, msg: fmt.Sprintf(format, args...)}
-}
 
 // decode reads the request body, at most max bytes, and decodes it as one
 // JSON object into dst, refusing unknown fields and anything after the
@@ -38,27 +27,27 @@ func decode(w http.ResponseWriter, r *http.Request, max int64, dst any, optional
 		if optional {
 			return nil
 		}
-		return refuse(http.StatusBadRequest, "request body is required: a JSON object")
+		return httpjson.Refuse(http.StatusBadRequest, "request body is required: a JSON object")
 	}
 	if err := checkJSONType(ct); err != nil {
 		return err
 	}
 	if len(body) == 0 {
-		return refuse(http.StatusBadRequest, "request body is required: a JSON object")
+		return httpjson.Refuse(http.StatusBadRequest, "request body is required: a JSON object")
 	}
 	if !utf8.Valid(body) {
-		return refuse(http.StatusBadRequest, "request body is not valid UTF-8")
+		return httpjson.Refuse(http.StatusBadRequest, "request body is not valid UTF-8")
 	}
 	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
-		return refuse(http.StatusBadRequest, "request body must be a JSON object")
+		return httpjson.Refuse(http.StatusBadRequest, "request body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return refuse(http.StatusBadRequest, "invalid request body: %s", describeJSONError(err))
+		return httpjson.Refuse(http.StatusBadRequest, "invalid request body: %s", httpjson.DescribeJSONError(err))
 	}
 	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
-		return refuse(http.StatusBadRequest, "invalid request body: unexpected data after the JSON object")
+		return httpjson.Refuse(http.StatusBadRequest, "invalid request body: unexpected data after the JSON object")
 	}
 	return nil
 }
@@ -68,9 +57,9 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
 		if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, refuse(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", tooBig.Limit)
+			return nil, httpjson.Refuse(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", tooBig.Limit)
 		}
-		return nil, refuse(http.StatusBadRequest, "cannot read the request body")
+		return nil, httpjson.Refuse(http.StatusBadRequest, "cannot read the request body")
 	}
 	return body, nil
 }
@@ -78,27 +67,14 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 // checkJSONType accepts application/json, with parameters, in UTF-8.
 func checkJSONType(ct string) error {
 	if ct == "" {
-		return refuse(http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		return httpjson.Refuse(http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
-		return refuse(http.StatusUnsupportedMediaType, "Content-Type must be application/json, not %q", ct)
+		return httpjson.Refuse(http.StatusUnsupportedMediaType, "Content-Type must be application/json, not %q", ct)
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return refuse(http.StatusUnsupportedMediaType, "request body must be UTF-8, not charset %q", cs)
+		return httpjson.Refuse(http.StatusUnsupportedMediaType, "request body must be UTF-8, not charset %q", cs)
 	}
 	return nil
-}
-
-func describeJSONError(err error) string {
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
-		return fmt.Sprintf("field %q must be a %s, not a JSON %s", te.Field, te.Type, te.Value)
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return "malformed JSON: unexpected end of input"
-	}
-	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return fmt.Sprintf("malformed JSON at byte %d: %s", se.Offset, se.Error())
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
 }

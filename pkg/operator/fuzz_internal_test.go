@@ -10,11 +10,13 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/baton-run/baton/pkg/httpjson"
+
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
 // FuzzDecode feeds fuzzed bodies and Content-Types to decode, into each
-// shape a handler decodes. decode refuses a body with an *apiError of 400,
+// shape a handler decodes. decode refuses a body with an *httpjson.Refusal of 400,
 // 413 or 415 and a clear message, or accepts exactly one JSON object in
 // UTF-8 whose fields are all known, leaving what re-encodes to an equal
 // value.
@@ -75,19 +77,19 @@ func FuzzDecode(f *testing.F) {
 		}
 		err := decode(httptest.NewRecorder(), r, max, dst, optional)
 		if err != nil {
-			ae, ok := errors.AsType[*apiError](err)
+			ae, ok := errors.AsType[*httpjson.Refusal](err)
 			if !ok {
-				t.Fatalf("decode: %v is not an *apiError", err)
+				t.Fatalf("decode: %v is not an *httpjson.Refusal", err)
 			}
-			switch ae.status {
+			switch ae.Status {
 			case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
 			default:
-				t.Fatalf("decode: status %d", ae.status)
+				t.Fatalf("decode: status %d", ae.Status)
 			}
-			if ae.msg == "" || !utf8.ValidString(ae.msg) {
-				t.Fatalf("decode: unclear message %q", ae.msg)
+			if ae.Msg == "" || !utf8.ValidString(ae.Msg) {
+				t.Fatalf("decode: unclear message %q", ae.Msg)
 			}
-			if _, err := json.Marshal(Error{Error: ae.msg}); err != nil {
+			if _, err := json.Marshal(Error{Error: ae.Msg}); err != nil {
 				t.Fatal(err)
 			}
 			return

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/baton-run/baton/pkg/httpjson"
+
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 )
@@ -101,7 +103,7 @@ func (a *api) idempotent(h func(http.ResponseWriter, *http.Request, string) erro
 		}
 		key := values[0]
 		if len(values) != 1 || !validKey(key) {
-			return refuse(http.StatusBadRequest, "%s must be sent once, with 1 to %d printable ASCII characters", idempotencyHeader, MaxIdempotencyKey)
+			return httpjson.Refuse(http.StatusBadRequest, "%s must be sent once, with 1 to %d printable ASCII characters", idempotencyHeader, MaxIdempotencyKey)
 		}
 		body, err := readBody(w, r, a.maxBody)
 		if err != nil {
@@ -131,7 +133,7 @@ func (a *api) replay(w http.ResponseWriter, ctx context.Context, k idem) (bool, 
 		return false, err
 	}
 	if rc.Request != k.request {
-		return false, refuse(http.StatusUnprocessableEntity, "this %s was used for a different request; send a new key with a new request", idempotencyHeader)
+		return false, httpjson.Refuse(http.StatusUnprocessableEntity, "this %s was used for a different request; send a new key with a new request", idempotencyHeader)
 	}
 	var rp reply
 	if err := json.Unmarshal(rc.Answer, &rp); err != nil {

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/baton-run/baton/pkg/httpjson"
 
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/chat"
@@ -135,60 +136,11 @@ func New(c Config) http.Handler {
 }
 
 // ServeHTTP routes r, answering unknown routes and methods in JSON.
-func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h, pattern := a.mux.Handler(r)
-	if pattern != "" {
-		a.mux.ServeHTTP(w, r)
-		return
-	}
-	// The mux's own answer is 404 or 405 (with Allow) in plain text: keep
-	// its status and Allow header, and say it in JSON.
-	probe := &probeWriter{header: http.Header{}}
-	h.ServeHTTP(probe, r)
-	switch probe.status {
-	case http.StatusMethodNotAllowed:
-		w.Header().Set("Allow", probe.header.Get("Allow"))
-		writeJSON(w, http.StatusMethodNotAllowed, Error{Error: "method " + r.Method + " not allowed; allowed: " + probe.header.Get("Allow")})
-	default:
-		writeJSON(w, http.StatusNotFound, Error{Error: "no such route: " + r.Method + " " + r.URL.Path})
-	}
-}
-
-// probeWriter records the status and headers of a handler's answer and
-// drops its body.
-type probeWriter struct {
-	header http.Header
-	status int
-}
-
-func (p *probeWriter) Header() http.Header { return p.header }
-func (p *probeWriter) Write(b []byte) (int, error) {
-	if p.status == 0 {
-		p.status = http.StatusOK
-	}
-	return len(b), nil
-}
-func (p *probeWriter) WriteHeader(status int) {
-	if p.status == 0 {
-		p.status = status
-	}
-}
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) { httpjson.Serve(w, r, a.mux) }
 
 // authed resolves the caller's identity, answers 401 without one, and
 // turns a handler's error into an answer.
-func (a *api) authed(h func(http.ResponseWriter, *http.Request, string) error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller, ok := a.identity(r)
-		if !ok || caller == "" {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			writeJSON(w, http.StatusUnauthorized, Error{Error: "authentication required"})
-			return
-		}
-		if err := h(w, r, caller); err != nil {
-			a.fail(w, r, caller, err)
-		}
-	})
-}
+func (a *api) authed(h httpjson.Handler) http.Handler { return httpjson.Authed(a.identity, a.fail, h) }
 
 // fail answers err: a refusal as it says, known session errors with 404,
 // 409 or 503 (503 also for a session too busy to write to in time),
@@ -196,9 +148,9 @@ func (a *api) authed(h func(http.ResponseWriter, *http.Request, string) error) h
 func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err error) {
 	status, msg := http.StatusInternalServerError, "internal error"
 	var te *reducer.TransitionError
-	switch ae, isAPI := errors.AsType[*apiError](err); {
+	switch ae, isAPI := errors.AsType[*httpjson.Refusal](err); {
 	case isAPI:
-		status, msg = ae.status, ae.msg
+		status, msg = ae.Status, ae.Msg
 	case errors.Is(err, session.ErrNotFound), errors.Is(err, dynamo.ErrNotFound):
 		status, msg = http.StatusNotFound, "session not found"
 	case errors.Is(err, session.ErrNotPending):
@@ -229,17 +181,7 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err er
 	}
 	a.log.Log(r.Context(), level, "operator: request failed", "method", r.Method, "path", r.URL.Path,
 		"caller", caller, "status", status, "err", err)
-	writeJSON(w, status, Error{Error: msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	// The status is sent; a failed write means the client went away.
-	_ = json.NewEncoder(w).Encode(v)
+	httpjson.Write(w, status, Error{Error: msg})
 }
 
 // pathID returns the path value name, or a 404 refusal when it cannot name
@@ -253,7 +195,7 @@ func pathID(r *http.Request, name, what string) (string, error) {
 		}
 	}
 	if !ok {
-		return "", refuse(http.StatusNotFound, "%s not found", what)
+		return "", httpjson.Refuse(http.StatusNotFound, "%s not found", what)
 	}
 	return v, nil
 }
@@ -266,7 +208,7 @@ func (a *api) owned(ctx context.Context, id, caller string) (dynamo.Head, error)
 		return dynamo.Head{}, err
 	}
 	if h.Owner != caller {
-		return dynamo.Head{}, refuse(http.StatusNotFound, "session not found")
+		return dynamo.Head{}, httpjson.Refuse(http.StatusNotFound, "session not found")
 	}
 	return h, nil
 }
@@ -287,20 +229,6 @@ func operatorActor(caller string) reducer.Actor {
 	return reducer.Actor{Kind: reducer.ActorOperator, ID: caller}
 }
 
-// clip shortens s for an error message.
-func clip(s string) string {
-	const n = 64
-	if len(s) <= n {
-		return s
-	}
-	for i := n; i > 0; i-- {
-		if utf8.RuneStart(s[i]) {
-			return s[:i] + "…"
-		}
-	}
-	return ""
-}
-
 func (a *api) create(w http.ResponseWriter, r *http.Request, caller string) error {
 	var in struct {
 		Agent string `json:"agent"`
@@ -310,9 +238,9 @@ func (a *api) create(w http.ResponseWriter, r *http.Request, caller string) erro
 	}
 	switch {
 	case in.Agent == "":
-		return refuse(http.StatusBadRequest, "agent is required")
+		return httpjson.Refuse(http.StatusBadRequest, "agent is required")
 	case !a.agents(in.Agent):
-		return refuse(http.StatusUnprocessableEntity, "unknown agent %q", clip(in.Agent))
+		return httpjson.Refuse(http.StatusUnprocessableEntity, "unknown agent %q", httpjson.Clip(in.Agent))
 	}
 	id := ids.New("s")
 	answer := func(next reducer.State, _ []reducer.Fact) (reply, error) {
@@ -331,13 +259,13 @@ func (a *api) list(w http.ResponseWriter, r *http.Request, caller string) error 
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 32)
 		if err != nil || n < 1 || n > MaxListLimit {
-			return refuse(http.StatusBadRequest, "limit must be an integer from 1 to %d", MaxListLimit)
+			return httpjson.Refuse(http.StatusBadRequest, "limit must be an integer from 1 to %d", MaxListLimit)
 		}
 		limit = n
 	}
 	heads, next, err := a.sessions.Facts.ByOwner(r.Context(), caller, int32(limit), q.Get("cursor"))
 	if errors.Is(err, dynamo.ErrBadCursor) {
-		return refuse(http.StatusBadRequest, "cursor is not one this listing returned")
+		return httpjson.Refuse(http.StatusBadRequest, "cursor is not one this listing returned")
 	}
 	if err != nil {
 		return err
@@ -348,7 +276,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request, caller string) error 
 			out.Sessions = append(out.Sessions, summaryView(h))
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpjson.Write(w, http.StatusOK, out)
 	return nil
 }
 
@@ -362,9 +290,9 @@ func (a *api) get(w http.ResponseWriter, r *http.Request, caller string) error {
 		return err
 	}
 	if sess.State.Owner != caller {
-		return refuse(http.StatusNotFound, "session not found")
+		return httpjson.Refuse(http.StatusNotFound, "session not found")
 	}
-	writeJSON(w, http.StatusOK, sessionView(id, sess.State))
+	httpjson.Write(w, http.StatusOK, sessionView(id, sess.State))
 	return nil
 }
 
@@ -377,7 +305,7 @@ func (a *api) facts(w http.ResponseWriter, r *http.Request, caller string) error
 	if s := r.URL.Query().Get("after"); s != "" {
 		after, err = strconv.ParseInt(s, 10, 64)
 		if err != nil || after < 0 {
-			return refuse(http.StatusBadRequest, "after must be a fact seq: an integer ≥ 0")
+			return httpjson.Refuse(http.StatusBadRequest, "after must be a fact seq: an integer ≥ 0")
 		}
 	}
 	facts, err := a.sessions.Facts.Facts(r.Context(), id, after)
@@ -387,7 +315,7 @@ func (a *api) facts(w http.ResponseWriter, r *http.Request, caller string) error
 	if facts == nil {
 		facts = []reducer.Fact{}
 	}
-	writeJSON(w, http.StatusOK, Facts{Facts: facts})
+	httpjson.Write(w, http.StatusOK, Facts{Facts: facts})
 	return nil
 }
 
@@ -404,9 +332,9 @@ func (a *api) message(w http.ResponseWriter, r *http.Request, caller string) err
 	}
 	switch {
 	case strings.TrimSpace(in.Text) == "":
-		return refuse(http.StatusBadRequest, "text is required and must not be blank")
+		return httpjson.Refuse(http.StatusBadRequest, "text is required and must not be blank")
 	case len(in.Text) > MaxText:
-		return refuse(http.StatusBadRequest, "text is %d bytes, longer than the %d allowed", len(in.Text), MaxText)
+		return httpjson.Refuse(http.StatusBadRequest, "text is %d bytes, longer than the %d allowed", len(in.Text), MaxText)
 	}
 	accepted := func(msg string) (reply, error) {
 		return newReply(http.StatusAccepted, "", MessageAccepted{MessageID: msg})
@@ -422,7 +350,7 @@ func (a *api) message(w http.ResponseWriter, r *http.Request, caller string) err
 
 func checkReason(reason string) error {
 	if len(reason) > MaxReason {
-		return refuse(http.StatusBadRequest, "reason is %d bytes, longer than the %d allowed", len(reason), MaxReason)
+		return httpjson.Refuse(http.StatusBadRequest, "reason is %d bytes, longer than the %d allowed", len(reason), MaxReason)
 	}
 	return nil
 }
@@ -444,7 +372,7 @@ func (a *api) answer(w http.ResponseWriter, r *http.Request, caller string) erro
 		return err
 	}
 	if in.Decision != reducer.Approve && in.Decision != reducer.Deny {
-		return refuse(http.StatusBadRequest, "decision must be %q or %q", reducer.Approve, reducer.Deny)
+		return httpjson.Refuse(http.StatusBadRequest, "decision must be %q or %q", reducer.Approve, reducer.Deny)
 	}
 	if err := checkReason(in.Reason); err != nil {
 		return err
@@ -452,7 +380,7 @@ func (a *api) answer(w http.ResponseWriter, r *http.Request, caller string) erro
 	answer := always(http.StatusAccepted, Accepted{Status: string(in.Decision)})
 	err = a.writer(r, answer).Answer(r.Context(), id, operatorActor(caller), approval, in.Decision, in.Reason)
 	if errors.Is(err, session.ErrNotPending) {
-		return refuse(http.StatusConflict, "approval %q is not pending", clip(approval))
+		return httpjson.Refuse(http.StatusConflict, "approval %q is not pending", httpjson.Clip(approval))
 	}
 	if err != nil {
 		return err
@@ -477,7 +405,7 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request, caller string) erro
 	answer := always(http.StatusAccepted, Accepted{Status: "cancelled"})
 	err = a.writer(r, answer).Cancel(r.Context(), id, operatorActor(caller), in.Reason)
 	if errors.Is(err, session.ErrNoTurn) {
-		return refuse(http.StatusConflict, "the session has no open turn to cancel")
+		return httpjson.Refuse(http.StatusConflict, "the session has no open turn to cancel")
 	}
 	if err != nil {
 		return err
@@ -501,12 +429,12 @@ func (a *api) settle(w http.ResponseWriter, r *http.Request, caller string) erro
 		return err
 	}
 	if in.Verdict != reducer.Rerun && in.Verdict != reducer.Abandon {
-		return refuse(http.StatusBadRequest, "verdict must be %q or %q", reducer.Rerun, reducer.Abandon)
+		return httpjson.Refuse(http.StatusBadRequest, "verdict must be %q or %q", reducer.Rerun, reducer.Abandon)
 	}
 	answer := always(http.StatusAccepted, Accepted{Status: string(in.Verdict)})
 	err = a.writer(r, answer).Settle(r.Context(), id, operatorActor(caller), execution, in.Verdict)
 	if errors.Is(err, session.ErrNotPending) {
-		return refuse(http.StatusConflict, "execution %q awaits no verdict", clip(execution))
+		return httpjson.Refuse(http.StatusConflict, "execution %q awaits no verdict", httpjson.Clip(execution))
 	}
 	if err != nil {
 		return err
@@ -530,9 +458,9 @@ func (a *api) raise(w http.ResponseWriter, r *http.Request, caller string) error
 	err = a.writer(r, answer).Raise(r.Context(), id, operatorActor(caller), in)
 	switch {
 	case errors.Is(err, session.ErrBadCaps):
-		return refuse(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "session: "))
+		return httpjson.Refuse(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "session: "))
 	case errors.Is(err, session.ErrNotPending):
-		return refuse(http.StatusConflict, "the session has no turn suspended at a spend limit")
+		return httpjson.Refuse(http.StatusConflict, "the session has no turn suspended at a spend limit")
 	case err != nil:
 		return err
 	}
@@ -564,7 +492,7 @@ func (a *api) setTimer(w http.ResponseWriter, r *http.Request, caller string) er
 	err = a.writer(r, answer).SetTimer(r.Context(), id, operatorActor(caller), at)
 	switch {
 	case errors.Is(err, session.ErrNotPending):
-		return refuse(http.StatusConflict, "the session has no turn suspended on a timer")
+		return httpjson.Refuse(http.StatusConflict, "the session has no turn suspended on a timer")
 	case err != nil:
 		return err
 	}
@@ -592,7 +520,7 @@ func (a *api) setSchedule(w http.ResponseWriter, r *http.Request, caller string)
 	err = a.writer(r, answer).SetSchedule(r.Context(), id, operatorActor(caller), in.Cron, in.Text)
 	switch {
 	case errors.Is(err, session.ErrBadSchedule):
-		return refuse(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "session: "))
+		return httpjson.Refuse(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "session: "))
 	case err != nil:
 		return err
 	}
@@ -609,7 +537,7 @@ func (a *api) clearSchedule(w http.ResponseWriter, r *http.Request, caller strin
 	err = a.writer(r, answer).ClearSchedule(r.Context(), id, operatorActor(caller))
 	switch {
 	case errors.Is(err, session.ErrNotPending):
-		return refuse(http.StatusConflict, "the session has no schedule")
+		return httpjson.Refuse(http.StatusConflict, "the session has no schedule")
 	case err != nil:
 		return err
 	}

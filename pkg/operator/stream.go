@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/pkg/httpjson"
+
 	"github.com/baton-run/baton/pkg/streams"
 )
 
@@ -41,7 +43,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 	}
 	cursor, err := streams.ParseCursor(after)
 	if err != nil {
-		return refuse(http.StatusBadRequest, "after is not a stream cursor: want <chunk>.<part>")
+		return httpjson.Refuse(http.StatusBadRequest, "after is not a stream cursor: want <chunk>.<part>")
 	}
 	deadline := time.Now().Add(a.hold)
 	page, err := a.read(ctx, id, stream, cursor)
@@ -50,18 +52,18 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 	}
 	if !open && cursor == "" && len(page.Entries) == 0 && page.Closed == streams.Open {
 		// Not the open turn, and no stream under this session by that name.
-		return refuse(http.StatusNotFound, "turn not found")
+		return httpjson.Refuse(http.StatusNotFound, "turn not found")
 	}
 	if sse {
 		a.serveEvents(w, r, id, stream, page, deadline)
 		return nil
 	}
-	for len(page.Entries) == 0 && page.Closed == streams.Open && wait(ctx, deadline) {
+	for len(page.Entries) == 0 && page.Closed == streams.Open && httpjson.Wait(ctx, deadline, pollInterval) {
 		if page, err = a.read(ctx, id, stream, page.Cursor); err != nil {
 			return err
 		}
 	}
-	writeJSON(w, http.StatusOK, StreamPage{Parts: page.Entries, Cursor: page.Cursor, Closed: page.Closed})
+	httpjson.Write(w, http.StatusOK, StreamPage{Parts: page.Entries, Cursor: page.Cursor, Closed: page.Closed})
 	return nil
 }
 
@@ -80,29 +82,12 @@ func (a *api) turnStream(ctx context.Context, id, turn, caller string) (string, 
 func (a *api) read(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error) {
 	page, err := a.sessions.Streams.Read(ctx, id, stream, after)
 	if errors.Is(err, streams.ErrBadCursor) {
-		return streams.Page{}, refuse(http.StatusBadRequest, "after names no part of this stream")
+		return streams.Page{}, httpjson.Refuse(http.StatusBadRequest, "after names no part of this stream")
 	}
 	if err != nil {
 		return streams.Page{}, err
 	}
 	return page, nil
-}
-
-// wait sleeps one poll interval, or less when deadline is nearer. It
-// reports false when the deadline has passed or ctx is done.
-func wait(ctx context.Context, deadline time.Time) bool {
-	left := time.Until(deadline)
-	if left <= 0 {
-		return false
-	}
-	t := time.NewTimer(min(left, pollInterval))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // acceptsEventStream reports whether the Accept header names
@@ -159,7 +144,7 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, id, stream str
 			a.log.DebugContext(ctx, "operator: event stream ended", "session", id, "stream", stream, "err", err)
 			return
 		}
-		if page.Closed != streams.Open || !wait(ctx, deadline) {
+		if page.Closed != streams.Open || !httpjson.Wait(ctx, deadline, pollInterval) {
 			return
 		}
 		next, err := a.read(ctx, id, stream, page.Cursor)

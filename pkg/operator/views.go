@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/baton-run/baton/pkg/httpjson"
+
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
@@ -124,9 +126,7 @@ type Accepted struct {
 }
 
 // Error is the body of every 4xx and 5xx answer.
-type Error struct {
-	Error string `json:"error"`
-}
+type Error = httpjson.ErrorBody
 
 func sessionView(id string, st reducer.State) Session {
 	s := Session{
