@@ -2,15 +2,14 @@ package baton
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
+	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
 
@@ -120,83 +119,30 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 		bad("price", errors.New("negative"))
 	}
 
-	var tools []tool.Tool
-	seen := map[string]bool{}
-	add := func(field string, t tool.Tool) {
-		if seen[t.Name] {
-			bad(field, fmt.Errorf("tool %q: the agent already has a tool of that name", t.Name))
-			return
-		}
-		seen[t.Name] = true
-		if r, ok := a.Approvals[t.Name]; ok {
-			t.NeedsApproval = r.Needs
-		}
-		tools = append(tools, t)
-	}
+	var local []agents.Local
 	for i, t := range a.Tools {
 		field := fmt.Sprintf("tools[%d]", i)
 		if t.Err != nil {
 			bad(field, fmt.Errorf("tool %q: %w", t.Name, t.Err))
 			continue
 		}
-		add(field, t)
+		local = append(local, agents.Local{Field: field, Tool: t})
 	}
-	// The MCP servers are not reached here: a turn lists their tools when
-	// it starts. What can be checked without them is checked.
-	var remote *mcp.Toolset
-	if len(a.MCP) > 0 {
-		remote = &mcp.Toolset{Approvals: map[string]func(json.RawMessage) bool{}}
-	}
+	servers := make([]agents.Remote, len(a.MCP))
 	for i, s := range a.MCP {
-		field := fmt.Sprintf("mcp[%d]", i)
-		one := mcp.Toolset{Servers: append(slices.Clone(remote.Servers), s)}
-		if err := one.Check(); err != nil {
-			var ce *mcp.ConfigError
-			if errors.As(err, &ce) {
-				bad(field+"."+ce.Field, ce.Err)
-			} else {
-				bad(field, err)
-			}
-			continue
-		}
-		clash := false
-		for _, name := range s.Allow {
-			if seen[name] {
-				bad(field+".allow", fmt.Errorf("tool %q: the agent already has a tool of that name", name))
-				clash = true
-			}
-		}
-		if clash {
-			continue
-		}
-		for _, name := range s.Allow {
-			seen[name] = true
-			if r, ok := a.Approvals[name]; ok {
-				remote.Approvals[name] = r.Needs
-			}
-		}
-		remote.Servers = append(remote.Servers, s)
+		servers[i] = agents.Remote{Field: fmt.Sprintf("mcp[%d]", i), Server: s}
 	}
 	for _, name := range slices.Sorted(maps.Keys(a.Approvals)) {
 		if err := checkRule(a.Approvals[name]); err != nil {
 			bad("approvals."+name, err)
-		} else if !seen[name] {
-			bad("approvals."+name, errors.New("names a tool the agent does not have"))
 		}
 	}
-	reg, err := tool.NewRegistry(tools...)
-	if err != nil {
-		bad("tools", err)
-	}
+	reg, remote := agents.Assemble(local, servers, a.Approvals, mcp.Dialer{}, bad)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	ta := &turn.Agent{Name: a.Name, System: a.System, Model: a.Model, Tools: reg,
-		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price}
-	if remote != nil {
-		ta.Remote = *remote
-	}
-	return ta, nil
+	return &turn.Agent{Name: a.Name, System: a.System, Model: a.Model, Tools: reg, Remote: remote,
+		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price}, nil
 }
 
 // checkLimits refuses negative limits and a margin that leaves nothing of

@@ -131,8 +131,7 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 		}
 
 		// The tools.
-		var tools []tool.Tool
-		seen := map[string]bool{}
+		var local []Local
 		for i, ref := range c.Tools {
 			field := fmt.Sprintf("tools[%d]", i)
 			var t tool.Tool
@@ -162,67 +161,20 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 					continue
 				}
 			}
-			if seen[t.Name] {
-				bad(field, fmt.Errorf("tool %q listed twice", t.Name))
+			local = append(local, Local{Field: field, Tool: t})
+		}
+		var servers []Remote
+		for i, s := range c.MCP {
+			field := fmt.Sprintf("mcp[%d]", i)
+			ms, err := s.server()
+			if err != nil {
+				bad(field+".timeout", err)
 				continue
 			}
-			seen[t.Name] = true
-			if r, ok := c.Approvals[t.Name]; ok {
-				t.NeedsApproval = r.Needs
-			}
-			tools = append(tools, t)
+			servers = append(servers, Remote{Field: field, Server: ms})
 		}
-		// The MCP servers are not reached here: a turn lists their tools
-		// when it starts. What can be checked without them is checked.
-		if len(c.MCP) > 0 {
-			ts := mcp.Toolset{Dialer: dialer, Approvals: map[string]func(json.RawMessage) bool{}}
-			for i, s := range c.MCP {
-				field := fmt.Sprintf("mcp[%d]", i)
-				ms, err := s.server()
-				if err != nil {
-					bad(field+".timeout", err)
-					continue
-				}
-				one := mcp.Toolset{Dialer: dialer, Servers: append(ts.Servers, ms)}
-				if err := one.Check(); err != nil {
-					var mce *mcp.ConfigError
-					if errors.As(err, &mce) {
-						bad(field+"."+mce.Field, mce.Err)
-					} else {
-						bad(field, err)
-					}
-					continue
-				}
-				clash := false
-				for _, tn := range ms.Allow {
-					if seen[tn] {
-						bad(field+".allow", fmt.Errorf("tool %q: the agent already has a tool of that name", tn))
-						clash = true
-					}
-				}
-				if clash {
-					continue
-				}
-				for _, tn := range ms.Allow {
-					seen[tn] = true
-					if r, ok := c.Approvals[tn]; ok {
-						ts.Approvals[tn] = r.Needs
-					}
-				}
-				ts.Servers = append(ts.Servers, ms)
-			}
-			a.Remote = ts
-		}
-		for tn := range c.Approvals {
-			if !seen[tn] {
-				bad("approvals."+tn, errors.New("names a tool the agent does not have"))
-			}
-		}
-		reg, err := tool.NewRegistry(tools...)
-		if err != nil {
-			bad("tools", err)
-		}
-		a.Tools = reg
+		reg, remote := Assemble(local, servers, c.Approvals, dialer, bad)
+		a.Tools, a.Remote = reg, remote
 		out[an] = a
 	}
 	if len(errs) > 0 {
