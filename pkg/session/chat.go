@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/wake"
 )
 
 // Converse records msg from owner in session id, creating the session for
@@ -42,7 +43,7 @@ func (s *Store) Converse(ctx context.Context, id, owner, agent string, msg reduc
 	if err != nil || dup {
 		return st, dup, err
 	}
-	s.wake(ctx, id, "message", st.LastSeq)
+	s.wake(ctx, id, wake.Message, st.LastSeq, 0)
 	return st, false, nil
 }
 

@@ -61,7 +61,7 @@ func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text s
 	if err != nil {
 		return "", err
 	}
-	s.wake(ctx, id, wake.Message, st.LastSeq)
+	s.wake(ctx, id, wake.Message, st.LastSeq, 0)
 	return msg.ID, nil
 }
 
@@ -73,15 +73,10 @@ func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, appr
 	if d != reducer.Approve && d != reducer.Deny {
 		return fmt.Errorf("session: decision %q: want approve or deny", d)
 	}
-	var st reducer.State
-	err := retry(ctx, func() error {
-		sess, err := s.Load(ctx, id)
-		if err != nil {
-			return err
-		}
-		t := sess.State.Turn
-		if t == nil || sess.State.Status != reducer.Suspended || t.Cause != reducer.CauseApproval {
-			return fmt.Errorf("session: approval %s: %w", approvalID, ErrNotPending)
+	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
+		t := cur.Turn
+		if t == nil || cur.Status != reducer.Suspended || t.Cause != reducer.CauseApproval {
+			return reducer.Fact{}, fmt.Errorf("session: approval %s: %w", approvalID, ErrNotPending)
 		}
 		var call string
 		for _, p := range t.Pending {
@@ -90,19 +85,16 @@ func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, appr
 			}
 		}
 		if call == "" {
-			return fmt.Errorf("session: approval %s: %w", approvalID, ErrNotPending)
+			return reducer.Fact{}, fmt.Errorf("session: approval %s: %w", approvalID, ErrNotPending)
 		}
-		st, err = s.Append(ctx, id, sess.State, reducer.Fact{
-			Type: reducer.ApprovalAnswered, Actor: actor, Turn: t.ID,
-			Answer: &reducer.Answer{ApprovalID: approvalID, ToolCallID: call, Decision: d, Reason: reason},
-		})
-		return err
+		return reducer.Fact{Type: reducer.ApprovalAnswered, Actor: actor, Turn: t.ID,
+			Answer: &reducer.Answer{ApprovalID: approvalID, ToolCallID: call, Decision: d, Reason: reason}}, nil
 	})
 	if err != nil {
 		return err
 	}
 	if len(st.Turn.Pending) == 0 {
-		s.wake(ctx, id, wake.Approval, st.LastSeq)
+		s.wake(ctx, id, wake.Approval, st.LastSeq, 0)
 	}
 	return nil
 }
@@ -113,26 +105,18 @@ func (s *Store) Settle(ctx context.Context, id string, actor reducer.Actor, exec
 	if v != reducer.Rerun && v != reducer.Abandon {
 		return fmt.Errorf("session: verdict %q: want rerun or abandon", v)
 	}
-	var st reducer.State
-	err := retry(ctx, func() error {
-		sess, err := s.Load(ctx, id)
-		if err != nil {
-			return err
+	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
+		t := cur.Turn
+		if t == nil || t.Uncertain == nil || t.Uncertain.ID != executionID || cur.Status != reducer.Suspended {
+			return reducer.Fact{}, fmt.Errorf("session: execution %s: %w", executionID, ErrNotPending)
 		}
-		t := sess.State.Turn
-		if t == nil || t.Uncertain == nil || t.Uncertain.ID != executionID || sess.State.Status != reducer.Suspended {
-			return fmt.Errorf("session: execution %s: %w", executionID, ErrNotPending)
-		}
-		st, err = s.Append(ctx, id, sess.State, reducer.Fact{
-			Type: reducer.ExecutionVerdict, Actor: actor, Turn: t.ID,
-			Settled: &reducer.Settled{ExecutionID: executionID, Verdict: v},
-		})
-		return err
+		return reducer.Fact{Type: reducer.ExecutionVerdict, Actor: actor, Turn: t.ID,
+			Settled: &reducer.Settled{ExecutionID: executionID, Verdict: v}}, nil
 	})
 	if err != nil {
 		return err
 	}
-	s.wake(ctx, id, wake.Verdict, st.LastSeq)
+	s.wake(ctx, id, wake.Verdict, st.LastSeq, 0)
 	return nil
 }
 
@@ -144,23 +128,17 @@ func (s *Store) Raise(ctx context.Context, id string, actor reducer.Actor, r red
 	if err := checkCaps(r); err != nil {
 		return err
 	}
-	var st reducer.State
-	err := retry(ctx, func() error {
-		sess, err := s.Load(ctx, id)
-		if err != nil {
-			return err
+	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
+		t := cur.Turn
+		if t == nil || cur.Status != reducer.Suspended || t.Cause != reducer.CauseLimit {
+			return reducer.Fact{}, fmt.Errorf("session: raise the limits of %s: no turn is suspended at a limit: %w", id, ErrNotPending)
 		}
-		t := sess.State.Turn
-		if t == nil || sess.State.Status != reducer.Suspended || t.Cause != reducer.CauseLimit {
-			return fmt.Errorf("session: raise the limits of %s: no turn is suspended at a limit: %w", id, ErrNotPending)
-		}
-		st, err = s.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.LimitsRaised, Actor: actor, Turn: t.ID, Raise: &r})
-		return err
+		return reducer.Fact{Type: reducer.LimitsRaised, Actor: actor, Turn: t.ID, Raise: &r}, nil
 	})
 	if err != nil {
 		return err
 	}
-	s.wake(ctx, id, wake.Raised, st.LastSeq)
+	s.wake(ctx, id, wake.Raised, st.LastSeq, 0)
 	return nil
 }
 
@@ -170,23 +148,17 @@ func (s *Store) Raise(ctx context.Context, id string, actor reducer.Actor, r red
 // The time they named no longer fires. A turn not suspended on a timer
 // fails with ErrNotPending and nothing is written.
 func (s *Store) SetTimer(ctx context.Context, id string, actor reducer.Actor, at time.Time) error {
-	var st reducer.State
-	err := retry(ctx, func() error {
-		sess, err := s.Load(ctx, id)
-		if err != nil {
-			return err
+	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
+		t := cur.Turn
+		if t == nil || cur.Status != reducer.Suspended || t.Cause != reducer.CauseTimer {
+			return reducer.Fact{}, fmt.Errorf("session: set the timer of %s: no turn is suspended on a timer: %w", id, ErrNotPending)
 		}
-		t := sess.State.Turn
-		if t == nil || sess.State.Status != reducer.Suspended || t.Cause != reducer.CauseTimer {
-			return fmt.Errorf("session: set the timer of %s: no turn is suspended on a timer: %w", id, ErrNotPending)
-		}
-		st, err = s.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.TimerSet, Actor: actor, Turn: t.ID, Wake: at.UTC()})
-		return err
+		return reducer.Fact{Type: reducer.TimerSet, Actor: actor, Turn: t.ID, Wake: at.UTC()}, nil
 	})
 	if err != nil {
 		return err
 	}
-	wake.Notify(ctx, s.Waker, slog.Default(), wake.Wake{Session: id, Reason: wake.Timer, Seq: st.LastSeq}, at.Sub(s.now()))
+	s.wake(ctx, id, wake.Timer, st.LastSeq, at.Sub(s.now()))
 	return nil
 }
 
@@ -200,31 +172,22 @@ func (s *Store) SetSchedule(ctx context.Context, id string, actor reducer.Actor,
 	if text == "" {
 		return fmt.Errorf("%w: the text is empty", ErrBadSchedule)
 	}
-	return retry(ctx, func() error {
-		sess, err := s.Load(ctx, id)
-		if err != nil {
-			return err
-		}
-		_, err = s.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.ScheduleSet, Actor: actor,
-			Schedule: &reducer.Schedule{Cron: cronExpr, Text: text}})
-		return err
+	_, err := s.transition(ctx, id, func(reducer.State) (reducer.Fact, error) {
+		return reducer.Fact{Type: reducer.ScheduleSet, Actor: actor, Schedule: &reducer.Schedule{Cron: cronExpr, Text: text}}, nil
 	})
+	return err
 }
 
 // ClearSchedule removes the session's schedule; its next occurrence never
 // fires. A session without one fails with ErrNotPending.
 func (s *Store) ClearSchedule(ctx context.Context, id string, actor reducer.Actor) error {
-	return retry(ctx, func() error {
-		sess, err := s.Load(ctx, id)
-		if err != nil {
-			return err
+	_, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
+		if cur.Schedule == nil {
+			return reducer.Fact{}, fmt.Errorf("session: clear the schedule of %s: it has none: %w", id, ErrNotPending)
 		}
-		if sess.State.Schedule == nil {
-			return fmt.Errorf("session: clear the schedule of %s: it has none: %w", id, ErrNotPending)
-		}
-		_, err = s.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.ScheduleCleared, Actor: actor})
-		return err
+		return reducer.Fact{Type: reducer.ScheduleCleared, Actor: actor}, nil
 	})
+	return err
 }
 
 // checkCaps rejects a raise that sets nothing or holds a negative or
@@ -280,7 +243,7 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 		slog.WarnContext(ctx, "cancel: close stream", "session", id, "stream", sink.Stream(), "err", err)
 	}
 	// Messages that arrived during the turn now start a new one.
-	s.wake(ctx, id, wake.Cancelled, 0)
+	s.wake(ctx, id, wake.Cancelled, 0, 0)
 	return nil
 }
 
@@ -331,6 +294,28 @@ func (s *Store) follow(ctx context.Context, id string, st reducer.State, loaded 
 	return next, nil
 }
 
-func (s *Store) wake(ctx context.Context, id string, reason wake.Reason, seq int64) {
-	wake.Notify(ctx, s.Waker, slog.Default(), wake.Wake{Session: id, Reason: reason, Seq: seq}, 0)
+// transition appends the one fact next decides from the session's current
+// state, under the lost-race retry; an error from next refuses and writes
+// nothing.
+func (s *Store) transition(ctx context.Context, id string, next func(reducer.State) (reducer.Fact, error)) (reducer.State, error) {
+	var st reducer.State
+	err := retry(ctx, func() error {
+		sess, err := s.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		f, err := next(sess.State)
+		if err != nil {
+			return err
+		}
+		st, err = s.Append(ctx, id, sess.State, f)
+		return err
+	})
+	return st, err
+}
+
+// wake sends the session's wake after delay, best effort: a lost one is
+// re-sent by the tick.
+func (s *Store) wake(ctx context.Context, id string, reason wake.Reason, seq int64, delay time.Duration) {
+	wake.Notify(ctx, s.Waker, slog.Default(), wake.Wake{Session: id, Reason: reason, Seq: seq}, delay)
 }
