@@ -42,7 +42,16 @@ type Agent struct {
 	// step's metadata and the session's usage then carry a cost, and
 	// Limits.Spend's cost caps apply.
 	Price *Price
+	// Compaction, when set, summarises older history once the model's
+	// input would pass a token budget, so a session can outlive the
+	// model's context window.
+	Compaction *Compaction
 }
+
+// Compaction is an agent's context compaction policy: the input token
+// budget that triggers it, the recent turns kept verbatim, and the model
+// that summarises (nil: the agent's own). See turn.Compaction.
+type Compaction = turn.Compaction
 
 // Price is a model's price table in USD per million tokens.
 type Price = reducer.Price
@@ -118,6 +127,16 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 	if p := a.Price; p != nil && (p.InputPerMTok < 0 || p.OutputPerMTok < 0) {
 		bad("price", errors.New("negative"))
 	}
+	if c := a.Compaction; c != nil {
+		switch {
+		case c.InputTokens <= 0:
+			bad("compaction.InputTokens", errors.New("must be a positive number of tokens"))
+		case c.MaxTokens < 0:
+			bad("compaction.MaxTokens", errors.New("negative"))
+		case c.Price != nil && (c.Price.InputPerMTok < 0 || c.Price.OutputPerMTok < 0):
+			bad("compaction.Price", errors.New("negative"))
+		}
+	}
 
 	var local []agents.Local
 	for i, t := range a.Tools {
@@ -142,7 +161,7 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 		return nil, errors.Join(errs...)
 	}
 	return &turn.Agent{Name: a.Name, System: a.System, Model: a.Model, Tools: reg, Remote: remote,
-		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price}, nil
+		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price, Compaction: a.Compaction}, nil
 }
 
 // checkLimits refuses negative limits and a margin that leaves nothing of

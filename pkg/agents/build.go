@@ -130,6 +130,14 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 			a.Model = m
 		}
 
+		if c.Compaction != nil {
+			comp, field, err := compaction(ctx, fsys, name, c, deps.Providers[c.Provider], getenv)
+			if err != nil {
+				bad(field, err)
+			}
+			a.Compaction = comp
+		}
+
 		// The tools.
 		var local []Local
 		for i, ref := range c.Tools {
@@ -277,6 +285,55 @@ func DeclaredTools(lambdaClient tool.LambdaInvoker, httpClient *http.Client) fun
 }
 
 // script loads a scripted model from a path next to the config, or inline.
+// compaction builds c's compaction policy; p is c's provider, nil for the
+// scripted one. It returns the field at fault with an error.
+func compaction(ctx context.Context, fsys fs.FS, name string, c Config, p Provider, getenv func(string) string) (*turn.Compaction, string, error) {
+	cc := c.Compaction
+	out := &turn.Compaction{InputTokens: cc.InputTokens, KeepTurns: cc.KeepTurns, Prompt: cc.Prompt,
+		MaxTokens: cc.MaxOutputTokens, Price: cc.Pricing}
+	switch {
+	case cc.InputTokens <= 0:
+		return nil, "compaction.inputTokens", errors.New("must be a positive number of tokens")
+	case cc.KeepTurns < -1:
+		return nil, "compaction.keepTurns", errors.New("must be -1 (keep none) or more")
+	case cc.MaxOutputTokens < 0:
+		return nil, "compaction.maxOutputTokens", errors.New("negative")
+	}
+	if field, err := pricing(cc.Pricing); err != nil {
+		return nil, "compaction." + field, err
+	}
+	if c.Provider == "scripted" {
+		if cc.Model != "" {
+			return nil, "compaction.model", errors.New("a scripted agent's summariser is a script (compaction.script)")
+		}
+		if len(cc.Script) > 0 {
+			m, err := script(fsys, name, cc.Script)
+			if err != nil {
+				return nil, "compaction.script", err
+			}
+			out.Model, out.Name = m, "script"
+		}
+		return out, "", nil
+	}
+	if len(cc.Script) > 0 {
+		return nil, "compaction.script", errors.New("only a scripted agent has a summariser script")
+	}
+	if cc.Model != "" && p != nil {
+		var key string
+		if c.APIKeyEnv != "" {
+			key = getenv(c.APIKeyEnv) // checked with the agent's own model
+		}
+		named := c
+		named.Model = cc.Model
+		m, err := p(ctx, named, key)
+		if err != nil {
+			return nil, "compaction.model", err
+		}
+		out.Model, out.Name = m, cc.Model
+	}
+	return out, "", nil
+}
+
 func script(fsys fs.FS, name string, raw json.RawMessage) (*model.Scripted, error) {
 	if len(raw) == 0 {
 		return nil, errors.New("missing")

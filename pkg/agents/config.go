@@ -64,6 +64,24 @@ type Config struct {
 	// Pricing is the model's price table, in USD per million tokens; with
 	// it each step's cost is recorded and the cost caps apply.
 	Pricing *reducer.Price `json:"pricing,omitempty"`
+	// Compaction summarises older history once the model's input would
+	// pass a token budget (turn.Compaction).
+	Compaction *Compaction `json:"compaction,omitempty"`
+}
+
+// Compaction is an agent's context compaction policy: past inputTokens of
+// model input, the ended turns before the last keepTurns (default 2, -1
+// for none) are summarised. The summariser is the agent's own model, or
+// model, another model of the agent's provider (priced by pricing), or for
+// a scripted agent script.
+type Compaction struct {
+	InputTokens     int64           `json:"inputTokens"`
+	KeepTurns       int             `json:"keepTurns,omitempty"`
+	Model           string          `json:"model,omitempty"`
+	Script          json.RawMessage `json:"script,omitempty"`
+	Pricing         *reducer.Price  `json:"pricing,omitempty"`
+	Prompt          string          `json:"prompt,omitempty"`
+	MaxOutputTokens int             `json:"maxOutputTokens,omitempty"`
 }
 
 // Limits are an agent's budgets, as Go durations and counts.

@@ -62,6 +62,9 @@ const (
 	DataSuspended        Type = "data-suspended"
 	DataResumed          Type = "data-resumed"
 	DataAbandoned        Type = "data-abandoned"
+	// DataCompacted marks where the turn compacted the session's context;
+	// its data is the reducer.Compaction recorded.
+	DataCompacted Type = "data-compacted"
 )
 
 // Part is one protocol part. Only the fields its Type uses are set.

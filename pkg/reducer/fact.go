@@ -37,6 +37,11 @@ const (
 	ScheduleSet     Type = "schedule.set"
 	ScheduleCleared Type = "schedule.cleared"
 	ScheduleFired   Type = "schedule.fired"
+	// ContextCompacted: the running turn summarised older history; Fact.Snapshot
+	// names the compacted snapshot (the summary and the turns kept
+	// verbatim, with the state as of this fact), which later loads rebuild
+	// from. The facts and streams it summarises stay for audit.
+	ContextCompacted Type = "context.compacted"
 )
 
 // ActorKind says who caused a fact.
@@ -237,6 +242,25 @@ type Raise struct {
 	Session Caps `json:"session,omitzero"`
 }
 
+// Compaction describes a context.compacted fact: how much history the
+// summary replaced, the input it was for, and what the summary cost.
+type Compaction struct {
+	// Turns and Messages count the ended turns (a previous summary
+	// counting as one) and the messages the summary replaced; Kept counts
+	// the messages kept verbatim after it.
+	Turns    int `json:"turns"`
+	Messages int `json:"messages"`
+	Kept     int `json:"kept"`
+	// Before and After are the next request's input tokens, estimated or
+	// counted by the provider, without and with the compaction.
+	Before int64 `json:"before"`
+	After  int64 `json:"after"`
+	// Model names the summariser when it is not the agent's own.
+	Model string `json:"model,omitempty"`
+	// Usage is the summariser call's; it counts in the session's usage.
+	Usage Usage `json:"usage,omitzero"`
+}
+
 // Failure says why a turn failed.
 type Failure struct {
 	Kind  FailureKind `json:"kind"`
@@ -277,7 +301,8 @@ type Fact struct {
 	// execution.verdict
 	Settled *Settled `json:"settled,omitempty"`
 	// turn.completed, turn.failed, turn.cancelled: usage of the turn, and
-	// the key of the conversation snapshot taken as it ended. A
+	// the key of the conversation snapshot taken as it ended (or, for
+	// context.compacted, the compacted snapshot). A
 	// turn.suspended may carry the turn's usage so far.
 	Usage    *Usage   `json:"usage,omitempty"`
 	Failure  *Failure `json:"failure,omitempty"`
@@ -286,6 +311,8 @@ type Fact struct {
 	Raise *Raise `json:"raise,omitempty"`
 	// schedule.set
 	Schedule *Schedule `json:"schedule,omitempty"`
+	// context.compacted (with Snapshot)
+	Compaction *Compaction `json:"compaction,omitempty"`
 	// turn.cancelled and approval.answered may carry an operator's reason.
 	Reason string `json:"reason,omitempty"`
 }

@@ -92,8 +92,8 @@ type State struct {
 	Turn *Turn `json:"turn,omitempty"`
 	// Inbox holds messages received and not yet answered by a turn.
 	Inbox []Message `json:"inbox,omitempty"`
-	// Usage sums every ended turn and the open turn's usage as its last
-	// suspension recorded it.
+	// Usage sums every ended turn, the open turn's usage as its last
+	// suspension recorded it, and the summariser calls of compactions.
 	Usage Usage `json:"usage"`
 	// Caps are the session's spend caps as operators raised them, over
 	// the agent's.
@@ -105,9 +105,12 @@ type State struct {
 	Last        Type     `json:"last,omitempty"`
 	LastFailure *Failure `json:"lastFailure,omitempty"`
 	// Snapshot is the key of the newest conversation snapshot, taken when
-	// the turn ending at SnapshotSeq ended.
+	// the turn ending at SnapshotSeq ended or by the compaction at it.
 	Snapshot    string `json:"snapshot,omitempty"`
 	SnapshotSeq int64  `json:"snapshotSeq,omitempty"`
+	// Compactions counts context.compacted facts. Once there is one, the
+	// conversation history starts with the latest summary.
+	Compactions int `json:"compactions,omitempty"`
 }
 
 // ErrIllegal is matched (with errors.Is) by every *TransitionError.
@@ -400,6 +403,23 @@ func (s *State) apply(f Fact) error {
 		}
 		// Occurrences missed while busy collapse into this one.
 		s.Schedule.From = f.Time
+
+	case ContextCompacted:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		if s.Status != Running {
+			return illegal("only a running turn compacts its context")
+		}
+		if f.Snapshot == "" || f.Compaction == nil {
+			return illegal("no compacted snapshot or no compaction")
+		}
+		if f.Compaction.Messages < 1 || f.Compaction.Turns < 1 || f.Compaction.Kept < 0 {
+			return illegal("a compaction replaces %d messages of %d turns, keeping %d", f.Compaction.Messages, f.Compaction.Turns, f.Compaction.Kept)
+		}
+		s.Usage = s.Usage.Add(f.Compaction.Usage)
+		s.Snapshot, s.SnapshotSeq = f.Snapshot, f.Seq
+		s.Compactions++
 
 	case TimerSet:
 		if err := needTurn(); err != nil {

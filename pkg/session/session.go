@@ -38,7 +38,8 @@ var (
 	ErrBusy = errors.New("session: busy with other writes")
 )
 
-// Snapshot is the conversation and state as a turn ended.
+// Snapshot is the conversation and state as a turn ended, or as a running
+// turn compacted the history (see Compact).
 type Snapshot struct {
 	Session  string                 `json:"session"`
 	State    reducer.State          `json:"state"`
@@ -252,6 +253,34 @@ func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, 
 	}
 	sess.State = next
 	sess.History = snap.Messages
+	return next, nil
+}
+
+// Compact appends a context.compacted fact for the running turn with a
+// snapshot whose conversation is history, the compacted history that
+// replaces sess.History (a summary, then the turns kept verbatim). Like End
+// it writes the snapshot first under a fresh key, so a fact that loses its
+// race, or a crash between the two writes, leaves the session as it was:
+// the compaction is done once the fact is, and not before. Later loads
+// rebuild from the snapshot.
+func (s *Store) Compact(ctx context.Context, sess *Session, history []conversation.Message, c reducer.Compaction, actor reducer.Actor) (reducer.State, error) {
+	st := sess.State
+	if st.Turn == nil {
+		return reducer.State{}, ErrNoTurn
+	}
+	f := reducer.Fact{Type: reducer.ContextCompacted, Actor: actor, Turn: st.Turn.ID, Seq: st.LastSeq + 1,
+		Time: s.now(), Snapshot: streams.SnapshotKey(sess.ID, st.LastSeq+1), Compaction: &c}
+	next, err := st.Apply(f)
+	if err != nil {
+		return reducer.State{}, err
+	}
+	if err := s.Streams.PutSnapshot(ctx, f.Snapshot, Snapshot{Session: sess.ID, State: next, Messages: history}); err != nil {
+		return reducer.State{}, fmt.Errorf("session: compacted snapshot of %s: %w", sess.ID, err)
+	}
+	if err := s.appendFacts(ctx, sess.ID, next, []reducer.Fact{f}); err != nil {
+		return reducer.State{}, fmt.Errorf("session: compact %s: %w", sess.ID, err)
+	}
+	sess.State, sess.History = next, history
 	return next, nil
 }
 

@@ -13,8 +13,9 @@ import (
 var ErrCorruptSnapshot = errors.New("session: corrupt snapshot")
 
 // checkSnapshot checks that sn, read back for fact f of session id, is what
-// End writes when f ends a turn: the session's idle state just after f, and
-// a conversation of known roles and content.
+// End writes when f ends a turn (the session's idle state just after f), or
+// Compact when f compacts the context, with a conversation of known roles
+// and content.
 func checkSnapshot(id string, f reducer.Fact, sn Snapshot) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrCorruptSnapshot, f.Snapshot, fmt.Sprintf(format, args...))
@@ -27,14 +28,27 @@ func checkSnapshot(id string, f reducer.Fact, sn Snapshot) error {
 		return bad("it is at seq %d, not %d", st.LastSeq, f.Seq)
 	case st.Snapshot != f.Snapshot || st.SnapshotSeq != f.Seq:
 		return bad("it names snapshot %q at %d", st.Snapshot, st.SnapshotSeq)
-	case !f.Ends() || st.Last != f.Type:
-		return bad("its last turn ended with %q, the fact is %q", st.Last, f.Type)
-	case st.Status != reducer.Idle || st.Turn != nil:
-		return bad("status %q, open turn %v: a turn's end leaves the session idle", st.Status, st.Turn != nil)
 	case st.Agent == "":
 		return bad("no agent")
-	case st.Turns < 1:
-		return bad("%d turns ended", st.Turns)
+	}
+	if f.Type == reducer.ContextCompacted {
+		// Compact's: the running turn's state just after f, and history
+		// that starts with the summary.
+		switch {
+		case st.Status != reducer.Running || st.Turn == nil || st.Turn.ID != f.Turn:
+			return bad("status %q: a compaction happens in the running turn %s", st.Status, f.Turn)
+		case st.Compactions < 1 || len(sn.Messages) == 0 || sn.Messages[0].Role != conversation.User:
+			return bad("%d compactions, %d messages: compacted history starts with the summary", st.Compactions, len(sn.Messages))
+		}
+	} else {
+		switch {
+		case !f.Ends() || st.Last != f.Type:
+			return bad("its last turn ended with %q, the fact is %q", st.Last, f.Type)
+		case st.Status != reducer.Idle || st.Turn != nil:
+			return bad("status %q, open turn %v: a turn's end leaves the session idle", st.Status, st.Turn != nil)
+		case st.Turns < 1:
+			return bad("%d turns ended", st.Turns)
+		}
 	}
 	for i, m := range st.Inbox {
 		if m.ID == "" {

@@ -31,6 +31,7 @@ const (
 	DataSuspended        = parts.DataSuspended
 	DataResumed          = parts.DataResumed
 	DataAbandoned        = parts.DataAbandoned
+	DataCompacted        = parts.DataCompacted
 )
 
 // Status is how a stream was closed. The empty Status means open.

@@ -120,6 +120,56 @@ type Agent struct {
 	// Price, when set, prices the model's tokens: each step's cost is in
 	// its message-metadata and counts against the cost caps.
 	Price *reducer.Price
+	// Compaction, when set, summarises older history once the model's
+	// input would pass a token budget.
+	Compaction *Compaction
+}
+
+// DefaultKeepTurns is how many recent ended turns a compaction keeps
+// verbatim when Compaction.KeepTurns is zero.
+const DefaultKeepTurns = 2
+
+// DefaultSummaryPrompt is the summariser's system prompt when
+// Compaction.Prompt is empty.
+const DefaultSummaryPrompt = "You compact an agent's conversation so it can go on within its context window. " +
+	"Summarise the conversation you are given for the agent's own later use: the user's goals and requests, " +
+	"decisions made, facts learned, tool results that still matter, commitments and open questions. " +
+	"Keep names, numbers and identifiers exact. Write the summary only, as plain text."
+
+// Compaction is an agent's context compaction policy. Before each model
+// step the runner estimates the request's input tokens (or has the
+// provider count them, when the model is a model.Counter and the estimate
+// is near the budget). Past InputTokens, the ended turns before the last
+// KeepTurns are summarised by Model into one message, recorded durably
+// (reducer.ContextCompacted, naming a compacted snapshot) before the step
+// runs; from then on the session rebuilds from the summary and the turns
+// after it. The open turn is never summarised.
+type Compaction struct {
+	// InputTokens is the budget for a request's input. Required.
+	InputTokens int64
+	// KeepTurns is how many recent ended turns stay verbatim; zero means
+	// DefaultKeepTurns, and a negative number keeps none.
+	KeepTurns int
+	// Model summarises; nil means the agent's own. Name, for the record,
+	// names it when it is not the agent's; Price prices its tokens (nil:
+	// the agent's Price when Model is nil, else unpriced).
+	Model model.Model
+	Name  string
+	Price *reducer.Price
+	// Prompt is the summariser's system prompt; empty means
+	// DefaultSummaryPrompt. MaxTokens caps the summary; zero means 2048.
+	Prompt    string
+	MaxTokens int
+}
+
+func (c *Compaction) keep() int {
+	switch {
+	case c.KeepTurns == 0:
+		return DefaultKeepTurns
+	case c.KeepTurns < 0:
+		return 0
+	}
+	return c.KeepTurns
 }
 
 func (a *Agent) maxToolOutput() int {

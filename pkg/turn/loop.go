@@ -80,6 +80,9 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 			}
 			return ru.suspend(ctx, reducer.CauseBudget, 0)
 		}
+		if stop, out, err := ru.compact(ctx); stop {
+			return out, err
+		}
 		// The checkpoint. A buffer holding only the turn's start or
 		// resumption markers waits for the first step, so a step costs one
 		// write.
@@ -245,13 +248,7 @@ func modelFailure(err error) error {
 func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
-	st := ru.sess.State
-	req := model.Request{
-		System:    ru.agent.System,
-		Messages:  ru.rep.Build(ru.sess.History, st.Turn.Messages),
-		Tools:     ru.tools.Specs(),
-		MaxTokens: ru.agent.MaxTokens,
-	}
+	req := ru.request(ru.sess.History)
 	n := len(ru.turn.Steps)
 	parts := []streams.Part{{Type: streams.StartStep}}
 	var open streams.PartType // the open block's start type, if any

@@ -88,6 +88,9 @@ type run struct {
 	tools    *tool.Registry // the tools this invocation offers (see offer)
 	wait     time.Time      // the earliest time a pending wait_until call waits for (see settle)
 	settled  bool           // settle ran once this invocation
+	// compactOff stops compaction for the rest of the invocation, after
+	// one that failed or had nothing to summarise.
+	compactOff bool
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.

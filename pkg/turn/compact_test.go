@@ -1,0 +1,356 @@
+package turn_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/internal/teststack"
+	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/faults"
+	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/turn"
+)
+
+// recorder is a model that records each request it is asked for, as the
+// JSON of its messages and its estimated input tokens, before playing it
+// on next. When kill is set it is called with the request's index; a
+// non-nil context.CancelFunc returned is called and the step fails, as
+// when the invocation dies in it.
+type recorder struct {
+	next model.Model
+	mu   sync.Mutex
+	reqs [][]byte
+	est  []int64
+	kill func(i int, req model.Request) context.CancelFunc
+}
+
+func (r *recorder) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Event, error] {
+	b, _ := json.Marshal(req.Messages)
+	r.mu.Lock()
+	i := len(r.reqs)
+	r.reqs = append(r.reqs, b)
+	r.est = append(r.est, model.Estimate(req))
+	r.mu.Unlock()
+	if r.kill != nil {
+		if cancel := r.kill(i, req); cancel != nil {
+			cancel()
+			return func(yield func(model.Event, error) bool) { yield(model.Event{}, ctx.Err()) }
+		}
+	}
+	return r.next.Stream(ctx, req)
+}
+
+func (r *recorder) requests() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]byte(nil), r.reqs...)
+}
+
+// blocked is a summariser that never answers: it reports that it was
+// asked, then waits for the invocation to end.
+type blocked struct{ asked chan struct{} }
+
+func (b blocked) Stream(ctx context.Context, _ model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) {
+		b.asked <- struct{}{}
+		<-ctx.Done()
+		yield(model.Event{}, ctx.Err())
+	}
+}
+
+const (
+	// longAnswer is a one-step turn of about 330 bytes of text.
+	longAnswer = `{"steps":[{"text":"` + "Noted. Here is a long and careful answer that repeats itself so that every turn adds a few hundred bytes to the history of the session, " +
+		"which is what makes the context grow until compaction has to step in and fold the older turns into a summary of them." + `"}]}`
+	summaryScript = `{"steps":[{"text":"The user sent numbered notes; the agent acknowledged each at length."}]}`
+	budget        = 900
+)
+
+func note(i int) string { return fmt.Sprintf("Note %03d: %s", i, strings.Repeat("lorem ipsum ", 12)) }
+
+// compactingAgent is the demo agent on a recorder of m, compacting past
+// budget input tokens, keeping two turns, summarised by summariser.
+func compactingAgent(t *testing.T, m model.Model, summariser model.Model, lim turn.Limits) (*turn.Agent, *recorder) {
+	return compactingAgentAt(t, budget, m, summariser, lim)
+}
+
+func compactingAgentAt(t *testing.T, budget int64, m model.Model, summariser model.Model, lim turn.Limits) (*turn.Agent, *recorder) {
+	rec := &recorder{next: m}
+	a := demoAgent(t, rec, lim)
+	a.Compaction = &turn.Compaction{InputTokens: budget, KeepTurns: 2, Model: summariser, Name: "summariser",
+		Price: &reducer.Price{InputPerMTok: 1, OutputPerMTok: 5}}
+	a.Price = &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}
+	return a, rec
+}
+
+// converse posts n notes to session id, running a turn for each.
+func converse(t *testing.T, inv *invocation, id string, from, n int) {
+	t.Helper()
+	ctx := ctxT(t)
+	for i := from; i < from+n; i++ {
+		if i > 0 {
+			if _, err := inv.sessions.Post(ctx, id, teststack.Alice, note(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := inv.runner.Start(ctx, id)
+		if err != nil || out.Kind != turn.Completed {
+			t.Fatalf("turn %d: %+v, %v", i, out, err)
+		}
+	}
+}
+
+func ofType(fs []reducer.Fact, typ reducer.Type) []reducer.Fact {
+	var out []reducer.Fact
+	for _, f := range fs {
+		if f.Type == typ {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func TestCompactionKeepsInputUnderBudget(t *testing.T) {
+	agent, rec := compactingAgent(t, script(t, longAnswer), script(t, summaryScript), turn.Limits{})
+	inv := fresh(agent)
+	id := newSession(t, inv, note(0))
+	const turns = 30
+	converse(t, inv, id, 0, turns)
+
+	for i, n := range rec.est {
+		if n > budget {
+			t.Errorf("request %d: %d input tokens, over the budget of %d", i, n, budget)
+		}
+	}
+	fs := facts(t, inv, id)
+	compactions := ofType(fs, reducer.ContextCompacted)
+	if len(compactions) < turns/5 {
+		t.Fatalf("%d compactions in %d turns, want at least %d", len(compactions), turns, turns/5)
+	}
+	// The originals stay for audit: every note is a fact, every turn's
+	// stream is still there.
+	if got := len(ofType(fs, reducer.MessageReceived)); got != turns {
+		t.Errorf("%d messages recorded, want %d", got, turns)
+	}
+	first := ofType(fs, reducer.TurnStarted)[0]
+	if ps, st := parts(t, inv, id, first.Stream); st != streams.Completed || len(ps) == 0 {
+		t.Errorf("the first turn's stream: %d parts, status %q", len(ps), st)
+	}
+	// A compacting turn marks it in its stream.
+	c := compactions[len(compactions)-1]
+	var marked bool
+	for _, f := range fs {
+		if f.Type == reducer.TurnStarted && f.Turn == c.Turn {
+			ps, _ := parts(t, inv, id, f.Stream)
+			for _, p := range ps {
+				if p.Type == streams.DataCompacted {
+					var got reducer.Compaction
+					if err := json.Unmarshal(p.Data, &got); err != nil || got != *c.Compaction {
+						t.Errorf("data-compacted %s (%v), want the fact's %+v", p.Data, err, *c.Compaction)
+					}
+					marked = true
+				}
+			}
+		}
+	}
+	if !marked {
+		t.Error("no data-compacted part in the compacting turn's stream")
+	}
+	if c.Compaction.Before <= budget || c.Compaction.After >= c.Compaction.Before || c.Compaction.Model != "summariser" {
+		t.Errorf("compaction %+v: want before over %d, after below before", *c.Compaction, budget)
+	}
+
+	// The session rebuilds from the summary and the kept turns.
+	sess, err := inv.sessions.Load(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sess.History
+	if sess.State.Compactions != len(compactions) || len(h) == 0 || !strings.HasPrefix(h[0].Content[0].Text, conversation.SummaryPrefix) {
+		t.Fatalf("history of %d messages after %d compactions starts %+v", len(h), sess.State.Compactions, h[0])
+	}
+	if n := model.Estimate(model.Request{Messages: h}); n > budget {
+		t.Errorf("the rebuilt history is %d tokens, over the budget of %d", n, budget)
+	}
+	// Usage counts the steps and the summariser's calls.
+	var want reducer.Usage
+	for _, f := range fs {
+		if f.Type == reducer.TurnCompleted {
+			want = want.Add(*f.Usage)
+		}
+		if f.Compaction != nil {
+			want = want.Add(f.Compaction.Usage)
+		}
+	}
+	if sess.State.Usage != want || want.CostMicroUSD == 0 {
+		t.Errorf("session usage %+v, want %+v", sess.State.Usage, want)
+	}
+}
+
+// TestCompactionCrashInSummariser kills the invocation while the summary is
+// being written: nothing was recorded, and the next invocation compacts
+// and finishes the turn.
+func TestCompactionCrashInSummariser(t *testing.T) {
+	lim := turn.Limits{Budget: 3 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
+	agent, _ := compactingAgentAt(t, 500, script(t, longAnswer), script(t, summaryScript), lim)
+	inv := fresh(agent)
+	id := newSession(t, inv, note(0))
+	converse(t, inv, id, 0, 3)
+	if n := len(ofType(facts(t, inv, id), reducer.ContextCompacted)); n != 0 {
+		t.Fatalf("%d compactions before the budget is passed", n)
+	}
+	ctx := ctxT(t)
+	if _, err := inv.sessions.Post(ctx, id, teststack.Alice, note(3)); err != nil {
+		t.Fatal(err)
+	}
+	before, err := inv.sessions.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	asked := make(chan struct{}, 1)
+	dying := *agent
+	dying.Compaction = &turn.Compaction{InputTokens: 500, KeepTurns: 2, Model: blocked{asked}}
+	dctx, kill := context.WithCancel(ctx)
+	go func() { <-asked; kill() }()
+	if out, err := fresh(&dying).runner.Start(dctx, id); !errors.Is(err, context.Canceled) {
+		t.Fatalf("killed in the summariser: %+v, %v", out, err)
+	}
+	after, err := inv.sessions.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.State.Compactions != 0 || after.State.Status != reducer.Running || len(after.History) != len(before.History) {
+		t.Fatalf("after the crash: %d compactions, status %s, %d messages of history (had %d)",
+			after.State.Compactions, after.State.Status, len(after.History), len(before.History))
+	}
+
+	next := fresh(agent)
+	pastLease(next, after.State.Turn.Lease)
+	out, err := next.runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume after the crash: %+v, %v", out, err)
+	}
+	if n := len(ofType(facts(t, inv, id), reducer.ContextCompacted)); n != 1 {
+		t.Fatalf("%d compactions after the resume, want 1", n)
+	}
+	converse(t, next, id, 4, 1) // and the session goes on
+}
+
+// TestCompactionFactFaults fails the write of the compaction's fact. A
+// write that surely failed leaves the history as it was and the turn
+// suspended; the resumed turn compacts once. A write whose answer was
+// lost counts once.
+func TestCompactionFactFaults(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		fault faults.Kind
+		times int
+	}{
+		{"failed", faults.ServerError, 100},
+		{"lost answer", faults.LostResponse, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			agent, _ := compactingAgentAt(t, 500, script(t, longAnswer), script(t, summaryScript), turn.Limits{})
+			inv := fresh(agent)
+			id := newSession(t, inv, note(0))
+			converse(t, inv, id, 0, 3)
+			ctx := ctxT(t)
+			if _, err := inv.sessions.Post(ctx, id, teststack.Alice, note(3)); err != nil {
+				t.Fatal(err)
+			}
+			ft := faults.New(nil, faults.Rule{Op: "dynamodb:TransactWriteItems", Body: string(reducer.ContextCompacted), Times: c.times, Fault: c.fault})
+			faulty := fresh(agent)
+			faulty.sessions = teststack.Sessions(faults.Clients(env.URL(), ft), env)
+			faulty.runner = &turn.Runner{Sessions: faulty.sessions, Agents: turn.AgentMap{agent.Name: agent}, Waker: faulty.sessions.Waker}
+			out, err := faulty.runner.Start(ctx, id)
+			if ft.Count("dynamodb:TransactWriteItems") == 0 {
+				t.Fatal("no fault injected")
+			}
+			fs := facts(t, inv, id)
+			compactions := ofType(fs, reducer.ContextCompacted)
+			if c.fault == faults.LostResponse {
+				if err != nil || out.Kind != turn.Completed || len(compactions) != 1 {
+					t.Fatalf("lost answer: %+v, %v, %d compactions", out, err, len(compactions))
+				}
+				return
+			}
+			if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseThrottled || len(compactions) != 0 {
+				t.Fatalf("failed write: %+v, %v, %d compactions", out, err, len(compactions))
+			}
+			sess, err := inv.sessions.Load(ctx, id)
+			if err != nil || sess.State.Compactions != 0 {
+				t.Fatalf("load after the failed compaction: %v, %+v", err, sess)
+			}
+			ft.Set()
+			passWake(t, faulty, id)
+			out, err = faulty.runner.Resume(ctx, id)
+			if err != nil || out.Kind != turn.Completed {
+				t.Fatalf("resume: %+v, %v", out, err)
+			}
+			if n := len(ofType(facts(t, inv, id), reducer.ContextCompacted)); n != 1 {
+				t.Fatalf("%d compactions after the resume, want 1", n)
+			}
+		})
+	}
+}
+
+// TestCompactionSurvivesCrashInNextStep kills the invocation in the step
+// right after the compaction was recorded: the resumed invocation rebuilds
+// the compacted input byte for byte.
+func TestCompactionSurvivesCrashInNextStep(t *testing.T) {
+	lim := turn.Limits{Budget: 3 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
+	agent, rec := compactingAgentAt(t, 820, script(t, slowThree), script(t, summaryScript), lim)
+	inv := fresh(agent)
+	id := newSession(t, inv, note(0))
+	converse(t, inv, id, 0, 3)
+	ctx := ctxT(t)
+	if _, err := inv.sessions.Post(ctx, id, teststack.Alice, note(3)); err != nil {
+		t.Fatal(err)
+	}
+	dctx, kill := context.WithCancel(ctx)
+	seen := len(rec.requests())
+	rec.kill = func(i int, _ model.Request) context.CancelFunc {
+		if i == seen+1 { // the turn's second step: the first compacted and checkpointed
+			return kill
+		}
+		return nil
+	}
+	if out, err := inv.runner.Start(dctx, id); !errors.Is(err, context.Canceled) {
+		t.Fatalf("killed after compacting: %+v, %v", out, err)
+	}
+	rec.kill = nil
+	killed := rec.requests()[seen+1]
+	sess, err := inv.sessions.Load(ctx, id)
+	if err != nil || sess.State.Compactions != 1 || sess.State.Status != reducer.Running {
+		t.Fatalf("after the crash: %v, %+v", err, sess)
+	}
+	next := fresh(agent)
+	pastLease(next, sess.State.Turn.Lease)
+	out, err := next.runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume: %+v, %v", out, err)
+	}
+	if got := rec.requests()[seen+2]; string(got) != string(killed) {
+		t.Fatalf("the resumed step's input differs from the killed one's:\n%s\n%s", got, killed)
+	}
+	if n := len(ofType(facts(t, inv, id), reducer.ContextCompacted)); n != 1 {
+		t.Fatalf("%d compactions, want 1", n)
+	}
+}
+
+// pastLease moves inv's clock past lease, as when the reaper finds the turn.
+func pastLease(inv *invocation, lease time.Time) {
+	d := time.Until(lease) + time.Millisecond
+	inv.sessions.Now = func() time.Time { return time.Now().Add(d) }
+}
+
