@@ -353,4 +353,3 @@ func pastLease(inv *invocation, lease time.Time) {
 	d := time.Until(lease) + time.Millisecond
 	inv.sessions.Now = func() time.Time { return time.Now().Add(d) }
 }
-
