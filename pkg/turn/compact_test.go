@@ -353,3 +353,76 @@ func pastLease(inv *invocation, lease time.Time) {
 	d := time.Until(lease) + time.Millisecond
 	inv.sessions.Now = func() time.Time { return time.Now().Add(d) }
 }
+
+// counted is a model whose provider counts tokens: always n.
+type counted struct {
+	model.Model
+	n     int64
+	calls int
+}
+
+func (c *counted) CountTokens(context.Context, model.Request) (int64, error) {
+	c.calls++
+	return c.n, nil
+}
+
+// TestCompactionAsksTheProvider shows the provider's count decides once the
+// estimate nears the budget: a count under it does not compact, one over
+// it does.
+func TestCompactionAsksTheProvider(t *testing.T) {
+	for _, c := range []struct {
+		count int64
+		want  int
+	}{{300, 0}, {5000, 1}} {
+		t.Run(fmt.Sprint(c.count), func(t *testing.T) {
+			m := &counted{Model: script(t, longAnswer), n: c.count}
+			agent := demoAgent(t, m, turn.Limits{})
+			agent.Compaction = &turn.Compaction{InputTokens: 500, Model: script(t, summaryScript)}
+			inv := fresh(agent)
+			id := newSession(t, inv, note(0))
+			converse(t, inv, id, 0, 4)
+			if m.calls == 0 {
+				t.Fatal("the provider was never asked to count")
+			}
+			if n := len(ofType(facts(t, inv, id), reducer.ContextCompacted)); n != c.want {
+				t.Fatalf("%d compactions, want %d", n, c.want)
+			}
+			if c.want == 1 {
+				if f := ofType(facts(t, inv, id), reducer.ContextCompacted)[0]; f.Compaction.Before != c.count {
+					t.Fatalf("compaction recorded %d tokens before, want the provider's %d", f.Compaction.Before, c.count)
+				}
+			}
+		})
+	}
+}
+
+// failing is a summariser that always fails.
+type failing struct{ calls *int }
+
+func (f failing) Stream(context.Context, model.Request) iter.Seq2[model.Event, error] {
+	*f.calls++
+	return func(yield func(model.Event, error) bool) {
+		yield(model.Event{}, &model.Error{Kind: model.Overloaded, Err: errors.New("overloaded")})
+	}
+}
+
+// TestCompactionSummariserFails shows a failed summary costs the turn
+// nothing but the try: the steps run on the whole history, and the
+// invocation does not ask again.
+func TestCompactionSummariserFails(t *testing.T) {
+	calls := 0
+	agent := demoAgent(t, script(t, slowThree), turn.Limits{})
+	agent.Compaction = &turn.Compaction{InputTokens: 300, KeepTurns: -1, Model: failing{&calls}}
+	inv := fresh(agent)
+	id := newSession(t, inv, note(0))
+	converse(t, inv, id, 0, 3)
+	// Once in each later turn (the first has no history to summarise),
+	// though each of its three steps is over the budget.
+	if calls != 2 {
+		t.Fatalf("the summariser was asked %d times, want 2", calls)
+	}
+	sess, err := inv.sessions.Load(ctxT(t), id)
+	if err != nil || sess.State.Compactions != 0 || sess.State.Turns != 3 {
+		t.Fatalf("after failed compactions: %v, %+v", err, sess.State)
+	}
+}

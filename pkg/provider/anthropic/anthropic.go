@@ -50,7 +50,10 @@ type Model struct {
 	client sdk.Client
 }
 
-var _ model.Model = (*Model)(nil)
+var (
+	_ model.Model   = (*Model)(nil)
+	_ model.Counter = (*Model)(nil)
+)
 
 // New returns a Model for cfg. The SDK's own retries are off: the turn
 // runner redoes a failed step under the agent's model.RetryPolicy, so a
@@ -270,6 +273,28 @@ func classify(ctx context.Context, err error) error {
 		f.Code = msg
 	}
 	return provider.Classify(f)
+}
+
+// CountTokens implements model.Counter with the Messages API's token
+// count for the request the step would send: messages, system prompt,
+// tools and thinking.
+func (m *Model) CountTokens(ctx context.Context, req model.Request) (int64, error) {
+	p, err := m.params(req)
+	if err != nil {
+		return 0, err
+	}
+	cp := sdk.MessageCountTokensParams{Model: p.Model, Messages: p.Messages, Thinking: p.Thinking}
+	if len(p.System) > 0 {
+		cp.System = sdk.MessageCountTokensParamsSystemUnion{OfTextBlockArray: p.System}
+	}
+	for _, t := range p.Tools {
+		cp.Tools = append(cp.Tools, sdk.MessageCountTokensToolUnionParam{OfTool: t.OfTool})
+	}
+	res, err := m.client.Messages.CountTokens(ctx, cp)
+	if err != nil {
+		return 0, classify(ctx, err)
+	}
+	return res.InputTokens, nil
 }
 
 // params builds the SDK request for one step.

@@ -448,3 +448,32 @@ func BenchmarkStreamStep(b *testing.B) {
 		}
 	}
 }
+
+func TestCountTokens(t *testing.T) {
+	srv := pt.NewServer(t, pt.Reply{Header: http.Header{"Content-Type": {"application/json"}}, Chunks: [][]byte{[]byte(`{"input_tokens":4321}`)}})
+	r := model.Request{System: "Be kind.", Messages: pt.ToolConversation(), Tools: []model.ToolSpec{pt.WeatherTool()}}
+	n, err := newModel(t, srv).CountTokens(context.Background(), r)
+	if err != nil || n != 4321 {
+		t.Fatalf("CountTokens = %d, %v", n, err)
+	}
+	req := srv.Requests()[0]
+	var body struct {
+		Model    string            `json:"model"`
+		System   []json.RawMessage `json:"system"`
+		Messages []json.RawMessage `json:"messages"`
+		Tools    []json.RawMessage `json:"tools"`
+		Max      *int              `json:"max_tokens"`
+	}
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if req.Path != "/v1/messages/count_tokens" || body.Model != "claude-sonnet-4-5" || len(body.System) != 1 ||
+		len(body.Messages) != 3 || len(body.Tools) != 1 || body.Max != nil {
+		t.Fatalf("count request %s %s", req.Path, req.Body)
+	}
+	// A refusal is a classified model error.
+	srv = pt.NewServer(t, errorReply(http.StatusTooManyRequests, "rate_limit_error", "slow down", nil))
+	if _, err := newModel(t, srv).CountTokens(context.Background(), r); model.KindOf(err) != model.Throttled {
+		t.Fatalf("throttled count: %v (kind %s)", err, model.KindOf(err))
+	}
+}
