@@ -6,5 +6,6 @@
 // for its budget, an approval, a model or remote tools that stay throttled
 // or unavailable, a throttled store, or an uncertain side effect — to be
 // resumed by a fresh invocation. A step cut by a transient model fault is
-// dropped and redone.
+// dropped and redone. Past the agent's input token budget it compacts the
+// session's older history into a durable summary before the next step.
 package turn
