@@ -35,3 +35,26 @@ func TestAgentSpendAndPrice(t *testing.T) {
 		}
 	}
 }
+
+// The Go agent carries its compaction policy into the turn, and refuses a
+// policy without a budget.
+func TestAgentCompaction(t *testing.T) {
+	m, err := model.ParseScript([]byte(`{"steps":[{"text":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &baton.Compaction{InputTokens: 100000, KeepTurns: 3}
+	a, err := baton.Agent{Name: "a", Model: m, Compaction: c}.Build(context.Background())
+	if err != nil || a.Compaction != c {
+		t.Fatalf("agent compaction %+v, %v", a.Compaction, err)
+	}
+	for field, bad := range map[string]*baton.Compaction{
+		"compaction.InputTokens": {KeepTurns: 2},
+		"compaction.MaxTokens":   {InputTokens: 9, MaxTokens: -1},
+		"compaction.Price":       {InputTokens: 9, Price: &baton.Price{InputPerMTok: -1}},
+	} {
+		if _, err := (baton.Agent{Name: "a", Model: m, Compaction: bad}).Build(context.Background()); err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: err = %v, want one naming the field", field, err)
+		}
+	}
+}
