@@ -46,7 +46,10 @@ type Model struct {
 	client *bedrockruntime.Client
 }
 
-var _ model.Model = (*Model)(nil)
+var (
+	_ model.Model   = (*Model)(nil)
+	_ model.Counter = (*Model)(nil)
+)
 
 // New returns a Model calling Bedrock through client. Each call turns the
 // SDK's retries off (the turn runner redoes a failed step under the agent's
@@ -250,6 +253,30 @@ func classify(ctx context.Context, err error) error {
 }
 
 // input builds the ConverseStream request for one step.
+// CountTokens implements model.Counter with Bedrock's CountTokens for the
+// Converse request the step would send: messages, system prompt, tools and
+// additional fields.
+func (m *Model) CountTokens(ctx context.Context, req model.Request) (int64, error) {
+	in, err := m.input(req)
+	if err != nil {
+		return 0, err
+	}
+	out, err := m.client.CountTokens(ctx, &bedrockruntime.CountTokensInput{
+		ModelId: in.ModelId,
+		Input: &types.CountTokensInputMemberConverse{Value: types.ConverseTokensRequest{
+			Messages: in.Messages, System: in.System, ToolConfig: in.ToolConfig,
+			AdditionalModelRequestFields: in.AdditionalModelRequestFields,
+		}},
+	}, noRetries)
+	if err != nil {
+		return 0, classify(ctx, err)
+	}
+	if out.InputTokens == nil {
+		return 0, &model.Error{Kind: model.Other, Err: errors.New("bedrock: count tokens: no count in the answer")}
+	}
+	return int64(*out.InputTokens), nil
+}
+
 func (m *Model) input(req model.Request) (*bedrockruntime.ConverseStreamInput, error) {
 	msgs, err := Messages(req.Messages)
 	if err != nil {

@@ -522,3 +522,35 @@ func BenchmarkStreamStep(b *testing.B) {
 		}
 	}
 }
+
+func TestCountTokens(t *testing.T) {
+	srv := pt.NewServer(t, pt.Reply{Header: http.Header{"Content-Type": {"application/json"}}, Chunks: [][]byte{[]byte(`{"inputTokens":777}`)}})
+	r := model.Request{System: "Be kind.", Messages: pt.ToolConversation(), Tools: []model.ToolSpec{pt.WeatherTool()}}
+	n, err := newModel(t, srv).CountTokens(context.Background(), r)
+	if err != nil || n != 777 {
+		t.Fatalf("CountTokens = %d, %v", n, err)
+	}
+	req := srv.Requests()[0]
+	var body struct {
+		Input struct {
+			Converse struct {
+				Messages   []json.RawMessage `json:"messages"`
+				System     []json.RawMessage `json:"system"`
+				ToolConfig struct {
+					Tools []json.RawMessage `json:"tools"`
+				} `json:"toolConfig"`
+			} `json:"converse"`
+		} `json:"input"`
+	}
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	c := body.Input.Converse
+	if !strings.HasSuffix(req.Path, "/count-tokens") || len(c.Messages) != 3 || len(c.System) != 1 || len(c.ToolConfig.Tools) != 1 {
+		t.Fatalf("count request %s %s", req.Path, req.Body)
+	}
+	srv = pt.NewServer(t, errorReply(http.StatusTooManyRequests, "ThrottlingException", "slow down", nil))
+	if _, err := newModel(t, srv).CountTokens(context.Background(), r); model.KindOf(err) != model.Throttled {
+		t.Fatalf("throttled count: %v (kind %s)", err, model.KindOf(err))
+	}
+}
