@@ -59,3 +59,37 @@ func Example() {
 	// completed idle
 	// "refunded 250.00 on A-1" [refund]
 }
+
+// A long conversation with a compacting agent: past 300 input tokens the
+// ended turns before the last one are summarised (here by a scripted
+// summariser), and each request carries the summary and the turns after it.
+func Example_compaction() {
+	tb := &exampleTB{} // in a test: t
+	defer tb.done()
+
+	answer, err := baton.Script([]byte(`{"steps":[{"text":"Noted, and filed with the others for later reference."}]}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	summariser, err := baton.Script([]byte(`{"steps":[{"text":"The user filed numbered notes."}]}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	rec := batontest.Record(answer)
+	kit := batontest.New(tb, baton.Config{Agents: []baton.Agent{{
+		Name: "notes", Model: rec,
+		Compaction: &baton.Compaction{InputTokens: 300, KeepTurns: 1, Model: summariser},
+	}}})
+	s := kit.Session("notes")
+	for i := range 12 {
+		s.Post(fmt.Sprintf("Note %d: the quick brown fox jumps over the lazy dog, again and again.", i))
+		s.Run()
+	}
+	reqs := rec.Requests()
+	last := reqs[len(reqs)-1]
+	fmt.Println(s.State().Compactions > 0, len(last.Messages) < 2*12)
+	fmt.Println(last.Messages[0].Content[0].Text[:30])
+	// Output:
+	// true true
+	// Summary of the earlier convers
+}
