@@ -292,7 +292,7 @@ func (a *api) get(w http.ResponseWriter, r *http.Request, caller string) error {
 	if sess.State.Owner != caller {
 		return httpjson.Refuse(http.StatusNotFound, "session not found")
 	}
-	httpjson.Write(w, http.StatusOK, sessionView(id, sess.State))
+	httpjson.Write(w, http.StatusOK, a.view(r.Context(), id, sess.State))
 	return nil
 }
 
