@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/faults"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/model"
@@ -94,6 +97,32 @@ func TestSessionUsageIncludesTheOpenTurn(t *testing.T) {
 	}
 }
 
+// countStreams makes the API read streams through counter.
+func countStreams(counter *awsenv.Counter) func(*operator.Config) {
+	return func(c *operator.Config) {
+		c.Sessions = &session.Store{Facts: c.Sessions.Facts, Waker: c.Sessions.Waker,
+			Streams: streams.New(faults.Clients(shared.URL(), faults.New(counter)).S3, shared.Bucket)}
+	}
+}
+
+// streamChunks counts the chunks of a stream (read from its parts' cursors).
+func streamChunks(t testing.TB, e *env, id, stream string) int64 {
+	t.Helper()
+	page, err := e.store.Streams.Read(t.Context(), id, stream, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Entries) == 0 {
+		return 0
+	}
+	last := string(page.Entries[len(page.Entries)-1].Cursor)
+	n, err := strconv.ParseInt(last[:strings.IndexByte(last, '.')], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n + 1
+}
+
 // holdTool is a read tool whose calls each wait, once entered has told the
 // test, until the test sends on release.
 func holdTool(entered chan<- struct{}, release <-chan struct{}) tool.Tool {
@@ -117,7 +146,8 @@ func holdTool(entered chan<- struct{}, release <-chan struct{}) tool.Tool {
 // suspended yet (whose recorded usage is zero), and in a resumed one
 // whose last suspension recorded only some of them.
 func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
-	e := newEnv(t, nil)
+	counter := &awsenv.Counter{}
+	e := newEnv(t, countStreams(counter))
 	alice := ids.New("alice")
 	s := e.create(alice)
 	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice, body: `{"text":"Weather, then wait."}`})
@@ -169,9 +199,15 @@ func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 			t.Fatalf("the facts record %+v for the session and turn %+v, want %d steps", sess.State.Usage, sess.State.Turn, recorded)
 		}
 		var got operator.Session
+		counter.Reset()
 		e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 		if got.Status != reducer.Running || got.Turn == nil {
 			t.Fatalf("the session mid-turn is %q with turn %+v, want a running turn", got.Status, got.Turn)
+		}
+		// The view read the stream with one listing and one GetObject per
+		// chunk.
+		if c, chunks := counter.Counts(), streamChunks(t, e, s.ID, got.Turn.Stream); c["s3:ListObjectsV2"] != 1 || c["s3:GetObject"] != chunks || counter.Total("s3:") != 1+chunks {
+			t.Fatalf("the view of a running turn made S3 requests %v, want one listing and %d gets", c, chunks)
 		}
 		want := streamUsage(t, e, s.ID, got.Turn.Stream)
 		if want.Steps != wantSteps || want.InputTokens == 0 || want.OutputTokens == 0 || want.CostMicroUSD == 0 {
@@ -205,7 +241,13 @@ func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 		t.Fatalf("resume: %+v", out)
 	}
 	var got operator.Session
+	counter.Reset()
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+	// Loading the session reads the snapshot its turn left; the view reads
+	// no stream.
+	if c := counter.Counts(); c["s3:ListObjectsV2"] != 0 || c["s3:GetObject"] != 1 || counter.Total("s3:") != 1 {
+		t.Fatalf("the view of an idle session made S3 requests %v, want only the snapshot's get", c)
+	}
 	want := streamUsage(t, e, s.ID, out.Turn)
 	if want.Steps != 6 || want.CostMicroUSD == 0 || got.Usage != want || out.Usage != want || got.Turn != nil {
 		t.Fatalf("after the turn: session %+v, outcome %+v, want the stream's %+v", got.Usage, out.Usage, want)
@@ -266,5 +308,58 @@ func TestSessionUsageFallsBackWhenTheStreamCannotBeRead(t *testing.T) {
 	release <- struct{}{}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkSessionView measures GET /sessions/{id} of an idle session and
+// of one whose first turn is running (blocked in a tool after one step),
+// and reports the S3 requests each view makes.
+func BenchmarkSessionView(b *testing.B) {
+	for _, running := range []bool{false, true} {
+		name := map[bool]string{false: "idle", true: "running"}[running]
+		b.Run(name, func(b *testing.B) {
+			counter := &awsenv.Counter{}
+			e := newEnv(b, countStreams(counter))
+			alice := ids.New("alice")
+			s := e.create(alice)
+			if running {
+				e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice, body: `{"text":"Hold."}`})
+				m, err := model.ParseScript([]byte(`{"steps":[
+ {"text":"one","toolCalls":[{"name":"get_weather","input":{"city":"A"}}]},
+ {"text":"two","toolCalls":[{"name":"hold","input":{}}]},
+ {"text":"done"}]}`))
+				if err != nil {
+					b.Fatal(err)
+				}
+				entered, release := make(chan struct{}), make(chan struct{})
+				reg, err := tool.NewRegistry(append(tool.Demo(), holdTool(entered, release))...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				agent := &turn.Agent{Name: "demo", System: "You are a test agent.", Model: m, Tools: reg, MaxTokens: 1024}
+				runner := &turn.Runner{Sessions: e.store, Agents: turn.AgentMap{agent.Name: agent}}
+				done := make(chan error, 1)
+				go func() {
+					_, err := runner.Start(b.Context(), s.ID)
+					done <- err
+				}()
+				<-entered
+				defer func() {
+					release <- struct{}{}
+					if err := <-done; err != nil {
+						b.Error(err)
+					}
+				}()
+			}
+			counter.Reset()
+			for b.Loop() {
+				var got operator.Session
+				e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(b, &got)
+				if running && got.Usage.Steps != 1 {
+					b.Fatalf("usage %+v, want one step", got.Usage)
+				}
+			}
+			b.ReportMetric(float64(counter.Total("s3:"))/float64(b.N), "s3-requests/op")
+		})
 	}
 }
