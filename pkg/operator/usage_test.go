@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/faults"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/model"
@@ -361,5 +362,44 @@ func BenchmarkSessionView(b *testing.B) {
 			}
 			b.ReportMetric(float64(counter.Total("s3:"))/float64(b.N), "s3-requests/op")
 		})
+	}
+}
+
+// A running turn whose stream is longer than a view reads (64 chunks) is
+// shown with its recorded usage, marked stale; one just within is counted
+// from its stream.
+func TestSessionUsageOfALongStreamIsTheRecorded(t *testing.T) {
+	for _, c := range []struct {
+		chunks int
+		stale  bool
+	}{{64, false}, {65, true}} {
+		e := newEnv(t, nil)
+		alice := ids.New("alice")
+		s := e.create(alice)
+		_, stream := e.startTurn(s.ID)
+		sink := e.store.Streams.Open(s.ID, stream)
+		step := reducer.Usage{InputTokens: 10, OutputTokens: 2, CostMicroUSD: 60}
+		for range c.chunks {
+			for _, p := range []streams.Part{{Type: streams.StartStep},
+				{Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(step, "tool-calls")},
+				{Type: streams.FinishStep}} {
+				if err := sink.Append(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := sink.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got operator.Session
+		e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+		want := reducer.Usage{InputTokens: 10 * int64(c.chunks), OutputTokens: 2 * int64(c.chunks), Steps: int64(c.chunks), CostMicroUSD: 60 * int64(c.chunks)}
+		if c.stale {
+			want = reducer.Usage{}
+		}
+		if got.Status != reducer.Running || got.UsageStale != c.stale || got.Usage != want || got.Turn == nil || got.Turn.Usage != want {
+			t.Fatalf("a running turn of %d chunks: status %q, stale %v, usage %+v, turn %+v; want stale %v, usage %+v",
+				c.chunks, got.Status, got.UsageStale, got.Usage, got.Turn, c.stale, want)
+		}
 	}
 }
