@@ -41,7 +41,8 @@ Local:
 
 Client of the operator API:
   baton sessions [--json]                   list your sessions: id, agent, status, updated, usage
-  baton show SESSION [--json]               a session's status, open turn, pending approvals, uncertain execution
+  baton show SESSION [--json]               a session's status, usage and cost, open turn, pending approvals,
+                                            uncertain execution, timer, spend limit, schedule
   baton new AGENT                           create a session; prints its id
   baton send SESSION TEXT...                post a message (TEXT "-" reads stdin); prints the message id
   baton tail SESSION [--until-idle] [--json] [--color auto|always|never]
@@ -52,6 +53,13 @@ Client of the operator API:
   baton verdict SESSION EXECUTION rerun|abandon
                                             settle an uncertain execution
   baton cancel SESSION [--reason R]         cancel the open turn
+  baton raise SESSION [--turn-cost USD] [--turn-input-tokens N] [--turn-output-tokens N]
+              [--session-cost USD] [--session-input-tokens N] [--session-output-tokens N]
+                                            raise the spend caps of a turn suspended at a limit
+  baton wake SESSION [--at RFC3339]         end (or, with --at, move) the timer of a turn waiting on one
+  baton schedule SESSION --cron "M H DoM Mon DoW" --text TEXT
+                                            post TEXT at each occurrence (UTC); replaces any schedule
+  baton schedule SESSION --clear            remove the schedule
   baton help                                this text
 
 Flags go before or after the arguments; "--" ends them. Every client command takes --api.
@@ -170,6 +178,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = e.verdict(ctx, args[1:])
 	case "cancel":
 		err = e.cancel(ctx, args[1:])
+	case "raise":
+		err = e.raise(ctx, args[1:])
+	case "wake":
+		err = e.wake(ctx, args[1:])
+	case "schedule":
+		err = e.schedule(ctx, args[1:])
 	default:
 		fmt.Fprintf(stderr, "baton: unknown command %q (see baton help)\n", name)
 		return ExitUsage
@@ -309,10 +323,10 @@ func (e *env) sessions(ctx context.Context, args []string) error {
 		return e.printJSON(full)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tUPDATED\tTURNS\tTOKENS IN/OUT")
+	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tUPDATED\tTURNS\tTOKENS IN/OUT\tSTEPS\tCOST")
 	for _, s := range full {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\n", s.ID, s.Agent, statusText(s), s.Updated.UTC().Format(time.RFC3339),
-			s.Turns, s.Usage.InputTokens, s.Usage.OutputTokens)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\n", s.ID, s.Agent, statusText(s), s.Updated.UTC().Format(time.RFC3339),
+			s.Turns, s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.Steps, costText(s.Usage.CostMicroUSD))
 	}
 	return tw.Flush()
 }
@@ -343,9 +357,9 @@ func (e *env) show(ctx context.Context, args []string) error {
 		return e.printJSON(s)
 	}
 	w := e.stdout
-	fmt.Fprintf(w, "session  %s\nagent    %s\nstatus   %s\nupdated  %s\nturns    %d (tokens in %d, out %d, steps %d)\n",
-		s.ID, s.Agent, statusText(s), s.Updated.UTC().Format(time.RFC3339), s.Turns,
-		s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.Steps)
+	fmt.Fprintf(w, "session  %s\nagent    %s\nstatus   %s\nupdated  %s\nturns    %d\n",
+		s.ID, s.Agent, statusText(s), s.Updated.UTC().Format(time.RFC3339), s.Turns)
+	showOperations(w, s)
 	if s.Inbox > 0 {
 		fmt.Fprintf(w, "inbox    %d message(s) waiting\n", s.Inbox)
 	}
@@ -354,6 +368,7 @@ func (e *env) show(ctx context.Context, args []string) error {
 	}
 	if t := s.Turn; t != nil {
 		fmt.Fprintf(w, "turn     %s (started %s, %d invocation(s))\n", t.ID, t.Started.UTC().Format(time.RFC3339), t.Invocations)
+		showTurnOperations(w, s, t)
 	}
 	for _, p := range s.Pending {
 		fmt.Fprintf(w, "approval %s: %s(%s)\n         baton approve %s %s   |   baton deny %s %s --reason ...\n",

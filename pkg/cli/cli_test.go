@@ -204,12 +204,19 @@ func TestCommandsAgainstTheDevServer(t *testing.T) {
 			t.Fatalf("show lacks %q:\n%s", want, show)
 		}
 	}
+	// Two steps are done: the session's usage and the turn's count them.
+	if !regexp.MustCompile(`\nusage    tokens in [1-9]\d*, out [1-9]\d*, steps 2\n(.*\n)*turn     .*\n         usage tokens in [1-9]\d*, out [1-9]\d*, steps 2\n`).MatchString(show) {
+		t.Fatalf("show lacks the session's and the turn's usage of two steps:\n%s", show)
+	}
 	var st operator.Session
 	if err := json.Unmarshal([]byte(must(t, ctx, env, "show", "--json", id)), &st); err != nil {
 		t.Fatal(err)
 	}
 	if len(st.Pending) != 1 || st.Pending[0].ApprovalID != approval {
 		t.Fatalf("show --json pending = %+v, want %s", st.Pending, approval)
+	}
+	if st.Usage.Steps != 2 || st.Turn == nil || st.Turn.Usage != st.Usage {
+		t.Fatalf("show --json usage %+v, turn %+v: want two steps, all the open turn's", st.Usage, st.Turn)
 	}
 
 	if out := must(t, ctx, env, "approve", id, approval); out != "approved "+approval+" of session "+id+"\n" {
@@ -228,7 +235,7 @@ func TestCommandsAgainstTheDevServer(t *testing.T) {
 
 	// sessions lists it with its usage, as a table and as JSON.
 	list := must(t, ctx, env, "sessions")
-	if !regexp.MustCompile(`(?m)^` + id + `\s+demo\s+idle\s+\S+Z\s+1\s+[1-9]\d*/[1-9]\d*$`).MatchString(list) {
+	if !regexp.MustCompile(`(?m)^` + id + `\s+demo\s+idle\s+\S+Z\s+1\s+[1-9]\d*/[1-9]\d*\s+3\s+\$\d+\.\d{6}$`).MatchString(list) {
 		t.Fatalf("sessions lacks a row for %s with its usage:\n%s", id, list)
 	}
 	var all []operator.Session

@@ -57,6 +57,24 @@ const agentsJSON = `{"agents": {
       "schema": {"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]},
       "url": "CHARGE_URL", "timeout": "30s"}],
     "limits": {"budget": "3s", "margin": "500ms", "leaseGrace": "100ms"}
+  },
+  "limited": {
+    "provider": "scripted",
+    "script": {"steps": [
+      {"text": "Checking Lisbon.", "toolCalls": [{"name": "get_weather", "input": {"city": "Lisbon"}}]},
+      {"text": "Lisbon is clear."}
+    ]},
+    "tools": ["get_weather"],
+    "pricing": {"inputPerMTok": 3, "outputPerMTok": 15},
+    "limits": {"spend": {"turn": {"cost": 0.000001}}}
+  },
+  "waiter": {
+    "provider": "scripted",
+    "script": {"steps": [
+      {"text": "Waiting until the new year.", "toolCalls": [{"name": "wait_until", "input": {"until": "2099-01-01T00:00:00Z"}}]},
+      {"text": "Awake again."}
+    ]},
+    "tools": ["wait_until"]
   }
 }}`
 
@@ -333,6 +351,10 @@ const (
 	jsTurnText = `[...document.querySelectorAll('#turn .text')].map(e => e.textContent).join('')`
 	jsFinished = `document.querySelector('#turn .marker.finish') !== null`
 	jsStatus   = `document.querySelector('#status')?.textContent || ''`
+	// jsRunningUsage is the session's usage while its turn runs and has
+	// completed steps, "" otherwise.
+	jsRunningUsage = `(() => { const u = document.querySelector('#usage')?.textContent || '';
+		return document.querySelector('#status')?.textContent === 'running' && /[1-9]\d* in \/ [1-9]\d* out · [1-9]\d* steps/.test(u) ? u : ''; })()`
 )
 
 // jsToolAnswer holds when the tool call card of tool shows answer, and
@@ -381,7 +403,11 @@ func TestConsoleInChromium(t *testing.T) {
 	b.waitFor("the session page", jsHasText(`#turn`, "No turn yet"))
 	s.post(ctx, approveID, "Send the team a status update")
 	var seen []string
+	usageWhileRunning := ""
 	for {
+		if u := eval[string](b, jsRunningUsage); u != "" && usageWhileRunning == "" {
+			usageWhileRunning = u
+		}
 		text := eval[string](b, jsTurnText)
 		finished := eval[bool](b, jsFinished)
 		if finished {
@@ -409,6 +435,11 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("the text appeared in %d observations, want it growing across at least 3: %q", len(seen), seen)
 	}
 	t.Logf("live text observed in %d states: %q", len(seen), seen)
+	// The first turn's usage shows while it runs, before it ever suspends.
+	if usageWhileRunning == "" {
+		b.fail("the running turn's usage never showed: no running state with completed steps in #usage")
+	}
+	t.Logf("usage while the first turn ran: %q", usageWhileRunning)
 	b.waitFor("the weather tool's output", jsHasText(`#turn .tool`, `"city"`))
 	b.waitFor("reasoning, collapsed", `document.querySelector('#turn details.reasoning') && !document.querySelector('#turn details.reasoning').open`)
 
@@ -619,4 +650,89 @@ func TestTurnViewMarksAbandonedStep(t *testing.T) {
 	if got != want {
 		t.Fatalf("turn view\n got %+v\nwant %+v", got, want)
 	}
+}
+
+// TestConsoleOperatorActions drives the console's limit, timer and schedule
+// controls in Chromium: a turn suspended at its spend cap shows its usage
+// and cost as the API reports them and resumes when a cap is raised from
+// the page; a schedule is set and cleared from the page; a turn waiting on
+// wait_until has its timer moved, then ended, from the page.
+func TestConsoleOperatorActions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b := newBrowser(t, ctx)
+	s := newStack(t, ctx, "http://127.0.0.1:1", func(*http.Request) (string, bool) { return "local", true })
+
+	// A turn suspended at its cost cap after one step.
+	limitedID := s.session(ctx, "limited", "Weather?")
+	b.open(s.url + "/console/#/s/" + limitedID)
+	b.waitFor("the spend cap card", `document.querySelector('#limit .limit button#raise')`)
+	b.waitFor("the suspended status", jsHasText(`#status`, "suspended: limit"))
+	var view operator.Session
+	s.call(ctx, "GET", "/sessions/"+limitedID, "", &view)
+	if view.Usage.Steps != 1 || view.Usage.CostMicroUSD == 0 {
+		t.Fatalf("the API's usage at the cap = %+v, want one priced step", view.Usage)
+	}
+	want := fmt.Sprintf("%d in / %d out · 1 steps · $%.6f", view.Usage.InputTokens, view.Usage.OutputTokens, float64(view.Usage.CostMicroUSD)/1e6)
+	if got := eval[string](b, `document.querySelector('#usage').textContent`); got != want {
+		b.fail("the page's usage is %q, want the API's %q", got, want)
+	}
+	if got := eval[string](b, `document.querySelector('#turn-usage').textContent`); got != want {
+		b.fail("the page's turn usage is %q, want the API's %q", got, want)
+	}
+	b.run("raise nothing", chromedp.Click(chromedp.CSS(`#raise`)))
+	b.waitFor("the empty raise refused on the page", jsHasText(`#limit .error`, "Enter a cap to raise."))
+	b.run("type a turn cost cap", chromedp.SendKeys(chromedp.CSS(`#raise-turn-cost`), "5"))
+	b.shot("10-limit")
+	b.run("raise", chromedp.Click(chromedp.CSS(`#raise`)))
+	b.waitFor("the turn to finish", jsFinished)
+	b.waitFor("the idle status", `(`+jsStatus+`) === 'idle'`)
+	b.waitFor("the raise in the timeline", jsHasText(`#timeline li[data-type="limits.raised"]`, "turn: $5"))
+	b.waitFor("the card to go", `!document.querySelector('#limit .limit')`)
+	b.waitFor("the final text", jsHasText(`#turn .text`, "Lisbon is clear."))
+	s.call(ctx, "GET", "/sessions/"+limitedID, "", &view)
+	want = fmt.Sprintf("%d in / %d out · 2 steps · $%.6f", view.Usage.InputTokens, view.Usage.OutputTokens, float64(view.Usage.CostMicroUSD)/1e6)
+	b.waitFor("the usage of both steps", fmt.Sprintf(`document.querySelector('#usage').textContent === %s`, jsString(want)))
+	if view.Caps.Cost != 0 || view.Turns != 1 {
+		t.Fatalf("after the raise: caps %+v, turns %d", view.Caps, view.Turns)
+	}
+
+	// The schedule editor, on the same session.
+	b.waitFor("no schedule", jsHasText(`#schedule-now`, "No schedule."))
+	b.run("type a cron", chromedp.SendKeys(chromedp.CSS(`#schedule-cron`), "0 9 * * 1"))
+	b.run("type a text", chromedp.SendKeys(chromedp.CSS(`#schedule-text`), "Weekly report"))
+	b.run("set the schedule", chromedp.Click(chromedp.CSS(`#schedule-save`)))
+	b.waitFor("the schedule shown", jsHasText(`#schedule-now`, "0 9 * * 1")+" && "+jsHasText(`#schedule-now`, "Weekly report")+" && "+jsHasText(`#schedule-now`, "next"))
+	b.waitFor("schedule.set in the timeline", jsHasText(`#timeline li[data-type="schedule.set"]`, "0 9 * * 1: “Weekly report”"))
+	s.call(ctx, "GET", "/sessions/"+limitedID, "", &view)
+	if view.Schedule == nil || view.Schedule.Cron != "0 9 * * 1" || view.Schedule.Text != "Weekly report" {
+		t.Fatalf("the API's schedule = %+v", view.Schedule)
+	}
+	b.shot("11-schedule")
+	// A bad cron is refused with the API's message and changes nothing.
+	b.run("clear the cron", chromedp.SetValue(chromedp.CSS(`#schedule-cron`), "every monday"))
+	b.run("save a bad cron", chromedp.Click(chromedp.CSS(`#schedule-save`)))
+	b.waitFor("the refusal", `(document.querySelector('#schedule .error')?.textContent || '').includes('cron')`)
+	b.run("clear the schedule", chromedp.Click(chromedp.CSS(`#schedule-clear`)))
+	b.waitFor("the schedule gone", jsHasText(`#schedule-now`, "No schedule."))
+	b.waitFor("schedule.cleared in the timeline", `document.querySelector('#timeline li[data-type="schedule.cleared"]')`)
+
+	// A turn waiting on wait_until: move its timer, then end it.
+	waiterID := s.session(ctx, "waiter", "Wait for me")
+	b.open(s.url + "/console/#/s/" + waiterID)
+	b.waitFor("the timer card", `document.querySelector('#timer .timer button#timer-now')`)
+	b.waitFor("the suspended status", jsHasText(`#status`, "suspended: timer"))
+	if ends := eval[string](b, `document.querySelector('#timer-ends').title`); !strings.HasPrefix(ends, "2099-01-01T00:00:00") {
+		b.fail("the timer ends %q, want 2099-01-01", ends)
+	}
+	b.run("pick a new end", chromedp.SetValue(chromedp.CSS(`#timer-at`), "2098-06-01T12:00"))
+	b.run("move the timer", chromedp.Click(chromedp.CSS(`#timer-move`)))
+	b.waitFor("timer.set in the timeline", `document.querySelector('#timeline li[data-type="timer.set"]')`)
+	b.waitFor("the new end", `(document.querySelector('#timer-ends')?.title || '').startsWith('2098-06-01')`)
+	b.shot("12-timer")
+	b.run("wake now", chromedp.Click(chromedp.CSS(`#timer-now`)))
+	b.waitFor("the turn to finish", jsFinished)
+	b.waitFor("the idle status", `(`+jsStatus+`) === 'idle'`)
+	b.waitFor("the final text", jsHasText(`#turn .text`, "Awake again."))
+	b.waitFor("the card to go", `!document.querySelector('#timer .timer')`)
 }

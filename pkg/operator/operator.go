@@ -280,6 +280,8 @@ func (a *api) list(w http.ResponseWriter, r *http.Request, caller string) error 
 	return nil
 }
 
+// get answers the session's state (see view for what a running turn's
+// usage costs to read).
 func (a *api) get(w http.ResponseWriter, r *http.Request, caller string) error {
 	id, err := pathID(r, "id", "session")
 	if err != nil {
@@ -292,7 +294,7 @@ func (a *api) get(w http.ResponseWriter, r *http.Request, caller string) error {
 	if sess.State.Owner != caller {
 		return httpjson.Refuse(http.StatusNotFound, "session not found")
 	}
-	httpjson.Write(w, http.StatusOK, sessionView(id, sess.State))
+	httpjson.Write(w, http.StatusOK, a.view(r.Context(), id, sess.State))
 	return nil
 }
 

@@ -1,14 +1,21 @@
 package operator_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/faults"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
@@ -88,5 +95,311 @@ func TestSessionUsageIncludesTheOpenTurn(t *testing.T) {
 	want = streamUsage(t, e, s.ID, out.Turn)
 	if want.Steps != 5 || got.Usage != want || out.Usage != want {
 		t.Fatalf("usage after the turn: session %+v, outcome %+v, want the stream's %+v", got.Usage, out.Usage, want)
+	}
+}
+
+// countStreams makes the API read streams through counter.
+func countStreams(counter *awsenv.Counter) func(*operator.Config) {
+	return func(c *operator.Config) {
+		c.Sessions = &session.Store{Facts: c.Sessions.Facts, Waker: c.Sessions.Waker,
+			Streams: streams.New(faults.Clients(shared.URL(), faults.New(counter)).S3, shared.Bucket)}
+	}
+}
+
+// streamChunks counts the chunks of a stream (read from its parts' cursors).
+func streamChunks(t testing.TB, e *env, id, stream string) int64 {
+	t.Helper()
+	page, err := e.store.Streams.Read(t.Context(), id, stream, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Entries) == 0 {
+		return 0
+	}
+	last := string(page.Entries[len(page.Entries)-1].Cursor)
+	n, err := strconv.ParseInt(last[:strings.IndexByte(last, '.')], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n + 1
+}
+
+// holdTool is a read tool whose calls each wait, once entered has told the
+// test, until the test sends on release.
+func holdTool(entered chan<- struct{}, release <-chan struct{}) tool.Tool {
+	return tool.Tool{
+		Name: "hold", Description: "Waits for the test.", Effect: tool.Read, Idempotent: true,
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false}`),
+		Run: func(ctx context.Context, _ tool.Call) (json.RawMessage, error) {
+			entered <- struct{}{}
+			select {
+			case <-release:
+				return json.RawMessage(`{"held":true}`), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		},
+	}
+}
+
+// A running turn's usage, and the session's, count its completed steps as
+// its stream holds them, cost included: in a first turn that has not
+// suspended yet (whose recorded usage is zero), and in a resumed one
+// whose last suspension recorded only some of them.
+func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
+	counter := &awsenv.Counter{}
+	e := newEnv(t, countStreams(counter))
+	alice := ids.New("alice")
+	s := e.create(alice)
+	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice, body: `{"text":"Weather, then wait."}`})
+	m, err := model.ParseScript([]byte(`{"steps":[
+ {"text":"one","toolCalls":[{"name":"get_weather","input":{"city":"A"}}]},
+ {"text":"two two","toolCalls":[{"name":"hold","input":{}}]},
+ {"text":"three three three","toolCalls":[{"name":"get_weather","input":{"city":"C"}}]},
+ {"text":"four","toolCalls":[{"name":"get_weather","input":{"city":"D"}}]},
+ {"text":"five five","toolCalls":[{"name":"hold","input":{}}]},
+ {"text":"done"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	reg, err := tool.NewRegistry(append(tool.Demo(), holdTool(entered, release))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &turn.Agent{Name: "demo", System: "You are a test agent.", Model: m, Tools: reg, MaxTokens: 1024,
+		Price: &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}, Limits: turn.Limits{MaxStepsPerInvocation: 3}}
+	runner := &turn.Runner{Sessions: e.store, Agents: turn.AgentMap{agent.Name: agent}}
+	type result struct {
+		out turn.Outcome
+		err error
+	}
+	run := func(f func(context.Context, string) (turn.Outcome, error)) <-chan result {
+		done := make(chan result, 1)
+		go func() {
+			out, err := f(t.Context(), s.ID)
+			done <- result{out, err}
+		}()
+		return done
+	}
+	// midway waits for the hold tool, checks the view against the stream
+	// (which has more steps than the facts recorded), lets the tool return
+	// and waits for the invocation.
+	midway := func(done <-chan result, recorded, wantSteps int64) turn.Outcome {
+		t.Helper()
+		select {
+		case <-entered:
+		case r := <-done:
+			t.Fatalf("the invocation ended before the hold tool ran: %+v, %v", r.out, r.err)
+		}
+		sess, err := e.store.Load(t.Context(), s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sess.State.Turn == nil || sess.State.Turn.Usage.Steps != recorded || sess.State.Usage.Steps != recorded {
+			t.Fatalf("the facts record %+v for the session and turn %+v, want %d steps", sess.State.Usage, sess.State.Turn, recorded)
+		}
+		var got operator.Session
+		counter.Reset()
+		e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+		if got.Status != reducer.Running || got.Turn == nil {
+			t.Fatalf("the session mid-turn is %q with turn %+v, want a running turn", got.Status, got.Turn)
+		}
+		// The view read the stream with one listing and one GetObject per
+		// chunk.
+		if c, chunks := counter.Counts(), streamChunks(t, e, s.ID, got.Turn.Stream); c["s3:ListObjectsV2"] != 1 || c["s3:GetObject"] != chunks || counter.Total("s3:") != 1+chunks {
+			t.Fatalf("the view of a running turn made S3 requests %v, want one listing and %d gets", c, chunks)
+		}
+		want := streamUsage(t, e, s.ID, got.Turn.Stream)
+		if want.Steps != wantSteps || want.InputTokens == 0 || want.OutputTokens == 0 || want.CostMicroUSD == 0 {
+			t.Fatalf("stream usage mid-turn = %+v, want %d priced steps", want, wantSteps)
+		}
+		if got.Usage != want || got.Turn.Usage != want || got.UsageStale {
+			t.Fatalf("mid-turn: session usage %+v, turn usage %+v, stale %v; want the stream's %+v",
+				got.Usage, got.Turn.Usage, got.UsageStale, want)
+		}
+		release <- struct{}{}
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.out
+	}
+	// The first turn, before it ever suspends: step one and its result
+	// are in the stream when step two's tool runs.
+	out := midway(run(runner.Start), 0, 1)
+	if out.Kind != turn.Suspended || out.Steps != 3 {
+		t.Fatalf("start: %+v", out)
+	}
+	// Resumed: the suspension recorded three steps, the stream has four.
+	out = midway(run(runner.Resume), 3, 4)
+	for out.Kind == turn.Suspended {
+		if out, err = runner.Resume(t.Context(), s.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out.Kind != turn.Completed {
+		t.Fatalf("resume: %+v", out)
+	}
+	var got operator.Session
+	counter.Reset()
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+	// Loading the session reads the snapshot its turn left; the view reads
+	// no stream.
+	if c := counter.Counts(); c["s3:ListObjectsV2"] != 0 || c["s3:GetObject"] != 1 || counter.Total("s3:") != 1 {
+		t.Fatalf("the view of an idle session made S3 requests %v, want only the snapshot's get", c)
+	}
+	want := streamUsage(t, e, s.ID, out.Turn)
+	if want.Steps != 6 || want.CostMicroUSD == 0 || got.Usage != want || out.Usage != want || got.Turn != nil {
+		t.Fatalf("after the turn: session %+v, outcome %+v, want the stream's %+v", got.Usage, out.Usage, want)
+	}
+}
+
+// When the running turn's stream cannot be read, the view falls back to
+// the usage the facts recorded and says so.
+func TestSessionUsageFallsBackWhenTheStreamCannotBeRead(t *testing.T) {
+	ft := faults.New(nil)
+	e := newEnv(t, func(c *operator.Config) {
+		c.Sessions = &session.Store{Facts: c.Sessions.Facts, Waker: c.Sessions.Waker,
+			Streams: streams.New(faults.Clients(shared.URL(), ft).S3, shared.Bucket)}
+	})
+	alice := ids.New("alice")
+	s := e.create(alice)
+	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice, body: `{"text":"Weather, then wait."}`})
+	m, err := model.ParseScript([]byte(`{"steps":[
+ {"text":"one","toolCalls":[{"name":"get_weather","input":{"city":"A"}}]},
+ {"text":"two","toolCalls":[{"name":"hold","input":{}}]},
+ {"text":"done"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	reg, err := tool.NewRegistry(append(tool.Demo(), holdTool(entered, release))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &turn.Agent{Name: "demo", System: "You are a test agent.", Model: m, Tools: reg, MaxTokens: 1024}
+	runner := &turn.Runner{Sessions: e.store, Agents: turn.AgentMap{agent.Name: agent}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := runner.Start(t.Context(), s.ID)
+		done <- err
+	}()
+	select {
+	case <-entered:
+	case err := <-done:
+		t.Fatalf("the turn ended before the hold tool ran: %v", err)
+	}
+	ft.Set(faults.Rule{Op: "s3:ListObjectsV2", Fault: faults.SlowDown})
+	var got operator.Session
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+	ft.Set()
+	if ft.Count("s3:ListObjectsV2") == 0 {
+		t.Fatal("no fault injected")
+	}
+	if got.Status != reducer.Running || !got.UsageStale || got.Usage != (reducer.Usage{}) || got.Turn == nil || got.Turn.Usage != (reducer.Usage{}) {
+		t.Fatalf("with the stream unreadable: status %q, stale %v, usage %+v, turn %+v; want the recorded zero usage, stale",
+			got.Status, got.UsageStale, got.Usage, got.Turn)
+	}
+	got = operator.Session{}
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+	if got.UsageStale || got.Usage.Steps != 1 {
+		t.Fatalf("with the stream readable again: stale %v, usage %+v, want one step", got.UsageStale, got.Usage)
+	}
+	release <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkSessionView measures GET /sessions/{id} of an idle session and
+// of one whose first turn is running (blocked in a tool after one step),
+// and reports the S3 requests each view makes.
+func BenchmarkSessionView(b *testing.B) {
+	for _, running := range []bool{false, true} {
+		name := map[bool]string{false: "idle", true: "running"}[running]
+		b.Run(name, func(b *testing.B) {
+			counter := &awsenv.Counter{}
+			e := newEnv(b, countStreams(counter))
+			alice := ids.New("alice")
+			s := e.create(alice)
+			if running {
+				e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice, body: `{"text":"Hold."}`})
+				m, err := model.ParseScript([]byte(`{"steps":[
+ {"text":"one","toolCalls":[{"name":"get_weather","input":{"city":"A"}}]},
+ {"text":"two","toolCalls":[{"name":"hold","input":{}}]},
+ {"text":"done"}]}`))
+				if err != nil {
+					b.Fatal(err)
+				}
+				entered, release := make(chan struct{}), make(chan struct{})
+				reg, err := tool.NewRegistry(append(tool.Demo(), holdTool(entered, release))...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				agent := &turn.Agent{Name: "demo", System: "You are a test agent.", Model: m, Tools: reg, MaxTokens: 1024}
+				runner := &turn.Runner{Sessions: e.store, Agents: turn.AgentMap{agent.Name: agent}}
+				done := make(chan error, 1)
+				go func() {
+					_, err := runner.Start(b.Context(), s.ID)
+					done <- err
+				}()
+				<-entered
+				defer func() {
+					release <- struct{}{}
+					if err := <-done; err != nil {
+						b.Error(err)
+					}
+				}()
+			}
+			counter.Reset()
+			for b.Loop() {
+				var got operator.Session
+				e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(b, &got)
+				if running && got.Usage.Steps != 1 {
+					b.Fatalf("usage %+v, want one step", got.Usage)
+				}
+			}
+			b.ReportMetric(float64(counter.Total("s3:"))/float64(b.N), "s3-requests/op")
+		})
+	}
+}
+
+// A running turn whose stream is longer than a view reads (64 chunks) is
+// shown with its recorded usage, marked stale; one just within is counted
+// from its stream.
+func TestSessionUsageOfALongStreamIsTheRecorded(t *testing.T) {
+	for _, c := range []struct {
+		chunks int
+		stale  bool
+	}{{64, false}, {65, true}} {
+		e := newEnv(t, nil)
+		alice := ids.New("alice")
+		s := e.create(alice)
+		_, stream := e.startTurn(s.ID)
+		sink := e.store.Streams.Open(s.ID, stream)
+		step := reducer.Usage{InputTokens: 10, OutputTokens: 2, CostMicroUSD: 60}
+		for range c.chunks {
+			for _, p := range []streams.Part{{Type: streams.StartStep},
+				{Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(step, "tool-calls")},
+				{Type: streams.FinishStep}} {
+				if err := sink.Append(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := sink.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got operator.Session
+		e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+		want := reducer.Usage{InputTokens: 10 * int64(c.chunks), OutputTokens: 2 * int64(c.chunks), Steps: int64(c.chunks), CostMicroUSD: 60 * int64(c.chunks)}
+		if c.stale {
+			want = reducer.Usage{}
+		}
+		if got.Status != reducer.Running || got.UsageStale != c.stale || got.Usage != want || got.Turn == nil || got.Turn.Usage != want {
+			t.Fatalf("a running turn of %d chunks: status %q, stale %v, usage %+v, turn %+v; want stale %v, usage %+v",
+				c.chunks, got.Status, got.UsageStale, got.Usage, got.Turn, c.stale, want)
+		}
 	}
 }

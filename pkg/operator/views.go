@@ -20,9 +20,15 @@ type Session struct {
 	Created time.Time      `json:"created"`
 	Updated time.Time      `json:"updated"`
 	LastSeq int64          `json:"lastSeq"`
-	// Usage sums the steps of ended turns and of the open turn up to its
-	// last suspension; costMicroUSD is their cost from the agent's prices.
+	// Usage sums the completed steps of ended turns and of the open turn;
+	// costMicroUSD is their cost from the agent's prices. A running turn's
+	// steps are counted from its stream, so they show before it suspends
+	// or ends.
 	Usage reducer.Usage `json:"usage"`
+	// UsageStale is set when the running turn's stream could not be read
+	// (or is too long to read for a view): Usage and Turn.Usage then count
+	// the turn's steps as its last suspension recorded them.
+	UsageStale bool `json:"usageStale,omitempty"`
 	// Caps are the session's spend caps as operators raised them.
 	Caps        reducer.Caps     `json:"caps,omitzero"`
 	Turns       int64            `json:"turns"`
@@ -59,8 +65,10 @@ type Turn struct {
 	// Wake is when a suspension on a timer (cause "timer") or for a fault
 	// ends; zero otherwise.
 	Wake time.Time `json:"wake,omitzero"`
-	// Usage is the turn's as its last suspension recorded it; Caps its
-	// spend caps as operators raised them.
+	// Usage sums the turn's completed steps: from its stream while it
+	// runs (unless the session says usageStale), as its last suspension
+	// recorded them while it is suspended. Caps are its spend caps as
+	// operators raised them.
 	Usage reducer.Usage `json:"usage,omitzero"`
 	Caps  reducer.Caps  `json:"caps,omitzero"`
 }

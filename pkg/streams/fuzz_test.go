@@ -123,7 +123,7 @@ func TestReadRefusesCorruptChunks(t *testing.T) {
 		if infos, err := store.Streams(ctx, sess); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%d: streams of a session with chunk %q: %+v, %v; want ErrCorrupt", i, body, infos, err)
 		}
-		keys, err := store.listKeys(ctx, streamPrefix(sess, "t"), "")
+		keys, err := store.listKeys(ctx, streamPrefix(sess, "t"), "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}

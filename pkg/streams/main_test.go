@@ -118,7 +118,7 @@ func rawChunk(t *testing.T, session, stream string, index int) []byte {
 // chunkKeys lists the stored keys of a stream.
 func chunkKeys(t *testing.T, session, stream string) []string {
 	t.Helper()
-	keys, err := sharedStore().listKeys(t.Context(), streamPrefix(session, stream), "")
+	keys, err := sharedStore().listKeys(t.Context(), streamPrefix(session, stream), "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,6 +84,9 @@ type Page struct {
 	Cursor Cursor `json:"cursor"`
 	// Closed is how the stream was closed, or Open.
 	Closed Status `json:"closed,omitempty"`
+	// More reports that ReadChunks stopped at its limit: the stream has
+	// chunks after the ones read. Read from Cursor for the rest.
+	More bool `json:"more,omitempty"`
 }
 
 // Read returns the parts of a stream strictly after cursor after, in order
@@ -92,6 +95,14 @@ type Page struct {
 // gives an empty page. A cursor that names no stored part is refused with
 // ErrBadCursor.
 func (s *Store) Read(ctx context.Context, session, stream string, after Cursor) (Page, error) {
+	return s.ReadChunks(ctx, session, stream, after, 0)
+}
+
+// ReadChunks is Read over at most maxChunks chunks (all of them when
+// maxChunks is not positive), counting the cursor's: one ListObjectsV2 and
+// at most maxChunks GetObject requests when maxChunks is under 1000. A
+// page cut short says More.
+func (s *Store) ReadChunks(ctx context.Context, session, stream string, after Cursor, maxChunks int) (Page, error) {
 	fail := func(err error) (Page, error) {
 		return Page{}, fmt.Errorf("streams: read %s/%s after %q: %w", session, stream, string(after), err)
 	}
@@ -106,21 +117,25 @@ func (s *Store) Read(ctx context.Context, session, stream string, after Cursor) 
 		return fail(err)
 	}
 	first := max(chunk, 0)
-	keys, err := s.listChunks(ctx, session, stream, first)
+	keys, err := s.listChunks(ctx, session, stream, first, maxChunks)
 	if err != nil {
 		return fail(err)
 	}
 	if chunk >= 0 && len(keys) == 0 {
 		return fail(fmt.Errorf("%w: no chunk %d", ErrBadCursor, chunk))
 	}
+	more := maxChunks > 0 && len(keys) > maxChunks
+	if more {
+		keys = keys[:maxChunks]
+	}
 	docs, err := s.getChunks(ctx, keys)
 	if err != nil {
 		return fail(err)
 	}
-	page := Page{Entries: []Entry{}, Cursor: after}
+	page := Page{Entries: []Entry{}, Cursor: after, More: more}
 	for i, d := range docs {
 		n := first + i
-		if d.Closed != Open && i != len(docs)-1 {
+		if d.Closed != Open && (i != len(docs)-1 || more) {
 			return fail(fmt.Errorf("%w: chunk %d follows the closing chunk %d", ErrCorrupt, n+1, n))
 		}
 		from := 0
@@ -160,7 +175,7 @@ func (s *Store) Streams(ctx context.Context, session string) ([]Info, error) {
 		return fail(err)
 	}
 	prefix := sessionPrefix(session)
-	keys, err := s.listKeys(ctx, prefix, "")
+	keys, err := s.listKeys(ctx, prefix, "", 0)
 	if err != nil {
 		return fail(err)
 	}

@@ -2,6 +2,7 @@ package streams
 
 import (
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -135,5 +136,55 @@ func TestSnapshots(t *testing.T) {
 	}
 	if err := store.PutSnapshot(ctx, k2, func() {}); err == nil {
 		t.Fatal("put of an unencodable value succeeded")
+	}
+}
+
+// ReadChunks reads no more chunks than asked, with one listing and one
+// GetObject per chunk read, says when it stopped short, and continues from
+// its cursor to the same parts Read gives.
+func TestReadChunksStopsAtItsLimit(t *testing.T) {
+	ctx := t.Context()
+	store, rec := recordedStore(1)
+	sess, stream := session(), "limited"
+	k := store.Open(sess, stream)
+	for i := range 5 {
+		mustAppend(t, k, text("b", strings.Repeat("x", i+1)))
+		mustFlush(t, k)
+	}
+	if err := k.Close(ctx, Completed); err != nil {
+		t.Fatal(err)
+	}
+	all, err := store.Read(ctx, sess, stream, "")
+	if err != nil || len(all.Entries) != 5 || all.More || all.Closed != Completed {
+		t.Fatalf("read: %+v, %v", all, err)
+	}
+	rec.reset()
+	page, err := store.ReadChunks(ctx, sess, stream, "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Entries) != 2 || !page.More || page.Closed != Open || page.Cursor != "1.0" {
+		t.Fatalf("first two chunks: %+v", page)
+	}
+	if rec.count("LIST") != 1 || rec.count(http.MethodGet) != 2 {
+		t.Fatalf("reading two chunks took %d listings and %d gets, want 1 and 2", rec.count("LIST"), rec.count(http.MethodGet))
+	}
+	got := page.Entries
+	for page.More {
+		if page, err = store.ReadChunks(ctx, sess, stream, page.Cursor, 2); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page.Entries...)
+	}
+	if page.Closed != Completed || len(got) != len(all.Entries) {
+		t.Fatalf("continued reads gave %d parts closed %q, want %d closed %q", len(got), page.Closed, len(all.Entries), Completed)
+	}
+	for i := range got {
+		if got[i].Cursor != all.Entries[i].Cursor || got[i].Part.Delta != all.Entries[i].Part.Delta {
+			t.Fatalf("part %d: %+v, want %+v", i, got[i], all.Entries[i])
+		}
+	}
+	if page, err = store.ReadChunks(ctx, sess, stream, "", 6); err != nil || page.More || len(page.Entries) != 5 {
+		t.Fatalf("a limit over the stream's length: %+v, %v", page, err)
 	}
 }

@@ -131,11 +131,15 @@ type chunkDoc struct {
 }
 
 // listKeys lists the keys under prefix that sort after startAfter (all of
-// them when it is empty), one ListObjectsV2 request per 1000 keys.
-func (s *Store) listKeys(ctx context.Context, prefix, startAfter string) ([]string, error) {
+// them when it is empty), one ListObjectsV2 request per 1000 keys. A
+// positive limit stops the listing once it has more than limit keys.
+func (s *Store) listKeys(ctx context.Context, prefix, startAfter string, limit int) ([]string, error) {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)}
 	if startAfter != "" {
 		in.StartAfter = aws.String(startAfter)
+	}
+	if limit > 0 && limit < 1000 {
+		in.MaxKeys = aws.Int32(int32(limit + 1))
 	}
 	var keys []string
 	for page := 1; ; page++ {
@@ -146,7 +150,7 @@ func (s *Store) listKeys(ctx context.Context, prefix, startAfter string) ([]stri
 		for _, o := range out.Contents {
 			keys = append(keys, aws.ToString(o.Key))
 		}
-		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+		if (limit > 0 && len(keys) > limit) || !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
 			return keys, nil
 		}
 		in.ContinuationToken = out.NextContinuationToken
@@ -154,14 +158,15 @@ func (s *Store) listKeys(ctx context.Context, prefix, startAfter string) ([]stri
 }
 
 // listChunks lists a stream's chunks after chunk first-1, in order, and
-// checks they are numbered first, first+1, … without gaps.
-func (s *Store) listChunks(ctx context.Context, session, stream string, first int) ([]string, error) {
+// checks they are numbered first, first+1, … without gaps. A positive
+// limit lists at most limit+1 of them.
+func (s *Store) listChunks(ctx context.Context, session, stream string, first, limit int) ([]string, error) {
 	prefix := streamPrefix(session, stream)
 	after := ""
 	if first > 0 {
 		after = ChunkKey(session, stream, first-1)
 	}
-	keys, err := s.listKeys(ctx, prefix, after)
+	keys, err := s.listKeys(ctx, prefix, after, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,11 @@ const every = (ms, signal, fn) => {
   return tick();
 };
 
-const usageText = u => u ? `${u.inputTokens} in / ${u.outputTokens} out · ${u.steps} steps` : '';
+const costText = micro => '$' + (micro / 1e6).toFixed(6);
+const usageText = u => u ? `${u.inputTokens} in / ${u.outputTokens} out · ${u.steps} steps` + (u.costMicroUSD ? ' · ' + costText(u.costMicroUSD) : '') : '';
+const noUsage = { inputTokens: 0, outputTokens: 0, steps: 0 };
+const capsText = c => [c?.inputTokens && `${c.inputTokens} input tokens`, c?.outputTokens && `${c.outputTokens} output tokens`,
+  c?.cost && `$${c.cost}`].filter(Boolean).join(', ');
 const statusBadge = (status, cause) => badge(status + (cause ? ': ' + cause : ''), status);
 
 // ---- sessions list ----
@@ -118,6 +122,9 @@ async function sessionPage(id, signal) {
     actions: el('div', { class: 'row' }),
     approvals: el('div', { id: 'approvals' }),
     uncertain: el('div', { id: 'uncertain' }),
+    limit: el('div', { id: 'limit' }),
+    timer: el('div', { id: 'timer' }),
+    schedule: el('div', { id: 'schedule' }),
     turnHead: el('div', { class: 'row muted' }),
     turn: el('div', { id: 'turn' }),
     timeline: el('ol', { id: 'timeline' }),
@@ -128,7 +135,7 @@ async function sessionPage(id, signal) {
     el('div', { class: 'row' }, el('h1', { class: 'mono' }, id), $.status),
     el('div', { class: 'card' }, $.facts),
     $.actions,
-    $.approvals, $.uncertain,
+    $.approvals, $.uncertain, $.limit, $.timer,
     el('div', { class: 'split' },
       el('div', {}, el('h2', {}, 'Turn'), $.turnHead, $.turn,
         el('form', { class: 'row', onsubmit: async ev => {
@@ -136,7 +143,7 @@ async function sessionPage(id, signal) {
           if (!msg.value.trim()) return;
           try { await call('POST', sessionPath(id, '/messages'), { text: msg.value }); msg.value = ''; msgNote.textContent = ''; refresh(); } catch (e) { msgNote.textContent = e.message; }
         } }, msg, el('button', { type: 'submit' }, 'Send'), msgNote)),
-      el('div', {}, el('h2', {}, 'Timeline'), $.timeline)));
+      el('div', {}, el('h2', {}, 'Schedule'), $.schedule, el('h2', {}, 'Timeline'), $.timeline)));
 
   let lastSeq = 0, shown = '', live = null, tv = null;
   const turns = []; // turn ids, in order of their turn.started facts
@@ -168,7 +175,12 @@ async function sessionPage(id, signal) {
     $.status.replaceChildren(statusBadge(s.status, s.turn?.cause));
     const f = (k, v) => el('div', {}, el('span', {}, k), v);
     $.facts.replaceChildren(
-      f('Agent', s.agent), f('Turns', String(s.turns)), f('Usage', usageText(s.usage)),
+      f('Agent', s.agent), f('Turns', String(s.turns)),
+      f('Usage', el('span', { id: 'usage', title: s.usageStale ? 'the running turn\'s stream could not be read: its steps as its last suspension recorded them' : '' },
+        usageText(s.usage) + (s.usageStale ? ' (as last recorded)' : ''))),
+      ...(s.turn ? [f('Turn usage', el('span', { id: 'turn-usage' }, usageText(s.turn.usage || noUsage)))] : []),
+      ...(capsText(s.caps) ? [f('Session caps', capsText(s.caps))] : []),
+      ...(capsText(s.turn?.caps) ? [f('Turn caps', capsText(s.turn.caps))] : []),
       f('Inbox', String(s.inbox)), f('Updated', el('span', { title: s.updated }, ago(s.updated))),
       f('Last fact', `#${s.lastSeq} ${s.last || ''}`),
       ...(s.lastFailure ? [f('Last failure', el('span', { class: 'error' }, `${s.lastFailure.kind}: ${s.lastFailure.error}`))] : []));
@@ -214,6 +226,85 @@ async function sessionPage(id, signal) {
           el('button', { class: 'primary rerun', onclick: settle('rerun') }, 'Rerun'),
           el('button', { class: 'abandon', onclick: settle('abandon') }, 'Abandon'), note)));
     }
+
+    renderLimit(s);
+    renderTimer(s);
+    renderSchedule(s);
+  };
+
+  // keyed shows in box the card build makes for key, keeping the one shown
+  // (and what was typed into it) while the key stays; no key empties box.
+  const keyed = (box, key, build) => {
+    if (!key) box.replaceChildren();
+    else if (box.firstElementChild?.dataset.key !== key) box.replaceChildren(build(key));
+  };
+  const suspendedFor = (s, cause) => s.status === 'suspended' && s.turn?.cause === cause;
+
+  // A turn suspended at a spend cap: raise caps (empty fields keep theirs).
+  const renderLimit = s => keyed($.limit, suspendedFor(s, 'limit') ? `${s.turn.id} ${s.turn.since}` : '', key => {
+    const num = (name, placeholder) => el('input', { id: 'raise-' + name, type: 'number', min: '0', step: 'any', placeholder, size: 9 });
+    const inputs = {
+      turn: { cost: num('turn-cost', 'USD'), inputTokens: num('turn-input-tokens', 'tokens'), outputTokens: num('turn-output-tokens', 'tokens') },
+      session: { cost: num('session-cost', 'USD'), inputTokens: num('session-input-tokens', 'tokens'), outputTokens: num('session-output-tokens', 'tokens') },
+    };
+    const note = el('span', { class: 'error' });
+    const btn = el('button', { class: 'primary', id: 'raise' }, 'Raise caps');
+    btn.onclick = () => {
+      const body = {};
+      for (const [scope, fields] of Object.entries(inputs)) {
+        for (const [k, input] of Object.entries(fields)) {
+          if (input.value !== '') (body[scope] ||= {})[k] = Number(input.value);
+        }
+      }
+      if (!body.turn && !body.session) { note.textContent = 'Enter a cap to raise.'; return; }
+      act(btn, note, 'POST', sessionPath(id, '/limits'), body);
+    };
+    const line = (label, f) => el('div', { class: 'row' }, el('strong', {}, label),
+      el('label', {}, 'cost ', f.cost), el('label', {}, 'input tokens ', f.inputTokens), el('label', {}, 'output tokens ', f.outputTokens));
+    const caps = [capsText(s.turn.caps) && 'turn: ' + capsText(s.turn.caps), capsText(s.caps) && 'session: ' + capsText(s.caps)].filter(Boolean).join('; ');
+    return el('div', { class: 'card attention limit', 'data-key': key },
+      el('div', { class: 'row' }, el('strong', {}, 'Suspended at a spend cap')),
+      el('p', {}, `The turn has used ${usageText(s.turn.usage || noUsage)}; the session ${usageText(s.usage)}.`,
+        caps ? ` Raised caps so far: ${caps}.` : '', ' Raise a cap to resume the turn (empty fields keep their cap), or cancel it.'),
+      line('Turn', inputs.turn), line('Session', inputs.session), el('div', { class: 'row' }, btn, note));
+  });
+
+  // A turn waiting on a timer (wait_until): wake it now, or move its end.
+  const renderTimer = s => keyed($.timer, suspendedFor(s, 'timer') ? `${s.turn.id} ${s.turn.wake}` : '', key => {
+    const at = el('input', { id: 'timer-at', type: 'datetime-local' });
+    const note = el('span', { class: 'error' });
+    const now = el('button', { class: 'primary', id: 'timer-now' }, 'Wake now');
+    now.onclick = () => act(now, note, 'POST', sessionPath(id, '/wake'), {});
+    const move = el('button', { id: 'timer-move' }, 'Move');
+    move.onclick = () => {
+      const t = new Date(at.value); // a datetime-local value is local time
+      if (!at.value || isNaN(t)) { note.textContent = 'Pick a date and time.'; return; }
+      act(move, note, 'POST', sessionPath(id, '/wake'), { at: t.toISOString() });
+    };
+    return el('div', { class: 'card attention timer', 'data-key': key },
+      el('div', { class: 'row' }, el('strong', {}, 'Waiting on a timer'),
+        el('span', { id: 'timer-ends', title: s.turn.wake }, 'until ' + new Date(s.turn.wake).toLocaleString())),
+      el('div', { class: 'row' }, now, el('label', {}, 'or end it at ', at), move, note));
+  });
+
+  // The schedule: what it posts and when, and an editor.
+  const renderSchedule = s => {
+    const sc = s.schedule;
+    keyed($.schedule, sc ? JSON.stringify([sc.cron, sc.text, sc.next]) : 'none', key => {
+      const cron = el('input', { id: 'schedule-cron', class: 'mono', placeholder: 'M H DoM Mon DoW (UTC)', value: sc?.cron || '', size: 16 });
+      const text = el('input', { id: 'schedule-text', class: 'reason', placeholder: 'message to post', value: sc?.text || '' });
+      const note = el('span', { class: 'error' });
+      const save = el('button', { class: 'primary', id: 'schedule-save' }, sc ? 'Replace' : 'Set schedule');
+      save.onclick = () => act(save, note, 'PUT', sessionPath(id, '/schedule'), { cron: cron.value.trim(), text: text.value })
+        .then(() => { save.disabled = false; });
+      const clear = sc ? el('button', { class: 'danger', id: 'schedule-clear' }, 'Clear') : null;
+      if (clear) clear.onclick = () => act(clear, note, 'DELETE', sessionPath(id, '/schedule'));
+      return el('div', { class: 'card', 'data-key': key },
+        el('p', { id: 'schedule-now' }, sc
+          ? [el('span', { class: 'mono' }, sc.cron), ' (UTC) posts “', sc.text, '”', sc.next ? el('span', { title: sc.next }, ' · next ' + new Date(sc.next).toLocaleString()) : '']
+          : el('span', { class: 'muted' }, 'No schedule.')),
+        el('div', { class: 'row' }, cron, text), el('div', { class: 'row' }, save, clear, note));
+    });
   };
 
   const addFacts = fs => {
@@ -253,6 +344,9 @@ function describe(f) {
     case 'execution.verdict': parts.push(`${f.settled?.verdict}`); break;
     case 'turn.completed': case 'turn.cancelled': parts.push(usageText(f.usage)); if (f.reason) parts.push(f.reason); break;
     case 'turn.failed': parts.push(f.failure ? `${f.failure.kind}: ${f.failure.error}` : ''); break;
+    case 'limits.raised': parts.push([capsText(f.raise?.turn) && 'turn: ' + capsText(f.raise.turn), capsText(f.raise?.session) && 'session: ' + capsText(f.raise.session)].filter(Boolean).join('; ')); break;
+    case 'timer.set': parts.push('ends ' + new Date(f.wake).toLocaleString()); break;
+    case 'schedule.set': parts.push(`${f.schedule?.cron}: “${f.schedule?.text ?? ''}”`); break;
   }
   if (f.turn && f.type.startsWith('turn.')) parts.push(f.turn);
   parts.push(who);
