@@ -31,6 +31,7 @@ const (
 	DataSuspended        = parts.DataSuspended
 	DataResumed          = parts.DataResumed
 	DataAbandoned        = parts.DataAbandoned
+	DataSteered          = parts.DataSteered
 )
 
 // Status is how a stream was closed. The empty Status means open.
@@ -42,5 +43,8 @@ const (
 	Completed Status = "completed"
 	Failed    Status = "failed"
 	Cancelled Status = "cancelled"
-	Aborted   Status = "aborted" // closed by a writer that lost its race
+	// Interrupted: a message received under the interrupt policy ended
+	// the turn.
+	Interrupted Status = "interrupted"
+	Aborted     Status = "aborted" // closed by a writer that lost its race
 )

@@ -120,6 +120,12 @@ type Agent struct {
 	// Price, when set, prices the model's tokens: each step's cost is in
 	// its message-metadata and counts against the cost caps.
 	Price *reducer.Price
+	// Steering is the policy for a message that arrives while a turn is
+	// open: enqueue (also when empty), steer, interrupt or reject. The
+	// session store applies it as the message is posted (session.Store's
+	// Steering); a run of a steer or interrupt agent looks for such
+	// messages at each step boundary.
+	Steering reducer.Steering
 }
 
 func (a *Agent) maxToolOutput() int {
@@ -141,6 +147,15 @@ type AgentMap map[string]*Agent
 func (m AgentMap) Agent(name string) (*Agent, bool) {
 	a, ok := m[name]
 	return a, ok
+}
+
+// Steering returns the named agent's steering policy, "" for an unknown
+// agent; it is what session.Store's Steering wants.
+func (m AgentMap) Steering(name string) reducer.Steering {
+	if a, ok := m[name]; ok {
+		return a.Steering
+	}
+	return ""
 }
 
 // Has reports whether the named agent exists.

@@ -34,6 +34,14 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	}
 	for {
 		ru.replay()
+		// A step boundary: messages posted meanwhile may end the turn or
+		// be steered into it (see steer.go).
+		if err := ru.catchUp(ctx); err != nil {
+			return ru.stopped(ctx, err)
+		}
+		if ru.sess.State.Turn.Interrupt {
+			return ru.interrupt(ctx)
+		}
 		if pending := ru.rep.Pending(); len(pending) > 0 {
 			approvals, uncertain, err := ru.settle(ctx, pending)
 			if errors.Is(err, errCut) {
@@ -60,7 +68,10 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 			}
 			ru.replay()
 		}
-		if last := ru.turn.Last(); last != nil && len(last.Calls) == 0 {
+		if err := ru.deliver(ctx); err != nil {
+			return ru.stopped(ctx, err)
+		}
+		if last := ru.turn.Last(); last != nil && len(last.Calls) == 0 && !steered(ru.turn) {
 			return ru.complete(ctx)
 		}
 		if n := len(ru.turn.Steps); n >= ru.lim.MaxStepsPerTurn {
@@ -643,8 +654,11 @@ func (ru *run) fail(ctx context.Context, kind reducer.FailureKind, cause error) 
 // finishClosed records the outcome of a turn whose stream an earlier
 // invocation closed before it died.
 func (ru *run) finishClosed(ctx context.Context, status streams.Status) (Outcome, error) {
-	if status == streams.Completed {
+	switch status {
+	case streams.Completed:
 		return ru.record(ctx, reducer.Fact{Type: reducer.TurnCompleted}, Completed)
+	case streams.Interrupted:
+		return ru.record(ctx, reducer.Fact{Type: reducer.TurnInterrupted}, Interrupted)
 	}
 	f := &reducer.Failure{Kind: reducer.FailInternal, Error: "the stream was closed as " + string(status) + " before the outcome was recorded"}
 	ru.out.Failure = f
