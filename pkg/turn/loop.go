@@ -34,14 +34,6 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	}
 	for {
 		ru.replay()
-		// A step boundary: messages posted meanwhile may end the turn or
-		// be steered into it (see steer.go).
-		if err := ru.catchUp(ctx); err != nil {
-			return ru.stopped(ctx, err)
-		}
-		if ru.sess.State.Turn.Interrupt {
-			return ru.interrupt(ctx)
-		}
 		if pending := ru.rep.Pending(); len(pending) > 0 {
 			approvals, uncertain, err := ru.settle(ctx, pending)
 			if errors.Is(err, errCut) {
@@ -67,6 +59,14 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 				return ru.suspend(ctx, reducer.CauseTimer, delay, reducer.Fact{Type: reducer.TurnSuspended, Wake: ru.wait})
 			}
 			ru.replay()
+		}
+		// A step boundary: messages posted meanwhile may end the turn or
+		// be steered into it (see steer.go).
+		if err := ru.catchUp(ctx); err != nil {
+			return ru.stopped(ctx, err)
+		}
+		if ru.sess.State.Turn.Interrupt {
+			return ru.interrupt(ctx)
 		}
 		if err := ru.deliver(ctx); err != nil {
 			return ru.stopped(ctx, err)
