@@ -42,10 +42,29 @@ type Agent struct {
 	// step's metadata and the session's usage then carry a cost, and
 	// Limits.Spend's cost caps apply.
 	Price *Price
+	// Steering is the policy for a message that arrives while a turn is
+	// open: SteerEnqueue (also when empty), SteerSteer, SteerInterrupt or
+	// SteerReject.
+	Steering Steering
 }
 
 // Price is a model's price table in USD per million tokens.
 type Price = reducer.Price
+
+// Steering is an agent's policy for a message that arrives while a turn
+// is open.
+type Steering = reducer.Steering
+
+// Steering policies: the message starts the next turn (enqueue), is
+// delivered into the running turn at its next step boundary (steer), ends
+// the turn at its next boundary and starts a new one (interrupt), or is
+// refused with a 409 (reject).
+const (
+	SteerEnqueue   = reducer.SteerEnqueue
+	SteerSteer     = reducer.SteerSteer
+	SteerInterrupt = reducer.SteerInterrupt
+	SteerReject    = reducer.SteerReject
+)
 
 // Spend caps what a turn and its session may spend in tokens and cost
 // (Limits.Spend); Caps is one set of such caps.
@@ -118,6 +137,9 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 	if p := a.Price; p != nil && (p.InputPerMTok < 0 || p.OutputPerMTok < 0) {
 		bad("price", errors.New("negative"))
 	}
+	if err := agents.CheckSteering(a.Steering); err != nil {
+		bad("steering", err)
+	}
 
 	var local []agents.Local
 	for i, t := range a.Tools {
@@ -142,7 +164,7 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 		return nil, errors.Join(errs...)
 	}
 	return &turn.Agent{Name: a.Name, System: a.System, Model: a.Model, Tools: reg, Remote: remote,
-		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price}, nil
+		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price, Steering: a.Steering}, nil
 }
 
 // checkLimits refuses negative limits and a margin that leaves nothing of

@@ -64,6 +64,18 @@ type Config struct {
 	// Pricing is the model's price table, in USD per million tokens; with
 	// it each step's cost is recorded and the cost caps apply.
 	Pricing *reducer.Price `json:"pricing,omitempty"`
+	// Steering is the policy for a message that arrives while a turn is
+	// open: enqueue (the default), steer, interrupt or reject.
+	Steering reducer.Steering `json:"steering,omitempty"`
+}
+
+// CheckSteering checks a steering policy: empty (enqueue) or one of
+// reducer's.
+func CheckSteering(s reducer.Steering) error {
+	if s == "" || s.Known() {
+		return nil
+	}
+	return fmt.Errorf("%q: want enqueue, steer, interrupt or reject", s)
 }
 
 // Limits are an agent's budgets, as Go durations and counts.
