@@ -62,7 +62,10 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 		return err
 	}
 	turn := ""
-	if dup && st.Turn != nil && slices.ContainsFunc(st.Turn.Messages, func(m reducer.Message) bool { return m.ID == msg.ID }) {
+	is := func(m reducer.Message) bool { return m.ID == msg.ID }
+	if st.Turn != nil && (slices.ContainsFunc(st.Turn.Steer, is) || slices.ContainsFunc(st.Turn.Steered, is) ||
+		(dup && slices.ContainsFunc(st.Turn.Messages, is))) {
+		// The message answers, or was steered into, the open turn.
 		turn = st.Turn.ID
 	} else if turn, err = h.nextTurn(ctx, in.ID, st.LastSeq); err != nil {
 		return err
