@@ -62,4 +62,10 @@ func TestMessageRecordsItsDelivery(t *testing.T) {
 	if st := e.state(s.ID); len(st.Turn.Steer) != 1 || st.Turn.Steer[0].Text != "steer me" {
 		t.Fatalf("turn steer %+v", st.Turn.Steer)
 	}
+	// The session view counts it.
+	var view operator.Session
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: "alice"}).json(t, &view)
+	if view.Turn == nil || view.Turn.Steer != 1 || view.Inbox != 0 {
+		t.Fatalf("view %+v turn %+v, want one message to steer", view, view.Turn)
+	}
 }

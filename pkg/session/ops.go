@@ -25,7 +25,9 @@ func (s *Store) Create(ctx context.Context, id, owner, agent string) (reducer.St
 }
 
 // Post records a user message and wakes the session. It returns the
-// message id. Posts to one session from this store take turns; a post that
+// message id. While a turn is open the agent's steering policy decides the
+// message's delivery (see deliver): an agent that rejects fails with
+// ErrRejected and nothing is written. Posts to one session from this store take turns; a post that
 // cannot commit within RetryBudget (or ctx's deadline) fails with ErrBusy.
 func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text string) (string, error) {
 	msg := reducer.Message{ID: ids.New("msg"), Text: text}

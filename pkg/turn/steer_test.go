@@ -440,3 +440,41 @@ func TestSteeringRejectRefusesWithoutAFact(t *testing.T) {
 }
 
 func ioNopCloser(r *bytes.Reader) io.ReadCloser { return io.NopCloser(r) }
+
+const weatherScript = `{"steps":[
+ {"text":"Checking.","toolCalls":[{"name":"get_weather","input":{"city":"Paris"}}]},
+ {"text":"Done."}
+]}`
+
+// A message steered at a suspended turn waits for the resume, which
+// delivers it before its first step.
+func TestSteeringSteerWaitsForTheResume(t *testing.T) {
+	ctx := ctxT(t)
+	first := steering(steerAgent(t, script(t, weatherScript), &poker{}, reducer.SteerSteer, turn.Limits{MaxStepsPerInvocation: 1}))
+	id := newSession(t, first, "Weather?")
+	out, err := first.runner.Start(ctx, id)
+	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseBudget {
+		t.Fatalf("first invocation = %+v, %v", out, err)
+	}
+	msg, err := first.sessions.Post(ctx, id, teststack.Alice, interjection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := teststack.Load(t, first.sessions, id); st.Status != reducer.Suspended || len(st.Turn.Steer) != 1 || st.Turn.Steer[0].ID != msg {
+		t.Fatalf("after the post: %s, steer %+v", st.Status, st.Turn.Steer)
+	}
+	rec := &recording{m: script(t, weatherScript)}
+	second := steering(steerAgent(t, rec, &poker{}, reducer.SteerSteer, turn.Limits{}))
+	out, err = second.runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume = %+v, %v", out, err)
+	}
+	reqs := rec.requests()
+	if got := userTexts(reqs[0]); !reflect.DeepEqual(got, []string{"Weather?", interjection}) {
+		t.Fatalf("the resumed step's user messages %q", got)
+	}
+	fs := facts(t, second, id)
+	if n := count(fs, reducer.MessageSteered); n != 1 {
+		t.Fatalf("%d message.steered facts, want 1", n)
+	}
+}
