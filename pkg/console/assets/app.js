@@ -251,7 +251,7 @@ function describe(f) {
     case 'approval.answered': parts.push(`${f.answer?.decision}${f.answer?.reason ? ': ' + f.answer.reason : ''}`); break;
     case 'execution.started': parts.push(`${f.execution?.tool}${f.execution?.idempotent ? ' (idempotent)' : ''}`); break;
     case 'execution.verdict': parts.push(`${f.settled?.verdict}`); break;
-    case 'turn.completed': case 'turn.cancelled': parts.push(usageText(f.usage)); if (f.reason) parts.push(f.reason); break;
+    case 'turn.completed': case 'turn.cancelled': case 'turn.interrupted': parts.push(usageText(f.usage)); if (f.reason) parts.push(f.reason); break;
     case 'turn.failed': parts.push(f.failure ? `${f.failure.kind}: ${f.failure.error}` : ''); break;
   }
   if (f.turn && f.type.startsWith('turn.')) parts.push(f.turn);
