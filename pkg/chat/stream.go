@@ -53,7 +53,8 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 		if in.Agent != "" && in.Agent != st.Agent {
 			return httpjson.Refuse(http.StatusConflict, "chat %q runs agent %q, not %q", httpjson.Clip(in.ID), httpjson.Clip(st.Agent), httpjson.Clip(in.Agent))
 		}
-		if waitsForPerson(st) && !session.HasMessage(st, msg.ID) {
+		// An agent that interrupts takes the message: it ends the waiting turn.
+		if waitsForPerson(st) && !session.HasMessage(st, msg.ID) && h.Sessions.SteeringOf(st.Agent) != reducer.SteerInterrupt {
 			return httpjson.Refuse(http.StatusConflict, "the chat's turn waits for an answer to an approval or an execution; answer it first")
 		}
 		return nil

@@ -78,17 +78,23 @@ func (s *Store) deliver(st reducer.State, msg *reducer.Message) error {
 	if st.Turn == nil {
 		return nil
 	}
-	p := reducer.SteerEnqueue
-	if s.Steering != nil {
-		if v := s.Steering(st.Agent); v != "" {
-			p = v
-		}
-	}
+	p := s.SteeringOf(st.Agent)
 	if p == reducer.SteerReject {
 		return fmt.Errorf("session: message to %s: agent %q, turn %s open: %w", st.Agent, st.Agent, st.Turn.ID, ErrRejected)
 	}
 	msg.Delivery = p
 	return nil
+}
+
+// SteeringOf is agent's steering policy as Steering gives it, enqueue
+// when it gives none.
+func (s *Store) SteeringOf(agent string) reducer.Steering {
+	if s.Steering != nil {
+		if v := s.Steering(agent); v != "" {
+			return v
+		}
+	}
+	return reducer.SteerEnqueue
 }
 
 // receive records msg in session id, whose state is st, after the facts
