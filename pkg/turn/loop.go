@@ -22,8 +22,9 @@ import (
 )
 
 // loop runs steps until the turn ends or this invocation must stop. Each
-// iteration settles the tool calls of the last step, then checkpoints, then
-// asks the model for the next step. The checkpoint is one chunk holding the
+// iteration settles the tool calls of the last step, then takes the
+// messages posted meanwhile (steer.go), then checkpoints, then asks the
+// model for the next step. The checkpoint is one chunk holding the
 // step and its tool results: one durable write per step.
 func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	var spent time.Duration // time spent in model steps this invocation
