@@ -46,6 +46,10 @@ type Agent struct {
 	// input would pass a token budget, so a session can outlive the
 	// model's context window.
 	Compaction *Compaction
+	// Steering is the policy for a message that arrives while a turn is
+	// open: SteerEnqueue (also when empty), SteerSteer, SteerInterrupt or
+	// SteerReject.
+	Steering Steering
 }
 
 // Compaction is an agent's context compaction policy: the input token
@@ -55,6 +59,21 @@ type Compaction = turn.Compaction
 
 // Price is a model's price table in USD per million tokens.
 type Price = reducer.Price
+
+// Steering is an agent's policy for a message that arrives while a turn
+// is open.
+type Steering = reducer.Steering
+
+// Steering policies: the message starts the next turn (enqueue), is
+// delivered into the running turn at its next step boundary (steer), ends
+// the turn at its next boundary and starts a new one (interrupt), or is
+// refused with a 409 (reject).
+const (
+	SteerEnqueue   = reducer.SteerEnqueue
+	SteerSteer     = reducer.SteerSteer
+	SteerInterrupt = reducer.SteerInterrupt
+	SteerReject    = reducer.SteerReject
+)
 
 // Spend caps what a turn and its session may spend in tokens and cost
 // (Limits.Spend); Caps is one set of such caps.
@@ -137,6 +156,9 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 			bad("compaction.Price", errors.New("negative"))
 		}
 	}
+	if err := agents.CheckSteering(a.Steering); err != nil {
+		bad("steering", err)
+	}
 
 	var local []agents.Local
 	for i, t := range a.Tools {
@@ -161,7 +183,8 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 		return nil, errors.Join(errs...)
 	}
 	return &turn.Agent{Name: a.Name, System: a.System, Model: a.Model, Tools: reg, Remote: remote,
-		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price, Compaction: a.Compaction}, nil
+		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price,
+		Compaction: a.Compaction, Steering: a.Steering}, nil
 }
 
 // checkLimits refuses negative limits and a margin that leaves nothing of

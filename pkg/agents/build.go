@@ -94,6 +94,10 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 			bad(field, err)
 		}
 		a.Price = c.Pricing
+		if err := CheckSteering(c.Steering); err != nil {
+			bad("steering", err)
+		}
+		a.Steering = c.Steering
 
 		// The model.
 		switch c.Provider {

@@ -67,6 +67,9 @@ type Config struct {
 	// Compaction summarises older history once the model's input would
 	// pass a token budget (turn.Compaction).
 	Compaction *Compaction `json:"compaction,omitempty"`
+	// Steering is the policy for a message that arrives while a turn is
+	// open: enqueue (the default), steer, interrupt or reject.
+	Steering reducer.Steering `json:"steering,omitempty"`
 }
 
 // Compaction is an agent's context compaction policy: past inputTokens of
@@ -82,6 +85,15 @@ type Compaction struct {
 	Pricing         *reducer.Price  `json:"pricing,omitempty"`
 	Prompt          string          `json:"prompt,omitempty"`
 	MaxOutputTokens int             `json:"maxOutputTokens,omitempty"`
+}
+
+// CheckSteering checks a steering policy: empty (enqueue) or one of
+// reducer's.
+func CheckSteering(s reducer.Steering) error {
+	if s == "" || s.Known() {
+		return nil
+	}
+	return fmt.Errorf("%q: want enqueue, steer, interrupt or reject", s)
 }
 
 // Limits are an agent's budgets, as Go durations and counts.

@@ -161,6 +161,8 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 		Facts:   dynamo.New(clients.DynamoDB, env.Table),
 		Streams: streams.New(clients.S3, env.Bucket),
 		Waker:   waker,
+		// Posts apply each agent's steering policy.
+		Steering: agentMap.Steering,
 	}
 	return &App{
 		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log,

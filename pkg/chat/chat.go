@@ -131,6 +131,8 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, caller string, er
 		status, msg = http.StatusConflict, "nothing of that id is waiting for an answer"
 	case errors.Is(err, session.ErrNoTurn):
 		status, msg = http.StatusConflict, "the chat has no open turn"
+	case errors.Is(err, session.ErrRejected):
+		status, msg = http.StatusConflict, "the chat's agent takes no message while a turn is open; send it once the turn ends"
 	case errors.Is(err, reducer.ErrIllegal):
 		status, msg = http.StatusConflict, "not allowed in the chat's current state"
 	case errors.Is(err, session.ErrConflict):

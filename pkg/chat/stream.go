@@ -53,7 +53,8 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 		if in.Agent != "" && in.Agent != st.Agent {
 			return httpjson.Refuse(http.StatusConflict, "chat %q runs agent %q, not %q", httpjson.Clip(in.ID), httpjson.Clip(st.Agent), httpjson.Clip(in.Agent))
 		}
-		if waitsForPerson(st) && !session.HasMessage(st, msg.ID) {
+		// An agent that interrupts takes the message: it ends the waiting turn.
+		if waitsForPerson(st) && !session.HasMessage(st, msg.ID) && h.Sessions.SteeringOf(st.Agent) != reducer.SteerInterrupt {
 			return httpjson.Refuse(http.StatusConflict, "the chat's turn waits for an answer to an approval or an execution; answer it first")
 		}
 		return nil
@@ -62,7 +63,10 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 		return err
 	}
 	turn := ""
-	if dup && st.Turn != nil && slices.ContainsFunc(st.Turn.Messages, func(m reducer.Message) bool { return m.ID == msg.ID }) {
+	is := func(m reducer.Message) bool { return m.ID == msg.ID }
+	if st.Turn != nil && (slices.ContainsFunc(st.Turn.Steer, is) || slices.ContainsFunc(st.Turn.Steered, is) ||
+		(dup && slices.ContainsFunc(st.Turn.Messages, is))) {
+		// The message answers, or was steered into, the open turn.
 		turn = st.Turn.ID
 	} else if turn, err = h.nextTurn(ctx, in.ID, st.LastSeq); err != nil {
 		return err

@@ -114,6 +114,8 @@ func (r *renderer) fact(f reducer.Fact) {
 			msg += ": " + f.Reason
 		}
 		r.line("%s", r.style(styleDim, msg))
+	case reducer.TurnInterrupted:
+		r.line("%s", r.style(styleDim, "· turn "+f.Turn+" interrupted by a new message"))
 	case reducer.TurnFailed:
 		msg := "✗ turn " + f.Turn + " failed"
 		if f.Failure != nil {

@@ -33,6 +33,9 @@ type Step struct {
 	Calls   []*Call
 	Usage   reducer.Usage
 	Finish  string
+	// Steered are user messages delivered into the turn after this step
+	// (a data-steered part); the model sees them after its tool results.
+	Steered []reducer.Message
 }
 
 // Turn is what a turn's stream holds so far.
@@ -41,6 +44,39 @@ type Turn struct {
 	// Abandoned reports that the stream ends in a step that never reached
 	// finish-step; it is dropped and the resumed run redoes it.
 	Abandoned bool
+	// Steered are user messages delivered into the turn before its first
+	// step; those delivered later are their step's (Step.Steered).
+	Steered []reducer.Message
+}
+
+// steeredData is the payload of a data-steered part.
+type steeredData struct {
+	Messages []steeredMessage `json:"messages"`
+}
+
+type steeredMessage struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+}
+
+// SteeredData encodes the payload of a data-steered part delivering msgs.
+func SteeredData(msgs []reducer.Message) json.RawMessage {
+	d := steeredData{Messages: make([]steeredMessage, len(msgs))}
+	for i, m := range msgs {
+		d.Messages[i] = steeredMessage{ID: m.ID, Text: m.Text}
+	}
+	b, _ := json.Marshal(d) // plain struct: cannot fail
+	return b
+}
+
+// Delivered returns the messages steered into the turn, in the order they
+// were delivered.
+func (t Turn) Delivered() []reducer.Message {
+	out := slices.Clone(t.Steered)
+	for _, s := range t.Steps {
+		out = append(out, s.Steered...)
+	}
+	return out
 }
 
 // stepMeta is the payload of a message-metadata part.
@@ -127,13 +163,14 @@ type Replayer struct {
 	byApproval map[string][]*Call // calls by approval id
 	stale      int                // steps before this one render as last built (see Build)
 	unresolved []*Call            // a superset of the calls without a result, in call order
+	before     []reducer.Message  // messages steered in before the first step
 	input      input              // the model input last built
 }
 
 // Turn returns the turn so far. Its steps are shared with the Replayer:
 // later Adds may give their calls results.
 func (r *Replayer) Turn() Turn {
-	return Turn{Steps: r.steps[:len(r.steps):len(r.steps)], Abandoned: r.open != nil}
+	return Turn{Steps: r.steps[:len(r.steps):len(r.steps)], Abandoned: r.open != nil, Steered: r.before[:len(r.before):len(r.before)]}
 }
 
 // Add folds parts into the turn.
@@ -159,6 +196,22 @@ func (r *Replayer) add(p parts.Part) {
 		r.builders = r.builders[:0]
 	case parts.DataAbandoned:
 		r.open = nil
+	case parts.DataSteered:
+		var d steeredData
+		if json.Unmarshal(p.Data, &d) != nil || len(d.Messages) == 0 {
+			return
+		}
+		msgs := make([]reducer.Message, len(d.Messages))
+		for i, m := range d.Messages {
+			msgs[i] = reducer.Message{ID: m.ID, Text: m.Text}
+		}
+		if len(r.steps) == 0 {
+			r.before = append(r.before, msgs...)
+			return
+		}
+		last := r.steps[len(r.steps)-1]
+		last.Steered = append(last.Steered, msgs...)
+		r.stale = min(r.stale, len(r.steps)-1)
 	case parts.TextStart, parts.ReasoningStart:
 		if open == nil {
 			return
@@ -325,8 +378,9 @@ func (t Turn) messages(history []Message) []Message {
 	return out
 }
 
-// render appends the step's assistant message, if it has content, and its
-// tool message, if it has results, to out.
+// render appends the step's assistant message, if it has content, its
+// tool message, if it has results, and the user message steered in after
+// it, if any, to out.
 func (s *Step) render(out []Message, wire map[*Call]string) []Message {
 	if len(s.Content) > 0 {
 		content := slices.Clone(s.Content)
@@ -349,6 +403,9 @@ func (s *Step) render(out []Message, wire map[*Call]string) []Message {
 	}
 	if len(results) > 0 {
 		out = append(out, Message{Role: ToolRole, Content: results})
+	}
+	if len(s.Steered) > 0 {
+		out = append(out, UserMessage(s.Steered))
 	}
 	return out
 }
@@ -404,13 +461,18 @@ func UserMessage(msgs []reducer.Message) Message {
 }
 
 // Build returns the model input: the ended turns' history, the open turn's
-// user message, and its completed steps. A tool call and its result carry
+// user message, and its completed steps, each followed by the user message
+// steered in after it (messages steered in before the first step follow
+// the turn's own). A tool call and its result carry
 // the call's wire id: the provider's id for it when that is unique in the
 // input, else baton's id.
 func Build(history []Message, user []reducer.Message, t Turn) []Message {
 	out := make([]Message, 0, len(history)+1+2*len(t.Steps))
 	out = append(out, history...)
 	out = append(out, UserMessage(user))
+	if len(t.Steered) > 0 {
+		out = append(out, UserMessage(t.Steered))
+	}
 	return append(out, t.messages(history)...)
 }
 
@@ -419,7 +481,9 @@ func Build(history []Message, user []reducer.Message, t Turn) []Message {
 type input struct {
 	history []Message         // the history it was built on
 	user    []reducer.Message // the messages the turn answers
-	out     []Message         // history, the user message, the messages of steps[:len(ends)]
+	before  int               // len(Replayer.before) it was built with
+	head    int               // len(out) before the first step's messages
+	out     []Message         // history, the user message(s), the messages of steps[:len(ends)]
 	ends    []int             // len(out) after each rendered step's messages
 	used    map[string]*Call  // wire ids taken: by a call, or nil for history
 	wire    map[*Call]string  // the wire id of each call of steps[:assigned]
@@ -436,7 +500,7 @@ func (r *Replayer) Build(history []Message, user []reducer.Message) []Message {
 	in := &r.input
 	// The user messages are compared by value: the runner's state is
 	// copied on every commit, they are not.
-	if in.out == nil || !same(in.history, history) || !slices.Equal(in.user, user) {
+	if in.out == nil || !same(in.history, history) || !slices.Equal(in.user, user) || in.before != len(r.before) {
 		r.reset(history, user)
 	}
 	// Wire ids for the new steps' calls. A new call's baton id that an
@@ -469,7 +533,7 @@ func (r *Replayer) Build(history []Message, user []reducer.Message) []Message {
 		in.assigned = len(r.steps)
 	}
 	from := min(r.stale, len(in.ends))
-	end := len(history) + 1
+	end := in.head
 	if from > 0 {
 		end = in.ends[from-1]
 	}
@@ -495,7 +559,11 @@ func (r *Replayer) reset(history []Message, user []reducer.Message) {
 	out := make([]Message, 0, len(history)+1+2*len(r.steps))
 	out = append(out, history...)
 	out = append(out, UserMessage(user))
-	r.input = input{history: history, user: slices.Clone(user), out: out, used: used, wire: map[*Call]string{}, baton: map[string]bool{}}
+	if len(r.before) > 0 {
+		out = append(out, UserMessage(r.before))
+	}
+	r.input = input{history: history, user: slices.Clone(user), before: len(r.before), head: len(out),
+		out: out, used: used, wire: map[*Call]string{}, baton: map[string]bool{}}
 	r.stale = 0
 }
 

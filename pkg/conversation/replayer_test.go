@@ -58,8 +58,11 @@ var (
 func TestReplayerMatchesReplay(t *testing.T) {
 	var ps []parts.Part
 	ps = append(ps, parts.Part{Type: parts.Start, MessageID: "turn_1"})
+	// A message steered in before the first step, and one after it.
+	ps = append(ps, steered("s0"))
 	ps = append(ps, stepWithCall("A", "c1")...)
 	ps = append(ps, parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: "c1", Output: json.RawMessage(`{"t":1}`)})
+	ps = append(ps, steered("s1", "s2"))
 	// A partial step, abandoned, then redone.
 	ps = append(ps, stepWithCall("B", "c2")[:5]...)
 	ps = append(ps, parts.Part{Type: parts.DataAbandoned})
@@ -78,6 +81,7 @@ func TestReplayerMatchesReplay(t *testing.T) {
 	ps = append(ps, parts.Part{Type: parts.ToolOutputError, ToolCallID: "c3", ErrorText: "boom"})
 	// A late second result for an earlier step's call replaces the first.
 	ps = append(ps, parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: "c1", Output: json.RawMessage(`{"t":2}`)})
+	ps = append(ps, steered("s3"))
 	ps = append(ps, stepWithCall("D", "c4")[:4]...) // trailing partial step
 	for _, every := range []bool{true, false} {
 		checkIncremental(t, testHist, testUser, ps, every)
@@ -150,7 +154,7 @@ func randomStream(rng *rand.Rand) []parts.Part {
 	id := func() string { return fmt.Sprintf("b%d", rng.IntN(calls+2)) }
 	providers := []string{"", "p", "q", "h", "b0", "b1", "b2", "b3"}
 	for range 10 + rng.IntN(60) {
-		switch k := rng.IntN(14); k {
+		switch k := rng.IntN(15); k {
 		case 0, 1:
 			ps = append(ps, parts.Part{Type: parts.StartStep})
 		case 2:
@@ -179,9 +183,50 @@ func randomStream(rng *rand.Rand) []parts.Part {
 		case 13:
 			ps = append(ps, parts.Part{Type: parts.ToolApprovalResponse, ApprovalID: fmt.Sprint("ap", rng.IntN(3)), Approved: yes()},
 				parts.Part{Type: parts.DataSuspended}, parts.Part{Type: parts.DataResumed})
+		case 14:
+			ps = append(ps, steered(fmt.Sprint("s", len(ps))))
 		}
 	}
 	return ps
+}
+
+// steered is a data-steered part delivering messages of the ids given.
+func steered(ids ...string) parts.Part {
+	var msgs []reducer.Message
+	for _, id := range ids {
+		msgs = append(msgs, reducer.Message{ID: id, Text: "steer " + id})
+	}
+	return parts.Part{Type: parts.DataSteered, Data: conversation.SteeredData(msgs)}
+}
+
+// A steered message is a user message after the step before it, after that
+// step's tool results; one steered in before the first step follows the
+// turn's own message.
+func TestSteeredMessagesRenderAsUserMessages(t *testing.T) {
+	ps := []parts.Part{steered("s0")}
+	ps = append(ps, stepWithCall("A", "c1")...)
+	ps = append(ps, parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: "c1", Output: json.RawMessage(`1`)}, steered("s1"))
+	tr := conversation.Replay(ps)
+	var roles []string
+	for _, m := range conversation.Build(nil, testUser, tr) {
+		roles = append(roles, string(m.Role)+":"+m.Content[0].Text)
+	}
+	want := []string{"user:go", "user:steer s0", "assistant:think hard", "tool:", "user:steer s1"}
+	if !reflect.DeepEqual(roles, want) {
+		t.Fatalf("messages %v, want %v", roles, want)
+	}
+	var got []string
+	for _, m := range tr.Delivered() {
+		got = append(got, m.ID)
+	}
+	if !reflect.DeepEqual(got, []string{"s0", "s1"}) {
+		t.Fatalf("delivered %v", got)
+	}
+	// A step with no calls and a steered message after it is not the end
+	// of the turn: the model has something to answer.
+	if last := tr.Last(); len(last.Steered) != 1 {
+		t.Fatalf("last step steered %v", last.Steered)
+	}
 }
 
 // A step's metadata says steps 1; a turn's usage counts each step once,

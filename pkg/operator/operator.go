@@ -157,6 +157,8 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err er
 		status, msg = http.StatusConflict, "nothing of that id is waiting for an answer"
 	case errors.Is(err, session.ErrNoTurn):
 		status, msg = http.StatusConflict, "the session has no open turn"
+	case errors.Is(err, session.ErrRejected):
+		status, msg = http.StatusConflict, "the session's agent takes no message while a turn is open; post it once the turn ends"
 	case errors.As(err, &te):
 		status, msg = http.StatusConflict, "not allowed now: "+te.Reason
 	case errors.Is(err, reducer.ErrIllegal):

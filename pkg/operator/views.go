@@ -71,6 +71,11 @@ type Turn struct {
 	// operators raised them.
 	Usage reducer.Usage `json:"usage,omitzero"`
 	Caps  reducer.Caps  `json:"caps,omitzero"`
+	// Steer counts messages waiting to be steered into the turn at its
+	// next step boundary; Interrupt is set when a message waits to end it
+	// there (the agent's steering policy).
+	Steer     int  `json:"steer,omitempty"`
+	Interrupt bool `json:"interrupt,omitempty"`
 }
 
 // Approval is a tool call waiting for an operator's decision.
@@ -147,7 +152,8 @@ func sessionView(id string, st reducer.State) Session {
 	}
 	if t := st.Turn; t != nil {
 		s.Turn = &Turn{ID: t.ID, Stream: t.Stream, Cause: t.Cause, Started: t.Started, Since: t.Since,
-			Lease: t.Lease, Invocations: t.Invocations, Wake: t.Wake, Usage: t.Usage, Caps: t.Caps}
+			Lease: t.Lease, Invocations: t.Invocations, Wake: t.Wake, Usage: t.Usage, Caps: t.Caps,
+			Steer: len(t.Steer), Interrupt: t.Interrupt}
 		for _, p := range t.Pending {
 			s.Pending = append(s.Pending, Approval{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool,
 				Input: p.Input, Expires: p.Expires})

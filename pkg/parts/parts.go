@@ -24,6 +24,7 @@ import "encoding/json"
 //	invocation suspends         data-suspended{data: {cause}}
 //	invocation resumes          data-resumed{data: {invocation}}
 //	partial step dropped        data-abandoned{data: {reason}}
+//	messages steered into turn  data-steered{data: {messages: [{id, text}]}}
 //	turn fails                  error{errorText}
 //	turn ends                   finish{finishReason}
 //
@@ -65,6 +66,10 @@ const (
 	// DataCompacted marks where the turn compacted the session's context;
 	// its data is the reducer.Compaction recorded.
 	DataCompacted Type = "data-compacted"
+	// DataSteered carries user messages delivered into the running turn
+	// at a step boundary (the steer policy); the model sees them as a user
+	// message after the step before them.
+	DataSteered Type = "data-steered"
 )
 
 // Part is one protocol part. Only the fields its Type uses are set.

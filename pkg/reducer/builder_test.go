@@ -150,6 +150,18 @@ func (b *builder) failed(opts ...opt) reducer.Fact {
 	return b.fact(reducer.TurnFailed, b.agent(), append([]opt{failure(reducer.FailModel)}, opts...)...)
 }
 
+func delivery(d reducer.Steering) opt {
+	return func(f *reducer.Fact) { f.Message.Delivery = d }
+}
+
+func (b *builder) steered(ids ...string) reducer.Fact {
+	return b.fact(reducer.MessageSteered, b.agent(), edit(func(f *reducer.Fact) { f.Steered = ids }))
+}
+
+func (b *builder) interrupted(opts ...opt) reducer.Fact {
+	return b.fact(reducer.TurnInterrupted, b.agent(), opts...)
+}
+
 func (b *builder) cancelled(opts ...opt) reducer.Fact {
 	return b.fact(reducer.TurnCancelled, operator, append([]opt{reason("operator gave up")}, opts...)...)
 }

@@ -25,6 +25,13 @@ const (
 	TurnCompleted     Type = "turn.completed"
 	TurnFailed        Type = "turn.failed"
 	TurnCancelled     Type = "turn.cancelled"
+	// MessageSteered: the running turn delivered messages received under
+	// the steer policy (Turn.Steer) to its model at a step boundary; its
+	// stream holds them in a data-steered part. Fact.Steered names them.
+	MessageSteered Type = "message.steered"
+	// TurnInterrupted ends a turn that a message received under the
+	// interrupt policy interrupted; the message starts the next turn.
+	TurnInterrupted Type = "turn.interrupted"
 	// LimitsRaised: an operator raised the spend caps of a turn suspended
 	// for CauseLimit.
 	LimitsRaised Type = "limits.raised"
@@ -130,10 +137,42 @@ const (
 	FailInternal FailureKind = "internal"
 )
 
+// Steering is an agent's policy for a message that arrives while a turn
+// is open.
+type Steering string
+
+// Steering policies.
+const (
+	// SteerEnqueue: the message waits in the inbox and starts the next turn.
+	SteerEnqueue Steering = "enqueue"
+	// SteerSteer: the running turn delivers the message to its model at its
+	// next step boundary, as a user message (Turn.Steer until then).
+	SteerSteer Steering = "steer"
+	// SteerInterrupt: the turn ends as interrupted at its next step
+	// boundary (at once when suspended), and the message starts the next.
+	SteerInterrupt Steering = "interrupt"
+	// SteerReject: the message is refused while a turn is open; no fact
+	// records it.
+	SteerReject Steering = "reject"
+)
+
+// Known reports whether s is one of the policies above.
+func (s Steering) Known() bool {
+	switch s {
+	case SteerEnqueue, SteerSteer, SteerInterrupt, SteerReject:
+		return true
+	}
+	return false
+}
+
 // Message is a user message received by a session.
 type Message struct {
 	ID   string `json:"id"`
 	Text string `json:"text"`
+	// Delivery is the steering policy applied to the message as it was
+	// received: enqueue when no turn was open. Empty in facts written
+	// before steering existed, and read as enqueue.
+	Delivery Steering `json:"delivery,omitempty"`
 }
 
 // Approval is a tool call waiting for an operator's decision.
@@ -300,9 +339,9 @@ type Fact struct {
 	Execution *Execution `json:"execution,omitempty"`
 	// execution.verdict
 	Settled *Settled `json:"settled,omitempty"`
-	// turn.completed, turn.failed, turn.cancelled: usage of the turn, and
-	// the key of the conversation snapshot taken as it ended (or, for
-	// context.compacted, the compacted snapshot). A
+	// turn.completed, turn.failed, turn.cancelled, turn.interrupted: usage
+	// of the turn, and the key of the conversation snapshot taken as it
+	// ended (or, for context.compacted, the compacted snapshot). A
 	// turn.suspended may carry the turn's usage so far.
 	Usage    *Usage   `json:"usage,omitempty"`
 	Failure  *Failure `json:"failure,omitempty"`
@@ -315,9 +354,11 @@ type Fact struct {
 	Compaction *Compaction `json:"compaction,omitempty"`
 	// turn.cancelled and approval.answered may carry an operator's reason.
 	Reason string `json:"reason,omitempty"`
+	// message.steered: the ids of the messages delivered.
+	Steered []string `json:"steered,omitempty"`
 }
 
 // Ends reports whether the fact ends a turn.
 func (f Fact) Ends() bool {
-	return f.Type == TurnCompleted || f.Type == TurnFailed || f.Type == TurnCancelled
+	return f.Type == TurnCompleted || f.Type == TurnFailed || f.Type == TurnCancelled || f.Type == TurnInterrupted
 }

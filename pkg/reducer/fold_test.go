@@ -185,11 +185,11 @@ func TestReduceNothing(t *testing.T) {
 }
 
 func TestFactEnds(t *testing.T) {
-	ends := map[reducer.Type]bool{reducer.TurnCompleted: true, reducer.TurnFailed: true, reducer.TurnCancelled: true}
+	ends := map[reducer.Type]bool{reducer.TurnCompleted: true, reducer.TurnFailed: true, reducer.TurnCancelled: true, reducer.TurnInterrupted: true}
 	for _, typ := range []reducer.Type{reducer.SessionCreated, reducer.MessageReceived, reducer.TurnStarted,
 		reducer.TurnSuspended, reducer.TurnResumed, reducer.ApprovalRequested, reducer.ApprovalAnswered,
 		reducer.ExecutionStarted, reducer.ExecutionVerdict, reducer.TurnCompleted, reducer.TurnFailed,
-		reducer.TurnCancelled} {
+		reducer.TurnCancelled, reducer.MessageSteered, reducer.TurnInterrupted} {
 		if got := (reducer.Fact{Type: typ}).Ends(); got != ends[typ] {
 			t.Errorf("%s.Ends() = %v", typ, got)
 		}

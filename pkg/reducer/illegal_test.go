@@ -18,6 +18,31 @@ func TestIllegalTransitions(t *testing.T) {
 		// fact was refused for the reason the case is about.
 		reason string
 	}{
+		// Steering.
+		{"a rejected message as a fact", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.running(), facts(b.message("m2", delivery(reducer.SteerReject)))
+		}, "a rejected message is not received"},
+		{"an unknown delivery", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.running(), facts(b.message("m2", delivery("shout")))
+		}, `unknown delivery "shout"`},
+		{"a steer delivery with no open turn", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.idle(), facts(b.message("m1", delivery(reducer.SteerSteer)))
+		}, "delivery steer needs an open turn"},
+		{"message.steered naming a message not waiting", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return append(b.running(), b.message("m2", delivery(reducer.SteerSteer))), facts(b.steered("m9"))
+		}, `message "m9" is not waiting to be steered`},
+		{"message.steered twice", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return append(b.running(), b.message("m2", delivery(reducer.SteerSteer)), b.steered("m2")), facts(b.steered("m2"))
+		}, `message "m2" is not waiting to be steered`},
+		{"message.steered naming nothing", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return append(b.running(), b.message("m2", delivery(reducer.SteerSteer))), facts(b.steered())
+		}, "no message named"},
+		{"message.steered while suspended", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return append(b.suspendedFor(reducer.CauseBudget), b.message("m2", delivery(reducer.SteerSteer))), facts(b.steered("m2"))
+		}, "only a running turn delivers messages"},
+		{"turn.interrupted with no interrupting message", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return append(b.running(), b.message("m2")), facts(b.interrupted())
+		}, "no message interrupted the turn"},
 		// Sequence and envelope.
 		{"timer without a wake time", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
 			return b.running(), facts(b.suspended(reducer.CauseTimer))

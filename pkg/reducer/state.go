@@ -58,6 +58,15 @@ type Turn struct {
 	// since the turn last suspended: the wait_until calls it waits on are
 	// over when it resumes, whatever time they named.
 	TimerSet bool `json:"timerSet,omitempty"`
+	// Steer are messages received under the steer policy and not yet
+	// delivered to the turn's model; Steered those delivered
+	// (message.steered). Messages still in Steer when the turn ends go to
+	// the front of the inbox.
+	Steer   []Message `json:"steer,omitempty"`
+	Steered []Message `json:"steered,omitempty"`
+	// Interrupt is set once a message received under the interrupt policy
+	// waits in the inbox: the turn ends at its next step boundary.
+	Interrupt bool `json:"interrupt,omitempty"`
 }
 
 // Answer returns the answer to the approval requested for a tool call.
@@ -162,6 +171,8 @@ func (s *State) clone() State {
 		t.Answers = slices.Clone(t.Answers)
 		t.Executions = slices.Clone(t.Executions)
 		t.Verdicts = slices.Clone(t.Verdicts)
+		t.Steer = slices.Clone(t.Steer)
+		t.Steered = slices.Clone(t.Steered)
 		if t.Uncertain != nil {
 			u := *t.Uncertain
 			t.Uncertain = &u
@@ -213,7 +224,41 @@ func (s *State) apply(f Fact) error {
 		if f.Message == nil || f.Message.ID == "" {
 			return illegal("no message")
 		}
-		s.Inbox = append(s.Inbox, *f.Message)
+		m := *f.Message
+		switch d := m.Delivery; {
+		case d == "" || d == SteerEnqueue:
+			s.Inbox = append(s.Inbox, m)
+		case d == SteerReject:
+			return illegal("a rejected message is not received")
+		case !d.Known():
+			return illegal("unknown delivery %q", d)
+		case s.Turn == nil:
+			return illegal("delivery %s needs an open turn", d)
+		case d == SteerSteer:
+			s.Turn.Steer = append(s.Turn.Steer, m)
+		case d == SteerInterrupt:
+			s.Inbox = append(s.Inbox, m)
+			s.Turn.Interrupt = true
+		}
+
+	case MessageSteered:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		if s.Status != Running {
+			return illegal("only a running turn delivers messages")
+		}
+		if len(f.Steered) == 0 {
+			return illegal("no message named")
+		}
+		for _, id := range f.Steered {
+			i := slices.IndexFunc(s.Turn.Steer, func(m Message) bool { return m.ID == id })
+			if i < 0 {
+				return illegal("message %q is not waiting to be steered", id)
+			}
+			s.Turn.Steered = append(s.Turn.Steered, s.Turn.Steer[i])
+			s.Turn.Steer = slices.Delete(s.Turn.Steer, i, i+1)
+		}
 
 	case TurnStarted:
 		if s.Status != Idle {
@@ -465,6 +510,15 @@ func (s *State) apply(f Fact) error {
 		}
 		s.end(f)
 
+	case TurnInterrupted:
+		if err := needTurn(); err != nil {
+			return err
+		}
+		if !s.Turn.Interrupt {
+			return illegal("no message interrupted the turn")
+		}
+		s.end(f)
+
 	default:
 		return illegal("unknown fact type")
 	}
@@ -478,6 +532,10 @@ func (s *State) end(f Fact) {
 		// The end's usage is the whole turn's: what its suspensions
 		// recorded is part of it.
 		s.Usage = s.Usage.Add(f.Usage.Sub(s.Turn.Usage))
+	}
+	if len(s.Turn.Steer) > 0 {
+		// Never delivered: they start the next turn.
+		s.Inbox = append(slices.Clone(s.Turn.Steer), s.Inbox...)
 	}
 	s.Turn = nil
 	s.Status = Idle

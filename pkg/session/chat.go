@@ -6,18 +6,21 @@ import (
 	"slices"
 
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/wake"
 )
 
 // Converse records msg from owner in session id, creating the session for
 // owner with agent, in the same write, when there is none; then it wakes
-// the session. check sees the loaded state (the zero State for a new
+// the session. The message is delivered as the agent's steering policy
+// says (see Store.Steering); reject fails with ErrRejected. check sees the loaded state (the zero State for a new
 // session) before anything is written, and its error is returned as is.
 // A message whose id is already in the inbox or the open turn is not
 // appended again: Converse returns the state with dup true. The state
 // returned is the one after the write.
 func (s *Store) Converse(ctx context.Context, id, owner, agent string, msg reducer.Message, check func(reducer.State) error) (st reducer.State, dup bool, err error) {
 	actor := reducer.Actor{Kind: reducer.ActorOperator, ID: owner}
+	var ended *streams.Sink
 	err = retry(ctx, func() error {
 		dup = false
 		var facts []reducer.Fact
@@ -36,20 +39,21 @@ func (s *Store) Converse(ctx context.Context, id, owner, agent string, msg reduc
 			st, dup = sess.State, true
 			return nil
 		}
-		facts = append(facts, reducer.Fact{Type: reducer.MessageReceived, Actor: actor, Message: &msg})
-		st, err = s.Append(ctx, id, sess.State, facts...)
+		st, ended, err = s.receive(ctx, id, sess.State, actor, msg, facts...)
 		return err
 	})
 	if err != nil || dup {
 		return st, dup, err
 	}
+	s.closeInterrupted(ctx, id, ended)
 	s.wake(ctx, id, wake.Message, st.LastSeq, 0)
 	return st, false, nil
 }
 
 // HasMessage reports whether message id waits in st's inbox or is one the
-// open turn answers.
+// open turn answers, or was steered (or waits to be steered) into it.
 func HasMessage(st reducer.State, id string) bool {
 	is := func(m reducer.Message) bool { return m.ID == id }
-	return slices.ContainsFunc(st.Inbox, is) || (st.Turn != nil && slices.ContainsFunc(st.Turn.Messages, is))
+	return slices.ContainsFunc(st.Inbox, is) || (st.Turn != nil && (slices.ContainsFunc(st.Turn.Messages, is) ||
+		slices.ContainsFunc(st.Turn.Steer, is) || slices.ContainsFunc(st.Turn.Steered, is)))
 }

@@ -1,5 +1,7 @@
 // Package session rebuilds a session from DynamoDB facts and S3 snapshots,
 // and commits its transitions: every fact is checked by the reducer, then
 // appended with the compare-and-set, so a transition happens whole, once, or
-// not at all. The operator API and the turn runner both go through it.
+// not at all. A message posted while a turn is open is delivered as its
+// agent's steering policy says (Store.Steering). The operator API and the
+// turn runner both go through it.
 package session

@@ -25,7 +25,9 @@ func (s *Store) Create(ctx context.Context, id, owner, agent string) (reducer.St
 }
 
 // Post records a user message and wakes the session. It returns the
-// message id. Posts to one session from this store take turns; a post that
+// message id. While a turn is open the agent's steering policy decides the
+// message's delivery (see deliver): an agent that rejects fails with
+// ErrRejected and nothing is written. Posts to one session from this store take turns; a post that
 // cannot commit within RetryBudget (or ctx's deadline) fails with ErrBusy.
 func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text string) (string, error) {
 	msg := reducer.Message{ID: ids.New("msg"), Text: text}
@@ -40,6 +42,7 @@ func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text s
 		return "", fmt.Errorf("session: post to %s: waiting for earlier posts: %w", id, err)
 	}
 	var st reducer.State
+	var ended *streams.Sink
 	loaded := l.last != nil // the lane's last post left its state to catch up from
 	if loaded {
 		st = *l.last
@@ -50,9 +53,9 @@ func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text s
 			return err
 		}
 		loaded = true
-		next, err := s.Append(ctx, id, st, reducer.Fact{Type: reducer.MessageReceived, Actor: actor, Message: &msg})
+		next, sink, err := s.receive(ctx, id, st, actor, msg)
 		if err == nil {
-			st = next
+			st, ended = next, sink
 			l.last = &next
 		}
 		return err
@@ -61,8 +64,85 @@ func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text s
 	if err != nil {
 		return "", err
 	}
+	s.closeInterrupted(ctx, id, ended)
 	s.wake(ctx, id, wake.Message, st.LastSeq, 0)
 	return msg.ID, nil
+}
+
+// deliver decides, in the one place it is decided, how msg reaches the
+// session in state st: with no open turn it is queued (enqueue); else the
+// agent's steering policy applies, and reject refuses it with ErrRejected.
+// It sets msg.Delivery, which the message.received fact records.
+func (s *Store) deliver(st reducer.State, msg *reducer.Message) error {
+	msg.Delivery = reducer.SteerEnqueue
+	if st.Turn == nil {
+		return nil
+	}
+	p := s.SteeringOf(st.Agent)
+	if p == reducer.SteerReject {
+		return fmt.Errorf("session: message to %s: agent %q, turn %s open: %w", st.Agent, st.Agent, st.Turn.ID, ErrRejected)
+	}
+	msg.Delivery = p
+	return nil
+}
+
+// SteeringOf is agent's steering policy as Steering gives it, enqueue
+// when it gives none.
+func (s *Store) SteeringOf(agent string) reducer.Steering {
+	if s.Steering != nil {
+		if v := s.Steering(agent); v != "" {
+			return v
+		}
+	}
+	return reducer.SteerEnqueue
+}
+
+// receive records msg in session id, whose state is st, after the facts
+// before, as deliver decides. A message that interrupts a suspended turn
+// ends that turn in the same write (turn.interrupted, with its snapshot),
+// since no invocation runs to end it at a step boundary; the turn's stream
+// is then returned, to be closed once the write stands.
+func (s *Store) receive(ctx context.Context, id string, st reducer.State, actor reducer.Actor, msg reducer.Message, before ...reducer.Fact) (reducer.State, *streams.Sink, error) {
+	if err := s.deliver(st, &msg); err != nil {
+		return reducer.State{}, nil, err
+	}
+	f := reducer.Fact{Type: reducer.MessageReceived, Actor: actor, Message: &msg}
+	if msg.Delivery != reducer.SteerInterrupt || st.Status != reducer.Suspended {
+		next, err := s.Append(ctx, id, st, append(before, f)...)
+		return next, nil, err
+	}
+	sess, err := s.Load(ctx, id)
+	if err != nil {
+		return reducer.State{}, nil, err
+	}
+	if sess.State.LastSeq != st.LastSeq {
+		return reducer.State{}, nil, fmt.Errorf("session: interrupt %s: the session moved on: %w", id, ErrConflict)
+	}
+	t := st.Turn
+	sink, ps, err := s.Streams.Resume(ctx, id, t.Stream)
+	if err != nil {
+		return reducer.State{}, nil, fmt.Errorf("session: interrupt %s: read stream: %w", id, err)
+	}
+	turn := conversation.Replay(ps)
+	u := turn.Usage()
+	next, err := s.end(ctx, sess, turn, append(before, f), reducer.Fact{
+		Type: reducer.TurnInterrupted, Actor: actor, Turn: t.ID, Usage: &u,
+	})
+	if err != nil {
+		return reducer.State{}, nil, err
+	}
+	return next, sink, nil
+}
+
+// closeInterrupted closes the stream of a turn receive ended, if any.
+func (s *Store) closeInterrupted(ctx context.Context, id string, sink *streams.Sink) {
+	if sink == nil {
+		return
+	}
+	if err := CloseStream(ctx, s.Streams, sink, streams.Interrupted, "interrupted"); err != nil {
+		// The fact stands; the stream is left open for a reader to time out on.
+		slog.WarnContext(ctx, "interrupt: close stream", "session", id, "stream", sink.Stream(), "err", err)
+	}
 }
 
 // Answer records an operator's decision on a pending approval and wakes the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,9 @@ var (
 	// ErrReceiptTaken: the request's idempotency key was used before;
 	// nothing was written.
 	ErrReceiptTaken = dynamo.ErrReceiptTaken
+	// ErrRejected: the session's agent refuses messages while a turn is
+	// open (the reject steering policy); nothing was written.
+	ErrRejected = errors.New("session: the agent takes no message while a turn is open")
 	// ErrBusy: other writers kept winning the session's compare-and-set
 	// for as long as a request may take; nothing was written. Try again.
 	ErrBusy = errors.New("session: busy with other writes")
@@ -62,6 +66,9 @@ type Store struct {
 	Waker wake.Waker
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Steering, when set, gives an agent's policy for a message that
+	// arrives while a turn is open (see deliver); nil or "" is enqueue.
+	Steering func(agent string) reducer.Steering
 
 	receipt *Receipt // see WithReceipt
 	base    *Store   // the store WithReceipt was called on
@@ -84,7 +91,7 @@ type Receipt struct {
 // with an error matching ErrReceiptTaken, writing nothing, when rc's key
 // is already taken.
 func (s *Store) WithReceipt(rc *Receipt) *Store {
-	return &Store{Facts: s.Facts, Streams: s.Streams, Waker: s.Waker, Now: s.Now, receipt: rc, base: s.root()}
+	return &Store{Facts: s.Facts, Streams: s.Streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, receipt: rc, base: s.root()}
 }
 
 func (s *Store) root() *Store {
@@ -227,6 +234,11 @@ func (s *Store) Append(ctx context.Context, id string, st reducer.State, facts .
 // snapshot is written first under a key no other writer uses; if the fact
 // loses its race the snapshot is simply never referenced.
 func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, f reducer.Fact) (reducer.State, error) {
+	return s.end(ctx, sess, turn, nil, f)
+}
+
+// end is End with facts before the ending one, in the same write.
+func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, before []reducer.Fact, f reducer.Fact) (reducer.State, error) {
 	st := sess.State
 	if st.Turn == nil {
 		return reducer.State{}, ErrNoTurn
@@ -234,13 +246,20 @@ func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, 
 	if !f.Ends() {
 		return reducer.State{}, fmt.Errorf("session: %s does not end a turn", f.Type)
 	}
-	outcome := map[reducer.Type]string{reducer.TurnCompleted: "completed", reducer.TurnFailed: "failed", reducer.TurnCancelled: "cancelled"}[f.Type]
-	f.Seq = st.LastSeq + 1
-	if f.Time.IsZero() {
-		f.Time = s.now()
+	outcome := map[reducer.Type]string{reducer.TurnCompleted: "completed", reducer.TurnFailed: "failed",
+		reducer.TurnCancelled: "cancelled", reducer.TurnInterrupted: "interrupted"}[f.Type]
+	facts := append(slices.Clone(before), f)
+	now := s.now()
+	for i := range facts {
+		facts[i].Seq = st.LastSeq + 1 + int64(i)
+		if facts[i].Time.IsZero() {
+			facts[i].Time = now
+		}
 	}
+	f = facts[len(facts)-1]
 	f.Snapshot = streams.SnapshotKey(sess.ID, f.Seq)
-	next, err := st.Apply(f)
+	facts[len(facts)-1] = f
+	next, err := st.Apply(facts...)
 	if err != nil {
 		return reducer.State{}, err
 	}
@@ -248,7 +267,7 @@ func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, 
 	if err := s.Streams.PutSnapshot(ctx, f.Snapshot, snap); err != nil {
 		return reducer.State{}, fmt.Errorf("session: snapshot %s: %w", sess.ID, err)
 	}
-	if err := s.appendFacts(ctx, sess.ID, next, []reducer.Fact{f}); err != nil {
+	if err := s.appendFacts(ctx, sess.ID, next, facts); err != nil {
 		return reducer.State{}, fmt.Errorf("session: end turn of %s: %w", sess.ID, err)
 	}
 	sess.State = next

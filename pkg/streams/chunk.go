@@ -33,7 +33,7 @@ func parseChunk(key string, body []byte) (chunkDoc, error) {
 		}
 	}
 	switch doc.Closed {
-	case Open, Completed, Failed, Cancelled, Aborted:
+	case Open, Completed, Failed, Cancelled, Interrupted, Aborted:
 	default:
 		return corrupt("unknown close status %q", doc.Closed)
 	}

@@ -32,6 +32,7 @@ const (
 	DataResumed          = parts.DataResumed
 	DataAbandoned        = parts.DataAbandoned
 	DataCompacted        = parts.DataCompacted
+	DataSteered          = parts.DataSteered
 )
 
 // Status is how a stream was closed. The empty Status means open.
@@ -43,5 +44,8 @@ const (
 	Completed Status = "completed"
 	Failed    Status = "failed"
 	Cancelled Status = "cancelled"
-	Aborted   Status = "aborted" // closed by a writer that lost its race
+	// Interrupted: a message received under the interrupt policy ended
+	// the turn.
+	Interrupted Status = "interrupted"
+	Aborted     Status = "aborted" // closed by a writer that lost its race
 )

@@ -123,6 +123,12 @@ type Agent struct {
 	// Compaction, when set, summarises older history once the model's
 	// input would pass a token budget.
 	Compaction *Compaction
+	// Steering is the policy for a message that arrives while a turn is
+	// open: enqueue (also when empty), steer, interrupt or reject. The
+	// session store applies it as the message is posted (session.Store's
+	// Steering); a run of a steer or interrupt agent looks for such
+	// messages at each step boundary.
+	Steering reducer.Steering
 }
 
 // DefaultKeepTurns is how many recent ended turns a compaction keeps
@@ -191,6 +197,15 @@ type AgentMap map[string]*Agent
 func (m AgentMap) Agent(name string) (*Agent, bool) {
 	a, ok := m[name]
 	return a, ok
+}
+
+// Steering returns the named agent's steering policy, "" for an unknown
+// agent; it is what session.Store's Steering wants.
+func (m AgentMap) Steering(name string) reducer.Steering {
+	if a, ok := m[name]; ok {
+		return a.Steering
+	}
+	return ""
 }
 
 // Has reports whether the named agent exists.

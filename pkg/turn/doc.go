@@ -6,6 +6,9 @@
 // for its budget, an approval, a model or remote tools that stay throttled
 // or unavailable, a throttled store, or an uncertain side effect — to be
 // resumed by a fresh invocation. A step cut by a transient model fault is
-// dropped and redone. Past the agent's input token budget it compacts the
-// session's older history into a durable summary before the next step.
+// dropped and redone. At each step boundary it steers messages posted
+// meanwhile into the turn, or ends it as interrupted, as the agent's
+// steering policy decided when they were posted; and past the agent's input
+// token budget it compacts the session's older history into a durable
+// summary before the next step.
 package turn

@@ -22,8 +22,9 @@ import (
 )
 
 // loop runs steps until the turn ends or this invocation must stop. Each
-// iteration settles the tool calls of the last step, then checkpoints, then
-// asks the model for the next step. The checkpoint is one chunk holding the
+// iteration settles the tool calls of the last step, then takes the
+// messages posted meanwhile (steer.go), then checkpoints, then asks the
+// model for the next step. The checkpoint is one chunk holding the
 // step and its tool results: one durable write per step.
 func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	var spent time.Duration // time spent in model steps this invocation
@@ -60,7 +61,18 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 			}
 			ru.replay()
 		}
-		if last := ru.turn.Last(); last != nil && len(last.Calls) == 0 {
+		// A step boundary: messages posted meanwhile may end the turn or
+		// be steered into it (see steer.go).
+		if err := ru.catchUp(ctx); err != nil {
+			return ru.stopped(ctx, err)
+		}
+		if ru.sess.State.Turn.Interrupt {
+			return ru.interrupt(ctx)
+		}
+		if err := ru.deliver(ctx); err != nil {
+			return ru.stopped(ctx, err)
+		}
+		if last := ru.turn.Last(); last != nil && len(last.Calls) == 0 && !steered(ru.turn) {
 			return ru.complete(ctx)
 		}
 		if n := len(ru.turn.Steps); n >= ru.lim.MaxStepsPerTurn {
@@ -640,8 +652,11 @@ func (ru *run) fail(ctx context.Context, kind reducer.FailureKind, cause error) 
 // finishClosed records the outcome of a turn whose stream an earlier
 // invocation closed before it died.
 func (ru *run) finishClosed(ctx context.Context, status streams.Status) (Outcome, error) {
-	if status == streams.Completed {
+	switch status {
+	case streams.Completed:
 		return ru.record(ctx, reducer.Fact{Type: reducer.TurnCompleted}, Completed)
+	case streams.Interrupted:
+		return ru.record(ctx, reducer.Fact{Type: reducer.TurnInterrupted}, Interrupted)
 	}
 	f := &reducer.Failure{Kind: reducer.FailInternal, Error: "the stream was closed as " + string(status) + " before the outcome was recorded"}
 	ru.out.Failure = f

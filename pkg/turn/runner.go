@@ -38,6 +38,9 @@ const (
 	Suspended  Kind = "suspended"
 	Failed     Kind = "failed"
 	Superseded Kind = "superseded" // the turn was cancelled or taken over mid-run
+	// Interrupted: a message received under the interrupt policy ended the
+	// turn at a step boundary; it waits to start the next (Waiting).
+	Interrupted Kind = "interrupted"
 )
 
 // Outcome reports one invocation of a turn.

@@ -342,7 +342,7 @@ function describe(f) {
     case 'approval.answered': parts.push(`${f.answer?.decision}${f.answer?.reason ? ': ' + f.answer.reason : ''}`); break;
     case 'execution.started': parts.push(`${f.execution?.tool}${f.execution?.idempotent ? ' (idempotent)' : ''}`); break;
     case 'execution.verdict': parts.push(`${f.settled?.verdict}`); break;
-    case 'turn.completed': case 'turn.cancelled': parts.push(usageText(f.usage)); if (f.reason) parts.push(f.reason); break;
+    case 'turn.completed': case 'turn.cancelled': case 'turn.interrupted': parts.push(usageText(f.usage)); if (f.reason) parts.push(f.reason); break;
     case 'turn.failed': parts.push(f.failure ? `${f.failure.kind}: ${f.failure.error}` : ''); break;
     case 'limits.raised': parts.push([capsText(f.raise?.turn) && 'turn: ' + capsText(f.raise.turn), capsText(f.raise?.session) && 'session: ' + capsText(f.raise.session)].filter(Boolean).join('; ')); break;
     case 'timer.set': parts.push('ends ' + new Date(f.wake).toLocaleString()); break;
