@@ -116,6 +116,10 @@ func (r *renderer) fact(f reducer.Fact) {
 		r.line("%s", r.style(styleDim, msg))
 	case reducer.TurnInterrupted:
 		r.line("%s", r.style(styleDim, "· turn "+f.Turn+" interrupted by a new message"))
+	case reducer.ContextCompacted:
+		if c := f.Compaction; c != nil {
+			r.line("%s", r.style(styleDim, fmt.Sprintf("· context compacted: %d turns summarised, %d → %d input tokens", c.Turns, c.Before, c.After)))
+		}
 	case reducer.TurnFailed:
 		msg := "✗ turn " + f.Turn + " failed"
 		if f.Failure != nil {
@@ -188,6 +192,18 @@ func (r *renderer) part(e streams.Entry, turn string) {
 		r.line("%s", r.style(styleDim, "▶ resumed"+dataSuffix(p.Data, "invocation", "invocation ")))
 	case streams.DataAbandoned:
 		r.line("%s", r.style(styleDim, "↺ partial step dropped"+dataSuffix(p.Data, "reason", "")))
+	case streams.DataSteered:
+		var d struct {
+			Messages []struct {
+				Text string `json:"text"`
+			} `json:"messages"`
+		}
+		_ = json.Unmarshal(p.Data, &d) // a part that does not decode shows nothing
+		for _, m := range d.Messages {
+			r.line("%s %s", r.style(styleBold, "› steered in:"), m.Text)
+		}
+	case streams.DataCompacted:
+		r.line("%s", r.style(styleDim, "⇣ older history summarised"+dataSuffix(p.Data, "turns", "turns: ")))
 	case streams.Error:
 		r.line("%s %s", r.style(styleRed, "✗ error:"), p.ErrorText)
 	case streams.Finish:

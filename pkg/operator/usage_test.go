@@ -403,3 +403,48 @@ func TestSessionUsageOfALongStreamIsTheRecorded(t *testing.T) {
 		}
 	}
 }
+
+// A session's view counts its compactions, and its usage their summariser
+// calls besides the steps.
+func TestSessionViewCountsCompactions(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := ids.New("alice")
+	s := e.create(alice)
+	answer, err := model.ParseScript([]byte(`{"steps":[{"text":"A long answer that fills the history of the session quickly, so that it must be compacted."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary, err := model.ParseScript([]byte(`{"steps":[{"text":"Earlier notes."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tool.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &turn.Agent{Name: "demo", Model: answer, Tools: reg,
+		Compaction: &turn.Compaction{InputTokens: 120, KeepTurns: 1, Model: summary}}
+	runner := &turn.Runner{Sessions: e.store, Agents: turn.AgentMap{agent.Name: agent}}
+	var steps reducer.Usage
+	for i := range 6 {
+		e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice,
+			body: `{"text":"Note ` + strconv.Itoa(i) + `: remember this one as well, please."}`})
+		out, err := runner.Start(t.Context(), s.ID)
+		if err != nil || out.Kind != turn.Completed {
+			t.Fatalf("turn %d: %+v, %v", i, out, err)
+		}
+		steps = steps.Add(streamUsage(t, e, s.ID, out.Turn))
+	}
+	var got operator.Session
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+	sess, err := e.store.Load(t.Context(), s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Compactions == 0 || got.Compactions != sess.State.Compactions {
+		t.Fatalf("view says %d compactions, the state %d", got.Compactions, sess.State.Compactions)
+	}
+	if got.Usage.InputTokens <= steps.InputTokens || got.Usage.Steps != steps.Steps {
+		t.Fatalf("usage %+v: want the steps' %+v plus the summariser's tokens", got.Usage, steps)
+	}
+}

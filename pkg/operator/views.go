@@ -30,7 +30,10 @@ type Session struct {
 	// the turn's steps as its last suspension recorded them.
 	UsageStale bool `json:"usageStale,omitempty"`
 	// Caps are the session's spend caps as operators raised them.
-	Caps        reducer.Caps     `json:"caps,omitzero"`
+	Caps reducer.Caps `json:"caps,omitzero"`
+	// Compactions counts the times a turn summarised the session's older
+	// history (context.compacted); their summariser calls count in Usage.
+	Compactions int              `json:"compactions,omitempty"`
 	Turns       int64            `json:"turns"`
 	Last        reducer.Type     `json:"last,omitempty"`
 	LastFailure *reducer.Failure `json:"lastFailure,omitempty"`
@@ -144,7 +147,7 @@ type Error = httpjson.ErrorBody
 func sessionView(id string, st reducer.State) Session {
 	s := Session{
 		ID: id, Agent: st.Agent, Status: st.Status, Created: st.Created, Updated: st.Updated,
-		LastSeq: st.LastSeq, Usage: st.Usage, Caps: st.Caps, Turns: st.Turns, Last: st.Last, LastFailure: st.LastFailure,
+		LastSeq: st.LastSeq, Usage: st.Usage, Caps: st.Caps, Compactions: st.Compactions, Turns: st.Turns, Last: st.Last, LastFailure: st.LastFailure,
 		Inbox: len(st.Inbox), Pending: []Approval{},
 	}
 	if sc := st.Schedule; sc != nil {

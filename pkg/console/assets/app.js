@@ -336,7 +336,7 @@ function describe(f) {
   const parts = [];
   switch (f.type) {
     case 'session.created': parts.push(`agent ${f.agent}, owner ${f.owner}`); break;
-    case 'message.received': parts.push(`“${f.message?.text ?? ''}”`); break;
+    case 'message.received': parts.push(`“${f.message?.text ?? ''}”` + (f.message?.delivery && f.message.delivery !== 'enqueue' ? ` (${f.message.delivery})` : '')); break;
     case 'turn.suspended': parts.push(f.cause + (f.execution ? ` on ${f.execution.tool}` : '')); break;
     case 'approval.requested': parts.push(`${f.approval?.tool}`); break;
     case 'approval.answered': parts.push(`${f.answer?.decision}${f.answer?.reason ? ': ' + f.answer.reason : ''}`); break;
@@ -347,6 +347,8 @@ function describe(f) {
     case 'limits.raised': parts.push([capsText(f.raise?.turn) && 'turn: ' + capsText(f.raise.turn), capsText(f.raise?.session) && 'session: ' + capsText(f.raise.session)].filter(Boolean).join('; ')); break;
     case 'timer.set': parts.push('ends ' + new Date(f.wake).toLocaleString()); break;
     case 'schedule.set': parts.push(`${f.schedule?.cron}: “${f.schedule?.text ?? ''}”`); break;
+    case 'context.compacted': parts.push(`${f.compaction?.turns} turns summarised, ${f.compaction?.before} → ${f.compaction?.after} input tokens`); break;
+    case 'message.steered': parts.push(`${(f.steered || []).length} message(s) steered in`); break;
   }
   if (f.turn && f.type.startsWith('turn.')) parts.push(f.turn);
   parts.push(who);
