@@ -92,6 +92,26 @@ func compactingAgentAt(t *testing.T, budget int64, m model.Model, summariser mod
 	return a, rec
 }
 
+// budgetBefore is the input token budget the first request of turn n (from
+// 0) of a session playing m, a note a turn, just passes, and every request
+// before it stays within: it runs such a session without compaction.
+func budgetBefore(t *testing.T, m model.Model, n int) int64 {
+	t.Helper()
+	rec := &recorder{next: m}
+	inv := fresh(demoAgent(t, rec, turn.Limits{}))
+	id := newSession(t, inv, note(0))
+	converse(t, inv, id, 0, n)
+	seen := len(rec.est)
+	converse(t, inv, id, n, 1)
+	b := rec.est[seen] - 1
+	for i, e := range rec.est[:seen] {
+		if e > b {
+			t.Fatalf("request %d is %d tokens, over the budget %d before turn %d", i, e, b, n)
+		}
+	}
+	return b
+}
+
 // converse posts n notes to session id, running a turn for each.
 func converse(t *testing.T, inv *invocation, id string, from, n int) {
 	t.Helper()
@@ -201,7 +221,8 @@ func TestCompactionKeepsInputUnderBudget(t *testing.T) {
 // and finishes the turn.
 func TestCompactionCrashInSummariser(t *testing.T) {
 	lim := turn.Limits{Budget: 3 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
-	agent, _ := compactingAgentAt(t, 500, script(t, longAnswer), script(t, summaryScript), lim)
+	b := budgetBefore(t, script(t, longAnswer), 3)
+	agent, _ := compactingAgentAt(t, b, script(t, longAnswer), script(t, summaryScript), lim)
 	inv := fresh(agent)
 	id := newSession(t, inv, note(0))
 	converse(t, inv, id, 0, 3)
@@ -219,7 +240,7 @@ func TestCompactionCrashInSummariser(t *testing.T) {
 
 	asked := make(chan struct{}, 1)
 	dying := *agent
-	dying.Compaction = &turn.Compaction{InputTokens: 500, KeepTurns: 2, Model: blocked{asked}}
+	dying.Compaction = &turn.Compaction{InputTokens: b, KeepTurns: 2, Model: blocked{asked}}
 	dctx, kill := context.WithCancel(ctx)
 	go func() { <-asked; kill() }()
 	if out, err := fresh(&dying).runner.Start(dctx, id); !errors.Is(err, context.Canceled) {
@@ -260,7 +281,7 @@ func TestCompactionFactFaults(t *testing.T) {
 		{"lost answer", faults.LostResponse, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			agent, _ := compactingAgentAt(t, 500, script(t, longAnswer), script(t, summaryScript), turn.Limits{})
+			agent, _ := compactingAgentAt(t, budgetBefore(t, script(t, longAnswer), 3), script(t, longAnswer), script(t, summaryScript), turn.Limits{})
 			inv := fresh(agent)
 			id := newSession(t, inv, note(0))
 			converse(t, inv, id, 0, 3)
@@ -309,7 +330,7 @@ func TestCompactionFactFaults(t *testing.T) {
 // the compacted input byte for byte.
 func TestCompactionSurvivesCrashInNextStep(t *testing.T) {
 	lim := turn.Limits{Budget: 3 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
-	agent, rec := compactingAgentAt(t, 820, script(t, slowThree), script(t, summaryScript), lim)
+	agent, rec := compactingAgentAt(t, budgetBefore(t, script(t, slowThree).WithDelay(0), 3), script(t, slowThree), script(t, summaryScript), lim)
 	inv := fresh(agent)
 	id := newSession(t, inv, note(0))
 	converse(t, inv, id, 0, 3)
@@ -377,7 +398,7 @@ func TestCompactionAsksTheProvider(t *testing.T) {
 		t.Run(fmt.Sprint(c.count), func(t *testing.T) {
 			m := &counted{Model: script(t, longAnswer), n: c.count}
 			agent := demoAgent(t, m, turn.Limits{})
-			agent.Compaction = &turn.Compaction{InputTokens: 500, Model: script(t, summaryScript)}
+			agent.Compaction = &turn.Compaction{InputTokens: budgetBefore(t, script(t, longAnswer), 3), Model: script(t, summaryScript)}
 			inv := fresh(agent)
 			id := newSession(t, inv, note(0))
 			converse(t, inv, id, 0, 4)
