@@ -110,3 +110,33 @@ func rebuild(b *testing.B, ss *session.Store, id string) (int, time.Duration, ti
 	}
 	return len(snap), took, time.Since(began) / n
 }
+
+// BenchmarkStepCompactionCheck is the per-step cost of a turn of 1,000
+// steps whose agent compacts past a budget it never reaches, against the
+// same turn without compaction: the estimate before each step.
+func BenchmarkStepCompactionCheck(b *testing.B) {
+	const steps = 1000
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("compaction=%v", on), func(b *testing.B) {
+			lim := turn.Limits{MaxStepsPerInvocation: steps + 1, MaxStepsPerTurn: steps + 1}
+			agent := demoAgent(b, script(b, stepsScript(steps)), lim)
+			if on {
+				agent.Compaction = &turn.Compaction{InputTokens: 1 << 40}
+			}
+			inv := fresh(agent)
+			ctx := context.Background()
+			ids := make([]string, b.N)
+			for i := range ids {
+				ids[i] = newSession(b, inv, "go")
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if out, err := inv.runner.Start(ctx, ids[i]); err != nil || out.Kind != turn.Completed || out.Steps != steps {
+					b.Fatalf("%+v %v", out, err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*steps), "ns/step")
+		})
+	}
+}
