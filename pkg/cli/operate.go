@@ -50,6 +50,9 @@ func showOperations(w io.Writer, s operator.Session) {
 	if c := capsText(s.Caps); c != "" {
 		fmt.Fprintf(w, "caps     %s\n", c)
 	}
+	if s.Compactions > 0 {
+		fmt.Fprintf(w, "context  compacted %d times (older turns summarised)\n", s.Compactions)
+	}
 	if sc := s.Schedule; sc != nil {
 		next := ""
 		if !sc.Next.IsZero() {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/cli"
+	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/provision"
@@ -73,4 +74,39 @@ func TestVerdictOnAnUncertainExecution(t *testing.T) {
 		t.Fatalf("%d verdict facts, want 1", settled)
 	}
 	expect(t, ctx, env, cli.ExitConflict, "awaits no verdict", "verdict", id, ex.ID, "rerun")
+}
+
+// TestShowCountsCompactions: a turn that compacted the session's history
+// (recorded here through the session store, as the runner does) shows in
+// show's context line.
+func TestShowCountsCompactions(t *testing.T) {
+	ctx := testCtx(t)
+	env := vars{}
+	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
+	if show := must(t, ctx, env, "show", id); strings.Contains(show, "compacted") {
+		t.Fatalf("a new session shows a compaction:\n%s", show)
+	}
+	emu := testenv.Emulator()
+	names := provision.DefaultNames()
+	store := &session.Store{Facts: dynamo.New(emu.Clients.DynamoDB, names.Table), Streams: streams.New(emu.Clients.S3, names.Bucket)}
+	sess, err := store.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := ids.New("turn")
+	agent := reducer.Actor{Kind: reducer.ActorAgent, ID: turn}
+	if sess.State, err = store.Append(ctx, id, sess.State,
+		reducer.Fact{Type: reducer.MessageReceived, Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "local"},
+			Message: &reducer.Message{ID: ids.New("msg"), Text: demoMessage}},
+		reducer.Fact{Type: reducer.TurnStarted, Actor: agent, Turn: turn, Stream: turn, Lease: time.Now().Add(10 * time.Minute)},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Compact(ctx, sess, []conversation.Message{conversation.Summary("earlier turns")},
+		reducer.Compaction{Turns: 1, Messages: 2, Before: 900, After: 40}, agent); err != nil {
+		t.Fatal(err)
+	}
+	if show := must(t, ctx, env, "show", id); !strings.Contains(show, "context  compacted 1 times") {
+		t.Fatalf("show lacks the compaction:\n%s", show)
+	}
 }

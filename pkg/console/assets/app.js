@@ -179,6 +179,7 @@ async function sessionPage(id, signal) {
       f('Usage', el('span', { id: 'usage', title: s.usageStale ? 'the running turn\'s stream could not be read: its steps as its last suspension recorded them' : '' },
         usageText(s.usage) + (s.usageStale ? ' (as last recorded)' : ''))),
       ...(s.turn ? [f('Turn usage', el('span', { id: 'turn-usage' }, usageText(s.turn.usage || noUsage)))] : []),
+      ...(s.compactions ? [f('Compactions', el('span', { id: 'compactions', title: 'older turns summarised to keep the model input within the agent\'s budget' }, String(s.compactions)))] : []),
       ...(capsText(s.caps) ? [f('Session caps', capsText(s.caps))] : []),
       ...(capsText(s.turn?.caps) ? [f('Turn caps', capsText(s.turn.caps))] : []),
       f('Inbox', String(s.inbox)), f('Updated', el('span', { title: s.updated }, ago(s.updated))),
