@@ -447,3 +447,46 @@ func TestCompactionSummariserFails(t *testing.T) {
 		t.Fatalf("after failed compactions: %v, %+v", err, sess.State)
 	}
 }
+
+// TestCompactionCrashBeforeTheFact kills the invocation after the compacted
+// snapshot is written and just before the fact naming it: the compaction is
+// not done, the history is as it was, and the resumed turn compacts once.
+func TestCompactionCrashBeforeTheFact(t *testing.T) {
+	ctx := ctxT(t)
+	lim := turn.Limits{LeaseGrace: time.Millisecond}
+	agent, _ := compactingAgentAt(t, budgetBefore(t, script(t, longAnswer), 3), script(t, longAnswer), script(t, summaryScript), lim)
+	inv := fresh(agent)
+	id := newSession(t, inv, note(0))
+	converse(t, inv, id, 0, 3)
+	if _, err := inv.sessions.Post(ctx, id, teststack.Alice, note(3)); err != nil {
+		t.Fatal(err)
+	}
+	before, err := inv.sessions.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dying, kill := context.WithCancel(ctx)
+	defer kill()
+	die := &dieOn{marker: string(reducer.ContextCompacted), kill: kill}
+	ds := teststack.Sessions(faults.Clients(env.URL(), faults.New(die)), env)
+	dr := &turn.Runner{Sessions: ds, Agents: turn.AgentMap{agent.Name: agent}, Waker: ds.Waker}
+	if out, err := dr.Start(dying, id); !die.died || !errors.Is(err, context.Canceled) {
+		t.Fatalf("dying invocation: %+v, %v (died %v)", out, err, die.died)
+	}
+	after, err := inv.sessions.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.State.Compactions != 0 || after.State.Status != reducer.Running || len(after.History) != len(before.History) {
+		t.Fatalf("after the crash: %d compactions, %s, %d messages of history (had %d)",
+			after.State.Compactions, after.State.Status, len(after.History), len(before.History))
+	}
+	next := fresh(agent)
+	pastLease(next, after.State.Turn.Lease)
+	if out, err := next.runner.Resume(ctx, id); err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume: %+v, %v", out, err)
+	}
+	if n := len(ofType(facts(t, inv, id), reducer.ContextCompacted)); n != 1 {
+		t.Fatalf("%d compactions after the resume, want 1", n)
+	}
+}
