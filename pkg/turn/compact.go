@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
@@ -29,10 +30,12 @@ var errNoSummary = errors.New("turn: the summariser returned no text")
 // request would pass the budget and there are ended turns beyond those
 // kept, it has them summarised and records the compaction (see
 // session.Store.Compact), then marks it in the stream. A summariser that
-// fails leaves the history as it is for the rest of the invocation; the
-// step runs on it. stop is set when the run must end with out and err, as
-// after a failed write.
-func (ru *run) compact(ctx context.Context) (stop bool, out Outcome, err error) {
+// stays unavailable (a transient model fault) suspends the turn like a
+// step's fault; one that fails otherwise leaves the history as it is for
+// the rest of the invocation, and the step runs on it. spent is the time
+// the invocation's steps took so far. stop is set when the run must end
+// with out and err, as after a failed write.
+func (ru *run) compact(ctx context.Context, spent time.Duration) (stop bool, out Outcome, err error) {
 	c := ru.agent.Compaction
 	if c == nil || ru.compactOff {
 		return false, Outcome{}, nil
@@ -54,10 +57,30 @@ func (ru *run) compact(ctx context.Context) (stop bool, out Outcome, err error) 
 			"session", ru.out.Session, "turn", ru.out.Turn, "inputTokens", before, "budget", c.InputTokens)
 		return false, Outcome{}, nil
 	}
-	summary, usage, err := ru.summarise(ctx, c, history[:cut])
-	if err != nil {
+	var summary string
+	var usage reducer.Usage
+	for tries := 1; ; tries++ {
+		summary, usage, err = ru.summarise(ctx, c, history[:cut])
+		if err == nil {
+			break
+		}
 		if ctx.Err() != nil {
 			return true, ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, ctx.Err())
+		}
+		// A summariser that is down for now is a model fault: tried again
+		// within the step's time, then the turn suspends for it, as for a
+		// step; the request is not sent over the budget meanwhile.
+		var me *model.Error
+		if errors.As(err, &me) && me.Transient() {
+			redo, werr := ru.backoff(ctx, me, tries, spent)
+			switch {
+			case werr != nil:
+				return true, ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, werr)
+			case redo:
+				continue
+			}
+			out, err := ru.suspendFault(ctx, me)
+			return true, out, err
 		}
 		ru.compactOff = true
 		ru.r.log().WarnContext(ctx, "compaction failed; the step runs on the whole history", "session", ru.out.Session,
@@ -133,7 +156,7 @@ func (ru *run) summarise(ctx context.Context, c *Compaction, msgs []conversation
 	text := strings.TrimSpace(b.String())
 	switch {
 	case !finished:
-		return "", reducer.Usage{}, fmt.Errorf("turn: summarise %d messages: the stream ended without a finish", len(msgs))
+		return "", reducer.Usage{}, &model.Error{Kind: model.Interrupted, Err: fmt.Errorf("turn: summarise %d messages: the stream ended without a finish", len(msgs))}
 	case text == "":
 		return "", reducer.Usage{}, errNoSummary
 	}

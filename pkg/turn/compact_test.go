@@ -417,23 +417,32 @@ func TestCompactionAsksTheProvider(t *testing.T) {
 	}
 }
 
-// failing is a summariser that always fails.
-type failing struct{ calls *int }
+// failing is a summariser that fails with kind while down, then plays
+// next.
+type failing struct {
+	kind  model.ErrorKind
+	down  *bool
+	calls *int
+	next  model.Model
+}
 
-func (f failing) Stream(context.Context, model.Request) iter.Seq2[model.Event, error] {
+func (f failing) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Event, error] {
 	*f.calls++
+	if !*f.down {
+		return f.next.Stream(ctx, req)
+	}
 	return func(yield func(model.Event, error) bool) {
-		yield(model.Event{}, &model.Error{Kind: model.Overloaded, Err: errors.New("overloaded")})
+		yield(model.Event{}, &model.Error{Kind: f.kind, Err: errors.New("summariser: " + string(f.kind))})
 	}
 }
 
-// TestCompactionSummariserFails shows a failed summary costs the turn
-// nothing but the try: the steps run on the whole history, and the
-// invocation does not ask again.
-func TestCompactionSummariserFails(t *testing.T) {
-	calls := 0
+// TestCompactionSummariserRefuses shows a summariser that cannot succeed
+// costs the turn nothing but the try: the steps run on the whole history,
+// and the invocation does not ask again.
+func TestCompactionSummariserRefuses(t *testing.T) {
+	calls, down := 0, true
 	agent := demoAgent(t, script(t, slowThree), turn.Limits{})
-	agent.Compaction = &turn.Compaction{InputTokens: 300, KeepTurns: -1, Model: failing{&calls}}
+	agent.Compaction = &turn.Compaction{InputTokens: 300, KeepTurns: -1, Model: failing{kind: model.InvalidRequest, down: &down, calls: &calls}}
 	inv := fresh(agent)
 	id := newSession(t, inv, note(0))
 	converse(t, inv, id, 0, 3)
@@ -445,6 +454,42 @@ func TestCompactionSummariserFails(t *testing.T) {
 	sess, err := inv.sessions.Load(ctxT(t), id)
 	if err != nil || sess.State.Compactions != 0 || sess.State.Turns != 3 {
 		t.Fatalf("after failed compactions: %v, %+v", err, sess.State)
+	}
+}
+
+// TestCompactionSummariserDown shows a summariser that is down for now (a
+// transient fault) costs time, not the turn: it is tried again within the
+// step's time, then the turn suspends for the model like a step's fault,
+// sending nothing over the budget; once it is back the turn compacts and
+// completes.
+func TestCompactionSummariserDown(t *testing.T) {
+	calls, down := 0, true
+	lim := turn.Limits{ModelRetry: model.RetryPolicy{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}}
+	agent, rec := compactingAgentAt(t, budgetBefore(t, script(t, longAnswer), 3), script(t, longAnswer), nil, lim)
+	agent.Compaction.Model = failing{kind: model.Overloaded, down: &down, calls: &calls, next: script(t, summaryScript)}
+	inv := fresh(agent)
+	id := newSession(t, inv, note(0))
+	converse(t, inv, id, 0, 3)
+	ctx := ctxT(t)
+	if _, err := inv.sessions.Post(ctx, id, teststack.Alice, note(3)); err != nil {
+		t.Fatal(err)
+	}
+	asked := len(rec.requests())
+	out, err := inv.runner.Start(ctx, id)
+	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseModelUnavailable || calls != 3 {
+		t.Fatalf("with the summariser down: %+v, %v, %d calls; want suspended for the model after 3", out, err, calls)
+	}
+	if n := len(rec.requests()); n != asked {
+		t.Fatalf("%d steps were asked over the budget while the summariser was down", n-asked)
+	}
+	down = false
+	passWake(t, inv, id)
+	out, err = inv.runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("with the summariser back: %+v, %v", out, err)
+	}
+	if n := len(ofType(facts(t, inv, id), reducer.ContextCompacted)); n != 1 {
+		t.Fatalf("%d compactions, want 1", n)
 	}
 }
 

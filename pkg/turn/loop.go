@@ -92,7 +92,7 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 			}
 			return ru.suspend(ctx, reducer.CauseBudget, 0)
 		}
-		if stop, out, err := ru.compact(ctx); stop {
+		if stop, out, err := ru.compact(ctx, spent); stop {
 			return out, err
 		}
 		// The checkpoint. A buffer holding only the turn's start or
