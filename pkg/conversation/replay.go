@@ -81,17 +81,31 @@ func (t Turn) Delivered() []reducer.Message {
 
 // stepMeta is the payload of a message-metadata part.
 type stepMeta struct {
-	Usage        reducer.Usage `json:"usage"`
-	FinishReason string        `json:"finishReason,omitempty"`
+	Usage        reducer.Usage  `json:"usage"`
+	TurnUsage    *reducer.Usage `json:"turnUsage,omitempty"`
+	FinishReason string         `json:"finishReason,omitempty"`
 }
 
 // StepMetadata encodes the message-metadata payload the runner writes at
-// the end of each model step. Its usage is the step's own, not the turn's
-// so far: the step's tokens and cost, and steps 1.
-func StepMetadata(u reducer.Usage, finish string) json.RawMessage {
-	u.Steps = 1
-	b, _ := json.Marshal(stepMeta{Usage: u, FinishReason: finish}) // plain struct: cannot fail
+// the end of each model step. usage is the step's own: its tokens and
+// cost, and steps 1; turnUsage is the turn's through this step, the sum of
+// its steps' usage so far, so a reader of the stream's end knows the
+// turn's usage without reading it all (see TurnUsage).
+func StepMetadata(step, turn reducer.Usage, finish string) json.RawMessage {
+	step.Steps = 1
+	b, _ := json.Marshal(stepMeta{Usage: step, TurnUsage: &turn, FinishReason: finish}) // plain struct: cannot fail
 	return b
+}
+
+// TurnUsage reads the turn's usage through the step that a message-metadata
+// part ends; ok is false for any other part, and for a part written before
+// the metadata carried it.
+func TurnUsage(p parts.Part) (u reducer.Usage, ok bool) {
+	var m stepMeta
+	if p.Type != parts.MessageMetadata || json.Unmarshal(p.MessageMetadata, &m) != nil || m.TurnUsage == nil {
+		return reducer.Usage{}, false
+	}
+	return *m.TurnUsage, true
 }
 
 // reasoningMeta is the providerMetadata of a reasoning-end part.

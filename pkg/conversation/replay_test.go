@@ -26,7 +26,7 @@ func stepWithCall(n, call string) []parts.Part {
 		{Type: parts.TextDelta, ID: n + "t", Delta: n},
 		{Type: parts.TextEnd, ID: n + "t"},
 		{Type: parts.ToolInputAvailable, ToolCallID: call, ToolName: "get_weather", Input: json.RawMessage(`{"city":"` + n + `"}`)},
-		{Type: parts.MessageMetadata, MessageMetadata: conversation.StepMetadata(reducer.Usage{InputTokens: 10, OutputTokens: 2}, "tool-calls")},
+		{Type: parts.MessageMetadata, MessageMetadata: conversation.StepMetadata(reducer.Usage{InputTokens: 10, OutputTokens: 2}, reducer.Usage{InputTokens: 10, OutputTokens: 2, Steps: 1}, "tool-calls")},
 		{Type: parts.FinishStep},
 	}
 }

@@ -168,7 +168,7 @@ func randomStream(rng *rand.Rand) []parts.Part {
 			ps = append(ps, call(fmt.Sprintf("b%d", calls), providers[rng.IntN(len(providers))]))
 			calls++
 		case 6:
-			ps = append(ps, parts.Part{Type: parts.MessageMetadata, MessageMetadata: conversation.StepMetadata(reducer.Usage{InputTokens: 3, OutputTokens: 1}, "tool-calls")})
+			ps = append(ps, parts.Part{Type: parts.MessageMetadata, MessageMetadata: conversation.StepMetadata(reducer.Usage{InputTokens: 3, OutputTokens: 1}, reducer.Usage{}, "tool-calls")})
 		case 7, 8:
 			ps = append(ps, parts.Part{Type: parts.FinishStep})
 		case 9:
@@ -235,7 +235,7 @@ func TestStepUsageCountsEachStepOnce(t *testing.T) {
 	var m struct {
 		Usage reducer.Usage `json:"usage"`
 	}
-	if err := json.Unmarshal(conversation.StepMetadata(reducer.Usage{InputTokens: 10, OutputTokens: 2}, "stop"), &m); err != nil || m.Usage.Steps != 1 {
+	if err := json.Unmarshal(conversation.StepMetadata(reducer.Usage{InputTokens: 10, OutputTokens: 2}, reducer.Usage{InputTokens: 10, OutputTokens: 2, Steps: 1}, "stop"), &m); err != nil || m.Usage.Steps != 1 {
 		t.Fatalf("step metadata usage = %+v, %v", m.Usage, err)
 	}
 	old := parts.Part{Type: parts.MessageMetadata, MessageMetadata: json.RawMessage(`{"usage":{"inputTokens":5,"outputTokens":1,"steps":0}}`)}

@@ -205,9 +205,9 @@ func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 		if got.Status != reducer.Running || got.Turn == nil {
 			t.Fatalf("the session mid-turn is %q with turn %+v, want a running turn", got.Status, got.Turn)
 		}
-		// The view read the stream with one listing and one GetObject per
-		// chunk.
-		if c, chunks := counter.Counts(), streamChunks(t, e, s.ID, got.Turn.Stream); c["s3:ListObjectsV2"] != 1 || c["s3:GetObject"] != chunks || counter.Total("s3:") != 1+chunks {
+		// The view read the stream's end: one listing and a GetObject for
+		// each of its last two chunks (or its only one).
+		if c, chunks := counter.Counts(), min(streamChunks(t, e, s.ID, got.Turn.Stream), 2); c["s3:ListObjectsV2"] != 1 || c["s3:GetObject"] != chunks || counter.Total("s3:") != 1+chunks {
 			t.Fatalf("the view of a running turn made S3 requests %v, want one listing and %d gets", c, chunks)
 		}
 		want := streamUsage(t, e, s.ID, got.Turn.Stream)
@@ -365,42 +365,81 @@ func BenchmarkSessionView(b *testing.B) {
 	}
 }
 
-// A running turn whose stream is longer than a view reads (64 chunks) is
-// shown with its recorded usage, marked stale; one just within is counted
-// from its stream.
-func TestSessionUsageOfALongStreamIsTheRecorded(t *testing.T) {
+// A running turn's usage is its latest step's metadata, however long its
+// stream: here 300 one-step chunks. A stream written before steps said the
+// turn's usage is summed when it is within what a view reads (64 chunks),
+// and shown with its recorded usage, marked stale, beyond.
+func TestSessionUsageOfALongStream(t *testing.T) {
+	step := reducer.Usage{InputTokens: 10, OutputTokens: 2, CostMicroUSD: 60}
 	for _, c := range []struct {
+		name   string
 		chunks int
+		old    bool // metadata without the turn's usage
 		stale  bool
-	}{{64, false}, {65, true}} {
-		e := newEnv(t, nil)
-		alice := ids.New("alice")
-		s := e.create(alice)
-		_, stream := e.startTurn(s.ID)
-		sink := e.store.Streams.Open(s.ID, stream)
-		step := reducer.Usage{InputTokens: 10, OutputTokens: 2, CostMicroUSD: 60}
-		for range c.chunks {
-			for _, p := range []streams.Part{{Type: streams.StartStep},
-				{Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(step, "tool-calls")},
-				{Type: streams.FinishStep}} {
-				if err := sink.Append(p); err != nil {
+	}{{"300 chunks", 300, false, false}, {"old, 64 chunks", 64, true, false}, {"old, 65 chunks", 65, true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			alice := ids.New("alice")
+			s := e.create(alice)
+			_, stream := e.startTurn(s.ID)
+			sink := e.store.Streams.Open(s.ID, stream)
+			var so reducer.Usage
+			for range c.chunks {
+				so = so.Add(reducer.Usage{InputTokens: step.InputTokens, OutputTokens: step.OutputTokens, Steps: 1, CostMicroUSD: step.CostMicroUSD})
+				meta := conversation.StepMetadata(step, so, "tool-calls")
+				if c.old {
+					meta = json.RawMessage(`{"usage":{"inputTokens":10,"outputTokens":2,"steps":1,"costMicroUSD":60},"finishReason":"tool-calls"}`)
+				}
+				for _, p := range []streams.Part{{Type: streams.StartStep},
+					{Type: streams.MessageMetadata, MessageMetadata: meta},
+					{Type: streams.FinishStep}} {
+					if err := sink.Append(p); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := sink.Flush(t.Context()); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := sink.Flush(t.Context()); err != nil {
-				t.Fatal(err)
+			var got operator.Session
+			e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+			want := so
+			if c.stale {
+				want = reducer.Usage{}
 			}
+			if got.Status != reducer.Running || got.UsageStale != c.stale || got.Usage != want || got.Turn == nil || got.Turn.Usage != want {
+				t.Fatalf("a running turn of %d chunks: status %q, stale %v, usage %+v, turn %+v; want stale %v, usage %+v",
+					c.chunks, got.Status, got.UsageStale, got.Usage, got.Turn, c.stale, want)
+			}
+		})
+	}
+}
+
+// A step marked abandoned after its metadata reached the stream does not
+// count: the view takes the metadata of the last step kept.
+func TestSessionUsageSkipsAnAbandonedStep(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := ids.New("alice")
+	s := e.create(alice)
+	_, stream := e.startTurn(s.ID)
+	sink := e.store.Streams.Open(s.ID, stream)
+	one := reducer.Usage{InputTokens: 10, OutputTokens: 2, Steps: 1}
+	for _, p := range []streams.Part{
+		{Type: streams.StartStep}, {Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(one, one, "tool-calls")}, {Type: streams.FinishStep},
+		{Type: streams.StartStep}, {Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(one, one.Add(one), "tool-calls")},
+		{Type: streams.DataAbandoned, Data: json.RawMessage(`{"reason":"cut"}`)},
+	} {
+		if err := sink.Append(p); err != nil {
+			t.Fatal(err)
 		}
-		var got operator.Session
-		e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
-		want := reducer.Usage{InputTokens: 10 * int64(c.chunks), OutputTokens: 2 * int64(c.chunks), Steps: int64(c.chunks), CostMicroUSD: 60 * int64(c.chunks)}
-		if c.stale {
-			want = reducer.Usage{}
-		}
-		if got.Status != reducer.Running || got.UsageStale != c.stale || got.Usage != want || got.Turn == nil || got.Turn.Usage != want {
-			t.Fatalf("a running turn of %d chunks: status %q, stale %v, usage %+v, turn %+v; want stale %v, usage %+v",
-				c.chunks, got.Status, got.UsageStale, got.Usage, got.Turn, c.stale, want)
-		}
+	}
+	if err := sink.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var got operator.Session
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+	if got.Usage != one || got.UsageStale {
+		t.Fatalf("usage %+v (stale %v), want the kept step's %+v", got.Usage, got.UsageStale, one)
 	}
 }
 

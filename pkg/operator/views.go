@@ -21,13 +21,15 @@ type Session struct {
 	Updated time.Time      `json:"updated"`
 	LastSeq int64          `json:"lastSeq"`
 	// Usage sums the completed steps of ended turns and of the open turn;
-	// costMicroUSD is their cost from the agent's prices. A running turn's
-	// steps are counted from its stream, so they show before it suspends
-	// or ends.
+	// costMicroUSD is their cost from the agent's prices; compactions'
+	// summariser calls count too. A running turn's steps are counted from
+	// its stream (the latest step's turnUsage), so they show before it
+	// suspends or ends.
 	Usage reducer.Usage `json:"usage"`
 	// UsageStale is set when the running turn's stream could not be read
-	// (or is too long to read for a view): Usage and Turn.Usage then count
-	// the turn's steps as its last suspension recorded them.
+	// (or, written before steps said the turn's usage, is too long to sum
+	// for a view): Usage and Turn.Usage then count the turn's steps as its
+	// last suspension recorded them.
 	UsageStale bool `json:"usageStale,omitempty"`
 	// Caps are the session's spend caps as operators raised them.
 	Caps reducer.Caps `json:"caps,omitzero"`

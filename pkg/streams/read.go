@@ -87,6 +87,9 @@ type Page struct {
 	// More reports that ReadChunks stopped at its limit: the stream has
 	// chunks after the ones read. Read from Cursor for the rest.
 	More bool `json:"more,omitempty"`
+	// Earlier reports that ReadLast read only the stream's last chunks:
+	// it has chunks before them.
+	Earlier bool `json:"earlier,omitempty"`
 }
 
 // Read returns the parts of a stream strictly after cursor after, in order
@@ -147,6 +150,49 @@ func (s *Store) ReadChunks(ctx context.Context, session, stream string, after Cu
 		}
 		for j := from; j < len(d.Parts); j++ {
 			page.Entries = append(page.Entries, Entry{Cursor: CursorAt(n, j), Part: d.Parts[j]})
+		}
+		page.Closed = d.Closed
+	}
+	if l := len(page.Entries); l > 0 {
+		page.Cursor = page.Entries[l-1].Cursor
+	}
+	return page, nil
+}
+
+// ReadLast returns the parts of a stream's last n chunks (all of them when
+// it has no more), in order, with their cursors: one ListObjectsV2 per
+// 1000 chunks of the stream and at most n GetObject requests. Earlier says
+// the stream has chunks before those read. A stream with no chunks gives
+// an empty page.
+func (s *Store) ReadLast(ctx context.Context, session, stream string, n int) (Page, error) {
+	fail := func(err error) (Page, error) {
+		return Page{}, fmt.Errorf("streams: read the last %d chunks of %s/%s: %w", n, session, stream, err)
+	}
+	if err := checkID("session", session); err != nil {
+		return fail(err)
+	}
+	if err := checkID("stream", stream); err != nil {
+		return fail(err)
+	}
+	if n < 1 {
+		return fail(fmt.Errorf("%d chunks: want at least one", n))
+	}
+	keys, err := s.listChunks(ctx, session, stream, 0, 0)
+	if err != nil {
+		return fail(err)
+	}
+	first := max(len(keys)-n, 0)
+	docs, err := s.getChunks(ctx, keys[first:])
+	if err != nil {
+		return fail(err)
+	}
+	page := Page{Entries: []Entry{}, Earlier: first > 0}
+	for i, d := range docs {
+		if d.Closed != Open && i != len(docs)-1 {
+			return fail(fmt.Errorf("%w: chunk %d follows the closing chunk %d", ErrCorrupt, first+i+1, first+i))
+		}
+		for j, p := range d.Parts {
+			page.Entries = append(page.Entries, Entry{Cursor: CursorAt(first+i, j), Part: p})
 		}
 		page.Closed = d.Closed
 	}

@@ -188,3 +188,44 @@ func TestReadChunksStopsAtItsLimit(t *testing.T) {
 		t.Fatalf("a limit over the stream's length: %+v, %v", page, err)
 	}
 }
+
+func TestReadLast(t *testing.T) {
+	ctx := t.Context()
+	store, rec := recordedStore(1)
+	sess, stream := session(), "tail"
+	if page, err := store.ReadLast(ctx, sess, stream, 2); err != nil || len(page.Entries) != 0 || page.Earlier {
+		t.Fatalf("an empty stream: %+v, %v", page, err)
+	}
+	k := store.Open(sess, stream)
+	for i := range 5 {
+		mustAppend(t, k, text("b", strings.Repeat("x", i+1)))
+		mustFlush(t, k)
+	}
+	if err := k.Close(ctx, Completed); err != nil {
+		t.Fatal(err)
+	}
+	all, err := store.Read(ctx, sess, stream, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.reset()
+	// Five chunks of one part, and the closing chunk, which has none.
+	page, err := store.ReadLast(ctx, sess, stream, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(all.Entries)
+	if !page.Earlier || page.Closed != Completed || len(page.Entries) == 0 || page.Cursor != all.Cursor ||
+		page.Entries[0].Cursor != CursorAt(4, 0) || page.Entries[len(page.Entries)-1].Cursor != all.Entries[n-1].Cursor {
+		t.Fatalf("the last two chunks: %+v; the stream %+v", page, all)
+	}
+	if rec.count("LIST") != 1 || rec.count(http.MethodGet) != 2 {
+		t.Fatalf("reading the last two chunks took %d listings and %d gets, want 1 and 2", rec.count("LIST"), rec.count(http.MethodGet))
+	}
+	if page, err = store.ReadLast(ctx, sess, stream, 10); err != nil || page.Earlier || len(page.Entries) != n {
+		t.Fatalf("more chunks than the stream has: %+v, %v", page, err)
+	}
+	if _, err := store.ReadLast(ctx, sess, stream, 0); err == nil {
+		t.Fatal("reading the last 0 chunks: no error")
+	}
+}

@@ -262,6 +262,8 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 	defer cancel()
 	req := ru.request(ru.sess.History)
 	n := len(ru.turn.Steps)
+	so := ru.turn.Usage() // the turn's usage before this step
+	so.Steps++
 	parts := []streams.Part{{Type: streams.StartStep}}
 	var open streams.PartType // the open block's start type, if any
 	var blockID, signature string
@@ -350,7 +352,7 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 				u.CostMicroUSD = p.Cost(u.InputTokens, u.OutputTokens)
 			}
 			parts = append(parts,
-				streams.Part{Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(u, string(ev.Stop))},
+				streams.Part{Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(u, so.Add(u), string(ev.Stop))},
 				streams.Part{Type: streams.FinishStep})
 			finished = true
 		}
