@@ -594,11 +594,24 @@ func Unresolved(outcome string) json.RawMessage {
 }
 
 // Close renders a turn for the snapshot taken when it ends: like Build, but
-// calls still without a result get an Unresolved one, so no call is left
-// dangling in later turns' input.
-func Close(history []Message, user []reducer.Message, t Turn, outcome string) []Message {
+// calls still without a result get one, so no call is left dangling in
+// later turns' input: Unresolved, or for a call in started (a side effect
+// recorded as started, by call id, whose result never came) Unknown.
+func Close(history []Message, user []reducer.Message, t Turn, outcome string, started map[string]bool) []Message {
 	for _, c := range t.Pending() {
-		c.Result = &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: Unresolved(outcome), IsError: true}
+		out := Unresolved(outcome)
+		if started[c.ID] {
+			out = Unknown(outcome)
+		}
+		c.Result = &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: out, IsError: true}
 	}
 	return Build(history, user, t)
+}
+
+// Unknown is the result recorded for a side effect that was started but
+// never got a result because its turn ended first: it may have happened.
+func Unknown(outcome string) json.RawMessage {
+	out, _ := json.Marshal("The tool call was started, but the turn was " + outcome +
+		" before its result was recorded: it may or may not have taken effect.") // a string: cannot fail
+	return out
 }

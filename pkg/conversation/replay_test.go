@@ -131,10 +131,18 @@ func TestCloseResolvesDanglingCalls(t *testing.T) {
 	if len(tr.Pending()) != 1 {
 		t.Fatal("want one pending call")
 	}
-	msgs := conversation.Close(nil, []reducer.Message{{ID: "m", Text: "x"}}, tr, "cancelled")
+	msgs := conversation.Close(nil, []reducer.Message{{ID: "m", Text: "x"}}, tr, "cancelled", nil)
 	last := msgs[len(msgs)-1]
-	if last.Role != conversation.ToolRole || last.Content[0].ToolCallID != "c1" || !bytes.Contains(last.Content[0].Output, []byte("cancelled")) {
+	if last.Role != conversation.ToolRole || last.Content[0].ToolCallID != "c1" || !bytes.Contains(last.Content[0].Output, []byte("cancelled")) ||
+		!bytes.Contains(last.Content[0].Output, []byte("not run")) {
 		t.Fatalf("last message = %+v", last)
+	}
+	// A side effect started and never answered may have happened: the
+	// model is not told it did not run.
+	tr = conversation.Replay(stepWithCall("A", "c1"))
+	msgs = conversation.Close(nil, []reducer.Message{{ID: "m", Text: "x"}}, tr, "cancelled", map[string]bool{"c1": true})
+	if out := msgs[len(msgs)-1].Content[0].Output; !bytes.Contains(out, []byte("may or may not have taken effect")) {
+		t.Fatalf("started call's result = %s", out)
 	}
 }
 

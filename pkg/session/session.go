@@ -263,7 +263,11 @@ func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, 
 	if err != nil {
 		return reducer.State{}, err
 	}
-	snap := Snapshot{Session: sess.ID, State: next, Messages: conversation.Close(sess.History, st.Turn.Messages, turn, outcome)}
+	started := make(map[string]bool, len(st.Turn.Executions))
+	for _, e := range st.Turn.Executions {
+		started[e.ToolCallID] = true
+	}
+	snap := Snapshot{Session: sess.ID, State: next, Messages: conversation.Close(sess.History, st.Turn.Messages, turn, outcome, started)}
 	if err := s.Streams.PutSnapshot(ctx, f.Snapshot, snap); err != nil {
 		return reducer.State{}, fmt.Errorf("session: snapshot %s: %w", sess.ID, err)
 	}

@@ -321,3 +321,23 @@ func TestLedgerCost(t *testing.T) {
 		t.Fatalf("the ledger added %d PUTs and %d transactions, want 1 and 1", wp-rp, wt-rt)
 	}
 }
+
+// A turn cancelled while a side effect is uncertain leaves later turns
+// knowing the call may have taken effect, not that it never ran.
+func TestCancelWhileUncertainSaysTheOutcomeIsUnknown(t *testing.T) {
+	ctx := ctxT(t)
+	agent, ch, inv, id := killMidExecution(t, false)
+	if out, err := fresh(agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	if err := inv.sessions.Cancel(ctx, id, operator, "leave it"); err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.keys) != 1 {
+		t.Fatalf("the charge ran %d times", len(ch.keys))
+	}
+	tr := string(transcript(t, inv, id))
+	if !strings.Contains(tr, "may or may not have taken effect") || strings.Contains(tr, "was not run") {
+		t.Fatalf("the history after the cancel: %s", tr)
+	}
+}
