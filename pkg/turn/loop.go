@@ -22,9 +22,10 @@ import (
 )
 
 // loop runs steps until the turn ends or this invocation must stop. Each
-// iteration settles the tool calls of the last step, then takes the
-// messages posted meanwhile (steer.go), then checkpoints, then asks the
-// model for the next step. The checkpoint is one chunk holding the
+// iteration settles the tool calls of the last step, catches up with the
+// messages posted meanwhile (steer.go), checks the turn's caps and time,
+// compacts the context if it must, steers the waiting messages in, then
+// checkpoints and asks the model for the next step. The checkpoint is one chunk holding the
 // step and its tool results: one durable write per step.
 func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	var spent time.Duration // time spent in model steps this invocation
@@ -69,16 +70,22 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		if ru.sess.State.Turn.Interrupt {
 			return ru.interrupt(ctx)
 		}
-		if err := ru.deliver(ctx); err != nil {
-			return ru.stopped(ctx, err)
-		}
+		// The model has answered all it was given; messages waiting to be
+		// steered in are delivered just before the next step, so one the
+		// turn has no step left for starts the next turn instead.
+		answered := false
 		if last := ru.turn.Last(); last != nil && len(last.Calls) == 0 && !steered(ru.turn) {
+			answered = true
+		}
+		capped := len(ru.turn.Steps) >= ru.lim.MaxStepsPerTurn
+		reached := ru.overSpend()
+		if answered && (len(ru.sess.State.Turn.Steer) == 0 || capped || reached != "") {
 			return ru.complete(ctx)
 		}
-		if n := len(ru.turn.Steps); n >= ru.lim.MaxStepsPerTurn {
+		if capped {
 			return ru.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn reached its cap of %d steps", ru.lim.MaxStepsPerTurn))
 		}
-		if reached := ru.overSpend(); reached != "" {
+		if reached != "" {
 			if ru.lim.Spend.Fail {
 				return ru.fail(ctx, reducer.FailLimit, errors.New(reached))
 			}
@@ -94,6 +101,9 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		}
 		if stop, out, err := ru.compact(ctx, spent); stop {
 			return out, err
+		}
+		if err := ru.deliver(ctx); err != nil {
+			return ru.stopped(ctx, err)
 		}
 		// The checkpoint. A buffer holding only the turn's start or
 		// resumption markers waits for the first step, so a step costs one

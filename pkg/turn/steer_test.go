@@ -478,3 +478,39 @@ func TestSteeringSteerWaitsForTheResume(t *testing.T) {
 		t.Fatalf("%d message.steered facts, want 1", n)
 	}
 }
+
+// A message to steer in that arrives when the turn has no step left (here
+// its cap of one step) is not delivered into it: the turn ends as its caps
+// say, and the message starts the next turn, where the model answers it.
+func TestSteeringMessageTheTurnHasNoStepForStartsTheNext(t *testing.T) {
+	ctx := ctxT(t)
+	p := &poker{}
+	agent := steerAgent(t, script(t, pokeScript), p, reducer.SteerSteer, turn.Limits{MaxStepsPerTurn: 1})
+	inv := steering(agent)
+	p.ss = inv.sessions
+	id := newSession(t, inv, "Poke it.")
+	p.id = id
+	out, err := inv.runner.Start(ctx, id)
+	if err != nil || p.err != nil || out.Kind != turn.Failed || out.Failure.Kind != reducer.FailLimit || out.Waiting != 1 {
+		t.Fatalf("capped turn: %+v, %v (post: %v)", out, err, p.err)
+	}
+	fs := facts(t, inv, id)
+	if n := count(fs, reducer.MessageSteered); n != 0 {
+		t.Fatalf("%d message.steered facts for a turn with no step left", n)
+	}
+	if d := received(t, fs, p.msg).Message.Delivery; d != reducer.SteerSteer {
+		t.Fatalf("the message was received as %q", d)
+	}
+	sess, err := inv.sessions.Load(ctx, id)
+	if err != nil || len(sess.State.Inbox) != 1 || sess.State.Inbox[0].ID != p.msg {
+		t.Fatalf("the inbox after the turn: %v, %+v", err, sess.State.Inbox)
+	}
+	rec := &recording{m: script(t, `{"steps":[{"text":"Oslo it is."}]}`)}
+	next := steering(steerAgent(t, rec, p, reducer.SteerSteer, turn.Limits{}))
+	if out, err := next.runner.Start(ctx, id); err != nil || out.Kind != turn.Completed {
+		t.Fatalf("the next turn: %+v, %v", out, err)
+	}
+	if texts := userTexts(rec.requests()[0]); texts[len(texts)-1] != interjection {
+		t.Fatalf("the next turn answers %q, want the message", texts)
+	}
+}
