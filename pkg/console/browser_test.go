@@ -23,6 +23,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/worker"
@@ -75,6 +76,11 @@ const agentsJSON = `{"agents": {
       {"text": "Awake again."}
     ]},
     "tools": ["wait_until"]
+  },
+  "notes": {
+    "provider": "scripted",
+    "script": {"steps": [{"text": "Noted, and filed with the rest of the notes for later."}]},
+    "compaction": {"inputTokens": 60, "keepTurns": 1, "script": {"steps": [{"text": "Earlier notes were filed."}]}}
   }
 }}`
 
@@ -735,4 +741,34 @@ func TestConsoleOperatorActions(t *testing.T) {
 	b.waitFor("the idle status", `(`+jsStatus+`) === 'idle'`)
 	b.waitFor("the final text", jsHasText(`#turn .text`, "Awake again."))
 	b.waitFor("the card to go", `!document.querySelector('#timer .timer')`)
+}
+
+// TestConsoleShowsCompactions: a session whose agent compacted its history
+// shows how often on its page, the turn that compacted marks it, and the
+// timeline has the fact.
+func TestConsoleShowsCompactions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := newBrowser(t, ctx)
+	s := newStack(t, ctx, "http://127.0.0.1:1", func(*http.Request) (string, bool) { return "local", true })
+	id := s.create(ctx, "notes")
+	var view operator.Session
+	for i := range 4 {
+		s.post(ctx, id, fmt.Sprintf("Note %d: file this, please.", i))
+		for view.Turns != int64(i+1) || view.Status != reducer.Idle {
+			if ctx.Err() != nil {
+				t.Fatalf("turn %d did not end: %+v", i, view)
+			}
+			time.Sleep(50 * time.Millisecond)
+			s.call(ctx, "GET", "/sessions/"+id, "", &view)
+		}
+	}
+	if view.Compactions == 0 {
+		t.Fatalf("no compaction in four turns: %+v", view)
+	}
+	b.open(s.url + "/console/#/s/" + id)
+	b.waitFor("the compactions", fmt.Sprintf(`document.querySelector('#compactions')?.textContent === %s`, jsString(fmt.Sprint(view.Compactions))))
+	b.waitFor("the fact in the timeline", jsHasText(`#timeline li[data-type="context.compacted"]`, "turns summarised"))
+	b.waitFor("the turn's marker", jsHasText(`#turn .marker`, "Context compacted"))
+	b.shot("11-compactions")
 }
