@@ -2,5 +2,6 @@
 // messages of ended turns (a snapshot), the open turn's user messages, and
 // the parts of its stream. Replay is pure and deterministic, so the same
 // durable state gives byte-identical model input in every invocation; a
-// Replayer folds the parts as they are written, to the same result.
+// Replayer folds the parts as they are written, to the same result. Cut,
+// Transcript and Summary shape the history a compaction replaces.
 package conversation

@@ -2,6 +2,7 @@
 // and commits its transitions: every fact is checked by the reducer, then
 // appended with the compare-and-set, so a transition happens whole, once, or
 // not at all. A message posted while a turn is open is delivered as its
-// agent's steering policy says (Store.Steering). The operator API and the
+// agent's steering policy says (Store.Steering), and a compaction replaces
+// the history later loads read (Store.Compact). The operator API and the
 // turn runner both go through it.
 package session
