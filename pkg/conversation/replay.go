@@ -47,6 +47,43 @@ type Turn struct {
 	// Steered are user messages delivered into the turn before its first
 	// step; those delivered later are their step's (Step.Steered).
 	Steered []reducer.Message
+	// Summary, when Through is positive, stands in the model input for the
+	// turn's first Through steps (a data-compacted part of the turn): it is
+	// a user message after the turn's own, then the steps from Through on.
+	Summary string
+	Through int
+	// Compacting is what the summaries of the turn's steps cost; Usage
+	// counts it.
+	Compacting reducer.Usage
+}
+
+// TurnSummaryPrefix starts the user message that holds the summary of a
+// turn's earlier steps.
+const TurnSummaryPrefix = "Summary of this turn's earlier steps (they were compacted; the steps after this message are verbatim):\n\n"
+
+// turnCompacted is the payload of a data-compacted part that summarises
+// the open turn's first Through steps; one without a summary compacted the
+// session's history instead (reducer.Compaction) and changes no step.
+type turnCompacted struct {
+	Through int           `json:"steps"`
+	Summary string        `json:"summary"`
+	Before  int64         `json:"before"`
+	After   int64         `json:"after"`
+	Usage   reducer.Usage `json:"usage,omitzero"`
+}
+
+// TurnCompactedData encodes the payload of a data-compacted part whose
+// summary stands for the turn's first through steps from then on; before
+// and after are the next request's input tokens without and with it, and
+// usage is the summariser's.
+func TurnCompactedData(through int, summary string, before, after int64, usage reducer.Usage) json.RawMessage {
+	b, _ := json.Marshal(turnCompacted{Through: through, Summary: summary, Before: before, After: after, Usage: usage}) // plain struct: cannot fail
+	return b
+}
+
+// summaryMessage is the user message a turn's summary renders as.
+func (t Turn) summaryMessage() Message {
+	return Message{Role: User, Content: []Content{{Type: Text, Text: TurnSummaryPrefix + t.Summary}}}
 }
 
 // steeredData is the payload of a data-steered part.
@@ -178,13 +215,17 @@ type Replayer struct {
 	stale      int                // steps before this one render as last built (see Build)
 	unresolved []*Call            // a superset of the calls without a result, in call order
 	before     []reducer.Message  // messages steered in before the first step
+	summary    string             // see Turn.Summary
+	through    int                // see Turn.Through
+	compacting reducer.Usage      // see Turn.Compacting
 	input      input              // the model input last built
 }
 
 // Turn returns the turn so far. Its steps are shared with the Replayer:
 // later Adds may give their calls results.
 func (r *Replayer) Turn() Turn {
-	return Turn{Steps: r.steps[:len(r.steps):len(r.steps)], Abandoned: r.open != nil, Steered: r.before[:len(r.before):len(r.before)]}
+	return Turn{Steps: r.steps[:len(r.steps):len(r.steps)], Abandoned: r.open != nil, Steered: r.before[:len(r.before):len(r.before)],
+		Summary: r.summary, Through: r.through, Compacting: r.compacting}
 }
 
 // Add folds parts into the turn.
@@ -210,6 +251,14 @@ func (r *Replayer) add(p parts.Part) {
 		r.builders = r.builders[:0]
 	case parts.DataAbandoned:
 		r.open = nil
+	case parts.DataCompacted:
+		var d turnCompacted
+		if open != nil || json.Unmarshal(p.Data, &d) != nil || d.Summary == "" || d.Through <= r.through || d.Through > len(r.steps) {
+			return // the history's compaction, or not one that applies here
+		}
+		r.summary, r.through = d.Summary, d.Through
+		r.compacting = r.compacting.Add(d.Usage)
+		r.input.out = nil // the next Build renders anew
 	case parts.DataSteered:
 		var d steeredData
 		if json.Unmarshal(p.Data, &d) != nil || len(d.Messages) == 0 {
@@ -354,8 +403,9 @@ func (t Turn) Pending() []*Call {
 	return out
 }
 
-// Usage sums the usage of the completed steps. Steps counts them, whatever
-// their metadata says (streams written before it said steps 1 say 0).
+// Usage sums the usage of the completed steps and of the summaries of the
+// turn's steps (Compacting). Steps counts the steps, whatever their
+// metadata says (streams written before it said steps 1 say 0).
 func (t Turn) Usage() reducer.Usage {
 	var u reducer.Usage
 	for _, s := range t.Steps {
@@ -364,6 +414,9 @@ func (t Turn) Usage() reducer.Usage {
 		u.CostMicroUSD += s.Usage.CostMicroUSD
 	}
 	u.Steps = int64(len(t.Steps))
+	u.InputTokens += t.Compacting.InputTokens
+	u.OutputTokens += t.Compacting.OutputTokens
+	u.CostMicroUSD += t.Compacting.CostMicroUSD
 	return u
 }
 
@@ -386,7 +439,10 @@ func (t Turn) Messages() []Message { return t.messages(nil) }
 func (t Turn) messages(history []Message) []Message {
 	wire := t.wireIDs(history)
 	var out []Message
-	for _, s := range t.Steps {
+	if t.Through > 0 {
+		out = append(out, t.summaryMessage())
+	}
+	for _, s := range t.Steps[t.Through:] {
 		out = s.render(out, wire)
 	}
 	return out
@@ -552,8 +608,10 @@ func (r *Replayer) Build(history []Message, user []reducer.Message) []Message {
 		end = in.ends[from-1]
 	}
 	in.out, in.ends = in.out[:end], in.ends[:from]
-	for _, s := range r.steps[from:] {
-		in.out = s.render(in.out, in.wire)
+	for i, s := range r.steps[from:] {
+		if from+i >= r.through {
+			in.out = s.render(in.out, in.wire)
+		}
 		in.ends = append(in.ends, len(in.out))
 	}
 	r.stale = len(r.steps)
@@ -575,6 +633,9 @@ func (r *Replayer) reset(history []Message, user []reducer.Message) {
 	out = append(out, UserMessage(user))
 	if len(r.before) > 0 {
 		out = append(out, UserMessage(r.before))
+	}
+	if r.through > 0 {
+		out = append(out, Turn{Summary: r.summary}.summaryMessage())
 	}
 	r.input = input{history: history, user: slices.Clone(user), before: len(r.before), head: len(out),
 		out: out, used: used, wire: map[*Call]string{}, baton: map[string]bool{}}

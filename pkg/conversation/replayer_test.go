@@ -79,6 +79,10 @@ func TestReplayerMatchesReplay(t *testing.T) {
 	ps = append(ps, parts.Part{Type: parts.DataAbandoned}, parts.Part{Type: parts.DataResumed})
 	ps = append(ps, stepWithCall("C", "c3")...)
 	ps = append(ps, parts.Part{Type: parts.ToolOutputError, ToolCallID: "c3", ErrorText: "boom"})
+	// The first two steps summarised; a history compaction's part changes
+	// nothing here.
+	ps = append(ps, compacted(2, "A and B were done"),
+		parts.Part{Type: parts.DataCompacted, Data: json.RawMessage(`{"turns":2,"messages":6,"kept":4,"before":900,"after":300}`)})
 	// A late second result for an earlier step's call replaces the first.
 	ps = append(ps, parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: "c1", Output: json.RawMessage(`{"t":2}`)})
 	ps = append(ps, steered("s3"))
@@ -154,7 +158,7 @@ func randomStream(rng *rand.Rand) []parts.Part {
 	id := func() string { return fmt.Sprintf("b%d", rng.IntN(calls+2)) }
 	providers := []string{"", "p", "q", "h", "b0", "b1", "b2", "b3"}
 	for range 10 + rng.IntN(60) {
-		switch k := rng.IntN(15); k {
+		switch k := rng.IntN(16); k {
 		case 0, 1:
 			ps = append(ps, parts.Part{Type: parts.StartStep})
 		case 2:
@@ -185,9 +189,20 @@ func randomStream(rng *rand.Rand) []parts.Part {
 				parts.Part{Type: parts.DataSuspended}, parts.Part{Type: parts.DataResumed})
 		case 14:
 			ps = append(ps, steered(fmt.Sprint("s", len(ps))))
+		case 15:
+			// Applies only between steps, past the last summary, within the
+			// steps there are.
+			ps = append(ps, compacted(1+rng.IntN(4), fmt.Sprint("summary ", len(ps))))
 		}
 	}
 	return ps
+}
+
+// compacted is a data-compacted part summarising the turn's first through
+// steps as summary.
+func compacted(through int, summary string) parts.Part {
+	return parts.Part{Type: parts.DataCompacted, Data: conversation.TurnCompactedData(through, summary, 900, 300,
+		reducer.Usage{InputTokens: 50, OutputTokens: 5})}
 }
 
 // steered is a data-steered part delivering messages of the ids given.
@@ -226,6 +241,44 @@ func TestSteeredMessagesRenderAsUserMessages(t *testing.T) {
 	// of the turn: the model has something to answer.
 	if last := tr.Last(); len(last.Steered) != 1 {
 		t.Fatalf("last step steered %v", last.Steered)
+	}
+}
+
+// A turn whose first steps were summarised renders the summary as a user
+// message after its own, then the steps from there on; its usage counts
+// the summariser's.
+func TestTurnSummaryStandsForItsSteps(t *testing.T) {
+	var ps []parts.Part
+	for _, c := range []string{"A", "B", "C"} {
+		ps = append(ps, stepWithCall(c, "c"+c)...)
+		ps = append(ps, parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: "c" + c, Output: json.RawMessage(`1`)})
+	}
+	ps = append(ps, compacted(2, "A and B were done"))
+	tr := conversation.Replay(ps)
+	var got []string
+	for _, m := range conversation.Build(nil, testUser, tr) {
+		got = append(got, string(m.Role))
+		if m.Role == conversation.User {
+			got[len(got)-1] += ":" + m.Content[0].Text
+		}
+	}
+	want := []string{"user:go", "user:" + conversation.TurnSummaryPrefix + "A and B were done", "assistant", "tool"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("messages %q, want %q", got, want)
+	}
+	var steps reducer.Usage
+	for _, st := range tr.Steps {
+		steps = steps.Add(st.Usage)
+	}
+	if u := tr.Usage(); u.Steps != 3 || u.InputTokens != steps.InputTokens+50 || u.OutputTokens != steps.OutputTokens+5 {
+		t.Fatalf("usage %+v: want 3 steps, theirs %+v and the summariser's tokens", u, steps)
+	}
+	// A later summary must reach further; an earlier or a too long one is
+	// ignored.
+	for _, p := range []parts.Part{compacted(1, "older"), compacted(9, "beyond")} {
+		if again := conversation.Replay(append(ps[:len(ps):len(ps)], p)); again.Summary != "A and B were done" || again.Through != 2 {
+			t.Fatalf("after %s: summary %q through %d", p.Data, again.Summary, again.Through)
+		}
 	}
 }
 
