@@ -152,6 +152,8 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 			bad("compaction.InputTokens", errors.New("must be a positive number of tokens"))
 		case c.MaxTokens < 0:
 			bad("compaction.MaxTokens", errors.New("negative"))
+		case c.KeepTurns < -1 || c.KeepSteps < -1:
+			bad("compaction.KeepTurns", errors.New("KeepTurns and KeepSteps must be -1 (keep none) or more"))
 		case c.Price != nil && (c.Price.InputPerMTok < 0 || c.Price.OutputPerMTok < 0):
 			bad("compaction.Price", errors.New("negative"))
 		}

@@ -293,13 +293,15 @@ func DeclaredTools(lambdaClient tool.LambdaInvoker, httpClient *http.Client) fun
 // scripted one. It returns the field at fault with an error.
 func compaction(ctx context.Context, fsys fs.FS, name string, c Config, p Provider, getenv func(string) string) (*turn.Compaction, string, error) {
 	cc := c.Compaction
-	out := &turn.Compaction{InputTokens: cc.InputTokens, KeepTurns: cc.KeepTurns, Prompt: cc.Prompt,
+	out := &turn.Compaction{InputTokens: cc.InputTokens, KeepTurns: cc.KeepTurns, KeepSteps: cc.KeepSteps, Prompt: cc.Prompt,
 		MaxTokens: cc.MaxOutputTokens, Price: cc.Pricing}
 	switch {
 	case cc.InputTokens <= 0:
 		return nil, "compaction.inputTokens", errors.New("must be a positive number of tokens")
 	case cc.KeepTurns < -1:
 		return nil, "compaction.keepTurns", errors.New("must be -1 (keep none) or more")
+	case cc.KeepSteps < -1:
+		return nil, "compaction.keepSteps", errors.New("must be -1 (keep none) or more")
 	case cc.MaxOutputTokens < 0:
 		return nil, "compaction.maxOutputTokens", errors.New("negative")
 	}

@@ -13,14 +13,14 @@ import (
 )
 
 func TestCompactionConfig(t *testing.T) {
-	m, err := loadSpend(t, scripted(`"compaction":{"inputTokens":50000,"keepTurns":3,"script":{"steps":[{"text":"a summary"}]},`+
+	m, err := loadSpend(t, scripted(`"compaction":{"inputTokens":50000,"keepTurns":3,"keepSteps":6,"script":{"steps":[{"text":"a summary"}]},`+
 		`"pricing":{"inputPerMTok":1,"outputPerMTok":2},"prompt":"Be brief.","maxOutputTokens":500}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, _ := m.Agent("a")
 	c := a.Compaction
-	if c == nil || c.InputTokens != 50000 || c.KeepTurns != 3 || c.Prompt != "Be brief." || c.MaxTokens != 500 ||
+	if c == nil || c.InputTokens != 50000 || c.KeepTurns != 3 || c.KeepSteps != 6 || c.Prompt != "Be brief." || c.MaxTokens != 500 ||
 		c.Name != "script" || c.Price == nil || *c.Price != (reducer.Price{InputPerMTok: 1, OutputPerMTok: 2}) {
 		t.Fatalf("compaction = %+v", c)
 	}
@@ -65,6 +65,7 @@ func TestBadCompactionConfigs(t *testing.T) {
 		{"no budget", `"compaction":{"keepTurns":2}`, "compaction.inputTokens", "positive"},
 		{"negative budget", `"compaction":{"inputTokens":-5}`, "compaction.inputTokens", "positive"},
 		{"keep below -1", `"compaction":{"inputTokens":9,"keepTurns":-2}`, "compaction.keepTurns", "-1"},
+		{"keep steps below -1", `"compaction":{"inputTokens":9,"keepSteps":-3}`, "compaction.keepSteps", "-1"},
 		{"negative max output", `"compaction":{"inputTokens":9,"maxOutputTokens":-1}`, "compaction.maxOutputTokens", "negative"},
 		{"negative price", `"compaction":{"inputTokens":9,"pricing":{"inputPerMTok":-1}}`, "compaction.pricing.inputPerMTok", "negative"},
 		{"model for a scripted agent", `"compaction":{"inputTokens":9,"model":"x"}`, "compaction.model", "script"},

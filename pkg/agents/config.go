@@ -74,12 +74,14 @@ type Config struct {
 
 // Compaction is an agent's context compaction policy: past inputTokens of
 // model input, the ended turns before the last keepTurns (default 2, -1
-// for none) are summarised. The summariser is the agent's own model, or
+// for none) are summarised; with none left, the open turn's steps before
+// the last keepSteps (default 4, -1 for none). The summariser is the agent's own model, or
 // model, another model of the agent's provider (priced by pricing), or for
 // a scripted agent script.
 type Compaction struct {
 	InputTokens     int64           `json:"inputTokens"`
 	KeepTurns       int             `json:"keepTurns,omitempty"`
+	KeepSteps       int             `json:"keepSteps,omitempty"`
 	Model           string          `json:"model,omitempty"`
 	Script          json.RawMessage `json:"script,omitempty"`
 	Pricing         *reducer.Price  `json:"pricing,omitempty"`

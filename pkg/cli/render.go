@@ -203,7 +203,11 @@ func (r *renderer) part(e streams.Entry, turn string) {
 			r.line("%s %s", r.style(styleBold, "› steered in:"), m.Text)
 		}
 	case streams.DataCompacted:
-		r.line("%s", r.style(styleDim, "⇣ older history summarised"+dataSuffix(p.Data, "turns", "turns: ")))
+		if steps := dataSuffix(p.Data, "steps", "steps: "); steps != "" {
+			r.line("%s", r.style(styleDim, "⇣ the turn's earlier steps summarised"+steps))
+		} else {
+			r.line("%s", r.style(styleDim, "⇣ older history summarised"+dataSuffix(p.Data, "turns", "turns: ")))
+		}
 	case streams.Error:
 		r.line("%s %s", r.style(styleRed, "✗ error:"), p.ErrorText)
 	case streams.Finish:

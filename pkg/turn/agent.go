@@ -135,6 +135,10 @@ type Agent struct {
 // verbatim when Compaction.KeepTurns is zero.
 const DefaultKeepTurns = 2
 
+// DefaultKeepSteps is how many recent steps of the open turn a compaction
+// keeps verbatim when Compaction.KeepSteps is zero.
+const DefaultKeepSteps = 4
+
 // DefaultSummaryPrompt is the summariser's system prompt when
 // Compaction.Prompt is empty.
 const DefaultSummaryPrompt = "You compact an agent's conversation so it can go on within its context window. " +
@@ -149,13 +153,19 @@ const DefaultSummaryPrompt = "You compact an agent's conversation so it can go o
 // KeepTurns are summarised by Model into one message, recorded durably
 // (reducer.ContextCompacted, naming a compacted snapshot) before the step
 // runs; from then on the session rebuilds from the summary and the turns
-// after it. The open turn is never summarised.
+// after it. With no ended turn left to summarise, the open turn's steps
+// before the last KeepSteps are summarised instead, in its stream.
 type Compaction struct {
 	// InputTokens is the budget for a request's input. Required.
 	InputTokens int64
 	// KeepTurns is how many recent ended turns stay verbatim; zero means
 	// DefaultKeepTurns, and a negative number keeps none.
 	KeepTurns int
+	// KeepSteps is how many recent steps of the open turn stay verbatim
+	// when no ended turn is left to summarise and the turn's own steps
+	// pass the budget; zero means DefaultKeepSteps, and a negative number
+	// keeps none.
+	KeepSteps int
 	// Model summarises; nil means the agent's own. Name, for the record,
 	// names it when it is not the agent's; Price prices its tokens (nil:
 	// the agent's Price when Model is nil, else unpriced).
@@ -166,6 +176,16 @@ type Compaction struct {
 	// DefaultSummaryPrompt. MaxTokens caps the summary; zero means 2048.
 	Prompt    string
 	MaxTokens int
+}
+
+func (c *Compaction) keepSteps() int {
+	switch {
+	case c.KeepSteps == 0:
+		return DefaultKeepSteps
+	case c.KeepSteps < 0:
+		return 0
+	}
+	return c.KeepSteps
 }
 
 func (c *Compaction) keep() int {

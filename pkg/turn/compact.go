@@ -26,15 +26,18 @@ func (ru *run) request(history []conversation.Message) model.Request {
 // errNoSummary is a summariser step that gave no text.
 var errNoSummary = errors.New("turn: the summariser returned no text")
 
-// compact runs the agent's compaction policy before a step: when the next
-// request would pass the budget and there are ended turns beyond those
-// kept, it has them summarised and records the compaction (see
-// session.Store.Compact), then marks it in the stream. A summariser that
-// stays unavailable (a transient model fault) suspends the turn like a
-// step's fault; one that fails otherwise leaves the history as it is for
-// the rest of the invocation, and the step runs on it. spent is the time
-// the invocation's steps took so far. stop is set when the run must end
-// with out and err, as after a failed write.
+// compact runs the agent's compaction policy before a step. When the next
+// request would pass the budget it summarises, in one model call, the
+// ended turns before those kept and records the compaction (see
+// session.Store.Compact), marking it in the stream; or, with no such turns
+// left, the open turn's steps before those kept, as a data-compacted part
+// that stands the summary in for them (see conversation.Turn.Summary),
+// flushed with the step's checkpoint. A summariser that stays unavailable
+// (a transient model fault) suspends the turn like a step's fault; one
+// that fails otherwise, or has nothing to summarise, leaves the input as it
+// is for the rest of the invocation, and the step runs on it. spent is the
+// time the invocation's steps took so far. stop is set when the run must
+// end with out and err, as after a failed write.
 func (ru *run) compact(ctx context.Context, spent time.Duration) (stop bool, out Outcome, err error) {
 	c := ru.agent.Compaction
 	if c == nil || ru.compactOff {
@@ -52,40 +55,11 @@ func (ru *run) compact(ctx context.Context, spent time.Duration) (stop bool, out
 	}
 	cut, turns := conversation.Cut(history, ru.sess.State.Compactions > 0, c.keep())
 	if cut == 0 {
-		ru.compactOff = true
-		ru.r.log().WarnContext(ctx, "the request passes the compaction budget, but no ended turns are left to summarise",
-			"session", ru.out.Session, "turn", ru.out.Turn, "inputTokens", before, "budget", c.InputTokens)
-		return false, Outcome{}, nil
+		return ru.compactTurn(ctx, c, spent, est, before)
 	}
-	var summary string
-	var usage reducer.Usage
-	for tries := 1; ; tries++ {
-		summary, usage, err = ru.summarise(ctx, c, history[:cut])
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return true, ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, ctx.Err())
-		}
-		// A summariser that is down for now is a model fault: tried again
-		// within the step's time, then the turn suspends for it, as for a
-		// step; the request is not sent over the budget meanwhile.
-		var me *model.Error
-		if errors.As(err, &me) && me.Transient() {
-			redo, werr := ru.backoff(ctx, me, tries, spent)
-			switch {
-			case werr != nil:
-				return true, ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, werr)
-			case redo:
-				continue
-			}
-			out, err := ru.suspendFault(ctx, me)
-			return true, out, err
-		}
-		ru.compactOff = true
-		ru.r.log().WarnContext(ctx, "compaction failed; the step runs on the whole history", "session", ru.out.Session,
-			"turn", ru.out.Turn, "err", err)
-		return false, Outcome{}, nil
+	summary, usage, stop, out, err := ru.summary(ctx, c, history[:cut], spent)
+	if stop || summary == "" {
+		return stop, out, err
 	}
 	compacted := append([]conversation.Message{conversation.Summary(summary)}, history[cut:]...)
 	after := model.Estimate(ru.request(compacted))
@@ -109,6 +83,74 @@ func (ru *run) compact(ctx context.Context, spent time.Duration) (stop bool, out
 	ru.r.log().InfoContext(ctx, "context compacted", "session", ru.out.Session, "turn", ru.out.Turn,
 		"turns", turns, "before", before, "after", after)
 	return false, Outcome{}, nil
+}
+
+// compactTurn summarises the open turn's steps before the last KeepSteps,
+// with any earlier summary of the turn, for compact; est and before are
+// the next request's estimated and counted input tokens.
+func (ru *run) compactTurn(ctx context.Context, c *Compaction, spent time.Duration, est, before int64) (bool, Outcome, error) {
+	t := ru.turn
+	through := len(t.Steps) - c.keepSteps()
+	if through <= t.Through {
+		ru.compactOff = true
+		ru.r.log().WarnContext(ctx, "the request passes the compaction budget, but nothing is left to summarise",
+			"session", ru.out.Session, "turn", ru.out.Turn, "inputTokens", before, "budget", c.InputTokens)
+		return false, Outcome{}, nil
+	}
+	// What the summary replaces: the turn's summary so far, and the steps
+	// after it up to through, as the model saw them.
+	old := conversation.Turn{Steps: t.Steps[:through], Summary: t.Summary, Through: t.Through}.Messages()
+	summary, usage, stop, out, err := ru.summary(ctx, c, old, spent)
+	if stop || summary == "" {
+		return stop, out, err
+	}
+	kept := conversation.Turn{Steps: t.Steps, Summary: summary, Through: through}.Messages()
+	all := conversation.Turn{Steps: t.Steps, Summary: t.Summary, Through: t.Through}.Messages()
+	after := est - model.Estimate(model.Request{Messages: all}) + model.Estimate(model.Request{Messages: kept})
+	if after >= est {
+		ru.compactOff = true
+		ru.r.log().WarnContext(ctx, "the summary is no shorter than the steps it replaces; not compacting",
+			"session", ru.out.Session, "turn", ru.out.Turn, "before", est, "after", after)
+		return false, Outcome{}, nil
+	}
+	ru.emit(streams.Part{Type: streams.DataCompacted, Data: conversation.TurnCompactedData(through, summary, before, after, usage)})
+	ru.replay()
+	ru.r.log().InfoContext(ctx, "the turn's earlier steps compacted", "session", ru.out.Session, "turn", ru.out.Turn,
+		"steps", through, "before", before, "after", after)
+	return false, Outcome{}, nil
+}
+
+// summary has msgs summarised, trying a summariser that is down for now
+// again within the step's time and then suspending the turn for it, as for
+// a step's transient fault: the request is not sent over the budget
+// meanwhile. A summariser that fails otherwise stops compaction for the
+// rest of the invocation: summary is then empty and stop false.
+func (ru *run) summary(ctx context.Context, c *Compaction, msgs []conversation.Message, spent time.Duration) (summary string, usage reducer.Usage, stop bool, out Outcome, err error) {
+	for tries := 1; ; tries++ {
+		summary, usage, err = ru.summarise(ctx, c, msgs)
+		if err == nil {
+			return summary, usage, false, Outcome{}, nil
+		}
+		if ctx.Err() != nil {
+			return "", usage, true, ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, ctx.Err())
+		}
+		var me *model.Error
+		if errors.As(err, &me) && me.Transient() {
+			redo, werr := ru.backoff(ctx, me, tries, spent)
+			switch {
+			case werr != nil:
+				return "", usage, true, ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, werr)
+			case redo:
+				continue
+			}
+			out, err := ru.suspendFault(ctx, me)
+			return "", usage, true, out, err
+		}
+		ru.compactOff = true
+		ru.r.log().WarnContext(ctx, "compaction failed; the step runs on the whole input", "session", ru.out.Session,
+			"turn", ru.out.Turn, "err", err)
+		return "", usage, false, Outcome{}, nil
+	}
 }
 
 // summarise asks the compaction's model for a summary of msgs and returns

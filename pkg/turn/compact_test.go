@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -533,5 +534,143 @@ func TestCompactionCrashBeforeTheFact(t *testing.T) {
 	}
 	if n := len(ofType(facts(t, inv, id), reducer.ContextCompacted)); n != 1 {
 		t.Fatalf("%d compactions after the resume, want 1", n)
+	}
+}
+
+// stepper is a model for a long turn: each step says a few hundred bytes
+// and calls get_weather, until the last answers. It counts the steps it
+// played, so it needs no steps left in its input.
+type stepper struct {
+	mu    sync.Mutex
+	n     int // steps in the turn
+	count int
+}
+
+func (s *stepper) Stream(ctx context.Context, _ model.Request) iter.Seq2[model.Event, error] {
+	s.mu.Lock()
+	i := s.count
+	s.count++
+	s.mu.Unlock()
+	return func(yield func(model.Event, error) bool) {
+		text := fmt.Sprintf("Step %d: %s", i, strings.Repeat("checking one more city before I answer, ", 5))
+		if !yield(model.Event{Type: model.TextDelta, Text: text}, nil) {
+			return
+		}
+		if i < s.n-1 {
+			if !yield(model.Event{Type: model.ToolCall, Call: model.Call{ID: fmt.Sprint("call_", i), Name: "get_weather",
+				Input: json.RawMessage(fmt.Sprintf(`{"city":"C%d"}`, i))}}, nil) {
+				return
+			}
+			yield(model.Event{Type: model.Finish, Stop: model.StopToolCalls, Usage: model.Usage{InputTokens: 100, OutputTokens: 60}}, nil)
+			return
+		}
+		yield(model.Event{Type: model.Finish, Stop: model.StopEnd, Usage: model.Usage{InputTokens: 100, OutputTokens: 60}}, nil)
+	}
+}
+
+// turnSummaries are the data-compacted parts of a stream that summarise
+// its turn's steps.
+func turnSummaries(ps []streams.Part) []streams.Part {
+	var out []streams.Part
+	for _, p := range ps {
+		if p.Type == streams.DataCompacted && strings.Contains(string(p.Data), `"summary"`) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestCompactionOfALongTurn: a first turn of 30 steps has no ended turns
+// to summarise, so its own earlier steps are: every request stays under
+// the budget, the stream says where, the snapshot the turn leaves is
+// small, and the summariser's usage counts in the turn's.
+func TestCompactionOfALongTurn(t *testing.T) {
+	const budget, steps = 1200, 30
+	rec := &recorder{next: &stepper{n: steps}}
+	agent := demoAgent(t, rec, turn.Limits{MaxStepsPerInvocation: steps + 1})
+	agent.Compaction = &turn.Compaction{InputTokens: budget, KeepSteps: 3, Model: script(t, summaryScript)}
+	inv := fresh(agent)
+	id := newSession(t, inv, note(0))
+	out, err := inv.runner.Start(ctxT(t), id)
+	if err != nil || out.Kind != turn.Completed || out.Steps != steps {
+		t.Fatalf("turn: %+v, %v", out, err)
+	}
+	for i, n := range rec.est {
+		if n > budget {
+			t.Errorf("request %d: %d input tokens, over the budget of %d", i, n, budget)
+		}
+	}
+	ps, _ := parts(t, inv, id, out.Turn)
+	sums := turnSummaries(ps)
+	if len(sums) < 2 {
+		t.Fatalf("%d summaries of the turn's steps, want several", len(sums))
+	}
+	t.Logf("%d steps, %d summaries of the turn's steps, largest request %d tokens", steps, len(sums), slices.Max(rec.est))
+	var summariser reducer.Usage
+	for _, p := range sums {
+		var d struct {
+			Usage reducer.Usage `json:"usage"`
+		}
+		if err := json.Unmarshal(p.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		summariser = summariser.Add(d.Usage)
+	}
+	var stepsUsage reducer.Usage
+	for _, s := range conversation.Replay(ps).Steps {
+		stepsUsage = stepsUsage.Add(s.Usage)
+	}
+	if summariser.InputTokens == 0 || out.Usage.InputTokens != stepsUsage.InputTokens+summariser.InputTokens {
+		t.Fatalf("turn usage %+v: want the steps' %+v plus the summaries' %+v", out.Usage, stepsUsage, summariser)
+	}
+	sess, err := inv.sessions.Load(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := model.Estimate(model.Request{Messages: sess.History}); n > budget {
+		t.Fatalf("the snapshot the turn left is %d tokens", n)
+	}
+}
+
+// TestCompactionOfALongTurnSurvivesACrash kills the invocation in the first
+// step after the turn's steps were summarised: the resumed invocation's
+// first request is that step's input, byte for byte.
+func TestCompactionOfALongTurnSurvivesACrash(t *testing.T) {
+	const budget, steps = 1200, 20
+	model_ := &stepper{n: steps}
+	rec := &recorder{next: model_}
+	lim := turn.Limits{MaxStepsPerInvocation: steps + 1, LeaseGrace: time.Millisecond}
+	agent := demoAgent(t, rec, lim)
+	agent.Compaction = &turn.Compaction{InputTokens: budget, KeepSteps: 3, Model: script(t, summaryScript)}
+	inv := fresh(agent)
+	id := newSession(t, inv, note(0))
+	ctx := ctxT(t)
+	dying, kill := context.WithCancel(ctx)
+	killed := -1
+	rec.kill = func(i int, req model.Request) context.CancelFunc {
+		b, _ := json.Marshal(req.Messages)
+		if killed < 0 && strings.Contains(string(b), "Summary of this turn") {
+			killed = i
+			return kill
+		}
+		return nil
+	}
+	if out, err := inv.runner.Start(dying, id); !errors.Is(err, context.Canceled) || killed < 0 {
+		t.Fatalf("killed after a summary: %+v, %v (killed at %d)", out, err, killed)
+	}
+	rec.kill = nil
+	want := rec.requests()[killed]
+	sess, err := inv.sessions.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := fresh(agent)
+	pastLease(next, sess.State.Turn.Lease)
+	out, err := next.runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume: %+v, %v", out, err)
+	}
+	if got := rec.requests()[killed+1]; string(got) != string(want) {
+		t.Fatalf("the resumed step's input differs from the killed one's:\n%s\n%s", got, want)
 	}
 }

@@ -131,7 +131,9 @@ export class TurnView {
         break;
       }
       case 'data-suspended': this.marker('Suspended: ' + (p.data?.cause || '')); break;
-      case 'data-compacted': this.marker(`Context compacted: ${p.data?.turns ?? '?'} turns summarised, ${p.data?.before ?? '?'} → ${p.data?.after ?? '?'} input tokens`); break;
+      case 'data-compacted': this.marker(p.data?.summary !== undefined
+        ? `Context compacted: the turn's first ${p.data.steps} steps summarised, ${p.data.before} → ${p.data.after} input tokens`
+        : `Context compacted: ${p.data?.turns ?? '?'} turns summarised, ${p.data?.before ?? '?'} → ${p.data?.after ?? '?'} input tokens`); break;
       case 'data-steered': for (const m of p.data?.messages || []) this.marker('Steered in: ' + m.text); break;
       case 'data-resumed': this.marker('Resumed (invocation ' + (p.data?.invocation ?? '?') + ')'); break;
       case 'error': this.marker('Error: ' + (p.errorText || ''), true); break;
