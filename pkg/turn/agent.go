@@ -178,24 +178,19 @@ type Compaction struct {
 	MaxTokens int
 }
 
-func (c *Compaction) keepSteps() int {
-	switch {
-	case c.KeepSteps == 0:
-		return DefaultKeepSteps
-	case c.KeepSteps < 0:
-		return 0
-	}
-	return c.KeepSteps
-}
+func (c *Compaction) keepSteps() int { return keeping(c.KeepSteps, DefaultKeepSteps) }
+func (c *Compaction) keep() int      { return keeping(c.KeepTurns, DefaultKeepTurns) }
 
-func (c *Compaction) keep() int {
+// keeping is how many to keep for a Keep field of n: def for zero, none
+// for a negative n.
+func keeping(n, def int) int {
 	switch {
-	case c.KeepTurns == 0:
-		return DefaultKeepTurns
-	case c.KeepTurns < 0:
+	case n == 0:
+		return def
+	case n < 0:
 		return 0
 	}
-	return c.KeepTurns
+	return n
 }
 
 func (a *Agent) maxToolOutput() int {
