@@ -77,6 +77,16 @@ const agentsJSON = `{"agents": {
     ]},
     "tools": ["wait_until"]
   },
+  "steerable": {
+    "provider": "scripted",
+    "steering": "steer",
+    "script": {"steps": [
+      {"delay": "3s", "text": "Checking Lisbon first.", "toolCalls": [{"name": "get_weather", "input": {"city": "Lisbon"}}]},
+      {"text": "Lisbon is clear."}
+    ]},
+    "tools": ["get_weather"],
+    "limits": {"liveFlush": "100ms"}
+  },
   "notes": {
     "provider": "scripted",
     "script": {"steps": [{"text": "Noted, and filed with the rest of the notes for later."}]},
@@ -771,4 +781,23 @@ func TestConsoleShowsCompactions(t *testing.T) {
 	b.waitFor("the fact in the timeline", jsHasText(`#timeline li[data-type="context.compacted"]`, "turns summarised"))
 	b.waitFor("the turn's marker", jsHasText(`#turn .marker`, "Context compacted"))
 	b.shot("11-compactions")
+}
+
+// TestConsoleShowsSteering: a message posted while a steer agent's turn
+// runs shows in the turn where it was steered in, and the timeline says
+// how it was delivered.
+func TestConsoleShowsSteering(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := newBrowser(t, ctx)
+	s := newStack(t, ctx, "http://127.0.0.1:1", func(*http.Request) (string, bool) { return "local", true })
+	id := s.session(ctx, "steerable", "Weather?")
+	b.open(s.url + "/console/#/s/" + id)
+	b.waitFor("the first step under way", jsHasText(`#turn`, "Checking"))
+	s.post(ctx, id, "Porto too, please.")
+	b.waitFor("the steered message in the turn", jsHasText(`#turn .marker`, "Steered in: Porto too, please."))
+	b.waitFor("the turn to finish", jsFinished)
+	b.waitFor("the delivery in the timeline", jsHasText(`#timeline li[data-type="message.received"]`, "(steer)"))
+	b.waitFor("the steering fact in the timeline", jsHasText(`#timeline li[data-type="message.steered"]`, "steered in"))
+	b.shot("12-steering")
 }
