@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"slices"
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -9,14 +10,10 @@ import (
 )
 
 // maxLiveChunks bounds the chunks of a running turn's stream a session
-// view reads to count the turn's usage: the last chunks, for the latest
-// step's metadata, or the whole stream when its steps do not say the
-// turn's usage (streams written before they did).
+// view reads back to count the turn's usage: to the latest step's
+// metadata, or over the whole stream when its steps do not say the turn's
+// usage (streams written before they did).
 const maxLiveChunks = 64
-
-// lastChunks are how many of a stream's last chunks a view reads, and then
-// reads again, looking for the latest step's metadata.
-var lastChunks = []int{2, 16, maxLiveChunks}
 
 // view is sessionView with a running turn's usage read from its stream
 // (see liveUsage).
@@ -30,9 +27,9 @@ func (a *api) view(ctx context.Context, id string, st reducer.State) Session {
 // stream holds them, not as the turn's last suspension recorded them: the
 // session's usage is then its recorded usage less the turn's recorded
 // usage plus the stream's. Each step's message-metadata says the turn's
-// usage through it, so the latest one in the stream's last chunks is the
-// turn's: usually one ListObjectsV2 and two GetObject requests, however
-// long the turn. A session with no running turn costs nothing (a suspended
+// usage through it, so the latest one, read back from the stream's end, is
+// the turn's: one ListObjectsV2 and usually one GetObject, however long
+// the turn. A session with no running turn costs nothing (a suspended
 // turn's recorded usage is its stream's). When the stream cannot be read,
 // or holds no step's metadata in its last maxLiveChunks chunks, s keeps
 // the recorded usage and says UsageStale.
@@ -54,48 +51,40 @@ func (a *api) liveUsage(ctx context.Context, id string, st reducer.State, s *Ses
 }
 
 // streamUsage is the usage of a stream's completed steps: the turn usage
-// its latest step's metadata says, or, for a stream whose steps do not say
-// it, their sum when the stream is short enough to read whole. A stream
-// with no completed step has zero usage.
+// its latest kept step's metadata says, or, for a stream whose steps do
+// not say it, their sum when the stream is short enough to read whole. A
+// stream with no completed step has zero usage.
 func (a *api) streamUsage(ctx context.Context, id, stream string) (reducer.Usage, bool, error) {
-	for _, n := range lastChunks {
-		page, err := a.sessions.Streams.ReadLast(ctx, id, stream, n)
-		if err != nil {
-			return reducer.Usage{}, false, err
-		}
-		ps := make([]streams.Part, len(page.Entries))
-		for i, e := range page.Entries {
-			ps[i] = e.Part
-		}
-		dropped := false // in a step marked abandoned, read backwards
-		for i := len(ps) - 1; i >= 0; i-- {
-			switch ps[i].Type {
-			case streams.DataAbandoned:
-				dropped = true
-				continue
-			case streams.StartStep:
-				dropped = false
-				continue
-			case streams.MessageMetadata:
-				if !dropped {
-					break
-				}
-				continue
-			default:
-				continue
+	var (
+		newest  []streams.Part // the parts read, newest first
+		live    reducer.Usage
+		found   bool
+		dropped bool // in a step marked abandoned, read backwards
+	)
+	whole, err := a.sessions.Streams.ReadBack(ctx, id, stream, maxLiveChunks, func(p streams.Part) bool {
+		newest = append(newest, p)
+		switch p.Type {
+		case streams.DataAbandoned:
+			dropped = true
+		case streams.StartStep:
+			dropped = false
+		case streams.MessageMetadata:
+			if !dropped {
+				live, found = conversation.TurnUsage(p)
 			}
-			if u, ok := conversation.TurnUsage(ps[i]); ok {
-				return u, true, nil
-			}
-			// An older stream: its steps' usage must be summed.
-			if page.Earlier {
-				break
-			}
-			return conversation.Replay(ps).Usage(), true, nil
 		}
-		if !page.Earlier {
-			return conversation.Replay(ps).Usage(), true, nil // the whole stream: no step yet
-		}
+		return !found
+	})
+	switch {
+	case err != nil:
+		return reducer.Usage{}, false, err
+	case found:
+		return live, true, nil
+	case whole:
+		// No step says the turn's usage (an older stream) or there is no
+		// step yet: sum the steps.
+		slices.Reverse(newest)
+		return conversation.Replay(newest).Usage(), true, nil
 	}
 	return reducer.Usage{}, false, nil
 }

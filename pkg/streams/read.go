@@ -87,9 +87,6 @@ type Page struct {
 	// More reports that ReadChunks stopped at its limit: the stream has
 	// chunks after the ones read. Read from Cursor for the rest.
 	More bool `json:"more,omitempty"`
-	// Earlier reports that ReadLast read only the stream's last chunks:
-	// it has chunks before them.
-	Earlier bool `json:"earlier,omitempty"`
 }
 
 // Read returns the parts of a stream strictly after cursor after, in order
@@ -159,14 +156,14 @@ func (s *Store) ReadChunks(ctx context.Context, session, stream string, after Cu
 	return page, nil
 }
 
-// ReadLast returns the parts of a stream's last n chunks (all of them when
-// it has no more), in order, with their cursors: one ListObjectsV2 per
-// 1000 chunks of the stream and at most n GetObject requests. Earlier says
-// the stream has chunks before those read. A stream with no chunks gives
-// an empty page.
-func (s *Store) ReadLast(ctx context.Context, session, stream string, n int) (Page, error) {
-	fail := func(err error) (Page, error) {
-		return Page{}, fmt.Errorf("streams: read the last %d chunks of %s/%s: %w", n, session, stream, err)
+// ReadBack visits the parts of a stream's last chunks chunks newest first,
+// until visit returns false. It lists the stream once and reads its chunks
+// from the last back, one, then two, then four at a time, so a reader that
+// stops in the last chunk costs one ListObjectsV2 (per 1000 chunks) and one
+// GetObject. whole reports that visit saw every part of the stream.
+func (s *Store) ReadBack(ctx context.Context, session, stream string, chunks int, visit func(Part) bool) (whole bool, err error) {
+	fail := func(err error) (bool, error) {
+		return false, fmt.Errorf("streams: read %s/%s back: %w", session, stream, err)
 	}
 	if err := checkID("session", session); err != nil {
 		return fail(err)
@@ -174,32 +171,32 @@ func (s *Store) ReadLast(ctx context.Context, session, stream string, n int) (Pa
 	if err := checkID("stream", stream); err != nil {
 		return fail(err)
 	}
-	if n < 1 {
-		return fail(fmt.Errorf("%d chunks: want at least one", n))
+	if chunks < 1 {
+		return fail(fmt.Errorf("%d chunks: want at least one", chunks))
 	}
 	keys, err := s.listChunks(ctx, session, stream, 0, 0)
 	if err != nil {
 		return fail(err)
 	}
-	first := max(len(keys)-n, 0)
-	docs, err := s.getChunks(ctx, keys[first:])
-	if err != nil {
-		return fail(err)
-	}
-	page := Page{Entries: []Entry{}, Earlier: first > 0}
-	for i, d := range docs {
-		if d.Closed != Open && i != len(docs)-1 {
-			return fail(fmt.Errorf("%w: chunk %d follows the closing chunk %d", ErrCorrupt, first+i+1, first+i))
+	first := len(keys) - min(chunks, len(keys)) // the oldest chunk to read
+	for end, batch := len(keys), 1; end > first; end, batch = end-batch, batch*2 {
+		from := max(end-batch, first)
+		docs, err := s.getChunks(ctx, keys[from:end])
+		if err != nil {
+			return fail(err)
 		}
-		for j, p := range d.Parts {
-			page.Entries = append(page.Entries, Entry{Cursor: CursorAt(first+i, j), Part: p})
+		for i := len(docs) - 1; i >= 0; i-- {
+			if n := from + i; docs[i].Closed != Open && n != len(keys)-1 {
+				return fail(fmt.Errorf("%w: chunk %d follows the closing chunk %d", ErrCorrupt, n+1, n))
+			}
+			for j := len(docs[i].Parts) - 1; j >= 0; j-- {
+				if !visit(docs[i].Parts[j]) {
+					return false, nil
+				}
+			}
 		}
-		page.Closed = d.Closed
 	}
-	if l := len(page.Entries); l > 0 {
-		page.Cursor = page.Entries[l-1].Cursor
-	}
-	return page, nil
+	return first == 0, nil
 }
 
 // Info describes a stored stream.

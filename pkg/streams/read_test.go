@@ -3,6 +3,7 @@ package streams
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -189,43 +190,60 @@ func TestReadChunksStopsAtItsLimit(t *testing.T) {
 	}
 }
 
-func TestReadLast(t *testing.T) {
+func TestReadBack(t *testing.T) {
 	ctx := t.Context()
 	store, rec := recordedStore(1)
 	sess, stream := session(), "tail"
-	if page, err := store.ReadLast(ctx, sess, stream, 2); err != nil || len(page.Entries) != 0 || page.Earlier {
-		t.Fatalf("an empty stream: %+v, %v", page, err)
+	all := func(chunks int) (deltas []string, whole bool) {
+		whole, err := store.ReadBack(ctx, sess, stream, chunks, func(p Part) bool {
+			deltas = append(deltas, p.Delta)
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return deltas, whole
+	}
+	if d, whole := all(2); len(d) != 0 || !whole {
+		t.Fatalf("an empty stream: %v, whole %v", d, whole)
 	}
 	k := store.Open(sess, stream)
 	for i := range 5 {
 		mustAppend(t, k, text("b", strings.Repeat("x", i+1)))
 		mustFlush(t, k)
 	}
+	// Five chunks of one part each, and the closing chunk, which has none.
 	if err := k.Close(ctx, Completed); err != nil {
 		t.Fatal(err)
 	}
-	all, err := store.Read(ctx, sess, stream, "")
+	fwd, err := store.Read(ctx, sess, stream, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var want []string
+	for i := len(fwd.Entries) - 1; i >= 0; i-- {
+		want = append(want, fwd.Entries[i].Part.Delta)
+	}
+	if d, whole := all(10); !slices.Equal(d, want) || !whole {
+		t.Fatalf("read back whole: %v (whole %v), want %v", d, whole, want)
+	}
+	if d, whole := all(3); !slices.Equal(d, want[:2]) || whole {
+		t.Fatalf("the last three chunks: %v (whole %v), want %v", d, whole, want[:2])
+	}
+	// A reader that stops in the chunk before the last has read the last,
+	// then the two before it at once.
 	rec.reset()
-	// Five chunks of one part, and the closing chunk, which has none.
-	page, err := store.ReadLast(ctx, sess, stream, 2)
-	if err != nil {
-		t.Fatal(err)
+	var seen []string
+	if whole, err := store.ReadBack(ctx, sess, stream, 10, func(p Part) bool {
+		seen = append(seen, p.Delta)
+		return false
+	}); err != nil || whole || !slices.Equal(seen, want[:1]) {
+		t.Fatalf("stopped at the first part: %v, %v, %v", seen, whole, err)
 	}
-	n := len(all.Entries)
-	if !page.Earlier || page.Closed != Completed || len(page.Entries) == 0 || page.Cursor != all.Cursor ||
-		page.Entries[0].Cursor != CursorAt(4, 0) || page.Entries[len(page.Entries)-1].Cursor != all.Entries[n-1].Cursor {
-		t.Fatalf("the last two chunks: %+v; the stream %+v", page, all)
+	if rec.count("LIST") != 1 || rec.count(http.MethodGet) != 3 {
+		t.Fatalf("stopping in the chunk before the last took %d listings and %d gets, want 1 and 3", rec.count("LIST"), rec.count(http.MethodGet))
 	}
-	if rec.count("LIST") != 1 || rec.count(http.MethodGet) != 2 {
-		t.Fatalf("reading the last two chunks took %d listings and %d gets, want 1 and 2", rec.count("LIST"), rec.count(http.MethodGet))
-	}
-	if page, err = store.ReadLast(ctx, sess, stream, 10); err != nil || page.Earlier || len(page.Entries) != n {
-		t.Fatalf("more chunks than the stream has: %+v, %v", page, err)
-	}
-	if _, err := store.ReadLast(ctx, sess, stream, 0); err == nil {
-		t.Fatal("reading the last 0 chunks: no error")
+	if _, err := store.ReadBack(ctx, sess, stream, 0, func(Part) bool { return true }); err == nil {
+		t.Fatal("reading back 0 chunks: no error")
 	}
 }
