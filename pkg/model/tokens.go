@@ -25,15 +25,3 @@ func Estimate(req Request) int64 {
 	}
 	return int64(n/4 + 1)
 }
-
-// InputTokens is the request's input tokens as m's provider counts them
-// when m is a Counter and near is true, else Estimate. A count that fails
-// falls back to the estimate: the caller only decides with it.
-func InputTokens(ctx context.Context, m Model, req Request, near bool) int64 {
-	if c, ok := m.(Counter); ok && near {
-		if n, err := c.CountTokens(ctx, req); err == nil && n > 0 {
-			return n
-		}
-	}
-	return Estimate(req)
-}

@@ -49,7 +49,13 @@ func (ru *run) compact(ctx context.Context, spent time.Duration) (stop bool, out
 	if est <= c.InputTokens*8/10 {
 		return false, Outcome{}, nil
 	}
-	before := model.InputTokens(ctx, ru.agent.Model, req, true)
+	// Near the budget, the provider's count decides where it gives one.
+	before := est
+	if counter, ok := ru.agent.Model.(model.Counter); ok {
+		if n, err := counter.CountTokens(ctx, req); err == nil && n > 0 {
+			before = n
+		}
+	}
 	if before <= c.InputTokens {
 		return false, Outcome{}, nil
 	}
