@@ -363,6 +363,12 @@ func (s *Store) follow(ctx context.Context, id string, st reducer.State, loaded 
 		}
 		return sess.State, nil
 	}
+	return s.Follow(ctx, id, st)
+}
+
+// Follow brings st, a state of session id, up to date with the facts
+// appended since it, in one short read: st itself when there are none.
+func (s *Store) Follow(ctx context.Context, id string, st reducer.State) (reducer.State, error) {
 	facts, err := s.Facts.Facts(ctx, id, st.LastSeq)
 	if err != nil {
 		return reducer.State{}, fmt.Errorf("session: follow %s: %w", id, err)

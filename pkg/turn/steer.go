@@ -32,16 +32,9 @@ func (ru *run) catchUp(ctx context.Context) error {
 		return nil
 	}
 	st := ru.sess.State
-	facts, err := ru.r.Sessions.Facts.Facts(ctx, ru.out.Session, st.LastSeq)
+	next, err := ru.r.Sessions.Follow(ctx, ru.out.Session, st)
 	if err != nil {
-		return fmt.Errorf("turn %s: read new facts: %w", ru.out.Turn, err)
-	}
-	if len(facts) == 0 {
-		return nil
-	}
-	next, err := st.Apply(facts...)
-	if err != nil {
-		return fmt.Errorf("turn %s: new facts: %w", ru.out.Turn, err)
+		return fmt.Errorf("turn %s: catch up: %w", ru.out.Turn, err)
 	}
 	t, mine := next.Turn, st.Turn
 	if t == nil || next.Status != reducer.Running || t.ID != mine.ID || t.Invocations != mine.Invocations {
