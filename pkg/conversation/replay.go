@@ -305,7 +305,10 @@ func (r *Replayer) add(p parts.Part) {
 		if open == nil {
 			return
 		}
-		c := &Call{ID: p.ToolCallID, ProviderID: providerID(p), Name: p.ToolName, Input: p.Input}
+		// The input and output of a call are folded as they are stored
+		// (parts.Recorded), so the model input built from parts as they are
+		// written is the one built from them read back.
+		c := &Call{ID: p.ToolCallID, ProviderID: providerID(p), Name: p.ToolName, Input: parts.Recorded(p.Input)}
 		open.Calls = append(open.Calls, c)
 		open.Content = append(open.Content, Content{Type: ToolCall, ToolCallID: c.ID, ToolName: c.Name, Input: c.Input})
 		r.builders = append(r.builders, nil)
@@ -357,7 +360,7 @@ func (r *Replayer) add(p parts.Part) {
 		}
 	case parts.ToolOutputAvailable:
 		if c, ok := r.calls[p.ToolCallID]; ok {
-			r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: p.Output})
+			r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: parts.Recorded(p.Output)})
 		}
 	case parts.ToolOutputError, parts.ToolOutputDenied:
 		if c, ok := r.calls[p.ToolCallID]; ok {
@@ -365,7 +368,8 @@ func (r *Replayer) add(p parts.Part) {
 			if p.Type == parts.ToolOutputDenied {
 				text = DeniedText
 			}
-			out, _ := json.Marshal(text) // a string: cannot fail
+			// As a stored part reads back: invalid UTF-8 as U+FFFD.
+			out, _ := json.Marshal(strings.ToValidUTF8(text, "\uFFFD")) // a string: cannot fail
 			r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: out, IsError: true})
 		}
 	}
