@@ -60,3 +60,15 @@ func raw(msgs []conversation.Message) string {
 	}
 	return string(b)
 }
+
+// TestToolErrorTextIsFoldedAsItReadsBack checks that a tool error whose
+// text is not valid UTF-8 reaches the model live as it does read back.
+func TestToolErrorTextIsFoldedAsItReadsBack(t *testing.T) {
+	ps := append(stepWithCall("A", "c1"), parts.Part{Type: parts.ToolOutputError, ToolCallID: "c1", ErrorText: "bad \xff byte <&>"})
+	var live conversation.Replayer
+	live.Add(ps...)
+	got := raw(live.Build(nil, nil))
+	if want := raw(conversation.Build(nil, nil, conversation.Replay(roundTrip(t, ps)))); got != want {
+		t.Fatalf("live input\n%s\nis not the stored one\n%s", got, want)
+	}
+}
