@@ -316,7 +316,8 @@ func messages(t *testing.T, body []byte) []json.RawMessage {
 //   - each request's body equals the one the provider renders from the
 //     same step's input rebuilt from durable state in a fresh invocation;
 //   - each request's messages begin with the previous request's, as sent:
-//     live in A, after the suspension in B, after the turn boundary in C.
+//     live in A, after the suspension in B, after the turn boundary in C;
+//   - a denial's result carries the operator's reason.
 func TestWireRequestsAreTheSameLiveAndRebuilt(t *testing.T) {
 	for _, w := range byteWires {
 		for seed := range uint64(8) {
@@ -404,4 +405,50 @@ func wireBytesTurn(t *testing.T, w byteWire, seed uint64) {
 			}
 		}
 	}
+	if d == reducer.Deny {
+		if text := conversation.DeniedText + conversation.DeniedReasonLead + quote(reason); !carries(t, live[3].Body, text) {
+			t.Errorf("the request after the denial carries no result %q: %s", text, live[3].Body)
+		}
+	}
+}
+
+// carries reports whether a JSON body holds a string containing s.
+func carries(t *testing.T, body []byte, s string) bool {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch x := v.(type) {
+		case string:
+			return strings.Contains(x, s)
+		case []any:
+			for _, e := range x {
+				if walk(e) {
+					return true
+				}
+			}
+		case map[string]any:
+			for _, e := range x {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
+}
+
+// quote is s as a JSON string, with <, > and & as they are.
+func quote(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string: cannot fail
+	return strings.TrimSuffix(b.String(), "\n")
 }
