@@ -115,7 +115,7 @@ func (p Part) Marker() bool {
 // idempotent; a value that is not valid JSON (which no part can be stored
 // with) is returned as is.
 func Recorded(v json.RawMessage) json.RawMessage {
-	if len(v) == 0 {
+	if !respelled(v) {
 		return v
 	}
 	b, err := json.Marshal(v)
@@ -123,4 +123,17 @@ func Recorded(v json.RawMessage) json.RawMessage {
 		return v
 	}
 	return b
+}
+
+// respelled reports whether encoding/json may write v differently: v holds
+// whitespace, <, >, & or the first byte of U+2028 or U+2029. Without them,
+// valid JSON is written as is.
+func respelled(v []byte) bool {
+	for _, c := range v {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xe2:
+			return true
+		}
+	}
+	return false
 }

@@ -20,6 +20,10 @@ func TestRecordedIsWhatAStoredPartReadsBack(t *testing.T) {
 		` [ null , true ] `,
 		`null`,
 		`12.50`,
+		`{"a":[1,2],"b":"\u00e9"}`,
+		`"x` + "\u2028" + `"`,
+		`"a<b"`,
+		`"☕"`,
 	} {
 		b, err := json.Marshal(parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: "tc", Output: json.RawMessage(v)})
 		if err != nil {
