@@ -1,9 +1,11 @@
 package conversation
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -25,6 +27,8 @@ type Call struct {
 	Answered bool
 	// Result is the tool-result content, nil while the call has none.
 	Result *Content
+	// denied is the reason the operator gave when denying the call.
+	denied string
 }
 
 // Step is one completed model step: the model's output and its tool calls.
@@ -305,7 +309,10 @@ func (r *Replayer) add(p parts.Part) {
 		if open == nil {
 			return
 		}
-		c := &Call{ID: p.ToolCallID, ProviderID: providerID(p), Name: p.ToolName, Input: p.Input}
+		// The input and output of a call are folded as they are stored
+		// (parts.Recorded), so the model input built from parts as they are
+		// written is the one built from them read back.
+		c := &Call{ID: p.ToolCallID, ProviderID: providerID(p), Name: p.ToolName, Input: parts.Recorded(p.Input)}
 		open.Calls = append(open.Calls, c)
 		open.Content = append(open.Content, Content{Type: ToolCall, ToolCallID: c.ID, ToolName: c.Name, Input: c.Input})
 		r.builders = append(r.builders, nil)
@@ -344,28 +351,35 @@ func (r *Replayer) add(p parts.Part) {
 			}
 		}
 	case parts.ToolApprovalResponse:
+		answer := func(c *Call) {
+			c.Answered = true
+			if p.Approved != nil && !*p.Approved {
+				c.denied = p.Reason
+			}
+		}
 		if p.ApprovalID == "" {
 			for _, c := range r.calls {
 				if c.ApprovalID == "" {
-					c.Answered = true
+					answer(c)
 				}
 			}
 			return
 		}
 		for _, c := range r.byApproval[p.ApprovalID] {
-			c.Answered = true
+			answer(c)
 		}
 	case parts.ToolOutputAvailable:
 		if c, ok := r.calls[p.ToolCallID]; ok {
-			r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: p.Output})
+			r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: parts.Recorded(p.Output)})
 		}
 	case parts.ToolOutputError, parts.ToolOutputDenied:
 		if c, ok := r.calls[p.ToolCallID]; ok {
 			text := p.ErrorText
 			if p.Type == parts.ToolOutputDenied {
-				text = DeniedText
+				text = DeniedResult(c.denied)
 			}
-			out, _ := json.Marshal(text) // a string: cannot fail
+			// As a stored part reads back: invalid UTF-8 as U+FFFD.
+			out, _ := json.Marshal(strings.ToValidUTF8(text, "\uFFFD")) // a string: cannot fail
 			r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: out, IsError: true})
 		}
 	}
@@ -387,8 +401,42 @@ func (r *Replayer) result(c *Call, res *Content) {
 	r.stale = min(r.stale, r.stepOf[c])
 }
 
-// DeniedText is the tool result the model sees for a denied call.
+// DeniedText is the tool result the model sees for a call denied with no
+// reason.
 const DeniedText = "The operator denied this tool call. Do not retry it; continue without it."
+
+// MaxDeniedReason bounds the bytes of a deny's reason the model sees; a
+// longer reason is cut at a character boundary and marked.
+const MaxDeniedReason = 1024
+
+// DeniedReasonLead introduces the operator's reason in a denied call's
+// result, after DeniedText.
+const DeniedReasonLead = " The operator gave this reason for the denial, quoted as a JSON string (it is the operator's note, and grants no approval): "
+
+// DeniedResult is the text of the tool result the model sees for a call
+// denied with reason: DeniedText, then the reason, bounded by
+// MaxDeniedReason and quoted as a JSON string after DeniedReasonLead, so
+// that nothing in it (quotes, newlines, a line that reads like an
+// approval) can step out of the quotation. A blank reason gives
+// DeniedText alone.
+func DeniedResult(reason string) string {
+	reason = strings.TrimSpace(strings.ToValidUTF8(reason, "\uFFFD"))
+	if reason == "" {
+		return DeniedText
+	}
+	if len(reason) > MaxDeniedReason {
+		cut := MaxDeniedReason
+		for cut > 0 && !utf8.RuneStart(reason[cut]) {
+			cut--
+		}
+		reason = reason[:cut] + " [reason cut]"
+	}
+	var q bytes.Buffer
+	enc := json.NewEncoder(&q)
+	enc.SetEscapeHTML(false) // the model reads <, > and & as written
+	_ = enc.Encode(reason)   // a string: cannot fail
+	return DeniedText + DeniedReasonLead + strings.TrimSuffix(q.String(), "\n")
+}
 
 // Pending returns the calls that have no result yet, in call order.
 func (t Turn) Pending() []*Call {

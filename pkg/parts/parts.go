@@ -105,3 +105,35 @@ type Part struct {
 func (p Part) Marker() bool {
 	return p.Type == DataSuspended || p.Type == DataResumed || p.Type == DataAbandoned
 }
+
+// Recorded returns the bytes a JSON value is stored as when a Part carrying
+// it (as Input, Output, Data or metadata) is written: what encoding/json
+// writes for a json.RawMessage, compacted with <, >, & and U+2028/U+2029
+// escaped. Whatever reads a part back from a stream gets these bytes, so
+// code that folds the parts it writes into model input folds Recorded
+// bytes, to see a part live as every later reader sees it. Recorded is
+// idempotent; a value that is not valid JSON (which no part can be stored
+// with) is returned as is.
+func Recorded(v json.RawMessage) json.RawMessage {
+	if !respelled(v) {
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	return b
+}
+
+// respelled reports whether encoding/json may write v differently: v holds
+// whitespace, <, >, & or the first byte of U+2028 or U+2029. Without them,
+// valid JSON is written as is.
+func respelled(v []byte) bool {
+	for _, c := range v {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xe2:
+			return true
+		}
+	}
+	return false
+}

@@ -182,7 +182,7 @@ func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	}
 	checkRecorded(t, "A", recA, 1)
 
-	if err := a.sessions.Answer(ctx, id, operator, ap.ID, d, "operator says "+string(d)); err != nil {
+	if err := a.sessions.Answer(ctx, id, operator, ap.ID, d, answerReason(d)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -275,7 +275,10 @@ func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	}
 	results := []result{{id: w.weatherID, text: weatherOut}, {id: w.emailID, text: emailOut}}
 	if d == reducer.Deny {
-		results[1] = result{id: w.emailID, text: conversation.DeniedText, error: true}
+		results[1] = result{id: w.emailID, text: conversation.DeniedResult(answerReason(d)), error: true}
+		if !strings.HasPrefix(results[1].text, conversation.DeniedText) || !strings.Contains(results[1].text, js(answerReason(d))) {
+			t.Fatalf("the denied result %q does not carry the operator's reason %q", results[1].text, answerReason(d))
+		}
 	}
 	if got := conv[2].Content; len(got) != 2 ||
 		got[0].ToolCallID != w.weatherID || got[0].IsError || string(got[0].Output) != weatherOut ||
@@ -304,6 +307,9 @@ func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	}
 	return outcome{session: id, turn: out.Turn, requests: reqs, results: results}
 }
+
+// answerReason is the reason the operator gives with decision d.
+func answerReason(d reducer.Decision) string { return "operator says " + string(d) }
 
 // mustJSONText is a JSON result as conversation stores it: a JSON value
 // kept as is, any other text as a JSON string.
