@@ -226,7 +226,7 @@ func TestToolsetCallsRecordedToolsByName(t *testing.T) {
 	s := server(srv.URL)
 	s.Allow = append(s.Allow, "not_yet")
 	ts := mcp.Toolset{Dialer: dialer, Servers: []mcp.Server{s},
-		Approvals: map[string]func(json.RawMessage) bool{mcptest.SetFlag: tool.Always}}
+		Approvals: map[string]tool.Rule{mcptest.SetFlag: {Always: true}}}
 	if err := ts.Check(); err != nil {
 		t.Fatal(err)
 	}
