@@ -384,7 +384,7 @@ func TestApprovalsThroughBuild(t *testing.T) {
 		{wf, `{"path":"/tmp/../etc/x"}`, true},
 		{wf, `{"path":`, true},
 		{pay, `{"amount":150}`, true},
-		{pay, `{"amount":50}`, false}, // the rule replaces the tool's own Always
+		{pay, `{"amount":50}`, false},    // the rule replaces the tool's own Always
 		{pay, `{"amount":"lots"}`, true}, // not a number: fails closed
 		{pay, `nope`, true},
 	} {
