@@ -79,6 +79,18 @@ func (r *Rule) UnmarshalJSON(b []byte) error {
 	return r.Validate()
 }
 
+// MarshalJSON writes the rule as UnmarshalJSON reads it, so it round-trips.
+func (r Rule) MarshalJSON() ([]byte, error) {
+	switch {
+	case r.Always && !r.Never && r.PathPrefix == nil && r.Over == nil:
+		return []byte(`"always"`), nil
+	case r.Never && !r.Always && r.PathPrefix == nil && r.Over == nil:
+		return []byte(`"never"`), nil
+	}
+	type plain Rule
+	return json.Marshal(plain(r))
+}
+
 // Validate refuses a rule that could not decide: one with no condition,
 // with both Always and Never or either with a condition, a condition on
 // no field, a path prefix that is empty, or a limit that is not finite.

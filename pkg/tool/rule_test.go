@@ -3,6 +3,7 @@ package tool_test
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -193,5 +194,22 @@ func TestAnyRule(t *testing.T) {
 	}
 	if !tool.AnyRule()(json.RawMessage(`{}`)) {
 		t.Error("AnyRule() does not ask")
+	}
+}
+
+// TestRuleRoundTrips: a rule written as JSON reads back the same.
+func TestRuleRoundTrips(t *testing.T) {
+	for _, in := range []string{`"always"`, `"never"`, etc, over, both} {
+		var r, back tool.Rule
+		if err := json.Unmarshal([]byte(in), &r); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(r, back) {
+			t.Errorf("%s wrote %s, read back %+v (%v)", in, b, back, err)
+		}
 	}
 }
