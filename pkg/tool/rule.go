@@ -11,6 +11,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -256,7 +257,7 @@ func outsidePrefix(v json.RawMessage, prefix string) bool {
 	if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
 		return false // not a string
 	}
-	if !utf8.ValidString(s) || strings.ContainsAny(s, "\\%") || strings.ContainsFunc(s, isControl) {
+	if !utf8.ValidString(s) || strings.ContainsAny(s, "\\%") || strings.ContainsFunc(s, unicode.IsControl) {
 		return false
 	}
 	if path.IsAbs(s) != path.IsAbs(prefix) {
@@ -289,5 +290,3 @@ func underFold(c, pre string) bool {
 	}
 	return true
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

@@ -3,6 +3,7 @@ package tool_test
 import (
 	"encoding/json"
 	"math"
+	"path"
 	"reflect"
 	"strings"
 	"testing"
@@ -59,6 +60,7 @@ func TestRuleNeeds(t *testing.T) {
 		{etc, `{"path":"/tmp\\..\\etc"}`, true},
 		{etc, `{"path":"/tmp/x\u0000/etc"}`, true},
 		{etc, `{"path":"/tmp/\n"}`, true},
+		{etc, `{"path":"/tmp/\u0085x"}`, true},
 		// A relative prefix: an absolute path could be under it.
 		{relSrc, `{"path":"docs/x"}`, false},
 		{relSrc, `{"path":"src/secret/key"}`, true},
@@ -210,6 +212,55 @@ func TestRuleRoundTrips(t *testing.T) {
 		}
 		if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(r, back) {
 			t.Errorf("%s wrote %s, read back %+v (%v)", in, b, back, err)
+		}
+	}
+}
+
+// FuzzRuleNeeds: whatever the input, a call a rule lets run is one that
+// Go's own decoding (case-insensitive into a struct, exact into a map)
+// reads as under the limit and outside the prefix.
+func FuzzRuleNeeds(f *testing.F) {
+	for _, s := range []string{`{"amount":50,"path":"/tmp/x"}`, `{"Amount":250}`, `{"amount":"250"}`,
+		`{"amount":50,"amount":250}`, `{"path":"/etc/../etc"}`, `{"path":["/etc"]}`, `{"amount":1e400}`,
+		`{"amount":100.0000000000000000001,"path":"/tmp"}`, `{"\u0061mount":250}`, `{"path":"/\u212aube"}`} {
+		f.Add(s)
+	}
+	r := tool.AnyRule(tool.Rule{Over: &tool.OverRule{Field: "amount", Limit: 100}},
+		tool.Rule{PathPrefix: &tool.PrefixRule{Field: "path", Prefix: "/etc"}})
+	f.Fuzz(func(t *testing.T, input string) {
+		if r(json.RawMessage(input)) {
+			return
+		}
+		var in struct {
+			Amount float64 `json:"amount"`
+			Path   string  `json:"path"`
+		}
+		if err := json.Unmarshal([]byte(input), &in); err != nil {
+			t.Fatalf("%s passed, but does not decode: %v", input, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(input), &m); err != nil {
+			t.Fatalf("%s passed, but does not decode as a map: %v", input, err)
+		}
+		a, _ := m["amount"].(float64)
+		p, _ := m["path"].(string)
+		if in.Amount > 100 || a > 100 || in.Path != p || in.Amount != a {
+			t.Fatalf("%s passed, read as amount %v (map %v), path %q (map %q)", input, in.Amount, a, in.Path, p)
+		}
+		lp := strings.ToLower(path.Clean(p))
+		if lp == "/etc" || strings.HasPrefix(lp, "/etc/") || !strings.HasPrefix(lp, "/") || strings.Contains(p, "..") {
+			t.Fatalf("%s passed with path %q", input, p)
+		}
+	})
+}
+
+func BenchmarkRuleNeeds(b *testing.B) {
+	r := tool.AnyRule(tool.Rule{Over: &tool.OverRule{Field: "amount", Limit: 100}},
+		tool.Rule{PathPrefix: &tool.PrefixRule{Field: "path", Prefix: "/etc"}})
+	in := json.RawMessage(`{"order":"A-1002","amount":42.5,"path":"/srv/data/report.csv","note":"refund for a damaged item"}`)
+	for b.Loop() {
+		if r(in) {
+			b.Fatal("asks")
 		}
 	}
 }
