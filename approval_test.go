@@ -21,9 +21,9 @@ import (
 // an "over amount 100" rule, with inputs the rule cannot read as a number
 // (the key in another case, the number as a string): both wait for an
 // operator, and neither reaches its tool. A readable amount under the
-// limit runs. A Go tool that always asks, given input its schema refuses,
-// gets an error result and no approval request: the schema check comes
-// first.
+// limit runs. A Go tool that always asks and a destructive MCP tool (which
+// asks by default), given input their schemas refuse, get error results
+// and no approval request: the schema check comes first for every kind.
 func TestTurnAsksWhenARuleCannotReadItsField(t *testing.T) {
 	ctx := context.Background()
 	srv := mcptest.Start()
@@ -35,7 +35,8 @@ func TestTurnAsksWhenARuleCannotReadItsField(t *testing.T) {
 	  {"name":"charge","input":{"Amount":250}},
 	  {"name":"transfer","input":{"amount":"250"}},
 	  {"name":"transfer","input":{"amount":50}},
-	  {"name":"pay","input":{"amount":"x"}}
+	  {"name":"pay","input":{"amount":"x"}},
+	  {"name":"delete_file","input":{"path":7}}
 	 ]},
 	 {"text":"Done."}
 	]}`))
@@ -56,7 +57,7 @@ func TestTurnAsksWhenARuleCannotReadItsField(t *testing.T) {
 	}, baton.NeedsApproval())
 	agent, err := baton.Agent{
 		Name: "money", Model: script, Tools: []baton.Tool{transfer, pay},
-		MCP:       []baton.MCPServer{{Name: "cards", URL: srv.URL, Allow: []string{"charge"}}},
+		MCP:       []baton.MCPServer{{Name: "cards", URL: srv.URL, Allow: []string{"charge", mcptest.Delete}}},
 		Approvals: map[string]baton.Rule{"charge": baton.Over("amount", 100)},
 	}.Build(ctx)
 	if err != nil {
@@ -98,16 +99,20 @@ func TestTurnAsksWhenARuleCannotReadItsField(t *testing.T) {
 		t.Error("pay ran on input its schema refuses")
 	}
 	ps := read(t, a, id, out.Turn)
-	if e := part(ps, streams.ToolOutputError); e == nil || !strings.Contains(e.ErrorText, "invalid input for tool pay") {
-		t.Errorf("pay's error result = %+v", e)
-	}
-	asked := 0
+	asked, errs := 0, []string{}
 	for _, p := range ps {
-		if p.Type == streams.ToolApprovalRequest {
+		switch p.Type {
+		case streams.ToolApprovalRequest:
 			asked++
+		case streams.ToolOutputError:
+			errs = append(errs, p.ErrorText)
 		}
 	}
 	if asked != 2 {
-		t.Errorf("%d approval requests in the stream, want 2 (none for pay)", asked)
+		t.Errorf("%d approval requests in the stream, want 2 (none for pay or delete_file)", asked)
+	}
+	if len(errs) != 2 || !strings.Contains(errs[0], "invalid input for tool pay") ||
+		!strings.Contains(errs[1], "invalid input for tool delete_file") {
+		t.Errorf("error results %q, want pay's and delete_file's invalid input", errs)
 	}
 }
