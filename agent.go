@@ -176,7 +176,7 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 		servers[i] = agents.Remote{Field: fmt.Sprintf("mcp[%d]", i), Server: s}
 	}
 	for _, name := range slices.Sorted(maps.Keys(a.Approvals)) {
-		if err := checkRule(a.Approvals[name]); err != nil {
+		if err := a.Approvals[name].Validate(); err != nil {
 			bad("approvals."+name, err)
 		}
 	}

@@ -43,10 +43,15 @@
 //
 // A call that needs approval suspends the turn until an operator answers
 // through the operator API; an approval runs the tool, a denial tells the
-// model. Rules are those of the agent file: Always, Never, PathPrefix (a
-// string field at or under a path) and Over (a number field above a limit).
-// A rule that cannot read the input asks: approvals fail closed. An agent's
-// Approvals replace the policy of a tool by name.
+// model. Rules are those of the agent file (package tool's Rule, the one
+// rule every kind of tool uses): Always, Never, PathPrefix (a string field
+// at or under a path) and Over (a number field above a limit). The input is
+// checked against the tool's schema before any rule runs. Approvals fail
+// closed: a condition asks unless it reads its field exactly once, under
+// exactly its name, as the type it expects, and proves the call outside it,
+// so a key in another case, a duplicated key, a missing field or a value of
+// another type asks. An agent's Approvals replace the policy of a tool by
+// name.
 //
 // # MCP servers
 //

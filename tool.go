@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/tool"
 )
 
@@ -51,39 +50,36 @@ func Idempotent() ToolOption { return func(t *Tool) { t.Idempotent = true } }
 
 // NeedsApproval makes calls wait for an operator's approval: every call when
 // no rule is given, otherwise a call that any of the rules asks for. An
-// agent's Approvals replace the tool's policy by name. A rule on an empty
-// field is refused (the tool does not register), since it could never ask.
+// agent's Approvals replace the tool's policy by name. A rule that could
+// not decide (such as one on an empty field) is refused: the tool does not
+// register.
 func NeedsApproval(rules ...Rule) ToolOption {
 	return func(t *Tool) {
+		for _, r := range rules {
+			if err := r.Validate(); err != nil {
+				t.Err = errors.Join(t.Err, err)
+			}
+		}
 		if len(rules) == 0 {
 			t.NeedsApproval = tool.Always
 			return
 		}
-		for _, r := range rules {
-			if err := checkRule(r); err != nil {
-				t.Err = errors.Join(t.Err, err)
-			}
-		}
-		t.NeedsApproval = func(input json.RawMessage) bool {
-			for _, r := range rules {
-				if r.Needs(input) {
-					return true
-				}
-			}
-			return false
-		}
+		t.NeedsApproval = tool.AnyRule(rules...)
 	}
 }
 
-// Rule is an approval rule, the same as an agent file's: Always, Never, or
-// conditions on the call's input, any of which asks. Input a rule cannot
-// read asks (it fails closed).
-type Rule = agents.Rule
+// Rule is an approval rule, the same for Go tools, an agent file's tools
+// and MCP tools: Always, Never, or conditions on the call's input, any of
+// which asks. Rules fail closed: a condition asks unless it reads its field
+// exactly once, under exactly its name (not another case), as the type it
+// expects, and proves the call outside it. The runner checks the input
+// against the tool's schema before any rule runs. See tool.Rule.
+type Rule = tool.Rule
 
 // PrefixRule and OverRule are a Rule's conditions.
 type (
-	PrefixRule = agents.PrefixRule
-	OverRule   = agents.OverRule
+	PrefixRule = tool.PrefixRule
+	OverRule   = tool.OverRule
 )
 
 // Always asks for approval of every call.
@@ -94,28 +90,19 @@ func Never() Rule { return Rule{Never: true} }
 
 // PathPrefix asks when the string field of the input lies at or under the
 // path prefix, comparing whole path elements ("/etc" covers "/etc/x", not
-// "/etcetera"). A relative path against an absolute prefix asks.
+// "/etcetera") and ignoring case. It also asks when the field is missing or
+// not a string, and for any path it cannot prove outside the prefix: one
+// with a ".." element, a relative path against an absolute prefix, or one
+// with a backslash, a percent sign or a control character.
 func PathPrefix(field, prefix string) Rule {
 	return Rule{PathPrefix: &PrefixRule{Field: field, Prefix: prefix}}
 }
 
-// Over asks when the number field of the input is greater than limit.
+// Over asks when the number field of the input is greater than limit,
+// compared exactly. It also asks when the field is missing, named in
+// another case, given twice, or not a JSON number ("250", null, [250]).
 func Over(field string, limit float64) Rule {
 	return Rule{Over: &OverRule{Field: field, Limit: limit}}
-}
-
-func checkRule(r Rule) error {
-	switch {
-	case r.Always || r.Never:
-		return nil
-	case r.PathPrefix == nil && r.Over == nil:
-		return errors.New("an approval rule needs Always, Never, PathPrefix or Over")
-	case r.PathPrefix != nil && r.PathPrefix.Field == "":
-		return errors.New("approval rule PathPrefix needs a field")
-	case r.Over != nil && r.Over.Field == "":
-		return errors.New("approval rule Over needs a field")
-	}
-	return nil
 }
 
 // Func makes a Tool of a typed Go function. The input JSON Schema is

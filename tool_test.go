@@ -155,7 +155,7 @@ func TestFuncThatCannotBeMadeDoesNotBuild(t *testing.T) {
 	}{
 		"input not an object": {baton.Func("echo", "", func(_ context.Context, s string) (string, error) { return s, nil }), `want a struct or map`},
 		"input has no schema": {baton.Func("ch", "", func(_ context.Context, in struct{ C chan int }) (int, error) { return 0, nil }), "input schema"},
-		"rule on no field":    {baton.Func("pay", "", pay, baton.NeedsApproval(baton.Over("", 5))), "Over needs a field"},
+		"rule on no field":    {baton.Func("pay", "", pay, baton.NeedsApproval(baton.Over("", 5))), "over needs a field"},
 	} {
 		if c.t.Err == nil {
 			t.Errorf("%s: no Err", name)

@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -49,7 +48,7 @@ func Assemble(local []Local, servers []Remote, approvals map[string]Rule, dialer
 	}
 	var ts *mcp.Toolset
 	if len(servers) > 0 {
-		ts = &mcp.Toolset{Dialer: dialer, Approvals: map[string]func(json.RawMessage) bool{}}
+		ts = &mcp.Toolset{Dialer: dialer, Approvals: map[string]tool.Rule{}}
 	}
 	for _, s := range servers {
 		one := mcp.Toolset{Dialer: dialer, Servers: append(slices.Clone(ts.Servers), s.Server)}
@@ -75,7 +74,7 @@ func Assemble(local []Local, servers []Remote, approvals map[string]Rule, dialer
 		for _, name := range s.Server.Allow {
 			seen[name] = true
 			if r, ok := approvals[name]; ok {
-				ts.Approvals[name] = r.Needs
+				ts.Approvals[name] = r
 			}
 		}
 		ts.Servers = append(ts.Servers, s.Server)

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/wake"
 )
@@ -242,102 +242,15 @@ type MCPServer struct {
 }
 
 // Rule is an approval policy: "never", "always", or conditions on the
-// input, any of which asks for approval.
-type Rule struct {
-	Always bool
-	Never  bool
-	// PathPrefix asks when the string field Field starts with Prefix.
-	PathPrefix *PrefixRule `json:"pathPrefix,omitempty"`
-	// Over asks when the number field Field is greater than Limit.
-	Over *OverRule `json:"over,omitempty"`
-}
+// input, any of which asks for approval. It is package tool's, the one
+// rule every kind of tool uses, and fails closed: see tool.Rule.
+type Rule = tool.Rule
 
-// PrefixRule matches a string field by prefix.
-type PrefixRule struct {
-	Field  string `json:"field"`
-	Prefix string `json:"prefix"`
-}
-
-// OverRule matches a number field above a limit.
-type OverRule struct {
-	Field string  `json:"field"`
-	Limit float64 `json:"limit"`
-}
-
-// UnmarshalJSON accepts "never", "always" or an object.
-func (r *Rule) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		switch s {
-		case "never":
-			r.Never = true
-		case "always":
-			r.Always = true
-		default:
-			return fmt.Errorf("approval rule %q: want never, always or an object", s)
-		}
-		return nil
-	}
-	type plain Rule
-	var p plain
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return err
-	}
-	*r = Rule(p)
-	if r.PathPrefix == nil && r.Over == nil {
-		return errors.New("approval rule object needs pathPrefix or over")
-	}
-	// A rule on no field would never ask: refuse it rather than fail open.
-	if r.PathPrefix != nil && r.PathPrefix.Field == "" {
-		return errors.New("approval rule pathPrefix needs a field")
-	}
-	if r.Over != nil && r.Over.Field == "" {
-		return errors.New("approval rule over needs a field")
-	}
-	return nil
-}
-
-// Needs reports whether a call with input needs approval under the rule.
-func (r Rule) Needs(input json.RawMessage) bool {
-	switch {
-	case r.Always:
-		return true
-	case r.Never:
-		return false
-	}
-	var obj map[string]any
-	if json.Unmarshal(input, &obj) != nil {
-		return true // fail closed on input the rule cannot read
-	}
-	if p := r.PathPrefix; p != nil {
-		if s, ok := obj[p.Field].(string); ok && underPrefix(s, p.Prefix) {
-			return true
-		}
-	}
-	if o := r.Over; o != nil {
-		if n, ok := obj[o.Field].(float64); ok && n > o.Limit {
-			return true
-		}
-	}
-	return false
-}
-
-// underPrefix reports whether path s lies at or under prefix, comparing
-// whole path elements ("/etc" covers "/etc/x", not "/etcetera"). A relative
-// path checked against an absolute prefix fails closed: it could be anywhere.
-func underPrefix(s, prefix string) bool {
-	c := path.Clean(s)
-	pre := path.Clean(prefix)
-	if path.IsAbs(pre) && !path.IsAbs(c) {
-		return true
-	}
-	return c == pre || pre == "/" || strings.HasPrefix(c, pre+"/")
-}
+// PrefixRule and OverRule are a Rule's conditions.
+type (
+	PrefixRule = tool.PrefixRule
+	OverRule   = tool.OverRule
+)
 
 // ConfigError names the file, agent and field of a configuration error.
 type ConfigError struct {

@@ -4,5 +4,6 @@
 // budgets and an output cap. It validates the whole file at start-up, without
 // reaching MCP servers, naming
 // the file, the agent and the field of every error, and builds the
-// turn.Agents the runner uses.
+// turn.Agents the runner uses. Its approval rules are package tool's Rule,
+// which fails closed on input it cannot read.
 package agents

@@ -4,5 +4,6 @@
 // the allowed tools with their annotations mapped onto baton's effects and
 // approval rules, and Dialer.Adapt makes a listing tool.Tools that call the
 // server by name. A Toolset is an agent's servers as the tool.Source a turn
-// lists when it starts.
+// lists when it starts; its Approvals are tool.Rules, which fail closed on
+// input they cannot read, so a loose schema lets no call past its rule.
 package mcp

@@ -195,7 +195,7 @@ func (d Dialer) List(ctx context.Context, s Server) ([]tool.Listed, error) {
 // the allow list no longer names, or from another server, is refused at
 // call time. approvals replace the approval rule of the named tools; any
 // other listed with Approval needs approval for every call.
-func (d Dialer) Adapt(s Server, listed []tool.Listed, approvals map[string]func(json.RawMessage) bool) []tool.Tool {
+func (d Dialer) Adapt(s Server, listed []tool.Listed, approvals map[string]tool.Rule) []tool.Tool {
 	c, cerr := d.conn(s)
 	out := make([]tool.Tool, 0, len(listed))
 	for _, l := range listed {
@@ -211,7 +211,7 @@ func (d Dialer) Adapt(s Server, listed []tool.Listed, approvals map[string]func(
 			t.Run = c.call
 		}
 		if rule, ok := approvals[l.Name]; ok {
-			t.NeedsApproval = rule
+			t.NeedsApproval = rule.Needs
 		} else if l.Approval {
 			t.NeedsApproval = tool.Always
 		}

@@ -226,7 +226,7 @@ func TestToolsetCallsRecordedToolsByName(t *testing.T) {
 	s := server(srv.URL)
 	s.Allow = append(s.Allow, "not_yet")
 	ts := mcp.Toolset{Dialer: dialer, Servers: []mcp.Server{s},
-		Approvals: map[string]func(json.RawMessage) bool{mcptest.SetFlag: tool.Always}}
+		Approvals: map[string]tool.Rule{mcptest.SetFlag: {Always: true}}}
 	if err := ts.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -265,5 +265,30 @@ func TestToolsetCallsRecordedToolsByName(t *testing.T) {
 	}
 	if c := srv.Calls(); len(c) != 0 {
 		t.Fatalf("calls reached the server's handlers: %+v", c)
+	}
+}
+
+// TestToolsetApprovalsFailClosed: an agent's rule for a listed tool with a
+// loose schema asks for every call it cannot read, and the listing's own
+// destructive default does not come back for a call it can.
+func TestToolsetApprovalsFailClosed(t *testing.T) {
+	listed := []tool.Listed{{Source: "files", Name: mcptest.Delete, Schema: json.RawMessage(`{"type":"object"}`),
+		Effect: tool.External, Approval: true}}
+	ts := mcp.Toolset{Dialer: dialer, Servers: []mcp.Server{server("http://127.0.0.1:1")},
+		Approvals: map[string]tool.Rule{mcptest.Delete: {PathPrefix: &tool.PrefixRule{Field: "path", Prefix: "/srv/keep"}}}}
+	del := ts.Tools(listed)[0]
+	for in, want := range map[string]bool{
+		`{"path":"/srv/tmp/x"}`:                      false,
+		`{"path":"/srv/keep/x"}`:                     true,
+		`{"Path":"/srv/keep/x"}`:                     true,
+		`{"path":"/srv/tmp/x","PATH":"/srv/keep/x"}`: true,
+		`{"path":["/srv/keep/x"]}`:                   true,
+		`{"path":"/srv/tmp/../keep/x"}`:              true,
+		`{"path":"/SRV/Keep/x"}`:                     true,
+		`{}`:                                         true,
+	} {
+		if got := del.Approval(json.RawMessage(in)); got != want {
+			t.Errorf("delete_file(%s): approval = %v, want %v", in, got, want)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/baton-run/baton/pkg/tool"
@@ -14,8 +13,10 @@ import (
 type Toolset struct {
 	Dialer  Dialer
 	Servers []Server
-	// Approvals replace the approval rule of the named tools.
-	Approvals map[string]func(json.RawMessage) bool
+	// Approvals replace the approval rule of the named tools. They are
+	// tool.Rules, which fail closed on input they cannot read, so a loose
+	// schema does not let a call past its rule.
+	Approvals map[string]tool.Rule
 }
 
 // Check reports what can be known wrong without reaching the servers, as a

@@ -161,6 +161,8 @@ func (s State) Apply(facts ...Fact) (State, error) {
 	return next, nil
 }
 
+// clone copies s deeply enough that applying facts to the copy never
+// writes through to s: every slice and pointer apply may change is its own.
 func (s *State) clone() State {
 	c := *s
 	c.Inbox = slices.Clone(s.Inbox)
@@ -182,6 +184,10 @@ func (s *State) clone() State {
 	if s.LastFailure != nil {
 		lf := *s.LastFailure
 		c.LastFailure = &lf
+	}
+	if s.Schedule != nil {
+		sc := *s.Schedule // schedule.fired moves From
+		c.Schedule = &sc
 	}
 	return c
 }

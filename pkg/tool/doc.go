@@ -1,7 +1,9 @@
 // Package tool is baton's seam to the tools an agent may call: a Tool has a
 // name, a description, a JSON Schema for its input, an effect, and a policy
-// saying which calls need an operator's approval. A Registry holds an
-// agent's tools in a fixed order; a Source lists tools that live elsewhere
-// (MCP servers) when a turn starts; demo.go has the demo agent's tools,
-// wait.go the built-in timer tool every agent may name.
+// saying which calls need an operator's approval. Rule (rule.go) is the
+// approval rule of every kind of tool, Go, declared and MCP alike, and fails
+// closed on input it cannot read. A Registry holds an agent's tools in a
+// fixed order; a Source lists tools that live elsewhere (MCP servers) when
+// a turn starts; demo.go has the demo agent's tools, wait.go the built-in
+// timer tool every agent may name.
 package tool

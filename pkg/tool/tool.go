@@ -38,7 +38,9 @@ type Tool struct {
 	Effect      Effect
 	Idempotent  bool
 	// NeedsApproval reports whether a call with this input must wait for an
-	// operator. Nil means never.
+	// operator. Nil means never. The runner calls it only with input the
+	// schema accepted (Registry.Check comes first); a Rule's Needs, or
+	// AnyRule, fails closed on input it cannot read.
 	NeedsApproval func(input json.RawMessage) bool
 	// Run executes the call. An error is reported to the model as a tool
 	// error result; it does not fail the turn.
