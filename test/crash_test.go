@@ -74,8 +74,8 @@ type toolCall struct {
 	N      int    // this request's number among those for Ref, from 1
 	At     time.Time
 	// Answered is when the answer was written; zero if the caller went
-	// away first.
-	Answered time.Time
+	// away first, and Gone is when it did.
+	Answered, Gone time.Time
 	Answer   json.RawMessage
 }
 
@@ -133,7 +133,11 @@ func (ts *toolServer) serve(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-time.After(latency):
 	case <-r.Context().Done():
-		return // the caller died: the effect happened, the answer is lost
+		// The caller died: the effect happened, the answer is lost.
+		ts.mu.Lock()
+		c.Gone = time.Now()
+		ts.mu.Unlock()
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if _, err := w.Write(c.Answer); err != nil {
@@ -532,7 +536,11 @@ func (rig *crashRig) kill(tr *crashTrial, id string) error {
 	}
 	var inFlight []string
 	for _, c := range calls {
-		if c.At.Before(signalled) && (c.Answered.IsZero() || c.Answered.After(signalled)) {
+		ended := c.Answered
+		if ended.IsZero() {
+			ended = c.Gone
+		}
+		if c.At.Before(signalled) && (ended.IsZero() || ended.After(signalled)) {
 			inFlight = append(inFlight, c.Tool)
 		}
 	}
