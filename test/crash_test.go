@@ -76,7 +76,7 @@ type toolCall struct {
 	// Answered is when the answer was written; zero if the caller went
 	// away first, and Gone is when it did.
 	Answered, Gone time.Time
-	Answer   json.RawMessage
+	Answer         json.RawMessage
 }
 
 // toolServer serves the crash agent's three HTTP tools. It records a call
