@@ -37,7 +37,9 @@
 // ledger records its start durably; if the invocation dies mid-call, the
 // resumed turn knows the outcome is uncertain: an Idempotent tool runs again
 // with the same IdempotencyKey, any other waits for an operator to rerun or
-// abandon it.
+// abandon it. A rerun verdict allows exactly one more run: the rerun is
+// recorded as a new execution before it runs, so a crash during it puts it
+// before an operator again.
 //
 // # Approvals
 //

@@ -302,8 +302,9 @@ func (s *Session) answer(id string, d reducer.Decision, reason string) {
 	s.kit.fatal(s.kit.App.Sessions.Answer(ctx, s.ID, s.operator("approver"), id, d, reason))
 }
 
-// Verdict settles an uncertain execution: Rerun runs the tool again,
-// Abandon tells the model it may not have happened.
+// Verdict settles an uncertain execution: Rerun runs the tool once more,
+// as a new execution (if that run dies too, it is uncertain in turn, under
+// its own id); Abandon tells the model it may not have happened.
 func (s *Session) Verdict(executionID string, v Verdict) {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
@@ -322,7 +323,7 @@ func (s *Session) Facts() []Fact {
 }
 
 // Executions lists the tools of the side effects the ledger recorded
-// before they ran, in order.
+// before they ran, in order: a call rerun on a verdict is listed again.
 func (s *Session) Executions() []string {
 	s.kit.tb.Helper()
 	var out []string

@@ -5,10 +5,12 @@ package test
 // non-idempotent external tool, all served by an httptest server in this
 // process that records every call it gets. The tick reaps the dead
 // invocation, SQS delivery resumes the turn in a fresh process, and the test
-// answers an uncertain execution with rerun or abandon, alternately. Every
-// trial must complete with each scripted step exactly once in the rebuilt
-// conversation, dense facts, and no side effect repeated without a rerun
-// verdict.
+// answers an uncertain execution with rerun or abandon, alternately. Some
+// trials kill twice: during a call and again during its rerun, the
+// idempotent write's own or the external call's after a rerun verdict.
+// Every trial must complete with each scripted step exactly once in the
+// rebuilt conversation, dense facts, and the external call run at most once
+// plus once per rerun verdict for it.
 //
 //	go test ./test/ -run Crash -v                                   # 20 trials
 //	BATON_CRASH_TRIALS=200 go test ./test/ -run Crash -v -timeout 30m
@@ -72,9 +74,9 @@ type toolCall struct {
 	N      int    // this request's number among those for Ref, from 1
 	At     time.Time
 	// Answered is when the answer was written; zero if the caller went
-	// away first.
-	Answered time.Time
-	Answer   json.RawMessage
+	// away first, and Gone is when it did.
+	Answered, Gone time.Time
+	Answer         json.RawMessage
 }
 
 // toolServer serves the crash agent's three HTTP tools. It records a call
@@ -87,7 +89,7 @@ type toolServer struct {
 	latency time.Duration
 	calls   []*toolCall
 	armRef  string
-	arrived chan struct{} // closed when the first call for armRef arrives
+	arrived []chan struct{} // arrived[i] is closed when call i+1 for armRef arrives
 }
 
 func newToolServer(t *testing.T) *toolServer {
@@ -123,16 +125,19 @@ func (ts *toolServer) serve(w http.ResponseWriter, r *http.Request) {
 	c.Answer, _ = json.Marshal(map[string]any{"ok": true, "tool": c.Tool, "ref": c.Ref, "n": c.N})
 	ts.calls = append(ts.calls, c)
 	latency := ts.latency
-	if c.Ref == ts.armRef && ts.arrived != nil {
-		close(ts.arrived)
-		ts.arrived = nil
+	if c.Ref == ts.armRef && c.N <= len(ts.arrived) {
+		close(ts.arrived[c.N-1])
 	}
 	ts.mu.Unlock()
 
 	select {
 	case <-time.After(latency):
 	case <-r.Context().Done():
-		return // the caller died: the effect happened, the answer is lost
+		// The caller died: the effect happened, the answer is lost.
+		ts.mu.Lock()
+		c.Gone = time.Now()
+		ts.mu.Unlock()
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if _, err := w.Write(c.Answer); err != nil {
@@ -144,17 +149,21 @@ func (ts *toolServer) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // begin clears the record for a new trial with the given latency. When
-// armRef is not empty, the returned channel is closed as the first call
-// for that ref arrives.
-func (ts *toolServer) begin(latency time.Duration, armRef string) <-chan struct{} {
+// armRef is not empty, the i-th returned channel is closed as call i+1
+// for that ref arrives, for the first n calls.
+func (ts *toolServer) begin(latency time.Duration, armRef string, n int) []<-chan struct{} {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.calls, ts.latency, ts.armRef, ts.arrived = nil, latency, armRef, nil
 	if armRef == "" {
 		return nil
 	}
-	ts.arrived = make(chan struct{})
-	return ts.arrived
+	out := make([]<-chan struct{}, n)
+	for i := range n {
+		ts.arrived = append(ts.arrived, make(chan struct{}))
+		out[i] = ts.arrived[i]
+	}
+	return out
 }
 
 // snapshot returns copies of the calls recorded so far.
@@ -228,13 +237,20 @@ type crashTrial struct {
 	latency time.Duration
 	target  string        // the ref whose call the kill waited for, or "" for a timed kill
 	delay   time.Duration // after the call arrived, or after the message was posted
-	phase   string        // where the kill landed
-	// killed is zero for the control trial.
+	// again kills a second time, when the target's second run (its
+	// rerun) arrives; rerunFirst answers the trial's first uncertain
+	// execution with rerun, so that the external call's rerun can be killed.
+	again, rerunFirst bool
+	phase             string // where the kill landed, each kill's ";"-separated
+	// killed is the last kill's time, zero for the control trial; kills
+	// counts them.
 	killed  time.Time
+	kills   int
 	ended   *reducer.Fact
-	recover time.Duration // kill to the turn's end, when killed during the turn
-	// verdicts given, by the call's ref.
-	verdicts map[string]reducer.Verdict
+	recover time.Duration // the last kill to the turn's end, when killed during the turn
+	total   time.Duration // the message to the turn's end
+	// verdicts given, by the call's ref, in order, and when.
+	verdicts map[string][]verdictGiven
 
 	// took is the trial's wall time; spawn, the start of the fresh resume
 	// process; check, the checks after the turn ended.
@@ -245,6 +261,53 @@ type crashTrial struct {
 	partial                  int // partial steps the stream marks abandoned
 	idemRepeats              int // idempotent calls that ran more than once
 	externalRuns             int // server-side runs of the external call
+	// perVerdict is, for each verdict on the external call, the runs of
+	// the call the tool server saw from the verdict to the next one (or
+	// the end).
+	perVerdict []verdictRuns
+}
+
+// verdictGiven is a verdict the trial gave, and when.
+type verdictGiven struct {
+	v  reducer.Verdict
+	at time.Time
+}
+
+func (g verdictGiven) String() string { return string(g.v) }
+
+// verdictRuns is a verdict and the runs that followed it.
+type verdictRuns struct {
+	v    reducer.Verdict
+	runs int
+}
+
+// reruns counts the rerun verdicts given for ref.
+func (tr *crashTrial) reruns(ref string) int {
+	n := 0
+	for _, g := range tr.verdicts[ref] {
+		if g.v == reducer.Rerun {
+			n++
+		}
+	}
+	return n
+}
+
+// lastVerdict is the last verdict given for ref, if any.
+func (tr *crashTrial) lastVerdict(ref string) (reducer.Verdict, bool) {
+	vs := tr.verdicts[ref]
+	if len(vs) == 0 {
+		return "", false
+	}
+	return vs[len(vs)-1].v, true
+}
+
+// nVerdicts counts the verdicts the trial gave.
+func (tr *crashTrial) nVerdicts() int {
+	n := 0
+	for _, vs := range tr.verdicts {
+		n += len(vs)
+	}
+	return n
 }
 
 func (tr *crashTrial) problem(format string, args ...any) {
@@ -321,21 +384,27 @@ func TestCrashTrials(t *testing.T) {
 // otherwise timed kills land within about span after the message.
 func (rig *crashRig) trial(n int, span *time.Duration) *crashTrial {
 	s, rng := rig.s, rig.rng
-	tr := &crashTrial{n: n, verdicts: map[string]reducer.Verdict{}}
+	tr := &crashTrial{n: n, verdicts: map[string][]verdictGiven{}}
 	began := time.Now()
 	defer func() { tr.took = time.Since(began) }()
 	tr.latency = time.Duration(2+rng.IntN(39)) * time.Millisecond
 
 	refs := rig.refs()
-	var arrived <-chan struct{}
 	if span != nil {
-		// A third of the kills land inside the external call, a third
-		// inside a random call, a third at a random time of the turn.
-		switch n % 3 {
+		// A fifth of the trials kill inside the external call, a fifth
+		// inside a random call, a fifth at a random time of the turn; a
+		// fifth kill inside the external call and again inside the rerun
+		// an operator allows, and a fifth inside the idempotent write and
+		// again inside its rerun.
+		switch n % 5 {
 		case 1:
 			tr.target = rig.refOf(externalTool)
 		case 2:
 			tr.target = refs[rng.IntN(len(refs))]
+		case 3:
+			tr.target, tr.again, tr.rerunFirst = rig.refOf(externalTool), true, true
+		case 4:
+			tr.target, tr.again = rig.refOf(writeTool), true
 		}
 		if tr.target != "" {
 			tr.delay = time.Duration(rng.Int64N(int64(tr.latency/2) + 1))
@@ -343,7 +412,11 @@ func (rig *crashRig) trial(n int, span *time.Duration) *crashTrial {
 			tr.delay = time.Duration(rng.Int64N(int64(*span)))
 		}
 	}
-	arrived = rig.ts.begin(tr.latency, tr.target)
+	kills := 1
+	if tr.again {
+		kills = 2
+	}
+	arrived := rig.ts.begin(tr.latency, tr.target, kills)
 
 	id := s.createSession(alice, "crash")
 	tr.session = id
@@ -357,23 +430,27 @@ func (rig *crashRig) trial(n int, span *time.Duration) *crashTrial {
 	var killer sync.WaitGroup
 	var killErr error
 	if span != nil {
-		trigger := arrived
-		if trigger == nil {
+		triggers := arrived
+		if triggers == nil {
 			at := make(chan struct{})
 			timer := time.AfterFunc(time.Until(posted.Add(tr.delay)), func() { close(at) })
 			defer timer.Stop()
-			trigger = at
+			triggers = []<-chan struct{}{at}
 		}
 		killer.Go(func() {
-			select {
-			case <-trigger:
-			case <-done:
-				return // the turn ended first
+			for _, trigger := range triggers {
+				select {
+				case <-trigger:
+				case <-done:
+					return // the turn ended first
+				}
+				if arrived != nil {
+					time.Sleep(tr.delay)
+				}
+				if killErr = rig.kill(tr, id); killErr != nil {
+					return
+				}
 			}
-			if arrived != nil {
-				time.Sleep(tr.delay)
-			}
-			killErr = rig.kill(tr, id)
 		})
 	}
 	tr.ended = rig.drive(tr, id)
@@ -388,10 +465,11 @@ func (rig *crashRig) trial(n int, span *time.Duration) *crashTrial {
 	if tr.ended == nil {
 		return tr
 	}
+	tr.total = tr.ended.Time.Sub(posted)
 	if span == nil {
 		// The control's recover is its whole span, for the caller's timing.
-		tr.recover = tr.ended.Time.Sub(posted)
-	} else if !tr.killed.IsZero() && tr.phase != "after the end" {
+		tr.recover = tr.total
+	} else if !tr.killed.IsZero() && !strings.HasSuffix(tr.phase, "after the end") {
 		tr.recover = tr.ended.Time.Sub(tr.killed)
 	}
 	checked := time.Now()
@@ -458,26 +536,35 @@ func (rig *crashRig) kill(tr *crashTrial, id string) error {
 	}
 	var inFlight []string
 	for _, c := range calls {
-		if c.At.Before(signalled) && (c.Answered.IsZero() || c.Answered.After(signalled)) {
+		ended := c.Answered
+		if ended.IsZero() {
+			ended = c.Gone
+		}
+		if c.At.Before(signalled) && (ended.IsZero() || ended.After(signalled)) {
 			inFlight = append(inFlight, c.Tool)
 		}
 	}
 	last := facts[len(facts)-1]
+	var phase string
 	switch {
 	case len(ofType(facts, reducer.TurnStarted)) == 0:
-		tr.phase = "before the turn started"
+		phase = "before the turn started"
 	case last.Ends():
-		tr.phase = "after the end"
+		phase = "after the end"
 	case len(inFlight) > 0:
-		tr.phase = "during the " + strings.Join(inFlight, "+") + " call"
+		phase = "during the " + strings.Join(inFlight, "+") + " call"
 	case last.Type == reducer.TurnSuspended:
-		tr.phase = "after a suspension"
+		phase = "after a suspension"
 	default:
 		// A model step, a flush, a fact being written, or the moments
 		// between a call's answer and its durable result.
-		tr.phase = "between tool calls"
+		phase = "between tool calls"
 	}
-	tr.killed = killed
+	if tr.kills > 0 {
+		phase = tr.phase + "; then " + phase
+	}
+	tr.phase, tr.killed = phase, killed
+	tr.kills++
 	return nil
 }
 
@@ -509,12 +596,17 @@ func (rig *crashRig) drive(tr *crashTrial, id string) *reducer.Fact {
 		if st.Status == reducer.Suspended && st.Turn.Uncertain != nil && !answered[st.LastSeq] {
 			answered[st.LastSeq] = true
 			ex := st.Turn.Uncertain
+			// Verdicts alternate, but a trial that kills the rerun
+			// answers its first uncertain execution with rerun.
 			v := reducer.Rerun
-			if rig.uncertain%2 == 1 {
-				v = reducer.Abandon
+			if !tr.rerunFirst || tr.nVerdicts() > 0 {
+				if rig.uncertain%2 == 1 {
+					v = reducer.Abandon
+				}
+				rig.uncertain++
 			}
-			rig.uncertain++
-			tr.verdicts[rig.refOfStreamCall(id, st.Turn.Stream, ex.ToolCallID)] = v
+			ref := rig.refOfStreamCall(id, st.Turn.Stream, ex.ToolCallID)
+			tr.verdicts[ref] = append(tr.verdicts[ref], verdictGiven{v: v, at: time.Now()})
 			var acc struct {
 				Status string `json:"status"`
 			}
@@ -580,11 +672,15 @@ func (rig *crashRig) check(tr *crashTrial, id string) {
 		tr.problem("%d turn.started facts, want 1", n)
 	}
 	checkResumes(rig.t, facts)
+	// One execution.started for each side effect, and one more for each
+	// rerun an operator allowed: a rerun is recorded before it runs.
 	var sideEffects []string
 	for _, st := range rig.sc.Steps {
 		for _, c := range st.ToolCalls {
 			if c.Name != readTool {
-				sideEffects = append(sideEffects, c.Name)
+				for range 1 + tr.reruns(refOfInput(c.Input)) {
+					sideEffects = append(sideEffects, c.Name)
+				}
 			}
 		}
 	}
@@ -593,12 +689,12 @@ func (rig *crashRig) check(tr *crashTrial, id string) {
 		ledger = append(ledger, f.Execution.Tool)
 	}
 	if !slices.Equal(ledger, sideEffects) {
-		tr.problem("execution.started for %v, want one for each side effect %v", ledger, sideEffects)
+		tr.problem("execution.started for %v, want one for each side effect and rerun verdict %v", ledger, sideEffects)
 	}
-	if got, want := len(suspended(facts, reducer.CauseUncertain)), len(tr.verdicts); got != want {
+	if got, want := len(suspended(facts, reducer.CauseUncertain)), tr.nVerdicts(); got != want {
 		tr.problem("%d uncertain suspensions, %d verdicts given", got, want)
 	}
-	if got, want := len(ofType(facts, reducer.ExecutionVerdict)), len(tr.verdicts); got != want {
+	if got, want := len(ofType(facts, reducer.ExecutionVerdict)), tr.nVerdicts(); got != want {
 		tr.problem("%d execution.verdict facts, %d verdicts given", got, want)
 	}
 
@@ -767,10 +863,11 @@ func (rig *crashRig) checkConversation(tr *crashTrial, history []conversation.Me
 
 // checkServer compares what the tool server saw with the conversation and
 // the verdicts: a read may run again; an idempotent write may run again,
-// always with the same key; the external call runs once, twice only after
-// a rerun verdict (and then with the same key), and not at all or once
-// after an abandon. The result in the conversation is the answer to the
-// last run, or the abandoned text.
+// always with the same key; the external call runs at most once plus once
+// for each rerun verdict on it (always with the same key), at least once
+// unless its last verdict is abandon, and not at all after an abandon. The
+// result in the conversation is the answer to the last run, or the
+// abandoned text.
 func (rig *crashRig) checkServer(tr *crashTrial, calls map[string]*callResult) {
 	runs := map[string][]toolCall{}
 	for _, c := range rig.ts.snapshot() {
@@ -791,7 +888,7 @@ func (rig *crashRig) checkServer(tr *crashTrial, calls map[string]*callResult) {
 	for ref, callID := range byRef {
 		cr := calls[callID]
 		rs := runs[ref]
-		v, hasVerdict := tr.verdicts[ref]
+		v, hasVerdict := tr.lastVerdict(ref)
 		if cr.name != readTool {
 			keys := map[string]bool{}
 			for _, r := range rs {
@@ -809,19 +906,19 @@ func (rig *crashRig) checkServer(tr *crashTrial, calls map[string]*callResult) {
 			}
 		case externalTool:
 			tr.externalRuns = len(rs)
-			hi = 1
-			switch {
-			case hasVerdict && v == reducer.Rerun:
-				hi = 2
-			case hasVerdict && v == reducer.Abandon:
+			// One verdict allows exactly one more run.
+			hi = 1 + tr.reruns(ref)
+			if hasVerdict && v == reducer.Abandon {
 				lo = 0
 			}
 			if len(rs) > hi {
 				tr.double++
 			}
+			rig.checkVerdictRuns(tr, ref, rs)
 		}
 		if len(rs) < lo || (hi >= 0 && len(rs) > hi) {
-			tr.problem("%s %s ran %d times on the tool server (verdict %q), want %d..%d", cr.name, ref, len(rs), v, lo, hi)
+			tr.problem("%s %s ran %d times on the tool server (verdicts %v), want %d..%d: at most 1 + the rerun verdicts for it",
+				cr.name, ref, len(rs), tr.verdicts[ref], lo, hi)
 		}
 		if cr.result == nil {
 			tr.problem("%s %s has no result in the conversation", cr.name, ref)
@@ -839,6 +936,24 @@ func (rig *crashRig) checkServer(tr *crashTrial, calls map[string]*callResult) {
 		}
 		if last := rs[len(rs)-1]; cr.result.IsError || !jsonEqual(cr.result.Output, last.Answer) {
 			tr.problem("%s %s: result %s (error %v), want the answer to its last run %s", cr.name, ref, cr.result.Output, cr.result.IsError, last.Answer)
+		}
+	}
+}
+
+// checkVerdictRuns counts the runs of ref that followed each verdict on it,
+// up to the next verdict: at most one after a rerun, none after an abandon.
+func (rig *crashRig) checkVerdictRuns(tr *crashTrial, ref string, rs []toolCall) {
+	vs := tr.verdicts[ref]
+	for i, g := range vs {
+		n := 0
+		for _, r := range rs {
+			if r.At.After(g.at) && (i+1 == len(vs) || r.At.Before(vs[i+1].at)) {
+				n++
+			}
+		}
+		tr.perVerdict = append(tr.perVerdict, verdictRuns{v: g.v, runs: n})
+		if want := map[reducer.Verdict]int{reducer.Rerun: 1}[g.v]; n > want {
+			tr.problem("%s: verdict %d (%s) was followed by %d runs, want at most %d", ref, i+1, g.v, n, want)
 		}
 	}
 }
@@ -874,7 +989,7 @@ func (rig *crashRig) report(tr *crashTrial) {
 	case tr.ended == nil:
 	case tr.n == 0:
 		end = fmt.Sprintf("%s %v after the message", tr.ended.Type, tr.recover.Round(time.Millisecond))
-	case tr.killed.IsZero() || tr.phase == "after the end":
+	case tr.killed.IsZero() || strings.HasSuffix(tr.phase, "after the end"):
 		end = string(tr.ended.Type) + " before the kill"
 	default:
 		end = fmt.Sprintf("%s %v after the kill", tr.ended.Type, tr.recover.Round(time.Millisecond))
@@ -888,51 +1003,71 @@ func (rig *crashRig) report(tr *crashTrial) {
 }
 
 // summarize logs the figures of the killed trials and checks that both
-// verdicts were exercised.
+// verdicts were exercised, and a rerun killed.
 func (rig *crashRig) summarize(results []*crashTrial) {
 	t := rig.t
-	var completed, lost, dup, double, late, reruns, abandons, partial, idem int
-	var recover []time.Duration
+	var completed, lost, dup, double, late, reruns, abandons, partial, idem, kills, twice int
+	var maxPerRerun, rerunRuns, abandonRuns, maxRuns int
+	var recover, total []time.Duration
 	phases := map[string]int{}
 	for _, tr := range results {
 		if tr.ended != nil && tr.ended.Type == reducer.TurnCompleted {
 			completed++
+			total = append(total, tr.total)
 		}
 		lost += tr.lost
 		dup += tr.duplicated
 		double += tr.double
 		partial += tr.partial
 		idem += tr.idemRepeats
+		kills += tr.kills
+		maxRuns = max(maxRuns, tr.externalRuns)
+		if tr.kills > 1 {
+			twice++
+		}
 		phases[tr.phase]++
-		for _, v := range tr.verdicts {
-			if v == reducer.Rerun {
+		for _, vr := range tr.perVerdict {
+			if vr.v == reducer.Rerun {
 				reruns++
+				rerunRuns += vr.runs
+				maxPerRerun = max(maxPerRerun, vr.runs)
 			} else {
 				abandons++
+				abandonRuns += vr.runs
 			}
 		}
 		switch {
-		case tr.killed.IsZero() || tr.phase == "after the end":
+		case tr.killed.IsZero() || strings.HasSuffix(tr.phase, "after the end"):
 			late++
 		case tr.ended != nil:
 			recover = append(recover, tr.recover)
 		}
 	}
-	slices.Sort(recover)
-	var p50, worst time.Duration
-	if len(recover) > 0 {
-		p50, worst = recover[len(recover)/2], recover[len(recover)-1]
-	}
 	var ph []string
 	for _, k := range slices.Sorted(maps.Keys(phases)) {
 		ph = append(ph, fmt.Sprintf("%s: %d", k, phases[k]))
 	}
-	t.Logf("crash trials: %d, completed %d, lost steps %d, duplicated steps %d, double effects %d", len(results), completed, lost, dup, double)
-	t.Logf("kill to completion over %d kills within a turn: p50 %v, max %v", len(recover), p50.Round(time.Millisecond), worst.Round(time.Millisecond))
+	t.Logf("crash trials: %d (%d kills, %d trials killed twice), completed %d, lost steps %d, duplicated steps %d, double effects %d",
+		len(results), kills, twice, completed, lost, dup, double)
+	t.Logf("runs per verdict of the non-idempotent call: max %d, total %d over %d rerun verdicts; %d runs after %d abandon verdicts; most runs of one call %d",
+		maxPerRerun, rerunRuns, reruns, abandonRuns, abandons, maxRuns)
+	p50, worst := quantiles(recover)
+	t.Logf("last kill to completion over %d kills within a turn: p50 %v, max %v", len(recover), p50.Round(time.Millisecond), worst.Round(time.Millisecond))
+	p50, worst = quantiles(total)
+	t.Logf("message to completion over %d completed trials: p50 %v, max %v", len(total), p50.Round(time.Millisecond), worst.Round(time.Millisecond))
 	t.Logf("uncertain executions: %d (rerun %d, abandon %d); idempotent writes repeated %d; partial steps dropped %d; kills after the end (or none) %d",
 		reruns+abandons, reruns, abandons, idem, partial, late)
 	t.Logf("kills landed: %s", strings.Join(ph, "; "))
 	if len(results) >= 6 && (reruns == 0 || abandons == 0) {
 		t.Errorf("both verdicts must be exercised: %d rerun, %d abandon", reruns, abandons)
 	}
+}
+
+// quantiles returns the median and the maximum of ds.
+func quantiles(ds []time.Duration) (p50, worst time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	ds = slices.Sorted(slices.Values(ds))
+	return ds[len(ds)/2], ds[len(ds)-1]
 }

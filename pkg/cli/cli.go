@@ -375,8 +375,8 @@ func (e *env) show(ctx context.Context, args []string) error {
 			p.ApprovalID, p.Tool, clipText(string(p.Input), 200), s.ID, p.ApprovalID, s.ID, p.ApprovalID)
 	}
 	if u := s.Uncertain; u != nil {
-		fmt.Fprintf(w, "uncertain execution %s of %s (may or may not have run)\n         baton verdict %s %s rerun|abandon\n",
-			u.ExecutionID, u.Tool, s.ID, u.ExecutionID)
+		fmt.Fprintf(w, "uncertain execution %s of %s, attempt %d (may or may not have run)\n         baton verdict %s %s rerun|abandon\n",
+			u.ExecutionID, u.Tool, max(u.Attempt, 1), s.ID, u.ExecutionID)
 	}
 	return nil
 }

@@ -126,7 +126,7 @@ func TestGetShowsUncertainExecution(t *testing.T) {
 	ex := e.suspendUncertain(s.ID, turn)
 	var got operator.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
-	if got.Uncertain == nil || *got.Uncertain != (operator.Execution{ExecutionID: ex.ID, ToolCallID: ex.ToolCallID, Tool: "charge"}) ||
+	if got.Uncertain == nil || *got.Uncertain != (operator.Execution{ExecutionID: ex.ID, ToolCallID: ex.ToolCallID, Tool: "charge", Attempt: 1}) ||
 		got.Turn == nil || got.Turn.Cause != reducer.CauseUncertain {
 		t.Errorf("uncertain %+v turn %+v", got.Uncertain, got.Turn)
 	}
@@ -511,6 +511,38 @@ func TestVerdict(t *testing.T) {
 	if len(e.facts(s.ID)) != len(fs) {
 		t.Error("a refused verdict wrote a fact")
 	}
+}
+
+// A rerun that became uncertain in turn is shown as its call's next
+// attempt, under its own id; the first execution's id settles nothing.
+func TestVerdictOnARerun(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := ids.New("alice")
+	s := e.create(alice)
+	turn, _ := e.startTurn(s.ID)
+	first := e.suspendUncertain(s.ID, turn)
+	firstPath := "/sessions/" + s.ID + "/executions/" + first.ID
+	e.must(http.StatusAccepted, req{method: "POST", path: firstPath, user: alice, body: `{"verdict":"rerun"}`})
+	second := first.Next()
+	agent := reducer.Actor{Kind: reducer.ActorAgent, ID: turn}
+	e.append(s.ID,
+		reducer.Fact{Type: reducer.TurnResumed, Actor: agent, Turn: turn, Lease: time.Now().Add(10 * time.Minute)},
+		reducer.Fact{Type: reducer.ExecutionStarted, Actor: agent, Turn: turn, Execution: &second},
+		reducer.Fact{Type: reducer.TurnSuspended, Actor: agent, Turn: turn, Cause: reducer.CauseUncertain, Execution: &second},
+	)
+
+	var got operator.Session
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+	want := operator.Execution{ExecutionID: second.ID, ToolCallID: first.ToolCallID, Tool: "charge", Attempt: 2}
+	if got.Uncertain == nil || *got.Uncertain != want || second.ID == first.ID {
+		t.Fatalf("uncertain %+v, want %+v", got.Uncertain, want)
+	}
+	before := e.facts(s.ID)
+	e.must(http.StatusConflict, req{method: "POST", path: firstPath, user: alice, body: `{"verdict":"rerun"}`})
+	if len(e.facts(s.ID)) != len(before) {
+		t.Fatal("a verdict on the first execution wrote a fact")
+	}
+	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/executions/" + second.ID, user: alice, body: `{"verdict":"abandon"}`})
 }
 
 // TestOtherCallerSeesNothing: bob gets the same 404 for alice's session as

@@ -93,11 +93,14 @@ type Approval struct {
 }
 
 // Execution is a side-effecting tool call that may or may not have run.
+// Attempt is 1 for the call's first run, n+1 for the rerun a verdict on
+// attempt n allowed: each attempt has its own execution id and verdict.
 type Execution struct {
 	ExecutionID string `json:"executionId"`
 	ToolCallID  string `json:"toolCallId"`
 	Tool        string `json:"tool"`
 	Idempotent  bool   `json:"idempotent"`
+	Attempt     int    `json:"attempt"`
 }
 
 // Summary is one entry of GET /sessions.
@@ -164,7 +167,7 @@ func sessionView(id string, st reducer.State) Session {
 				Input: p.Input, Expires: p.Expires})
 		}
 		if u := t.Uncertain; u != nil {
-			s.Uncertain = &Execution{ExecutionID: u.ID, ToolCallID: u.ToolCallID, Tool: u.Tool, Idempotent: u.Idempotent}
+			s.Uncertain = &Execution{ExecutionID: u.ID, ToolCallID: u.ToolCallID, Tool: u.Tool, Idempotent: u.Idempotent, Attempt: u.Try()}
 		}
 	}
 	return s

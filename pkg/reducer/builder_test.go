@@ -123,6 +123,11 @@ func execution(id, call string) *reducer.Execution {
 	return &reducer.Execution{ID: id, ToolCallID: call, Tool: "deploy"}
 }
 
+// attempt numbers a started or uncertain execution.
+func attempt(n int) opt {
+	return func(f *reducer.Fact) { f.Execution.Attempt = n }
+}
+
 func (b *builder) execStarted(id, call string, opts ...opt) reducer.Fact {
 	return b.fact(reducer.ExecutionStarted, b.agent(), append([]opt{edit(func(f *reducer.Fact) {
 		f.Execution = execution(id, call)

@@ -2,5 +2,7 @@
 // session state, and decides from that state what a session needs next
 // (State.Next). Reduce, State.Apply and State.Next are pure: they read no
 // clock and do no I/O, and Apply rejects an illegal sequence of facts with a
-// *TransitionError instead of guessing.
+// *TransitionError instead of guessing. Among the rules it enforces: a tool
+// call's execution starts again only after a rerun verdict on its newest
+// execution, as the next attempt, so one verdict allows exactly one more run.
 package reducer

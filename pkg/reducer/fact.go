@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -192,12 +193,43 @@ type Answer struct {
 	Reason     string   `json:"reason,omitempty"`
 }
 
-// Execution is a side-effecting tool call made durable before it runs.
+// Execution is one run of a side-effecting tool call, made durable before
+// it runs. A call's first execution is attempt 1; a rerun an operator
+// allows after attempt n is a new execution, attempt n+1, recorded before
+// it runs like the first, so that its own uncertainty goes back to an
+// operator: one verdict allows exactly one more run.
 type Execution struct {
-	ID         string `json:"id"` // also the idempotency key
+	ID         string `json:"id"` // ExecutionID(ToolCallID, Attempt)
 	ToolCallID string `json:"toolCallId"`
 	Tool       string `json:"tool"`
 	Idempotent bool   `json:"idempotent"`
+	// Attempt numbers the call's executions from 1. It is omitted for
+	// the first, and facts from before reruns were executions of their
+	// own have 0: both mean 1 (see Try).
+	Attempt int `json:"attempt,omitempty"`
+}
+
+// ExecutionID is the id of attempt n of a tool call's execution:
+// ex_<tool call id> for the first, ex_<tool call id>_r<n> after it.
+func ExecutionID(toolCallID string, n int) string {
+	if n <= 1 {
+		return "ex_" + toolCallID
+	}
+	return "ex_" + toolCallID + "_r" + strconv.Itoa(n)
+}
+
+// Try is the execution's attempt number, from 1.
+func (e Execution) Try() int { return max(e.Attempt, 1) }
+
+// Key is the idempotency key of the execution's tool call, the same for
+// every attempt of the call: the first execution's id.
+func (e Execution) Key() string { return ExecutionID(e.ToolCallID, 1) }
+
+// Next is the execution a rerun verdict on e allows: the call's next
+// attempt, under a new id and the same idempotency key.
+func (e Execution) Next() Execution {
+	n := e.Try() + 1
+	return Execution{ID: ExecutionID(e.ToolCallID, n), ToolCallID: e.ToolCallID, Tool: e.Tool, Idempotent: e.Idempotent, Attempt: n}
 }
 
 // Settled is an operator's verdict on an uncertain execution.

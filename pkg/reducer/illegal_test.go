@@ -268,6 +268,33 @@ func TestIllegalTransitions(t *testing.T) {
 			return b.awaitingVerdict(),
 				facts(b.verdict("x1", reducer.Rerun, edit(func(f *reducer.Fact) { f.Settled = nil })))
 		}, "no verdict"},
+		// One verdict allows exactly one more run.
+		{"a second execution.started for a call without a verdict", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return append(b.running(), b.execStarted("x1", "call-9")), facts(b.execStarted("x2", "call-9", attempt(2)))
+		}, "its execution x1 has no rerun verdict"},
+		{"a rerun started after an abandon", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return append(b.awaitingVerdict(), b.verdict("x1", reducer.Abandon), b.resumed()), facts(b.execStarted("x2", "call-9", attempt(2)))
+		}, "its execution x1 has no rerun verdict"},
+		{"two reruns started on one verdict", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return append(b.awaitingVerdict(), b.verdict("x1", reducer.Rerun), b.resumed(), b.execStarted("x2", "call-9", attempt(2))),
+				facts(b.execStarted("x3", "call-9", attempt(3)))
+		}, "its execution x2 has no rerun verdict"},
+		{"a rerun that skips an attempt", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return append(b.awaitingVerdict(), b.verdict("x1", reducer.Rerun), b.resumed()), facts(b.execStarted("x3", "call-9", attempt(3)))
+		}, "attempt 3 of tool call call-9, want 2"},
+		{"a first execution numbered as a rerun", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.running(), facts(b.execStarted("x2", "call-9", attempt(2)))
+		}, "attempt 2 of tool call call-9, which has none"},
+		{"uncertain about an execution never started", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return b.running(), facts(b.uncertain("x1", "call-9"))
+		}, "x1 is not the newest started for tool call call-9"},
+		{"uncertain about an execution a rerun replaced", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return append(b.awaitingVerdict(), b.verdict("x1", reducer.Rerun), b.resumed(), b.execStarted("x2", "call-9", attempt(2))),
+				facts(b.uncertain("x1", "call-9"))
+		}, "x1 is not the newest started for tool call call-9"},
+		{"uncertain again about a settled execution", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+			return append(b.awaitingVerdict(), b.verdict("x1", reducer.Rerun), b.resumed()), facts(b.uncertain("x1", "call-9"))
+		}, "x1 already has a verdict"},
 		{"execution.verdict while idle", func(b *builder) ([]reducer.Fact, []reducer.Fact) {
 			return append(b.running(), b.completed()), facts(b.verdict("x1", reducer.Rerun))
 		}, "no open turn"},

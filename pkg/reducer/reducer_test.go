@@ -276,6 +276,25 @@ func TestLegalTransitions(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "a rerun verdict allows the call's next execution, which is open",
+			step: func(b *builder) ([]reducer.Fact, []reducer.Fact) {
+				return append(b.awaitingVerdict(), b.verdict("x1", reducer.Rerun), b.resumed()),
+					facts(b.execStarted("x2", "call-9", attempt(2)), b.uncertain("x2", "call-9", attempt(2)))
+			},
+			check: func(t *testing.T, _, s reducer.State, _ []reducer.Fact) {
+				wantStatus(t, s, reducer.Suspended, reducer.CauseUncertain)
+				if u := s.Turn.Uncertain; u == nil || u.ID != "x2" || u.Try() != 2 {
+					t.Errorf("uncertain %+v, want attempt 2, x2", u)
+				}
+				if e, ok := s.Turn.Execution("call-9"); !ok || e.ID != "x2" {
+					t.Errorf("Execution(call-9) = %+v, %v, want the newest, x2", e, ok)
+				}
+				if _, ok := s.Turn.Verdict("x2"); ok {
+					t.Error("the verdict on x1 reads as one on x2")
+				}
+			},
+		},
 		settling(reducer.Rerun),
 		settling(reducer.Abandon),
 		{

@@ -79,6 +79,17 @@ func (t *Turn) Answer(toolCallID string) (Answer, bool) {
 	return Answer{}, false
 }
 
+// Execution returns the newest execution of a tool call: the open one, if
+// it has no result.
+func (t *Turn) Execution(toolCallID string) (Execution, bool) {
+	for i := len(t.Executions) - 1; i >= 0; i-- {
+		if e := t.Executions[i]; e.ToolCallID == toolCallID {
+			return e, true
+		}
+	}
+	return Execution{}, false
+}
+
 // Verdict returns the operator's verdict on an execution.
 func (t *Turn) Verdict(executionID string) (Settled, bool) {
 	for _, v := range t.Verdicts {
@@ -320,6 +331,9 @@ func (s *State) apply(f Fact) error {
 			if f.Execution == nil {
 				return illegal("suspended as uncertain without the execution")
 			}
+			if err := s.Turn.openExecution(*f.Execution); err != nil {
+				return illegal("%v", err)
+			}
 			e := *f.Execution
 			s.Turn.Uncertain = &e
 			s.Turn.Faults = 0
@@ -406,10 +420,8 @@ func (s *State) apply(f Fact) error {
 		if e == nil || e.ID == "" || e.ToolCallID == "" {
 			return illegal("execution not named")
 		}
-		for _, x := range s.Turn.Executions {
-			if x.ID == e.ID {
-				return illegal("execution %s already started", e.ID)
-			}
+		if err := s.Turn.nextExecution(*e); err != nil {
+			return illegal("%v", err)
 		}
 		s.Turn.Executions = append(s.Turn.Executions, *e)
 
@@ -555,4 +567,42 @@ func (s *State) end(f Fact) {
 	if f.Snapshot != "" {
 		s.Snapshot, s.SnapshotSeq = f.Snapshot, f.Seq
 	}
+}
+
+// nextExecution checks that e may start: it is its call's first execution,
+// or the one next attempt a rerun verdict on the call's newest execution
+// allows.
+func (t *Turn) nextExecution(e Execution) error {
+	for _, x := range t.Executions {
+		if x.ID == e.ID {
+			return fmt.Errorf("execution %s already started", e.ID)
+		}
+	}
+	prev, ok := t.Execution(e.ToolCallID)
+	if !ok {
+		if e.Try() != 1 {
+			return fmt.Errorf("execution %s is attempt %d of tool call %s, which has none", e.ID, e.Try(), e.ToolCallID)
+		}
+		return nil
+	}
+	if v, settled := t.Verdict(prev.ID); !settled || v.Verdict != Rerun {
+		return fmt.Errorf("execution %s of tool call %s: its execution %s has no rerun verdict", e.ID, e.ToolCallID, prev.ID)
+	}
+	if e.Try() != prev.Try()+1 {
+		return fmt.Errorf("execution %s is attempt %d of tool call %s, want %d", e.ID, e.Try(), e.ToolCallID, prev.Try()+1)
+	}
+	return nil
+}
+
+// openExecution checks that e, named uncertain, is a recorded execution
+// that a verdict could still settle: its call's newest, with no verdict.
+func (t *Turn) openExecution(e Execution) error {
+	newest, ok := t.Execution(e.ToolCallID)
+	if !ok || newest.ID != e.ID {
+		return fmt.Errorf("execution %s is not the newest started for tool call %s", e.ID, e.ToolCallID)
+	}
+	if _, settled := t.Verdict(e.ID); settled {
+		return fmt.Errorf("execution %s already has a verdict", e.ID)
+	}
+	return nil
 }

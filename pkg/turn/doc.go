@@ -10,5 +10,8 @@
 // meanwhile into the turn, or ends it as interrupted, as the agent's
 // steering policy decided when they were posted; and past the agent's input
 // token budget it compacts the session's older history into a durable
-// summary before the next step.
+// summary before the next step. A side effect is recorded in the
+// execution ledger before it runs; one left uncertain by a crash reruns
+// when idempotent, or waits for an operator's verdict, and a rerun verdict
+// runs it once more as a new execution, recorded like the first.
 package turn

@@ -24,6 +24,9 @@ type charger struct {
 	mu      sync.Mutex
 	keys    []string
 	started chan struct{}
+	// rerun, when not nil, makes the second run hang like the first: it
+	// is closed as that run starts.
+	rerun chan struct{}
 }
 
 func (c *charger) tool(idempotent bool) tool.Tool {
@@ -33,10 +36,14 @@ func (c *charger) tool(idempotent bool) tool.Tool {
 		Run: func(ctx context.Context, call tool.Call) (json.RawMessage, error) {
 			c.mu.Lock()
 			c.keys = append(c.keys, call.IdempotencyKey)
-			first := len(c.keys) == 1
+			n := len(c.keys)
 			c.mu.Unlock()
-			if first {
-				close(c.started)
+			hang := c.started
+			if n == 2 {
+				hang = c.rerun
+			}
+			if n <= 2 && hang != nil {
+				close(hang)
 				<-ctx.Done() // the process dies here
 				return nil, ctx.Err()
 			}
@@ -139,6 +146,72 @@ func TestLedgerUncertainRerun(t *testing.T) {
 	}
 	if len(ch.keys) != 2 || ch.keys[0] != ch.keys[1] {
 		t.Fatalf("runs = %v", ch.keys)
+	}
+}
+
+// A rerun is an execution of its own: recorded before it runs, under a new
+// execution id, with the same idempotency key. An invocation that dies
+// during the rerun leaves it uncertain again, for an operator to settle;
+// the rerun verdict on the first execution allowed one run, not two.
+func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
+	ctx := ctxT(t)
+	agent, ch, inv, id := killMidExecution(t, false)
+	ch.rerun = make(chan struct{})
+	if out, err := fresh(agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
+		t.Fatalf("resume: %+v %v, want suspended uncertain", out, err)
+	}
+	sess, _ := inv.sessions.Load(ctx, id)
+	first := *sess.State.Turn.Uncertain
+	if err := inv.sessions.Settle(ctx, id, operator, first.ID, reducer.Rerun); err != nil {
+		t.Fatal(err)
+	}
+
+	// The rerun dies as it runs.
+	dying, kill := context.WithCancel(ctx)
+	go func() { <-ch.rerun; kill() }()
+	if _, err := fresh(agent).runner.Resume(dying, id); !errors.Is(err, context.Canceled) {
+		t.Fatalf("killed rerun: %v", err)
+	}
+	sess, _ = inv.sessions.Load(ctx, id)
+	time.Sleep(time.Until(sess.State.Turn.Lease) + 10*time.Millisecond)
+
+	out, err := fresh(agent).runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseUncertain {
+		t.Fatalf("resume after the killed rerun: %+v %v, want suspended uncertain (runs %d)", out, err, len(ch.keys))
+	}
+	if len(ch.keys) != 2 {
+		t.Fatalf("the charge ran %d times on one rerun verdict, want 2", len(ch.keys))
+	}
+	sess, _ = inv.sessions.Load(ctx, id)
+	second := sess.State.Turn.Uncertain
+	if second == nil || second.ID == first.ID || second.ToolCallID != first.ToolCallID || second.Attempt != 2 {
+		t.Fatalf("uncertain after the rerun = %+v, want attempt 2 of %+v under a new id", second, first)
+	}
+	// The verdict on the first execution does not answer the second.
+	before := len(facts(t, inv, id))
+	if err := inv.sessions.Settle(ctx, id, operator, first.ID, reducer.Rerun); !errors.Is(err, session.ErrNotPending) {
+		t.Fatalf("the first execution's verdict again: %v, want not pending", err)
+	}
+	if n := len(facts(t, inv, id)); n != before {
+		t.Fatal("a verdict on a settled execution wrote a fact")
+	}
+	if err := inv.sessions.Settle(ctx, id, operator, second.ID, reducer.Rerun); err != nil {
+		t.Fatal(err)
+	}
+	out, err = fresh(agent).runner.Resume(ctx, id)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume after the second rerun: %+v %v", out, err)
+	}
+	if len(ch.keys) != 3 || ch.keys[0] != ch.keys[1] || ch.keys[1] != ch.keys[2] {
+		t.Fatalf("runs = %v, want three runs with one key", ch.keys)
+	}
+	fs := facts(t, inv, id)
+	if s, v := count(fs, reducer.ExecutionStarted), count(fs, reducer.ExecutionVerdict); s != 3 || v != 2 {
+		t.Fatalf("%d execution.started and %d verdicts, want 3 and 2", s, v)
+	}
+	ps, _ := parts(t, inv, id, out.Turn)
+	if got := outputsFor(ps, first.ToolCallID); len(got) != 1 || got[0].Type != streams.ToolOutputAvailable {
+		t.Fatalf("outputs = %+v, want one result", got)
 	}
 }
 

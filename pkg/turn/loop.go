@@ -486,25 +486,18 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 		}
 		p := &plan{c: c, t: t}
 		if t.SideEffect() {
-			if ex, started := execution(st.Turn, c.ID); started {
-				// Started before and no result reached the stream: uncertain.
-				v, settled := st.Turn.Verdict(ex.ID)
-				switch {
-				case settled && v.Verdict == reducer.Abandon:
-					ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: AbandonedText})
-					continue
-				case settled || ex.Idempotent:
-					p.exec = &ex // rerun with the same idempotency key
-				default:
-					// Only an operator can say whether to run it again.
-					if err := ru.runPlans(ctx, plans); err != nil {
-						return nil, nil, err
-					}
-					return requests, &ex, nil
+			var uncertain *reducer.Execution
+			p.exec, p.ledger, uncertain = ledgered(st.Turn, c, t)
+			if uncertain != nil {
+				// Only an operator can say whether to run it again.
+				if err := ru.runPlans(ctx, plans); err != nil {
+					return nil, nil, err
 				}
-			} else {
-				p.ledger = true
-				p.exec = &reducer.Execution{ID: "ex_" + c.ID, ToolCallID: c.ID, Tool: c.Name, Idempotent: t.Idempotent}
+				return requests, uncertain, nil
+			}
+			if p.exec == nil {
+				ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: AbandonedText})
+				continue
 			}
 		} else {
 			p.out = make(chan streams.Part, 1)
@@ -547,10 +540,11 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 				return err
 			}
 		}
-		part, ok := ru.runTool(ctx, p.t, p.c, p.exec.ID)
+		part, ok := ru.runTool(ctx, p.t, p.c, p.exec.Key())
 		if !ok {
 			// No result: the ledger's start stands, so the next invocation
-			// reruns an idempotent call and asks an operator about any other.
+			// reruns an idempotent call and asks an operator about any
+			// other, a rerun an operator allowed included.
 			return errCut
 		}
 		ru.emit(part)
@@ -566,13 +560,31 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 // abandoned after it became uncertain.
 const AbandonedText = "The outcome of this tool call is unknown: the run stopped while it executed, and an operator chose not to run it again. It may or may not have taken effect."
 
-func execution(t *reducer.Turn, callID string) (reducer.Execution, bool) {
-	for _, e := range t.Executions {
-		if e.ToolCallID == callID {
-			return e, true
-		}
+// ledgered decides from the ledger how a side-effecting call runs: as the
+// execution to run, and whether to record it as started first. A call
+// never started gets its first execution. One started with no result is
+// uncertain: an idempotent one runs again as the same execution (with the
+// same idempotency key); after an operator's rerun verdict it runs as the
+// call's next attempt, a new execution recorded before it runs, so that
+// one verdict allows exactly one more run; after an abandon verdict, exec
+// is nil and it does not run; and without a verdict it is returned as
+// uncertain, for an operator.
+func ledgered(t *reducer.Turn, c *conversation.Call, tl tool.Tool) (exec *reducer.Execution, record bool, uncertain *reducer.Execution) {
+	ex, started := t.Execution(c.ID)
+	if !started {
+		return &reducer.Execution{ID: reducer.ExecutionID(c.ID, 1), ToolCallID: c.ID, Tool: c.Name, Idempotent: tl.Idempotent}, true, nil
 	}
-	return reducer.Execution{}, false
+	v, settled := t.Verdict(ex.ID)
+	switch {
+	case settled && v.Verdict == reducer.Abandon:
+		return nil, false, nil
+	case settled:
+		next := ex.Next()
+		return &next, true, nil
+	case ex.Idempotent:
+		return &ex, false, nil
+	}
+	return nil, false, &ex
 }
 
 // errCut reports a tool call cut short by the end of the invocation's time:

@@ -220,9 +220,10 @@ async function sessionPage(id, signal) {
       const note = el('span', { class: 'error' });
       const settle = verdict => ev => act(ev.target, note, 'POST', sessionPath(id, '/executions/' + encodeURIComponent(u.executionId)), { verdict });
       $.uncertain.replaceChildren(el('div', { class: 'card attention execution', 'data-execution': u.executionId },
-        el('div', { class: 'row' }, el('strong', {}, 'Uncertain execution: ' + u.tool), el('span', { class: 'muted mono' }, u.toolCallId)),
+        el('div', { class: 'row' }, el('strong', {}, 'Uncertain execution: ' + u.tool),
+          el('span', { class: 'muted mono' }, u.toolCallId), u.attempt > 1 ? el('span', { class: 'muted' }, 'attempt ' + u.attempt) : null),
         el('p', {}, `The invocation stopped while ${u.tool} was running: it may or may not have happened. `,
-          'Rerun it (', u.idempotent ? 'idempotent' : 'not idempotent', '), or abandon it: the model is told it did not run.'),
+          'Rerun it once more (', u.idempotent ? 'idempotent' : 'not idempotent', '), or abandon it: the model is told its outcome is unknown.'),
         el('div', { class: 'row' },
           el('button', { class: 'primary rerun', onclick: settle('rerun') }, 'Rerun'),
           el('button', { class: 'abandon', onclick: settle('abandon') }, 'Abandon'), note)));
