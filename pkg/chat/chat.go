@@ -68,6 +68,14 @@ type Config struct {
 	MaxBody int64
 	// Log receives request failures; nil means slog.Default().
 	Log *slog.Logger
+	// Budget bounds how long a request waits on the session store before
+	// its answer starts (and each read of a stream after): past it the
+	// request is answered 503 with Retry-After. 0 means
+	// httpjson.DefaultBudget.
+	Budget time.Duration
+	// Heartbeat is how often a stream sends a comment while it waits; 0
+	// means httpjson.DefaultHeartbeat.
+	Heartbeat time.Duration
 }
 
 type handler struct {
@@ -98,6 +106,9 @@ func New(c Config) http.Handler {
 	if h.Hold <= 0 {
 		h.Hold = DefaultHold
 	}
+	if h.Budget <= 0 {
+		h.Budget = httpjson.DefaultBudget
+	}
 	if h.Log == nil {
 		h.Log = slog.Default()
 	}
@@ -119,7 +130,7 @@ func (h *handler) authed(f httpjson.Handler) http.Handler {
 }
 
 // fail answers err: a refusal as it says, known session errors with 404,
-// 409 or 503, anything else with a generic 500 whose detail is logged.
+// 409 or 503 (with Retry-After), anything else with a generic 500 whose detail is logged.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, caller string, err error) {
 	status, msg := http.StatusInternalServerError, "internal error"
 	switch ae, isAPI := errors.AsType[*httpjson.Refusal](err); {
@@ -140,7 +151,10 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, caller string, er
 	case awsenv.Transient(err):
 		status, msg = http.StatusServiceUnavailable, "the session store is throttled or failing; retry later"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), r.Context().Err() != nil:
-		status, msg = http.StatusServiceUnavailable, "request cancelled or timed out; retry"
+		status, msg = http.StatusServiceUnavailable, "request cancelled, or the session store did not answer in time; retry"
+	}
+	if status == http.StatusServiceUnavailable {
+		httpjson.Unavailable(w)
 	}
 	level := slog.LevelDebug
 	if status >= 500 {
@@ -186,12 +200,20 @@ func (h *handler) owned(ctx context.Context, r *http.Request, caller string) (st
 	return id, hd, nil
 }
 
+// budgeted is ctx bounded by the request budget, for the store calls made
+// before an answer starts.
+func (h *handler) budgeted(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, h.Budget)
+}
+
 func (h *handler) stop(w http.ResponseWriter, r *http.Request, caller string) error {
-	id, _, err := h.owned(r.Context(), r, caller)
+	ctx, cancel := h.budgeted(r.Context())
+	defer cancel()
+	id, _, err := h.owned(ctx, r, caller)
 	if err != nil {
 		return err
 	}
-	err = h.Sessions.Cancel(r.Context(), id, reducer.Actor{Kind: reducer.ActorOperator, ID: caller}, "stopped from the chat")
+	err = h.Sessions.Cancel(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: caller}, "stopped from the chat")
 	if errors.Is(err, session.ErrNoTurn) {
 		return httpjson.Refuse(http.StatusConflict, "the chat has no running turn to stop")
 	}

@@ -21,7 +21,8 @@ import (
 // for) a turn, approval answers resume the suspended one; either way the
 // answer is that turn's stream.
 func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) error {
-	ctx := r.Context()
+	ctx, cancel := h.budgeted(r.Context())
+	defer cancel()
 	v, err := parseVersion(r)
 	if err != nil {
 		return err
@@ -122,7 +123,8 @@ func (h *handler) nextTurn(ctx context.Context, id string, seq int64) (string, e
 // pending approval of the open turn, for the same tool call, or nothing is
 // written.
 func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id string, answers []answer, v Version) error {
-	ctx := r.Context()
+	ctx, cancel := h.budgeted(r.Context())
+	defer cancel()
 	sess, err := h.Sessions.Load(ctx, id)
 	if err != nil {
 		return err
@@ -170,7 +172,8 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id stri
 // start, live until it ends or waits for a person; 204 when no turn is
 // open.
 func (h *handler) resume(w http.ResponseWriter, r *http.Request, caller string) error {
-	ctx := r.Context()
+	ctx, cancel := h.budgeted(r.Context())
+	defer cancel()
 	v, err := parseVersion(r)
 	if err != nil {
 		return err
@@ -193,7 +196,9 @@ func (h *handler) resume(w http.ResponseWriter, r *http.Request, caller string) 
 
 // serve writes first (parts with no cursor) and page as the UI message
 // stream for major v, then follows the stream until it closes, the turn
-// waits for a person, or the hold passes. It ends with [DONE].
+// waits for a person, the hold passes, or a read fails or outlasts the
+// request budget. It ends with [DONE], and sends a comment heartbeat every
+// heartbeat interval meanwhile.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream string, page streams.Page, v Version, first []streams.Part) {
 	ctx := r.Context()
 	hd := w.Header()
@@ -203,9 +208,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 	hd.Set("X-Accel-Buffering", "no")
 	hd.Set("X-Vercel-AI-UI-Message-Stream", "v1")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	bw := bufio.NewWriter(w)
-	write := func(cursor streams.Cursor, p streams.Part) error {
+	ev := httpjson.StartEvents(w, h.Heartbeat)
+	defer ev.Close()
+	write := func(bw *bufio.Writer, cursor streams.Cursor, p streams.Part) error {
 		p, ok := v.Map(p)
 		if !ok {
 			return nil
@@ -220,41 +225,37 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 		fmt.Fprintf(bw, "data: %s\n\n", data)
 		return nil
 	}
-	flush := func() error {
-		if err := bw.Flush(); err != nil {
-			return fmt.Errorf("write events: %w", err)
-		}
-		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return fmt.Errorf("flush events: %w", err)
-		}
-		return nil
-	}
 	end := func(err error) {
 		if err == nil {
-			bw.WriteString("data: [DONE]\n\n")
-			err = flush()
+			err = ev.Write(func(bw *bufio.Writer) error { _, err := bw.WriteString("data: [DONE]\n\n"); return err })
 		}
 		if err != nil && ctx.Err() == nil {
 			h.Log.DebugContext(ctx, "chat: stream ended", "session", id, "stream", stream, "err", err)
 		}
 	}
-	for _, p := range first {
-		if err := write("", p); err != nil {
-			end(err)
-			return
+	if err := ev.Write(func(bw *bufio.Writer) error {
+		for _, p := range first {
+			if err := write(bw, "", p); err != nil {
+				return err
+			}
 		}
+		return nil
+	}); err != nil {
+		end(err)
+		return
 	}
 	deadline := time.Now().Add(h.Hold)
 	var last streams.PartType
 	for {
-		for _, e := range page.Entries {
-			if err := write(e.Cursor, e.Part); err != nil {
-				end(err)
-				return
+		if err := ev.Write(func(bw *bufio.Writer) error {
+			for _, e := range page.Entries {
+				if err := write(bw, e.Cursor, e.Part); err != nil {
+					return err
+				}
+				last = e.Part.Type
 			}
-			last = e.Part.Type
-		}
-		if err := flush(); err != nil {
+			return nil
+		}); err != nil {
 			end(err)
 			return
 		}
@@ -265,8 +266,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 		if len(page.Entries) == 0 && (last == streams.DataSuspended || last == "") {
 			// Caught up with a suspension, or with a stream that shows
 			// nothing new yet: stop if the turn waits for a person.
-			sess, err := h.Sessions.Load(ctx, id)
-			if err != nil || sess.State.Turn == nil || sess.State.Turn.Stream != stream || waitsForPerson(sess.State) {
+			if done, err := h.stopsHere(ctx, id, stream); done || err != nil {
 				end(err)
 				return
 			}
@@ -275,11 +275,25 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 			end(ctx.Err())
 			return
 		}
-		next, err := h.Sessions.Streams.Read(ctx, id, stream, page.Cursor)
+		rctx, cancel := h.budgeted(ctx)
+		next, err := h.Sessions.Streams.Read(rctx, id, stream, page.Cursor)
+		cancel()
 		if err != nil {
 			end(err)
 			return
 		}
 		page = next
 	}
+}
+
+// stopsHere reports whether a stream caught up with stops following: its
+// turn is no longer the open one, or waits for a person.
+func (h *handler) stopsHere(ctx context.Context, id, stream string) (bool, error) {
+	ctx, cancel := h.budgeted(ctx)
+	defer cancel()
+	sess, err := h.Sessions.Load(ctx, id)
+	if err != nil {
+		return true, err
+	}
+	return sess.State.Turn == nil || sess.State.Turn.Stream != stream || waitsForPerson(sess.State), nil
 }
