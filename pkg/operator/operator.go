@@ -23,10 +23,13 @@ import (
 
 // Limits on request content.
 const (
-	// DefaultMaxBody is the request body limit when Config.MaxBody is 0.
-	DefaultMaxBody = 64 << 10
-	// MaxText is the longest message text accepted, in bytes. With the
-	// default body limit a body that large is refused first, with 413.
+	// DefaultMaxBody is the request body limit when Config.MaxBody is 0:
+	// 1 MiB, room for a message of MaxText bytes however its JSON escapes
+	// it (at worst 6 bytes, \u00XX, per byte of text: 600 KiB), and well
+	// within Lambda's 6 MB synchronous payload, base64 included (API
+	// Gateway's HTTP API allows 10 MB).
+	DefaultMaxBody = 1 << 20
+	// MaxText is the longest message text accepted, in bytes of UTF-8.
 	MaxText = 100 << 10
 	// MaxReason is the longest reason accepted with an answer or a cancel.
 	MaxReason = 4 << 10
