@@ -2,6 +2,8 @@ package chat
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -89,8 +91,9 @@ type handler struct {
 //	GET  /chat/{id}/stream     the open turn's stream from its start, or 204 when none is open
 //	POST /chat/{id}/stop       cancel the open turn → 202
 //
-// A chat's id is its session's id: the operator API's session routes
-// accept it. Failures are JSON {"error": "..."} with a 4xx or 5xx status,
+// A chat id is the caller's own: its session's id is SessionID(caller,
+// chat id), and the operator API's session routes accept the chat id for
+// its owner. Failures are JSON {"error": "..."} with a 4xx or 5xx status,
 // and a refused request writes nothing.
 func New(c Config) http.Handler {
 	h := &handler{Config: c, mux: http.NewServeMux()}
@@ -183,13 +186,30 @@ func validID(s string) bool {
 	return true
 }
 
-// owned checks that chat id exists and belongs to caller. Another
-// caller's chat is not found.
+// SessionID is the id of the session behind caller's chat chatID: a hash
+// of the two, so chat ids are the caller's own. Two callers using one chat
+// id get two chats, and no caller can find, take or block another's.
+func SessionID(caller, chatID string) string {
+	sum := sha256.Sum256([]byte("baton chat\x00" + caller + "\x00" + chatID))
+	return sessionPrefix + hex.EncodeToString(sum[:16])
+}
+
+// sessionPrefix starts the id of every chat's session.
+const sessionPrefix = "chat_"
+
+// IsChatID reports whether s has the form of a chat id, which SessionID
+// maps to a session.
+func IsChatID(s string) bool { return validID(s) }
+
+// owned checks that the caller's chat named by the path exists, and
+// returns its session's id and head. Another caller's chat of that id is
+// another chat.
 func (h *handler) owned(ctx context.Context, r *http.Request, caller string) (string, dynamo.Head, error) {
-	id := r.PathValue("id")
-	if !validID(id) {
+	chatID := r.PathValue("id")
+	if !validID(chatID) {
 		return "", dynamo.Head{}, httpjson.Refuse(http.StatusNotFound, "chat not found")
 	}
+	id := SessionID(caller, chatID)
 	hd, err := h.Sessions.Facts.Head(ctx, id)
 	if err != nil {
 		return "", dynamo.Head{}, err

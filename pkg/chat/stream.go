@@ -41,15 +41,16 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 	case !h.Agents(agent):
 		return httpjson.Refuse(http.StatusUnprocessableEntity, "unknown agent %q", httpjson.Clip(agent))
 	}
+	id := SessionID(caller, in.ID)
 	if msg == nil {
-		return h.answer(w, r, caller, in.ID, answers, v)
+		return h.answer(w, r, caller, id, answers, v)
 	}
-	st, dup, err := h.Sessions.Converse(ctx, in.ID, caller, agent, *msg, func(st reducer.State) error {
+	st, dup, err := h.Sessions.Converse(ctx, id, caller, agent, *msg, func(st reducer.State) error {
 		if st.LastSeq == 0 {
 			return nil
 		}
-		if st.Owner != caller {
-			return httpjson.Refuse(http.StatusConflict, "chat id %q is not available; choose another", httpjson.Clip(in.ID))
+		if st.Owner != caller { // the id is derived from the caller: never so
+			return httpjson.Refuse(http.StatusNotFound, "chat not found")
 		}
 		if in.Agent != "" && in.Agent != st.Agent {
 			return httpjson.Refuse(http.StatusConflict, "chat %q runs agent %q, not %q", httpjson.Clip(in.ID), httpjson.Clip(st.Agent), httpjson.Clip(in.Agent))
@@ -69,14 +70,14 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 		(dup && slices.ContainsFunc(st.Turn.Messages, is))) {
 		// The message answers, or was steered into, the open turn.
 		turn = st.Turn.ID
-	} else if turn, err = h.nextTurn(ctx, in.ID, st.LastSeq); err != nil {
+	} else if turn, err = h.nextTurn(ctx, id, st.LastSeq); err != nil {
 		return err
 	}
-	page, err := h.Sessions.Streams.Read(ctx, in.ID, turn, "")
+	page, err := h.Sessions.Streams.Read(ctx, id, turn, "")
 	if err != nil {
 		return err
 	}
-	h.serve(w, r, in.ID, turn, page, v, nil)
+	h.serve(w, r, id, turn, page, v, nil)
 	return nil
 }
 

@@ -241,17 +241,30 @@ func pathID(r *http.Request, name, what string) (string, error) {
 	return v, nil
 }
 
-// owned checks that session id exists and belongs to caller, reading only
-// its head. Another caller's session is not found.
-func (a *api) owned(ctx context.Context, id, caller string) (dynamo.Head, error) {
-	h, err := a.sessions.Facts.Head(ctx, id)
-	if err != nil {
-		return dynamo.Head{}, err
+// owned finds the caller's session that id names, reading only heads: the
+// session of that id when it is the caller's, else the session of the
+// caller's chat of that id (see chat.SessionID). It returns the session's
+// id and head. Another caller's session is not found.
+func (a *api) owned(ctx context.Context, id, caller string) (string, dynamo.Head, error) {
+	for _, sid := range candidates(id, caller) {
+		h, err := a.sessions.Facts.Head(ctx, sid)
+		switch {
+		case err == nil && h.Owner == caller:
+			return sid, h, nil
+		case err != nil && !errors.Is(err, dynamo.ErrNotFound):
+			return "", dynamo.Head{}, err
+		}
 	}
-	if h.Owner != caller {
-		return dynamo.Head{}, httpjson.Refuse(http.StatusNotFound, "session not found")
+	return "", dynamo.Head{}, httpjson.Refuse(http.StatusNotFound, "session not found")
+}
+
+// candidates are the sessions a path id may name for caller, in the order
+// they are tried: the session of that id, then the caller's chat of it.
+func candidates(id, caller string) []string {
+	if chat.IsChatID(id) {
+		return []string{id, chat.SessionID(caller, id)}
 	}
-	return h, nil
+	return []string{id}
 }
 
 // ownedID is pathID("id") followed by owned.
@@ -260,10 +273,8 @@ func (a *api) ownedID(r *http.Request, caller string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := a.owned(r.Context(), id, caller); err != nil {
-		return "", err
-	}
-	return id, nil
+	id, _, err = a.owned(r.Context(), id, caller)
+	return id, err
 }
 
 func operatorActor(caller string) reducer.Actor {
@@ -328,15 +339,17 @@ func (a *api) get(w http.ResponseWriter, r *http.Request, caller string) error {
 	if err != nil {
 		return err
 	}
-	sess, err := a.sessions.Load(r.Context(), id)
-	if err != nil {
-		return err
+	for _, sid := range candidates(id, caller) {
+		sess, err := a.sessions.Load(r.Context(), sid)
+		switch {
+		case err == nil && sess.State.Owner == caller:
+			httpjson.Write(w, http.StatusOK, a.view(r.Context(), sid, sess.State))
+			return nil
+		case err != nil && !errors.Is(err, session.ErrNotFound):
+			return err
+		}
 	}
-	if sess.State.Owner != caller {
-		return httpjson.Refuse(http.StatusNotFound, "session not found")
-	}
-	httpjson.Write(w, http.StatusOK, a.view(r.Context(), id, sess.State))
-	return nil
+	return httpjson.Refuse(http.StatusNotFound, "session not found")
 }
 
 func (a *api) facts(w http.ResponseWriter, r *http.Request, caller string) error {

@@ -39,7 +39,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err != nil {
 		return err
 	}
-	stream, open, err := a.turnStream(ctx, id, turn, caller)
+	id, stream, open, err := a.turnStream(ctx, id, turn, caller)
 	if err != nil {
 		return err
 	}
@@ -74,16 +74,16 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 	return nil
 }
 
-// turnStream checks with one read of the session's head that the session
-// is the caller's, and returns the turn's stream (a turn's stream has the
-// turn's id, and streams live under their session, so one session's id
-// never reaches another's) and whether it is the open turn's.
-func (a *api) turnStream(ctx context.Context, id, turn, caller string) (string, bool, error) {
-	h, err := a.owned(ctx, id, caller)
+// turnStream checks with a read of the session's head that the session is
+// the caller's, and returns its id (see owned), the turn's stream (a turn's
+// stream has the turn's id, and streams live under their session, so one
+// session's id never reaches another's) and whether it is the open turn's.
+func (a *api) turnStream(ctx context.Context, id, turn, caller string) (string, string, bool, error) {
+	sid, h, err := a.owned(ctx, id, caller)
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
-	return turn, h.Turn == turn, nil
+	return sid, turn, h.Turn == turn, nil
 }
 
 func (a *api) read(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error) {
