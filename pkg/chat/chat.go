@@ -149,6 +149,8 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, caller string, er
 		status, msg = http.StatusConflict, "the chat's agent takes no message while a turn is open; send it once the turn ends"
 	case errors.Is(err, reducer.ErrIllegal):
 		status, msg = http.StatusConflict, "not allowed in the chat's current state"
+	case errors.Is(err, session.ErrReceiptTaken):
+		status, msg = http.StatusConflict, "a request under this Idempotency-Key is being handled; retry"
 	case errors.Is(err, session.ErrConflict):
 		status, msg = http.StatusConflict, "the chat kept changing while this request was handled; retry"
 	case awsenv.Transient(err):

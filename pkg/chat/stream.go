@@ -19,12 +19,17 @@ import (
 
 // post handles POST /chat: a new user message starts (or joins the queue
 // for) a turn, approval answers resume the suspended one; either way the
-// answer is that turn's stream.
+// answer is that turn's stream. Under an Idempotency-Key, a request made
+// before is answered again with its turn's stream (see replay).
 func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) error {
 	ctx, cancel := h.budgeted(r.Context())
 	defer cancel()
 	v, err := parseVersion(r)
 	if err != nil {
+		return err
+	}
+	key, done, err := h.replayKeyed(ctx, w, r, caller, v)
+	if done || err != nil {
 		return err
 	}
 	in, msg, answers, err := decodeRequest(w, r, h.MaxBody)
@@ -43,9 +48,10 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 	}
 	id := SessionID(caller, in.ID)
 	if msg == nil {
-		return h.answer(w, r, caller, id, answers, v)
+		return h.answer(w, r, caller, id, answers, v, key)
 	}
-	st, dup, err := h.Sessions.Converse(ctx, id, caller, agent, *msg, func(st reducer.State) error {
+	store := h.writer(key, func(next reducer.State) replayAt { return replayOf(id, msg.ID, next) })
+	st, dup, err := store.Converse(ctx, id, caller, agent, *msg, func(st reducer.State) error {
 		if st.LastSeq == 0 {
 			return nil
 		}
@@ -61,6 +67,9 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 		}
 		return nil
 	})
+	if done, rerr := h.taken(ctx, w, r, key, v, err); done || rerr != nil {
+		return rerr
+	}
 	if err != nil {
 		return err
 	}
@@ -122,8 +131,9 @@ func (h *handler) nextTurn(ctx context.Context, id string, seq int64) (string, e
 // answer records approval answers from the chat, exactly as the operator
 // route would, and serves the rest of the turn. Every answer must match a
 // pending approval of the open turn, for the same tool call, or nothing is
-// written.
-func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id string, answers []answer, v Version) error {
+// written. Under an Idempotency-Key, the last answer's write stores where
+// the stream it answers starts.
+func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id string, answers []answer, v Version, key *httpjson.Idempotency) error {
 	ctx, cancel := h.budgeted(r.Context())
 	defer cancel()
 	sess, err := h.Sessions.Load(ctx, id)
@@ -148,15 +158,25 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id stri
 	if err != nil {
 		return err
 	}
+	at := replayAt{Session: id, Stream: t.Stream, Turn: t.ID}
 	for i := len(page.Entries) - 1; i >= 0; i-- {
 		if page.Entries[i].Part.Type == streams.DataSuspended {
+			at.Cursor = page.Entries[i].Cursor
 			page.Entries = page.Entries[i+1:]
 			break
 		}
 	}
 	actor := reducer.Actor{Kind: reducer.ActorOperator, ID: caller}
-	for _, a := range answers {
-		if err := h.Sessions.Answer(ctx, id, actor, a.approval, a.decision, a.reason); err != nil {
+	for i, a := range answers {
+		store := h.Sessions
+		if i == len(answers)-1 {
+			store = h.writer(key, func(reducer.State) replayAt { return at })
+		}
+		err := store.Answer(ctx, id, actor, a.approval, a.decision, a.reason)
+		if done, rerr := h.taken(ctx, w, r, key, v, err); done || rerr != nil {
+			return rerr
+		}
+		if err != nil {
 			if errors.Is(err, session.ErrNotPending) {
 				return httpjson.Refuse(http.StatusConflict, "approval %q is not pending", httpjson.Clip(a.approval))
 			}
