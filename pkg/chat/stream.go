@@ -48,7 +48,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 	}
 	id := SessionID(caller, in.ID)
 	if msg == nil {
-		return h.answer(w, r, caller, id, answers, v, key)
+		return h.answer(ctx, w, r, caller, id, answers, v, key)
 	}
 	store := h.writer(key, func(next reducer.State) replayAt { return replayOf(id, msg.ID, next) })
 	st, dup, err := store.Converse(ctx, id, caller, agent, *msg, func(st reducer.State) error {
@@ -133,9 +133,7 @@ func (h *handler) nextTurn(ctx context.Context, id string, seq int64) (string, e
 // pending approval of the open turn, for the same tool call, or nothing is
 // written. Under an Idempotency-Key, the last answer's write stores where
 // the stream it answers starts.
-func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id string, answers []answer, v Version, key *httpjson.Idempotency) error {
-	ctx, cancel := h.budgeted(r.Context())
-	defer cancel()
+func (h *handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Request, caller, id string, answers []answer, v Version, key *httpjson.Idempotency) error {
 	sess, err := h.Sessions.Load(ctx, id)
 	if err != nil {
 		return err
@@ -232,19 +230,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 	ev := httpjson.StartEvents(w, h.Heartbeat)
 	defer ev.Close()
 	write := func(bw *bufio.Writer, cursor streams.Cursor, p streams.Part) error {
-		p, ok := v.Map(p)
-		if !ok {
-			return nil
-		}
-		data, err := json.Marshal(p)
-		if err != nil {
-			return fmt.Errorf("encode part %s: %w", cursor, err)
-		}
-		if cursor != "" {
-			fmt.Fprintf(bw, "id: %s\n", cursor)
-		}
-		fmt.Fprintf(bw, "data: %s\n\n", data)
-		return nil
+		return writePart(bw, v, cursor, p)
 	}
 	end := func(err error) {
 		if err == nil {
@@ -305,6 +291,24 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 		}
 		page = next
 	}
+}
+
+// writePart writes p, as major v has it, as one event of the UI message
+// stream, whose id is cursor when there is one.
+func writePart(bw *bufio.Writer, v Version, cursor streams.Cursor, p streams.Part) error {
+	p, ok := v.Map(p)
+	if !ok {
+		return nil
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode part %s: %w", cursor, err)
+	}
+	if cursor != "" {
+		fmt.Fprintf(bw, "id: %s\n", cursor)
+	}
+	fmt.Fprintf(bw, "data: %s\n\n", data)
+	return nil
 }
 
 // stopsHere reports whether a stream caught up with stops following: its
