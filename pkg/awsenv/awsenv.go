@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 
@@ -101,7 +102,9 @@ func New(cfg aws.Config, emulator string) *Clients {
 // Transient reports whether err is an AWS request failure that may succeed
 // if tried again later: a throttle (ProvisionedThroughputExceeded,
 // ThrottlingException, SlowDown), a 5xx, a timeout or a connection error,
-// or a retry quota the SDK's retryer used up on such failures. The end of
+// an answer cut short (io.ErrUnexpectedEOF: the connection dropped while
+// the response was read), or a retry quota the SDK's retryer used up on
+// such failures. The end of
 // the caller's own context (cancelled, or past its deadline) is not: that
 // is the caller running out of time, not the store failing.
 func Transient(err error) bool {
@@ -109,7 +112,7 @@ func Transient(err error) bool {
 		return false
 	}
 	var quota ratelimit.QuotaExceededError
-	if errors.As(err, &quota) {
+	if errors.As(err, &quota) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
 	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err).Bool()

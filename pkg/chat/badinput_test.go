@@ -51,7 +51,6 @@ func TestChatBadInput(t *testing.T) {
 		{"unknown version", "", "4", fresh, userBody(fresh, "m1", "hi", ""), 400, "want 5, 6 or 7"},
 		{"version not a number", "", "latest", fresh, userBody(fresh, "m1", "hi", ""), 400, "want 5, 6 or 7"},
 		{"assistant without answers", "", "", fresh, `{"id":"` + fresh + `","messages":[{"id":"a","role":"assistant","parts":[{"type":"text","text":"x"}]}]}`, 400, "approval-responded"},
-		{"another caller's chat", "mallory", "", taken, userBody(taken, "m1", "hi", ""), 409, "not available"},
 		{"another caller approves", "mallory", "", taken, approvalBody(taken, "t", req.ToolCallID, req.ApprovalID, true), 404, "chat not found"},
 		{"approval not pending", "erin", "", taken, approvalBody(taken, "t", req.ToolCallID, "ap_unknown", true), 409, "not pending"},
 		{"approval bound to another call", "erin", "", taken, approvalBody(taken, "t", "tc_other", req.ApprovalID, true), 409, "not pending"},

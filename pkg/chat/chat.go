@@ -2,6 +2,8 @@ package chat
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -68,6 +70,14 @@ type Config struct {
 	MaxBody int64
 	// Log receives request failures; nil means slog.Default().
 	Log *slog.Logger
+	// Budget bounds how long a request waits on the session store before
+	// its answer starts (and each read of a stream after): past it the
+	// request is answered 503 with Retry-After. 0 means
+	// httpjson.DefaultBudget.
+	Budget time.Duration
+	// Heartbeat is how often a stream sends a comment while it waits; 0
+	// means httpjson.DefaultHeartbeat.
+	Heartbeat time.Duration
 }
 
 type handler struct {
@@ -81,8 +91,9 @@ type handler struct {
 //	GET  /chat/{id}/stream     the open turn's stream from its start, or 204 when none is open
 //	POST /chat/{id}/stop       cancel the open turn → 202
 //
-// A chat's id is its session's id: the operator API's session routes
-// accept it. Failures are JSON {"error": "..."} with a 4xx or 5xx status,
+// A chat id is the caller's own: its session's id is SessionID(caller,
+// chat id), and the operator API's session routes accept the chat id for
+// its owner. Failures are JSON {"error": "..."} with a 4xx or 5xx status,
 // and a refused request writes nothing.
 func New(c Config) http.Handler {
 	h := &handler{Config: c, mux: http.NewServeMux()}
@@ -97,6 +108,9 @@ func New(c Config) http.Handler {
 	}
 	if h.Hold <= 0 {
 		h.Hold = DefaultHold
+	}
+	if h.Budget <= 0 {
+		h.Budget = httpjson.DefaultBudget
 	}
 	if h.Log == nil {
 		h.Log = slog.Default()
@@ -119,7 +133,7 @@ func (h *handler) authed(f httpjson.Handler) http.Handler {
 }
 
 // fail answers err: a refusal as it says, known session errors with 404,
-// 409 or 503, anything else with a generic 500 whose detail is logged.
+// 409 or 503 (with Retry-After), anything else with a generic 500 whose detail is logged.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, caller string, err error) {
 	status, msg := http.StatusInternalServerError, "internal error"
 	switch ae, isAPI := errors.AsType[*httpjson.Refusal](err); {
@@ -135,12 +149,17 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, caller string, er
 		status, msg = http.StatusConflict, "the chat's agent takes no message while a turn is open; send it once the turn ends"
 	case errors.Is(err, reducer.ErrIllegal):
 		status, msg = http.StatusConflict, "not allowed in the chat's current state"
+	case errors.Is(err, session.ErrReceiptTaken):
+		status, msg = http.StatusConflict, "a request under this Idempotency-Key is being handled; retry"
 	case errors.Is(err, session.ErrConflict):
 		status, msg = http.StatusConflict, "the chat kept changing while this request was handled; retry"
 	case awsenv.Transient(err):
 		status, msg = http.StatusServiceUnavailable, "the session store is throttled or failing; retry later"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), r.Context().Err() != nil:
-		status, msg = http.StatusServiceUnavailable, "request cancelled or timed out; retry"
+		status, msg = http.StatusServiceUnavailable, "request cancelled, or the session store did not answer in time; retry"
+	}
+	if status == http.StatusServiceUnavailable {
+		httpjson.Unavailable(w)
 	}
 	level := slog.LevelDebug
 	if status >= 500 {
@@ -169,13 +188,30 @@ func validID(s string) bool {
 	return true
 }
 
-// owned checks that chat id exists and belongs to caller. Another
-// caller's chat is not found.
+// SessionID is the id of the session behind caller's chat chatID: a hash
+// of the two, so chat ids are the caller's own. Two callers using one chat
+// id get two chats, and no caller can find, take or block another's.
+func SessionID(caller, chatID string) string {
+	sum := sha256.Sum256([]byte("baton chat\x00" + caller + "\x00" + chatID))
+	return sessionPrefix + hex.EncodeToString(sum[:16])
+}
+
+// sessionPrefix starts the id of every chat's session.
+const sessionPrefix = "chat_"
+
+// IsChatID reports whether s has the form of a chat id, which SessionID
+// maps to a session.
+func IsChatID(s string) bool { return validID(s) }
+
+// owned checks that the caller's chat named by the path exists, and
+// returns its session's id and head. Another caller's chat of that id is
+// another chat.
 func (h *handler) owned(ctx context.Context, r *http.Request, caller string) (string, dynamo.Head, error) {
-	id := r.PathValue("id")
-	if !validID(id) {
+	chatID := r.PathValue("id")
+	if !validID(chatID) {
 		return "", dynamo.Head{}, httpjson.Refuse(http.StatusNotFound, "chat not found")
 	}
+	id := SessionID(caller, chatID)
 	hd, err := h.Sessions.Facts.Head(ctx, id)
 	if err != nil {
 		return "", dynamo.Head{}, err
@@ -186,12 +222,20 @@ func (h *handler) owned(ctx context.Context, r *http.Request, caller string) (st
 	return id, hd, nil
 }
 
+// budgeted is ctx bounded by the request budget, for the store calls made
+// before an answer starts.
+func (h *handler) budgeted(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, h.Budget)
+}
+
 func (h *handler) stop(w http.ResponseWriter, r *http.Request, caller string) error {
-	id, _, err := h.owned(r.Context(), r, caller)
+	ctx, cancel := h.budgeted(r.Context())
+	defer cancel()
+	id, _, err := h.owned(ctx, r, caller)
 	if err != nil {
 		return err
 	}
-	err = h.Sessions.Cancel(r.Context(), id, reducer.Actor{Kind: reducer.ActorOperator, ID: caller}, "stopped from the chat")
+	err = h.Sessions.Cancel(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: caller}, "stopped from the chat")
 	if errors.Is(err, session.ErrNoTurn) {
 		return httpjson.Refuse(http.StatusConflict, "the chat has no running turn to stop")
 	}

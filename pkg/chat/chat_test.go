@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-run/baton/pkg/chat"
 )
 
 type sessionView struct {
@@ -51,7 +53,7 @@ func TestChatTurnWithApproval(t *testing.T) {
 	}
 	turn := first[0].MessageID
 	var sess sessionView
-	if code, body := c.call(ctx, "GET", "/sessions/"+id, "", &sess); code != http.StatusOK || sess.ID != id || sess.Agent != "demo" || sess.Turn == nil || sess.Turn.ID != turn {
+	if code, body := c.call(ctx, "GET", "/sessions/"+id, "", &sess); code != http.StatusOK || sess.ID != chat.SessionID("alice", id) || sess.Agent != "demo" || sess.Turn == nil || sess.Turn.ID != turn {
 		t.Fatalf("GET /sessions/%s: %d %s", id, code, body)
 	}
 	var req chunk

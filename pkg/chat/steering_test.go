@@ -29,7 +29,8 @@ func TestChatRejectsAMessageWhileATurnIsOpen(t *testing.T) {
 		Identity: func(r *http.Request) (string, bool) { return "alice", true }}))
 	defer srv.Close()
 
-	id := ids.New("chat")
+	chatID := ids.New("chat")
+	id := chat.SessionID("alice", chatID) // the chat's session
 	st, err := store.Create(ctx, id, "alice", "demo")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +43,7 @@ func TestChatRejectsAMessageWhileATurnIsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := len(teststack.Facts(t, store, id))
-	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/chat", strings.NewReader(userBody(id, "m1", "while it runs", `,"agent":"demo"`)))
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/chat", strings.NewReader(userBody(chatID, "m1", "while it runs", `,"agent":"demo"`)))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -72,7 +73,8 @@ func TestChatInterruptEndsATurnWaitingForApproval(t *testing.T) {
 		Identity: func(r *http.Request) (string, bool) { return "alice", true }}))
 	defer srv.Close()
 
-	id := ids.New("chat")
+	chatID := ids.New("chat")
+	id := chat.SessionID("alice", chatID) // the chat's session
 	st, err := store.Create(ctx, id, "alice", "demo")
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +89,7 @@ func TestChatInterruptEndsATurnWaitingForApproval(t *testing.T) {
 		reducer.Fact{Type: reducer.TurnSuspended, Actor: agent, Turn: turn, Cause: reducer.CauseApproval}); err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/chat", strings.NewReader(userBody(id, "m1", "never mind", `,"agent":"demo"`)))
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/chat", strings.NewReader(userBody(chatID, "m1", "never mind", `,"agent":"demo"`)))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -19,11 +19,17 @@ import (
 
 // post handles POST /chat: a new user message starts (or joins the queue
 // for) a turn, approval answers resume the suspended one; either way the
-// answer is that turn's stream.
+// answer is that turn's stream. Under an Idempotency-Key, a request made
+// before is answered again with its turn's stream (see replay).
 func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) error {
-	ctx := r.Context()
+	ctx, cancel := h.budgeted(r.Context())
+	defer cancel()
 	v, err := parseVersion(r)
 	if err != nil {
+		return err
+	}
+	key, done, err := h.replayKeyed(ctx, w, r, caller, v)
+	if done || err != nil {
 		return err
 	}
 	in, msg, answers, err := decodeRequest(w, r, h.MaxBody)
@@ -40,15 +46,17 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 	case !h.Agents(agent):
 		return httpjson.Refuse(http.StatusUnprocessableEntity, "unknown agent %q", httpjson.Clip(agent))
 	}
+	id := SessionID(caller, in.ID)
 	if msg == nil {
-		return h.answer(w, r, caller, in.ID, answers, v)
+		return h.answer(ctx, w, r, caller, id, answers, v, key)
 	}
-	st, dup, err := h.Sessions.Converse(ctx, in.ID, caller, agent, *msg, func(st reducer.State) error {
+	store := h.writer(key, func(next reducer.State) replayAt { return replayOf(id, msg.ID, next) })
+	st, dup, err := store.Converse(ctx, id, caller, agent, *msg, func(st reducer.State) error {
 		if st.LastSeq == 0 {
 			return nil
 		}
-		if st.Owner != caller {
-			return httpjson.Refuse(http.StatusConflict, "chat id %q is not available; choose another", httpjson.Clip(in.ID))
+		if st.Owner != caller { // the id is derived from the caller: never so
+			return httpjson.Refuse(http.StatusNotFound, "chat not found")
 		}
 		if in.Agent != "" && in.Agent != st.Agent {
 			return httpjson.Refuse(http.StatusConflict, "chat %q runs agent %q, not %q", httpjson.Clip(in.ID), httpjson.Clip(st.Agent), httpjson.Clip(in.Agent))
@@ -59,6 +67,9 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 		}
 		return nil
 	})
+	if done, rerr := h.taken(ctx, w, r, key, v, err); done || rerr != nil {
+		return rerr
+	}
 	if err != nil {
 		return err
 	}
@@ -68,14 +79,14 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 		(dup && slices.ContainsFunc(st.Turn.Messages, is))) {
 		// The message answers, or was steered into, the open turn.
 		turn = st.Turn.ID
-	} else if turn, err = h.nextTurn(ctx, in.ID, st.LastSeq); err != nil {
+	} else if turn, err = h.nextTurn(ctx, id, st.LastSeq); err != nil {
 		return err
 	}
-	page, err := h.Sessions.Streams.Read(ctx, in.ID, turn, "")
+	page, err := h.Sessions.Streams.Read(ctx, id, turn, "")
 	if err != nil {
 		return err
 	}
-	h.serve(w, r, in.ID, turn, page, v, nil)
+	h.serve(w, r, id, turn, page, v, nil)
 	return nil
 }
 
@@ -120,9 +131,9 @@ func (h *handler) nextTurn(ctx context.Context, id string, seq int64) (string, e
 // answer records approval answers from the chat, exactly as the operator
 // route would, and serves the rest of the turn. Every answer must match a
 // pending approval of the open turn, for the same tool call, or nothing is
-// written.
-func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id string, answers []answer, v Version) error {
-	ctx := r.Context()
+// written. Under an Idempotency-Key, the last answer's write stores where
+// the stream it answers starts.
+func (h *handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Request, caller, id string, answers []answer, v Version, key *httpjson.Idempotency) error {
 	sess, err := h.Sessions.Load(ctx, id)
 	if err != nil {
 		return err
@@ -145,15 +156,25 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id stri
 	if err != nil {
 		return err
 	}
+	at := replayAt{Session: id, Stream: t.Stream, Turn: t.ID}
 	for i := len(page.Entries) - 1; i >= 0; i-- {
 		if page.Entries[i].Part.Type == streams.DataSuspended {
+			at.Cursor = page.Entries[i].Cursor
 			page.Entries = page.Entries[i+1:]
 			break
 		}
 	}
 	actor := reducer.Actor{Kind: reducer.ActorOperator, ID: caller}
-	for _, a := range answers {
-		if err := h.Sessions.Answer(ctx, id, actor, a.approval, a.decision, a.reason); err != nil {
+	for i, a := range answers {
+		store := h.Sessions
+		if i == len(answers)-1 {
+			store = h.writer(key, func(reducer.State) replayAt { return at })
+		}
+		err := store.Answer(ctx, id, actor, a.approval, a.decision, a.reason)
+		if done, rerr := h.taken(ctx, w, r, key, v, err); done || rerr != nil {
+			return rerr
+		}
+		if err != nil {
 			if errors.Is(err, session.ErrNotPending) {
 				return httpjson.Refuse(http.StatusConflict, "approval %q is not pending", httpjson.Clip(a.approval))
 			}
@@ -170,7 +191,8 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id stri
 // start, live until it ends or waits for a person; 204 when no turn is
 // open.
 func (h *handler) resume(w http.ResponseWriter, r *http.Request, caller string) error {
-	ctx := r.Context()
+	ctx, cancel := h.budgeted(r.Context())
+	defer cancel()
 	v, err := parseVersion(r)
 	if err != nil {
 		return err
@@ -193,7 +215,9 @@ func (h *handler) resume(w http.ResponseWriter, r *http.Request, caller string) 
 
 // serve writes first (parts with no cursor) and page as the UI message
 // stream for major v, then follows the stream until it closes, the turn
-// waits for a person, or the hold passes. It ends with [DONE].
+// waits for a person, the hold passes, or a read fails or outlasts the
+// request budget. It ends with [DONE], and sends a comment heartbeat every
+// heartbeat interval meanwhile.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream string, page streams.Page, v Version, first []streams.Part) {
 	ctx := r.Context()
 	hd := w.Header()
@@ -203,58 +227,42 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 	hd.Set("X-Accel-Buffering", "no")
 	hd.Set("X-Vercel-AI-UI-Message-Stream", "v1")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	bw := bufio.NewWriter(w)
-	write := func(cursor streams.Cursor, p streams.Part) error {
-		p, ok := v.Map(p)
-		if !ok {
-			return nil
-		}
-		data, err := json.Marshal(p)
-		if err != nil {
-			return fmt.Errorf("encode part %s: %w", cursor, err)
-		}
-		if cursor != "" {
-			fmt.Fprintf(bw, "id: %s\n", cursor)
-		}
-		fmt.Fprintf(bw, "data: %s\n\n", data)
-		return nil
-	}
-	flush := func() error {
-		if err := bw.Flush(); err != nil {
-			return fmt.Errorf("write events: %w", err)
-		}
-		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return fmt.Errorf("flush events: %w", err)
-		}
-		return nil
+	ev := httpjson.StartEvents(w, h.Heartbeat)
+	defer ev.Close()
+	write := func(bw *bufio.Writer, cursor streams.Cursor, p streams.Part) error {
+		return writePart(bw, v, cursor, p)
 	}
 	end := func(err error) {
 		if err == nil {
-			bw.WriteString("data: [DONE]\n\n")
-			err = flush()
+			err = ev.Write(func(bw *bufio.Writer) error { _, err := bw.WriteString("data: [DONE]\n\n"); return err })
 		}
 		if err != nil && ctx.Err() == nil {
 			h.Log.DebugContext(ctx, "chat: stream ended", "session", id, "stream", stream, "err", err)
 		}
 	}
-	for _, p := range first {
-		if err := write("", p); err != nil {
-			end(err)
-			return
+	if err := ev.Write(func(bw *bufio.Writer) error {
+		for _, p := range first {
+			if err := write(bw, "", p); err != nil {
+				return err
+			}
 		}
+		return nil
+	}); err != nil {
+		end(err)
+		return
 	}
 	deadline := time.Now().Add(h.Hold)
 	var last streams.PartType
 	for {
-		for _, e := range page.Entries {
-			if err := write(e.Cursor, e.Part); err != nil {
-				end(err)
-				return
+		if err := ev.Write(func(bw *bufio.Writer) error {
+			for _, e := range page.Entries {
+				if err := write(bw, e.Cursor, e.Part); err != nil {
+					return err
+				}
+				last = e.Part.Type
 			}
-			last = e.Part.Type
-		}
-		if err := flush(); err != nil {
+			return nil
+		}); err != nil {
 			end(err)
 			return
 		}
@@ -265,8 +273,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 		if len(page.Entries) == 0 && (last == streams.DataSuspended || last == "") {
 			// Caught up with a suspension, or with a stream that shows
 			// nothing new yet: stop if the turn waits for a person.
-			sess, err := h.Sessions.Load(ctx, id)
-			if err != nil || sess.State.Turn == nil || sess.State.Turn.Stream != stream || waitsForPerson(sess.State) {
+			if done, err := h.stopsHere(ctx, id, stream); done || err != nil {
 				end(err)
 				return
 			}
@@ -275,11 +282,43 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 			end(ctx.Err())
 			return
 		}
-		next, err := h.Sessions.Streams.Read(ctx, id, stream, page.Cursor)
+		rctx, cancel := h.budgeted(ctx)
+		next, err := h.Sessions.Streams.Read(rctx, id, stream, page.Cursor)
+		cancel()
 		if err != nil {
 			end(err)
 			return
 		}
 		page = next
 	}
+}
+
+// writePart writes p, as major v has it, as one event of the UI message
+// stream, whose id is cursor when there is one.
+func writePart(bw *bufio.Writer, v Version, cursor streams.Cursor, p streams.Part) error {
+	p, ok := v.Map(p)
+	if !ok {
+		return nil
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode part %s: %w", cursor, err)
+	}
+	if cursor != "" {
+		fmt.Fprintf(bw, "id: %s\n", cursor)
+	}
+	fmt.Fprintf(bw, "data: %s\n\n", data)
+	return nil
+}
+
+// stopsHere reports whether a stream caught up with stops following: its
+// turn is no longer the open one, or waits for a person.
+func (h *handler) stopsHere(ctx context.Context, id, stream string) (bool, error) {
+	ctx, cancel := h.budgeted(ctx)
+	defer cancel()
+	sess, err := h.Sessions.Load(ctx, id)
+	if err != nil {
+		return true, err
+	}
+	return sess.State.Turn == nil || sess.State.Turn.Stream != stream || waitsForPerson(sess.State), nil
 }

@@ -156,3 +156,31 @@ func BenchmarkAppendLostResponse(b *testing.B) {
 		})
 	}
 }
+
+// TestReadsRetryAnAnswerCutShort cuts short the answers to a session's
+// reads: once, and the read is sent again and returns the facts; for good,
+// and it fails with a transient error, bounded.
+func TestReadsRetryAnAnswerCutShort(t *testing.T) {
+	ft := faults.New(nil)
+	store := New(faults.Clients(testEnv.Emu.URL, ft).DynamoDB, testEnv.Table)
+	s := newSession(t, store, "alice", t0)
+	ft.Set(faults.Rule{Op: "dynamodb:Query", Times: 1, Fault: faults.CutShort},
+		faults.Rule{Op: "dynamodb:GetItem", Times: 1, Fault: faults.CutShort})
+	if fs, err := store.Facts(t.Context(), s.id, 0); err != nil || len(fs) != 1 {
+		t.Fatalf("facts after a cut-short answer: %v, %v; want the one fact", fs, err)
+	}
+	if _, err := store.Head(t.Context(), s.id); err != nil {
+		t.Fatalf("head after a cut-short answer: %v", err)
+	}
+	if n := len(ft.Injected()); n != 2 {
+		t.Fatalf("%d faults injected, want 2", n)
+	}
+	ft.Set(faults.Rule{Op: "dynamodb:Query", Fault: faults.CutShort})
+	_, err := store.Tail(t.Context(), s.id)
+	if err == nil || !awsenv.Transient(err) {
+		t.Fatalf("tail with every answer cut short: %v, want a transient error", err)
+	}
+	if n := ft.Count("dynamodb:Query"); n != 1+maxResend+1 {
+		t.Fatalf("%d cut-short Queries, want %d (1 + %d resends)", n, 1+maxResend+1, maxResend)
+	}
+}

@@ -114,11 +114,11 @@ func decodeHead(item map[string]types.AttributeValue) (Head, error) {
 // Head returns the session's head, read consistently, or an error matching
 // ErrNotFound.
 func (s *Store) Head(ctx context.Context, session string) (Head, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+	out, err := s.getItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
 		Key:            map[string]types.AttributeValue{attrPK: str(session), attrSK: num(0)},
 		ConsistentRead: aws.Bool(true),
-	}, s.count.DynamoDB)
+	})
 	if err != nil {
 		return Head{}, fmt.Errorf("dynamo: read head of %s: %w", session, err)
 	}
@@ -193,7 +193,7 @@ func (s *Store) list(ctx context.Context, in *dynamodb.QueryInput, limit int32, 
 		}
 		in.ExclusiveStartKey = start
 	}
-	out, err := s.client.Query(ctx, in, s.count.DynamoDB)
+	out, err := s.query(ctx, in)
 	if err != nil {
 		return nil, "", err
 	}

@@ -75,11 +75,11 @@ func receiptTaken(err error, i int) bool {
 // Receipt returns the unexpired receipt stored under key, read
 // consistently; ok is false when there is none.
 func (s *Store) Receipt(ctx context.Context, key string) (rc Receipt, ok bool, err error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+	out, err := s.getItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
 		Key:            map[string]types.AttributeValue{attrPK: str(receiptPK(key)), attrSK: num(receiptSK)},
 		ConsistentRead: aws.Bool(true),
-	}, s.count.DynamoDB)
+	})
 	if err != nil {
 		return Receipt{}, false, fmt.Errorf("dynamo: read receipt: %w", err)
 	}

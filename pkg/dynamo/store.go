@@ -195,13 +195,13 @@ var conflictPolicy = retry.Policy{Attempts: 5, Base: 20 * time.Millisecond, Max:
 // exists and whether the Append tagged writer wrote it. A transaction is
 // applied whole or not at all, so one item tells.
 func (s *Store) wrote(ctx context.Context, session string, seq int64, writer string) (mine, found bool, err error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+	out, err := s.getItem(ctx, &dynamodb.GetItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      map[string]types.AttributeValue{attrPK: str(session), attrSK: num(seq)},
 		ConsistentRead:           aws.Bool(true),
 		ProjectionExpression:     aws.String("#pk, #w"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#w": attrWriter},
-	}, s.count.DynamoDB)
+	})
 	if err != nil {
 		return false, false, fmt.Errorf("read fact %d back: %w", seq, err)
 	}
@@ -291,7 +291,7 @@ func (s *Store) Facts(ctx context.Context, session string, after int64) ([]reduc
 	}
 	var facts []reducer.Fact
 	for {
-		out, err := s.client.Query(ctx, in, s.count.DynamoDB)
+		out, err := s.query(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("dynamo: read facts after %d of %s: %w", after, session, err)
 		}
@@ -329,7 +329,7 @@ func (s *Store) Tail(ctx context.Context, session string) ([]reducer.Fact, error
 	}
 	var facts []reducer.Fact // newest first
 	for {
-		out, err := s.client.Query(ctx, in, s.count.DynamoDB)
+		out, err := s.query(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("dynamo: read tail of %s: %w", session, err)
 		}

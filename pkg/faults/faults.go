@@ -42,6 +42,15 @@ const (
 	// and fails with a connection reset: the write happened, the caller
 	// sees an error.
 	LostResponse Kind = "lost"
+	// Stall holds the request, unsent, the way a stopped store does: for
+	// Transport.Delay, then sends it on (the store is back), or, with no
+	// Delay, until the request's context ends, failing with its error.
+	Stall Kind = "stall"
+	// CutShort sends the request to the store and cuts its answer short:
+	// the response body ends halfway with io.ErrUnexpectedEOF, as when a
+	// connection drops mid-answer. Meant for reads; on a write, the write
+	// happened.
+	CutShort Kind = "cut"
 )
 
 // Rule injects Fault into the requests it matches.
@@ -74,7 +83,8 @@ type Transport struct {
 	// Next sends the requests that are let through; nil means
 	// http.DefaultTransport.
 	Next http.RoundTripper
-	// Delay is how long a Timeout fault waits; 0 means DefaultDelay.
+	// Delay is how long a Timeout fault waits (0 means DefaultDelay) and
+	// how long a Stall holds a request (0 means until its context ends).
 	Delay time.Duration
 
 	mu       sync.Mutex
@@ -152,6 +162,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	case Stall:
+		return t.stall(req)
+	case CutShort:
+		return t.cutShort(req)
 	case Timeout:
 		closeBody(req)
 		d := t.Delay
@@ -168,6 +182,45 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	closeBody(req)
 	return respond(req, op, fault), nil
 }
+
+// stall holds req until Delay passes, then sends it on; with no Delay, or
+// should req's context end first, it fails with the context's error.
+func (t *Transport) stall(req *http.Request) (*http.Response, error) {
+	var after <-chan time.Time
+	if t.Delay > 0 {
+		timer := time.NewTimer(t.Delay)
+		defer timer.Stop()
+		after = timer.C
+	}
+	select {
+	case <-req.Context().Done():
+		closeBody(req)
+		return nil, req.Context().Err()
+	case <-after:
+		return t.next().RoundTrip(req)
+	}
+}
+
+// cutShort sends req on and returns its answer with the body cut halfway,
+// ending in io.ErrUnexpectedEOF.
+func (t *Transport) cutShort(req *http.Request) (*http.Response, error) {
+	resp, err := t.next().RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("faults: read the answer to cut: %w", err)
+	}
+	resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body[:len(body)/2]), eofReader{}))
+	return resp, nil
+}
+
+// eofReader fails every read with io.ErrUnexpectedEOF.
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
 
 func (t *Transport) next() http.RoundTripper {
 	if t.Next != nil {

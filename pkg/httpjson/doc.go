@@ -1,5 +1,8 @@
 // Package httpjson holds what baton's HTTP APIs (the operator API and the
 // chat endpoint) answer alike: refusals with a status and a message, JSON
 // bodies and errors, 404 and 405 in JSON instead of the mux's plain text,
-// and the caller check in front of every handler.
+// the caller check in front of every handler, the Idempotency-Key
+// mechanism (a receipt written with the write it guards), the request
+// budget and Retry-After of a store that does not answer, and event
+// streams with a comment heartbeat.
 package httpjson

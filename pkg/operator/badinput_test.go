@@ -29,7 +29,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 	}
 
 	sess := "/sessions/" + s.ID
-	huge := strings.Repeat("x", 70<<10)
+	huge := strings.Repeat("x", operator.DefaultMaxBody)
 	cases := []struct {
 		name   string
 		r      req
@@ -56,7 +56,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"create: latin-1", req{method: "POST", path: "/sessions", body: `{"agent":"demo"}`, contentType: "application/json; charset=iso-8859-1"}, false, 415, "UTF-8"},
 		{"create: empty body", req{method: "POST", path: "/sessions", contentType: "application/json"}, false, 400, "required"},
 		{"create: no body", req{method: "POST", path: "/sessions"}, false, 400, "required"},
-		{"create: oversized", req{method: "POST", path: "/sessions", body: `{"agent":"` + huge + `"}`}, false, 413, "larger than 65536 bytes"},
+		{"create: oversized", req{method: "POST", path: "/sessions", body: `{"agent":"` + huge + `"}`}, false, 413, "larger than 1048576 bytes"},
 		{"create: invalid UTF-8", req{method: "POST", path: "/sessions", body: "{\"agent\":\"d\xffmo\"}"}, false, 400, "UTF-8"},
 
 		// POST /sessions/{id}/messages

@@ -18,7 +18,7 @@ import (
 // object. An empty body is accepted, leaving dst as it is, only when
 // optional.
 func decode(w http.ResponseWriter, r *http.Request, max int64, dst any, optional bool) error {
-	body, err := readBody(w, r, max)
+	body, err := httpjson.ReadBody(w, r, max)
 	if err != nil {
 		return err
 	}
@@ -50,18 +50,6 @@ func decode(w http.ResponseWriter, r *http.Request, max int64, dst any, optional
 		return httpjson.Refuse(http.StatusBadRequest, "invalid request body: unexpected data after the JSON object")
 	}
 	return nil
-}
-
-// readBody reads the request body, refusing one larger than max bytes.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-	if err != nil {
-		if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, httpjson.Refuse(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", tooBig.Limit)
-		}
-		return nil, httpjson.Refuse(http.StatusBadRequest, "cannot read the request body")
-	}
-	return body, nil
 }
 
 // checkJSONType accepts application/json, with parameters, in UTF-8.

@@ -5,5 +5,7 @@
 // and serves the web console (package console) at /console. A session is
 // visible only to the identity that created it, every request is checked
 // before anything is written, and a POST retried under its Idempotency-Key
-// is answered again without writing.
+// is answered again without writing. A request the session store does not
+// answer within the request budget gets 503 with Retry-After, and an event
+// stream sends a comment heartbeat while it waits.
 package operator

@@ -3,14 +3,10 @@ package operator
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"time"
 
 	"github.com/baton-run/baton/pkg/httpjson"
 
@@ -18,17 +14,13 @@ import (
 	"github.com/baton-run/baton/pkg/session"
 )
 
-// Idempotency-Key limits.
+// Idempotency-Key limits (see httpjson.Idempotency, which the chat
+// endpoint shares).
 const (
 	// MaxIdempotencyKey is the longest Idempotency-Key accepted, in bytes.
-	MaxIdempotencyKey = 255
+	MaxIdempotencyKey = httpjson.MaxIdempotencyKey
 	// ReceiptTTL is how long an Idempotency-Key is remembered.
-	ReceiptTTL = 24 * time.Hour
-)
-
-const (
-	idempotencyHeader = "Idempotency-Key"
-	replayedHeader    = "Idempotent-Replayed"
+	ReceiptTTL = httpjson.ReceiptTTL
 )
 
 // reply is the answer to a request that wrote: what a retry under the same
@@ -84,10 +76,6 @@ func writeReply(w http.ResponseWriter, rp reply) {
 // idemKey is the context key of a request's idempotency.
 type idemKey struct{}
 
-// idem is a request's receipt key (the caller and the Idempotency-Key,
-// hashed) and the hash of the request itself.
-type idem struct{ key, request string }
-
 // idempotent handles the Idempotency-Key header of a POST route. Without
 // one, h runs as it is. With one, a request the caller made before under
 // the same key is answered what it was answered, writing nothing, and a
@@ -97,20 +85,13 @@ type idem struct{ key, request string }
 // refused request can be sent again under the same key.
 func (a *api) idempotent(h func(http.ResponseWriter, *http.Request, string) error) func(http.ResponseWriter, *http.Request, string) error {
 	return func(w http.ResponseWriter, r *http.Request, caller string) error {
-		values, has := r.Header[idempotencyHeader]
-		if !has {
-			return h(w, r, caller)
-		}
-		key := values[0]
-		if len(values) != 1 || !validKey(key) {
-			return httpjson.Refuse(http.StatusBadRequest, "%s must be sent once, with 1 to %d printable ASCII characters", idempotencyHeader, MaxIdempotencyKey)
-		}
-		body, err := readBody(w, r, a.maxBody)
+		k, keyed, err := httpjson.ReadIdempotency(w, r, caller, a.maxBody)
 		if err != nil {
 			return err
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		k := idem{key: digest(caller, key), request: digest(r.Method, r.URL.Path, string(body))}
+		if !keyed {
+			return h(w, r, caller)
+		}
 		if done, err := a.replay(w, r.Context(), k); done || err != nil {
 			return err
 		}
@@ -125,21 +106,18 @@ func (a *api) idempotent(h func(http.ResponseWriter, *http.Request, string) erro
 	}
 }
 
-// replay answers the request with the receipt under k.key, if there is one:
+// replay answers the request with the receipt under k, if there is one:
 // its stored reply, or 422 if it answered another request.
-func (a *api) replay(w http.ResponseWriter, ctx context.Context, k idem) (bool, error) {
-	rc, ok, err := a.sessions.Facts.Receipt(ctx, k.key)
+func (a *api) replay(w http.ResponseWriter, ctx context.Context, k httpjson.Idempotency) (bool, error) {
+	answer, ok, err := k.Receipt(ctx, a.sessions.Facts)
 	if err != nil || !ok {
 		return false, err
 	}
-	if rc.Request != k.request {
-		return false, httpjson.Refuse(http.StatusUnprocessableEntity, "this %s was used for a different request; send a new key with a new request", idempotencyHeader)
-	}
 	var rp reply
-	if err := json.Unmarshal(rc.Answer, &rp); err != nil {
+	if err := json.Unmarshal(answer, &rp); err != nil {
 		return false, fmt.Errorf("operator: decode receipt: %w", err)
 	}
-	w.Header().Set(replayedHeader, "true")
+	w.Header().Set(httpjson.ReplayedHeader, "true")
 	writeReply(w, rp)
 	return true, nil
 }
@@ -148,41 +126,15 @@ func (a *api) replay(w http.ResponseWriter, ctx context.Context, k idem) (bool, 
 // an Idempotency-Key, one that stores the reply answer builds with the
 // write, under the key.
 func (a *api) writer(r *http.Request, answer answerFunc) *session.Store {
-	k, ok := r.Context().Value(idemKey{}).(idem)
+	k, ok := r.Context().Value(idemKey{}).(httpjson.Idempotency)
 	if !ok {
 		return a.sessions
 	}
-	return a.sessions.WithReceipt(&session.Receipt{
-		Key: k.key, Request: k.request, Expires: time.Now().Add(ReceiptTTL),
-		Answer: func(next reducer.State, written []reducer.Fact) ([]byte, error) {
-			rp, err := answer(next, written)
-			if err != nil {
-				return nil, err
-			}
-			return json.Marshal(rp)
-		},
-	})
-}
-
-func validKey(key string) bool {
-	if key == "" || len(key) > MaxIdempotencyKey {
-		return false
-	}
-	for i := range len(key) {
-		if c := key[i]; c < 0x20 || c > 0x7e {
-			return false
+	return k.Writer(a.sessions, func(next reducer.State, written []reducer.Fact) ([]byte, error) {
+		rp, err := answer(next, written)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return true
-}
-
-// digest hashes parts, each ended by a zero byte so that no two lists of
-// parts give the same input.
-func digest(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
+		return json.Marshal(rp)
+	})
 }

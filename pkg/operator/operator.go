@@ -23,10 +23,13 @@ import (
 
 // Limits on request content.
 const (
-	// DefaultMaxBody is the request body limit when Config.MaxBody is 0.
-	DefaultMaxBody = 64 << 10
-	// MaxText is the longest message text accepted, in bytes. With the
-	// default body limit a body that large is refused first, with 413.
+	// DefaultMaxBody is the request body limit when Config.MaxBody is 0:
+	// 1 MiB, room for a message of MaxText bytes however its JSON escapes
+	// it (at worst 6 bytes, \u00XX, per byte of text: 600 KiB), and well
+	// within Lambda's 6 MB synchronous payload, base64 included (API
+	// Gateway's HTTP API allows 10 MB).
+	DefaultMaxBody = 1 << 20
+	// MaxText is the longest message text accepted, in bytes of UTF-8.
 	MaxText = 100 << 10
 	// MaxReason is the longest reason accepted with an answer or a cancel.
 	MaxReason = 4 << 10
@@ -52,8 +55,18 @@ type Config struct {
 	// MaxBody limits request bodies; 0 means DefaultMaxBody.
 	MaxBody int64
 	// StreamHold is how long a stream read may wait for new parts of an
-	// open stream before answering; 0 answers at once.
+	// open stream before answering; 0 answers at once. A JSON read holds
+	// at most three quarters of RequestBudget, whatever StreamHold says.
 	StreamHold time.Duration
+	// RequestBudget bounds how long a request may wait on the session
+	// store: one that does not get its answers in time is answered 503
+	// with Retry-After, before the front door gives up on it. An event
+	// stream spends one budget before it starts and one on each read
+	// after. 0 means httpjson.DefaultBudget (20 s).
+	RequestBudget time.Duration
+	// Heartbeat is how often an event stream sends a comment while it
+	// waits; 0 means httpjson.DefaultHeartbeat (15 s).
+	Heartbeat time.Duration
 	// Log receives request failures; nil means slog.Default().
 	Log *slog.Logger
 	// Chat configures the AI SDK chat endpoint served under /chat.
@@ -67,6 +80,8 @@ type api struct {
 	identity func(*http.Request) (string, bool)
 	maxBody  int64
 	hold     time.Duration
+	budget   time.Duration
+	beat     time.Duration
 	log      *slog.Logger
 	mux      *http.ServeMux
 }
@@ -93,7 +108,11 @@ type api struct {
 func New(c Config) http.Handler {
 	a := &api{
 		sessions: c.Sessions, agents: c.Agents, identity: c.Identity,
-		maxBody: c.MaxBody, hold: max(c.StreamHold, 0), log: c.Log, mux: http.NewServeMux(),
+		maxBody: c.MaxBody, hold: max(c.StreamHold, 0), budget: c.RequestBudget, beat: c.Heartbeat,
+		log: c.Log, mux: http.NewServeMux(),
+	}
+	if a.budget <= 0 {
+		a.budget = httpjson.DefaultBudget
 	}
 	if a.agents == nil {
 		a.agents = func(string) bool { return false }
@@ -113,7 +132,7 @@ func New(c Config) http.Handler {
 		"GET /sessions/{id}":                           a.get,
 		"POST /sessions/{id}/messages":                 a.idempotent(a.message),
 		"GET /sessions/{id}/facts":                     a.facts,
-		"GET /sessions/{id}/turns/{turn}/stream":       a.stream,
+		streamRoute:                                    a.stream,
 		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer),
 		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel),
 		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle),
@@ -123,9 +142,13 @@ func New(c Config) http.Handler {
 		"DELETE /sessions/{id}/schedule":               a.idempotent(a.clearSchedule),
 	}
 	for pattern, h := range routes {
+		if pattern != streamRoute { // a stream spends its budgets itself
+			h = a.budgeted(h)
+		}
 		a.mux.Handle(pattern, a.authed(h))
 	}
-	ch := chat.New(chat.Config{Options: c.Chat, Sessions: a.sessions, Agents: a.agents, Identity: a.identity, Log: a.log})
+	ch := chat.New(chat.Config{Options: c.Chat, Sessions: a.sessions, Agents: a.agents, Identity: a.identity, Log: a.log,
+		Budget: a.budget, Heartbeat: a.beat})
 	a.mux.Handle("/chat", ch)
 	a.mux.Handle("/chat/", ch)
 	// The web console's static assets: no data, so no identity needed.
@@ -138,13 +161,26 @@ func New(c Config) http.Handler {
 // ServeHTTP routes r, answering unknown routes and methods in JSON.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) { httpjson.Serve(w, r, a.mux) }
 
+const streamRoute = "GET /sessions/{id}/turns/{turn}/stream"
+
+// budgeted runs h under the request budget: past it, the store calls h is
+// waiting on fail with context.DeadlineExceeded, which fail answers 503.
+func (a *api) budgeted(h httpjson.Handler) httpjson.Handler {
+	return func(w http.ResponseWriter, r *http.Request, caller string) error {
+		ctx, cancel := context.WithTimeout(r.Context(), a.budget)
+		defer cancel()
+		return h(w, r.WithContext(ctx), caller)
+	}
+}
+
 // authed resolves the caller's identity, answers 401 without one, and
 // turns a handler's error into an answer.
 func (a *api) authed(h httpjson.Handler) http.Handler { return httpjson.Authed(a.identity, a.fail, h) }
 
 // fail answers err: a refusal as it says, known session errors with 404,
-// 409 or 503 (503 also for a session too busy to write to in time),
-// anything else with a generic 500 whose detail is logged.
+// 409 or 503 with Retry-After (503 also for a session too busy to write to
+// in time, and for a store that did not answer within the request
+// budget), anything else with a generic 500 whose detail is logged.
 func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err error) {
 	status, msg := http.StatusInternalServerError, "internal error"
 	var te *reducer.TransitionError
@@ -173,9 +209,12 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err er
 	case awsenv.Transient(err):
 		status, msg = http.StatusServiceUnavailable, "the session store is throttled or failing; retry later"
 	case errors.Is(err, context.DeadlineExceeded):
-		status, msg = http.StatusServiceUnavailable, "timed out; retry"
+		status, msg = http.StatusServiceUnavailable, "the session store did not answer in time; retry later (under the same Idempotency-Key, a retry of a write that did land is answered as it was)"
 	case errors.Is(err, context.Canceled) || r.Context().Err() != nil:
 		status, msg = http.StatusServiceUnavailable, "request cancelled"
+	}
+	if status == http.StatusServiceUnavailable {
+		httpjson.Unavailable(w)
 	}
 	level := slog.LevelDebug
 	if status >= 500 {
@@ -202,17 +241,30 @@ func pathID(r *http.Request, name, what string) (string, error) {
 	return v, nil
 }
 
-// owned checks that session id exists and belongs to caller, reading only
-// its head. Another caller's session is not found.
-func (a *api) owned(ctx context.Context, id, caller string) (dynamo.Head, error) {
-	h, err := a.sessions.Facts.Head(ctx, id)
-	if err != nil {
-		return dynamo.Head{}, err
+// owned finds the caller's session that id names, reading only heads: the
+// session of that id when it is the caller's, else the session of the
+// caller's chat of that id (see chat.SessionID). It returns the session's
+// id and head. Another caller's session is not found.
+func (a *api) owned(ctx context.Context, id, caller string) (string, dynamo.Head, error) {
+	for _, sid := range candidates(id, caller) {
+		h, err := a.sessions.Facts.Head(ctx, sid)
+		switch {
+		case err == nil && h.Owner == caller:
+			return sid, h, nil
+		case err != nil && !errors.Is(err, dynamo.ErrNotFound):
+			return "", dynamo.Head{}, err
+		}
 	}
-	if h.Owner != caller {
-		return dynamo.Head{}, httpjson.Refuse(http.StatusNotFound, "session not found")
+	return "", dynamo.Head{}, httpjson.Refuse(http.StatusNotFound, "session not found")
+}
+
+// candidates are the sessions a path id may name for caller, in the order
+// they are tried: the session of that id, then the caller's chat of it.
+func candidates(id, caller string) []string {
+	if chat.IsChatID(id) {
+		return []string{id, chat.SessionID(caller, id)}
 	}
-	return h, nil
+	return []string{id}
 }
 
 // ownedID is pathID("id") followed by owned.
@@ -221,10 +273,8 @@ func (a *api) ownedID(r *http.Request, caller string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := a.owned(r.Context(), id, caller); err != nil {
-		return "", err
-	}
-	return id, nil
+	id, _, err = a.owned(r.Context(), id, caller)
+	return id, err
 }
 
 func operatorActor(caller string) reducer.Actor {
@@ -289,15 +339,17 @@ func (a *api) get(w http.ResponseWriter, r *http.Request, caller string) error {
 	if err != nil {
 		return err
 	}
-	sess, err := a.sessions.Load(r.Context(), id)
-	if err != nil {
-		return err
+	for _, sid := range candidates(id, caller) {
+		sess, err := a.sessions.Load(r.Context(), sid)
+		switch {
+		case err == nil && sess.State.Owner == caller:
+			httpjson.Write(w, http.StatusOK, a.view(r.Context(), sid, sess.State))
+			return nil
+		case err != nil && !errors.Is(err, session.ErrNotFound):
+			return err
+		}
 	}
-	if sess.State.Owner != caller {
-		return httpjson.Refuse(http.StatusNotFound, "session not found")
-	}
-	httpjson.Write(w, http.StatusOK, a.view(r.Context(), id, sess.State))
-	return nil
+	return httpjson.Refuse(http.StatusNotFound, "session not found")
 }
 
 func (a *api) facts(w http.ResponseWriter, r *http.Request, caller string) error {

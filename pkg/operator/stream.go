@@ -19,9 +19,18 @@ import (
 // stream serves a turn's stream parts after a cursor: as one JSON page, or,
 // when the client accepts text/event-stream, as Server-Sent Events in the
 // shape of the AI SDK's UI message stream. Either way an open stream is
-// watched for up to the configured hold.
+// watched for up to the configured hold. A JSON read is answered within the
+// request budget; an event stream starts within it, reads each page within
+// another, and sends heartbeats meanwhile.
 func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) error {
-	ctx := r.Context()
+	sse := acceptsEventStream(r)
+	deadline := time.Now().Add(a.hold)
+	if !sse {
+		// Leave a quarter of the budget for the read after the last wait.
+		deadline = time.Now().Add(min(a.hold, a.budget-a.budget/4))
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), a.budget)
+	defer cancel()
 	id, err := pathID(r, "id", "session")
 	if err != nil {
 		return err
@@ -30,11 +39,10 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err != nil {
 		return err
 	}
-	stream, open, err := a.turnStream(ctx, id, turn, caller)
+	id, stream, open, err := a.turnStream(ctx, id, turn, caller)
 	if err != nil {
 		return err
 	}
-	sse := acceptsEventStream(r)
 	after := r.URL.Query().Get("after")
 	if sse {
 		if last := r.Header.Get("Last-Event-ID"); last != "" {
@@ -45,7 +53,6 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err != nil {
 		return httpjson.Refuse(http.StatusBadRequest, "after is not a stream cursor: want <chunk>.<part>")
 	}
-	deadline := time.Now().Add(a.hold)
 	page, err := a.read(ctx, id, stream, cursor)
 	if err != nil {
 		return err
@@ -55,7 +62,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 		return httpjson.Refuse(http.StatusNotFound, "turn not found")
 	}
 	if sse {
-		a.serveEvents(w, r, id, stream, page, deadline)
+		a.serveEvents(w, r.Context(), id, stream, page, deadline)
 		return nil
 	}
 	for len(page.Entries) == 0 && page.Closed == streams.Open && httpjson.Wait(ctx, deadline, pollInterval) {
@@ -67,16 +74,16 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 	return nil
 }
 
-// turnStream checks with one read of the session's head that the session
-// is the caller's, and returns the turn's stream (a turn's stream has the
-// turn's id, and streams live under their session, so one session's id
-// never reaches another's) and whether it is the open turn's.
-func (a *api) turnStream(ctx context.Context, id, turn, caller string) (string, bool, error) {
-	h, err := a.owned(ctx, id, caller)
+// turnStream checks with a read of the session's head that the session is
+// the caller's, and returns its id (see owned), the turn's stream (a turn's
+// stream has the turn's id, and streams live under their session, so one
+// session's id never reaches another's) and whether it is the open turn's.
+func (a *api) turnStream(ctx context.Context, id, turn, caller string) (string, string, bool, error) {
+	sid, h, err := a.owned(ctx, id, caller)
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
-	return turn, h.Turn == turn, nil
+	return sid, turn, h.Turn == turn, nil
 }
 
 func (a *api) read(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error) {
@@ -109,35 +116,32 @@ func acceptsEventStream(r *http.Request) bool {
 // closed stream ends with one event named close whose data is [DONE]: the
 // AI SDK ignores event names and skips [DONE], and an EventSource client
 // listens for close to stop reconnecting. An open stream's response just
-// ends at the deadline, and the client reconnects.
-func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, id, stream string, page streams.Page, deadline time.Time) {
-	ctx := r.Context()
+// ends at the deadline, or when a read fails or outlasts the request
+// budget, and the client reconnects. A comment heartbeat goes out every
+// heartbeat interval meanwhile.
+func (a *api) serveEvents(w http.ResponseWriter, ctx context.Context, id, stream string, page streams.Page, deadline time.Time) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("X-Vercel-AI-UI-Message-Stream", "v1")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	bw := bufio.NewWriter(w)
+	ev := httpjson.StartEvents(w, a.beat)
+	defer ev.Close()
 	send := func(p streams.Page) error {
-		for _, e := range p.Entries {
-			data, err := json.Marshal(e.Part)
-			if err != nil {
-				return fmt.Errorf("encode part %s: %w", e.Cursor, err)
+		return ev.Write(func(bw *bufio.Writer) error {
+			for _, e := range p.Entries {
+				data, err := json.Marshal(e.Part)
+				if err != nil {
+					return fmt.Errorf("encode part %s: %w", e.Cursor, err)
+				}
+				fmt.Fprintf(bw, "id: %s\ndata: %s\n\n", e.Cursor, data)
 			}
-			fmt.Fprintf(bw, "id: %s\ndata: %s\n\n", e.Cursor, data)
-		}
-		if p.Closed != streams.Open {
-			bw.WriteString("event: close\ndata: [DONE]\n\n")
-		}
-		if err := bw.Flush(); err != nil {
-			return fmt.Errorf("write events: %w", err)
-		}
-		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return fmt.Errorf("flush events: %w", err)
-		}
-		return nil
+			if p.Closed != streams.Open {
+				bw.WriteString("event: close\ndata: [DONE]\n\n")
+			}
+			return nil
+		})
 	}
 	for {
 		if err := send(page); err != nil {
@@ -147,7 +151,9 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, id, stream str
 		if page.Closed != streams.Open || !httpjson.Wait(ctx, deadline, pollInterval) {
 			return
 		}
-		next, err := a.read(ctx, id, stream, page.Cursor)
+		rctx, cancel := context.WithTimeout(ctx, a.budget)
+		next, err := a.read(rctx, id, stream, page.Cursor)
+		cancel()
 		if err != nil {
 			// Headers are sent: end the response; the client reconnects
 			// from the last event it got.
