@@ -233,7 +233,7 @@ func FuzzDecodeHead(f *testing.F) {
 			delete(back, name) // due follows from facts the head does not keep
 		}
 		if h.Why != "" {
-			back[attrDueShard], back[attrDue], back[attrWhy] = str(dueShard), num(h.Due.UnixMilli()), str(string(h.Why))
+			back[attrDueShard], back[attrDue], back[attrWhy] = item[attrDueShard], num(h.Due.UnixMilli()), str(string(h.Why))
 		}
 		for _, name := range []string{attrCreated, attrUpdated} {
 			back[name] = item[name] // any RFC 3339 spelling of the same time
@@ -344,7 +344,8 @@ func parseItemJSON(raw string) (map[string]types.AttributeValue, error) {
 }
 
 // FuzzDecodeCursor decodes fuzzed listing cursors (the cursor= of GET
-// /sessions, and the tick's Due paging). A cursor is refused with
+// /sessions; other is another owner's listing, as the tick's Due pages by
+// due time, not by cursor). A cursor is refused with
 // ErrBadCursor, or gives a start key of exactly the listing's attributes,
 // with their types and fixed values, that encodes back to a cursor
 // decoding to the same key.
@@ -365,10 +366,10 @@ func FuzzDecodeCursor(f *testing.F) {
 	f.Add("eyJwayI6eyJTIjoieCJ9fQ", false)
 	f.Add("%%", true)
 	f.Add("", false)
-	f.Fuzz(func(t *testing.T, cursor string, due bool) {
+	f.Fuzz(func(t *testing.T, cursor string, other bool) {
 		kind := owner
-		if due {
-			kind = dueCursor
+		if other {
+			kind = ownerCursor("bob")
 		}
 		key, err := decodeCursor(cursor, kind)
 		if err != nil {

@@ -67,7 +67,7 @@ func headItem(session string, st reducer.State) map[string]types.AttributeValue 
 		}
 	}
 	if n := st.Next(st.Updated, 0); !n.Due.IsZero() {
-		item[attrDueShard] = str(dueShard)
+		item[attrDueShard] = str(dueShardKey(DueShardOf(session)))
 		item[attrDue] = num(n.Due.UnixMilli())
 		item[attrWhy] = str(string(n.Reason))
 	}
@@ -156,27 +156,6 @@ func (s *Store) ByOwner(ctx context.Context, owner string, limit int32, cursor s
 	return heads, next, nil
 }
 
-// Due lists sessions due at or before before, the longest overdue first, up
-// to limit per page (0 means DefaultLimit). Paging works as for ByOwner.
-func (s *Store) Due(ctx context.Context, before time.Time, limit int32, cursor string) ([]Head, string, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                aws.String(s.table),
-		IndexName:                aws.String(IndexByDue),
-		KeyConditionExpression:   aws.String("#shard = :shard AND #due <= :before"),
-		ExpressionAttributeNames: map[string]string{"#shard": attrDueShard, "#due": attrDue},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":shard":  str(dueShard),
-			":before": num(before.UnixMilli()),
-		},
-		ScanIndexForward: aws.Bool(true),
-	}
-	heads, next, err := s.list(ctx, in, limit, cursor, dueCursor)
-	if err != nil {
-		return nil, "", fmt.Errorf("dynamo: list sessions due by %s: %w", formatTime(before), err)
-	}
-	return heads, next, nil
-}
-
 // list runs one page of an index query.
 func (s *Store) list(ctx context.Context, in *dynamodb.QueryInput, limit int32, cursor string, kind cursorKind) ([]Head, string, error) {
 	switch {
@@ -197,13 +176,9 @@ func (s *Store) list(ctx context.Context, in *dynamodb.QueryInput, limit int32, 
 	if err != nil {
 		return nil, "", err
 	}
-	heads := make([]Head, 0, len(out.Items))
-	for _, item := range out.Items {
-		h, err := decodeHead(item)
-		if err != nil {
-			return nil, "", err
-		}
-		heads = append(heads, h)
+	heads, err := decodeHeads(out.Items)
+	if err != nil {
+		return nil, "", err
 	}
 	last := out.LastEvaluatedKey
 	if len(last) > 0 && len(out.Items) > 0 {
@@ -230,11 +205,6 @@ func (s *Store) list(ctx context.Context, in *dynamodb.QueryInput, limit int32, 
 type cursorKind struct {
 	attrs map[string]byte
 	fixed map[string]string
-}
-
-var dueCursor = cursorKind{
-	attrs: map[string]byte{attrPK: 'S', attrSK: 'N', attrDueShard: 'S', attrDue: 'N'},
-	fixed: map[string]string{attrDueShard: dueShard},
 }
 
 func ownerCursor(owner string) cursorKind {

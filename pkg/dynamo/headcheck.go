@@ -91,8 +91,8 @@ func checkHead(item map[string]types.AttributeValue, h Head) error {
 	switch {
 	case hasShard != hasDue || hasDue != hasWhy:
 		return bad("%s, %s and %s must be all present or all absent", attrDueShard, attrDue, attrWhy)
-	case hasShard && strAttr(item, attrDueShard) != dueShard:
-		return bad("%s is not %q", attrDueShard, dueShard)
+	case hasShard && !validShardKey(h.Session, strAttr(item, attrDueShard)):
+		return bad("%s %q is not the session's shard", attrDueShard, strAttr(item, attrDueShard))
 	case hasWhy && !dueWhys[h.Why]:
 		return bad("unknown %s %q", attrWhy, h.Why)
 	case (h.Status == reducer.Running) != (h.Why == reducer.ReasonLease):

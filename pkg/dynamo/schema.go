@@ -31,7 +31,7 @@ const (
 	attrUpdated  = "updated"  // S
 	attrTurn     = "turn"     // S: open turn id, absent when idle
 	attrCause    = "cause"    // S: suspension cause, absent unless suspended
-	attrDueShard = "dueShard" // S, byDue hash key: always dueShard while due
+	attrDueShard = "dueShard" // S, byDue hash key while due: the session's shard, dueShardKey(DueShardOf(pk))
 	attrDue      = "due"      // N, byDue range key: unix milliseconds
 	attrWhy      = "why"      // S: why the session is due
 	attrRequest  = "request"  // S: receipt: hash of the request answered
@@ -43,7 +43,7 @@ const (
 	// IndexByDue lists sessions the tick must look at, by due time.
 	IndexByDue = "byDue"
 
-	dueShard = "due"
+	dueShard = "due" // shard 0's key, and the one key before the index was sharded
 	headSK   = "0"
 
 	receiptPrefix = "receipt#"

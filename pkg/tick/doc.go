@@ -1,6 +1,8 @@
 // Package tick is the scheduled sweep over sessions that need attention: it
-// pages the byDue index, reloads each session, and from its reduced facts
-// reaps turns whose invocation died, denies approvals that expired, wakes
-// timers that are due, posts schedules' messages, and re-sends wakes that
-// were lost. It stops short of its own deadline.
+// reads the byDue index's shards (dynamo.DueShards, a few at once, each paged
+// by due time so that heads moved meanwhile skip nothing), reloads each
+// session, and from its reduced facts reaps turns whose invocation died,
+// denies approvals that expired, wakes timers that are due, posts schedules'
+// messages, and re-sends wakes that were lost. It stops short of its own
+// deadline.
 package tick

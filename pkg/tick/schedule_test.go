@@ -117,7 +117,7 @@ func TestThousandSchedulesFireInOneTick(t *testing.T) {
 		t.Skip("1,000 sessions")
 	}
 	ctx := context.Background()
-	run, _ := fireSchedules(t, 1000)
+	run, _ := fireSchedules(t, 1000, 7, minuteApart)
 	rep, err := run.tick.Run(ctx)
 	if err != nil || rep.Posted != 0 {
 		t.Fatalf("a second run: %+v, %v; want nothing posted", rep, err)
@@ -127,15 +127,14 @@ func TestThousandSchedulesFireInOneTick(t *testing.T) {
 // BenchmarkTickSchedules measures one tick run over 1,000 sessions whose
 // schedules are due, in-process against the emulator: each posts its
 // message (schedule.fired and message.received in one write) and a wake.
-// The occurrences are a minute apart (kumo pages ties in the index
-// arbitrarily; DynamoDB does not), all before the run's clock.
+// The occurrences are a minute apart, all before the run's clock.
 func BenchmarkTickSchedules(b *testing.B) {
 	const n = 1000
 	var total, requests float64
 	var elapsed time.Duration
 	for range b.N {
 		b.StopTimer()
-		run, took := fireSchedules(b, n)
+		run, took := fireSchedules(b, n, 0, minuteApart)
 		elapsed += took
 		total += n
 		requests += float64(run.counter.Total(""))
@@ -144,11 +143,31 @@ func BenchmarkTickSchedules(b *testing.B) {
 	b.ReportMetric(requests/total, "requests/session")
 }
 
-// fireSchedules makes n sessions whose schedules are due, a minute apart,
-// and runs one tick over them, which must post every one; it returns the
-// tick's invocation and the run's time. A benchmark's timer runs only
+// Every posted schedule moves its head in the index (due a day later) while
+// the run pages: many pages of a few heads each skip none, whether the
+// occurrences are a minute apart or all at one time (ties).
+func TestTickPagesSkipNothing(t *testing.T) {
+	for name, at := range map[string]func(int) (int, int){"apart": minuteApart, "tied": sameMinute} {
+		t.Run(name, func(t *testing.T) {
+			run, _ := fireSchedules(t, 150, 4, at)
+			if rep, err := run.tick.Run(context.Background()); err != nil || rep.Posted != 0 {
+				t.Fatalf("a second run: %+v, %v; want nothing posted", rep, err)
+			}
+		})
+	}
+}
+
+// minuteApart and sameMinute place schedule i's daily occurrence: at
+// 00:00 plus i minutes, or all at 05:00.
+func minuteApart(i int) (int, int) { return i / 60, i % 60 }
+func sameMinute(int) (int, int)    { return 5, 0 }
+
+// fireSchedules makes n sessions whose schedules are due, each at the
+// hour and minute at(i) says, and runs one tick over them reading pageSize
+// heads per page (0: the default), which must post every one; it returns
+// the tick's invocation and the run's time. A benchmark's timer runs only
 // during the tick.
-func fireSchedules(tb testing.TB, n int) (*invocation, time.Duration) {
+func fireSchedules(tb testing.TB, n int, pageSize int32, at func(int) (int, int)) (*invocation, time.Duration) {
 	ctx := context.Background()
 	from := time.Date(2029, 12, 31, 23, 0, 0, 0, time.UTC)
 	runAt := time.Date(2030, 1, 1, 17, 0, 0, 0, time.UTC)
@@ -163,7 +182,8 @@ func fireSchedules(tb testing.TB, n int) (*invocation, time.Duration) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := scheduled(ctx, inv, from, i/60, i%60); err != nil {
+			hour, minute := at(i)
+			if err := scheduled(ctx, inv, from, hour, minute); err != nil {
 				errs <- err
 			}
 		}()
@@ -175,12 +195,7 @@ func fireSchedules(tb testing.TB, n int) (*invocation, time.Duration) {
 	}
 	run := s.fresh(nil)
 	run.tickAt(func() time.Time { return runAt })
-	// One page holds every due head (DynamoDB's 1 MB page holds thousands):
-	// kumo resumes a page after the cursor item's current place in the
-	// index, so a session the run has already moved on (posted, so due
-	// later) makes it skip the heads in between. DynamoDB resumes by the
-	// cursor's key values.
-	run.tick.PageSize = int32(n)
+	run.tick.PageSize = pageSize
 	b, _ := tb.(*testing.B)
 	if b != nil {
 		b.StartTimer()

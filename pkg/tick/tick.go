@@ -23,6 +23,8 @@ const (
 	DefaultConcurrency = 16
 	DefaultMargin      = 5 * time.Second
 	DefaultPageSize    = 100
+	// DefaultShardConcurrency bounds the byDue shards read at once.
+	DefaultShardConcurrency = 4
 )
 
 // actor is who the tick's facts name.
@@ -49,6 +51,9 @@ type Tick struct {
 	Margin time.Duration
 	// PageSize is the number of heads read per index page; 0 means 100.
 	PageSize int32
+	// ShardConcurrency bounds the byDue index's shards (dynamo.DueShards)
+	// read at once; 0 means 4. Visits still run Concurrency at a time.
+	ShardConcurrency int
 	// Now is the clock deciding what is due; nil means time.Now.
 	Now func() time.Time
 	Log *slog.Logger
@@ -136,8 +141,8 @@ func (c *counts) add(f func(*Report)) {
 	c.mu.Unlock()
 }
 
-// Run looks at every session due now, through the byDue index (a query,
-// never a scan), Concurrency at a time. For each it does what
+// Run looks at every session due now, through the byDue index (queries of
+// each of its shards, never a scan), Concurrency at a time. For each it does what
 // reducer.State.Next decides from the session's facts (reloaded, since the
 // index may be stale) or, for a session waiting for a wake, from its head
 // read consistently:
@@ -230,37 +235,64 @@ func (t *Tick) Run(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
-// page sends every head due by now, each session once, until the index is
-// exhausted or ctx ends. It reports whether it reached the index's end.
+// page sends every head due by now, each session once, reading the byDue
+// index's shards ShardConcurrency at a time, until every shard is read or
+// ctx ends. It reports whether it read every shard to its end.
 func (t *Tick) page(ctx context.Context, now time.Time, out chan<- dynamo.Head, c *counts) (bool, error) {
-	seen := map[string]bool{}
-	cursor := ""
-	for {
-		hs, next, err := t.Sessions.Facts.Due(ctx, now, orDefault(t.PageSize, DefaultPageSize), cursor)
-		if err != nil {
-			if ctx.Err() != nil {
-				return false, nil // the run is stopping; Run reports it
-			}
-			return false, err
+	var (
+		mu   sync.Mutex
+		seen = map[string]bool{}
+	)
+	// send passes h on unless the run has seen its session: a session the
+	// run changed may turn up again further on, and a head written before
+	// the index was sharded again in its own shard.
+	send := func(h dynamo.Head) error {
+		mu.Lock()
+		dup := seen[h.Session]
+		seen[h.Session] = true
+		mu.Unlock()
+		if dup {
+			return nil
 		}
-		c.add(func(r *Report) { r.Pages++ })
-		for _, h := range hs {
-			// A session the run changed may turn up again further on.
-			if seen[h.Session] {
-				continue
-			}
-			seen[h.Session] = true
-			select {
-			case out <- h:
-			case <-ctx.Done():
-				return false, nil
-			}
+		select {
+		case out <- h:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		if next == "" {
-			return true, nil
-		}
-		cursor = next
 	}
+	shards := make(chan int, dynamo.DueShards)
+	for shard := range dynamo.DueShards {
+		shards <- shard
+	}
+	close(shards)
+	errs := make(chan error, dynamo.DueShards)
+	var wg sync.WaitGroup
+	for range min(orDefault(t.ShardConcurrency, DefaultShardConcurrency), dynamo.DueShards) {
+		wg.Go(func() {
+			for shard := range shards {
+				pages, err := t.Sessions.Facts.Due(ctx, shard, now, orDefault(t.PageSize, DefaultPageSize), send)
+				c.add(func(r *Report) { r.Pages += pages })
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	var err error
+	for e := range errs {
+		err = errors.Join(err, e)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return false, nil // the run is stopping; Run reports it
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // visit does what one due session needs, as reducer.State.Next decides it.
