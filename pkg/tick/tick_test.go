@@ -282,12 +282,14 @@ func TestRunStopsBeforeItsDeadline(t *testing.T) {
 	}
 	tk := s.fresh(nil).tick
 	tk.Now = at(tick.DefaultGrace + time.Second)
-	tk.Waker = slowWaker{Waker: tk.Sessions.Waker, delay: 50 * time.Millisecond}
+	// 40 wakes of 150 ms two at a time take 3 s: more than the 2 s run.
+	// The margin is wide so a loaded machine's slow visit stays within it.
+	tk.Waker = slowWaker{Waker: tk.Sessions.Waker, delay: 150 * time.Millisecond}
 	tk.Concurrency = 2
-	tk.Margin = 100 * time.Millisecond
+	tk.Margin = 700 * time.Millisecond
 	tk.PageSize = 10
 
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	dl, _ := ctx.Deadline()
 	rep, err := tk.Run(ctx)
