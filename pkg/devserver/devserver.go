@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/provision"
+	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/pkg/worker"
 )
 
@@ -70,12 +71,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 		return fmt.Errorf("devserver: %w", err)
 	}
 
-	api := a.Operator(func(r *http.Request) (string, bool) {
-		if id := r.Header.Get("X-Baton-Operator"); id != "" {
-			return id, true
-		}
-		return LocalOperator, true
-	}, 25*time.Second, "demo")
+	api := a.Operator(operatorID, 25*time.Second, "demo")
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return fmt.Errorf("devserver: listen: %w", err)
@@ -90,25 +86,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 			log.Error("resume poller stopped", "err", err)
 		}
 	})
-	wg.Go(func() {
-		every := time.NewTicker(o.Tick)
-		defer every.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-every.C:
-				tctx, cancel := context.WithTimeout(ctx, o.Tick)
-				rep, err := t.Run(tctx)
-				cancel()
-				if err != nil && ctx.Err() == nil {
-					log.Warn("tick", "err", err)
-				} else if rep.Reaped+rep.Expired+rep.Rewoken > 0 {
-					log.Info("tick", "reaped", rep.Reaped, "expired", rep.Expired, "rewoken", rep.Rewoken)
-				}
-			}
-		}
-	})
+	wg.Go(func() { ticks(ctx, t, o.Tick, log) })
 	wg.Go(func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -121,12 +99,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 		endpoint = emu.URL
 	}
 	if o.Out != nil {
-		names := slices.Sorted(maps.Keys(a.Agents))
-		first := "demo"
-		if len(names) > 0 && !a.Agents.Has(first) {
-			first = names[0]
-		}
-		fmt.Fprintf(o.Out, howTo, url, url, endpoint, strings.Join(names, ", "), url, first, url, url, url)
+		printHowTo(o.Out, a, url, endpoint)
 	}
 	if o.Ready != nil {
 		o.Ready(url)
@@ -139,6 +112,46 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 		return nil
 	}
 	return err
+}
+
+// operatorID names the caller of the local operator API: the
+// X-Baton-Operator header, or LocalOperator.
+func operatorID(r *http.Request) (string, bool) {
+	if id := r.Header.Get("X-Baton-Operator"); id != "" {
+		return id, true
+	}
+	return LocalOperator, true
+}
+
+// ticks runs the tick every period until ctx ends, logging what it did.
+func ticks(ctx context.Context, t *tick.Tick, period time.Duration, log *slog.Logger) {
+	every := time.NewTicker(period)
+	defer every.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-every.C:
+			tctx, cancel := context.WithTimeout(ctx, period)
+			rep, err := t.Run(tctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				log.Warn("tick", "err", err)
+			} else if rep.Reaped+rep.Expired+rep.Rewoken > 0 {
+				log.Info("tick", "reaped", rep.Reaped, "expired", rep.Expired, "rewoken", rep.Rewoken)
+			}
+		}
+	}
+}
+
+// printHowTo writes how to use the running server to out.
+func printHowTo(out io.Writer, a *app.App, url, endpoint string) {
+	names := slices.Sorted(maps.Keys(a.Agents))
+	first := "demo"
+	if len(names) > 0 && !a.Agents.Has(first) {
+		first = names[0]
+	}
+	fmt.Fprintf(out, howTo, url, url, endpoint, strings.Join(names, ", "), url, first, url, url, url)
 }
 
 // functionEnv is the environment the template gives the tick function
