@@ -58,8 +58,8 @@ func ExampleNeedsApproval() {
 }
 
 // An agent defined in Go. Build checks it and makes what the runner runs;
-// a program passes it to app.NewWith (in app.Extras.Agents) to run it
-// beside the agents of the agent file.
+// a program passes it to baton.New (in Config.Agents) to run it beside the
+// agents of the agent file.
 func ExampleAgent() {
 	model, err := baton.Script([]byte(`{"steps":[{"text":"All systems nominal."}]}`))
 	if err != nil {
