@@ -226,3 +226,38 @@ func TestTypedApprovalPredicate(t *testing.T) {
 		t.Errorf("ran %v; want only the amount inside the range", ran)
 	}
 }
+
+// TestModelSeesItsStep: each request the runner makes carries the step's
+// number in the turn, and the results the model has not answered yet.
+func TestModelSeesItsStep(t *testing.T) {
+	echo := baton.Func("echo", "Echo.", func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return in.Text, nil
+	}, baton.Read())
+	rec := batontest.Record(batontest.Script(t, `{"steps":[
+	 {"toolCalls":[{"name":"echo","input":{"text":"one"}}]},
+	 {"toolCalls":[{"name":"echo","input":{"text":"two"}}]},
+	 {"text":"Done."}]}`))
+	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{{Name: "e", Model: rec, Tools: []baton.Tool{echo}}}})
+	s := kit.Session("e")
+	s.Post("Echo twice.")
+	if out := s.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("run %+v", out)
+	}
+	reqs := rec.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	for i, req := range reqs {
+		if req.Step != i+1 || req.LastUserText() != "Echo twice." {
+			t.Errorf("request %d: step %d, last user text %q", i, req.Step, req.LastUserText())
+		}
+	}
+	if r := reqs[0].Results(); len(r) != 0 {
+		t.Errorf("the first step has results %+v", r)
+	}
+	if r := reqs[2].Results(); len(r) != 1 || string(r[0].Output) != `"two"` || r[0].ToolName != "echo" {
+		t.Errorf("the third step's pending results %+v, want echo's \"two\"", r)
+	}
+}
