@@ -217,8 +217,16 @@ func IdempotencyKey(ctx context.Context) string {
 // bounds it too: a timeout never outlives the step. A try cut by it gives
 // the model an error result saying the call timed out (and, for a side
 // effect, that whether it took effect is unknown), unless the tool
-// returned a Transient error, which is retried.
-func Timeout(d time.Duration) ToolOption { return func(t *Tool) { t.Timeout = d } }
+// returned a Transient error, which is retried. A negative d is refused:
+// the tool does not build.
+func Timeout(d time.Duration) ToolOption {
+	return func(t *Tool) {
+		if d < 0 {
+			t.Err = errors.Join(t.Err, fmt.Errorf("timeout %s: negative", d))
+		}
+		t.Timeout = d
+	}
+}
 
 // RetryPolicy is a tool's policy for transient errors; see Retry.
 type RetryPolicy = tool.Retry
@@ -232,7 +240,7 @@ type RetryPolicy = tool.Retry
 func Retry(attempts int, backoff, maxBackoff time.Duration) ToolOption {
 	return func(t *Tool) {
 		if attempts < 0 || backoff < 0 || maxBackoff < 0 {
-			t.Err = errors.Join(t.Err, fmt.Errorf("retry policy: negative attempts or backoff"))
+			t.Err = errors.Join(t.Err, errors.New("retry policy: negative attempts or backoff"))
 		}
 		t.Retry = tool.Retry{Attempts: attempts, Backoff: backoff, MaxBackoff: maxBackoff}
 	}

@@ -199,11 +199,14 @@ func TestAgentBuildNamesEveryProblem(t *testing.T) {
 	}
 }
 
-// A negative retry policy is refused: the tool does not build.
+// A negative retry policy or timeout is refused: the tool does not build.
 func TestRetryPolicyMustNotBeNegative(t *testing.T) {
 	bad := baton.Func("t", "d", func(context.Context, struct{}) (string, error) { return "", nil }, baton.Retry(-1, 0, 0))
 	if bad.Err == nil {
 		t.Fatal("a negative retry policy was accepted")
+	}
+	if neg := baton.Func("t", "d", func(context.Context, struct{}) (string, error) { return "", nil }, baton.Timeout(-time.Second)); neg.Err == nil {
+		t.Fatal("a negative timeout was accepted")
 	}
 	good := baton.Func("t", "d", func(context.Context, struct{}) (string, error) { return "", nil }, baton.Retry(3, time.Millisecond, time.Second))
 	if good.Err != nil || good.Retry.Attempts != 3 {
