@@ -511,8 +511,9 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 			}
 		} else {
 			p.out = make(chan streams.Part, 1)
+			tc := ru.call(c, nil) // read here: the run's state changes while reads run
 			go func() {
-				part, err := ru.runTool(ctx, t, c, nil)
+				part, err := ru.runTool(ctx, t, tc)
 				p.err = err
 				p.out <- part
 			}()
@@ -550,7 +551,7 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 				return err
 			}
 		}
-		part, err := ru.runTool(ctx, p.t, p.c, p.exec)
+		part, err := ru.runTool(ctx, p.t, ru.call(p.c, p.exec))
 		if err != nil {
 			// errCut: no result, the ledger's start stands, so the next
 			// invocation reruns an idempotent call and asks an operator
@@ -593,17 +594,17 @@ func execution(t *reducer.Turn, callID string) (reducer.Execution, bool) {
 var errCut = errors.New("turn: a tool call was cut short by the invocation's deadline")
 
 // runTool runs one call under its tool's policy (tool.Invoke) and returns
-// its output part. exec is the ledger's record of a side effect, nil for a
-// read. A tool error is the model's to see, not the turn's failure, unless
+// its output part; c is what the tool is told of its call (see call). A
+// tool error is the model's to see, not the turn's failure, unless
 // the tool says it is fatal: then the model's part is returned with a
 // *toolFatal error, and the turn fails. A call that fails because the
 // invocation's deadline (or its end) cut it short has no result: the error
 // is errCut. Output over the agent's cap is truncated, and the truncation
 // marked.
-func (ru *run) runTool(ctx context.Context, t tool.Tool, c *conversation.Call, exec *reducer.Execution) (streams.Part, error) {
+func (ru *run) runTool(ctx context.Context, t tool.Tool, c tool.Call) (streams.Part, error) {
 	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
-	out, err := tool.Invoke(ctx, t, ru.call(c, exec))
+	out, err := tool.Invoke(ctx, t, c)
 	if err != nil {
 		if ctx.Err() != nil {
 			return streams.Part{}, errCut
@@ -622,8 +623,9 @@ func (ru *run) runTool(ctx context.Context, t tool.Tool, c *conversation.Call, e
 }
 
 // call is what the tool is told of call c: where it was made, by whose
-// session, its execution and approval, and its idempotency key, the same
-// for every run of the call.
+// session, its execution (exec, the ledger's record of a side effect; nil
+// for a read) and approval, and its idempotency key, the same for every run
+// of the call.
 func (ru *run) call(c *conversation.Call, exec *reducer.Execution) tool.Call {
 	key := "call_" + c.ID
 	tc := tool.Call{ID: c.ID, Name: c.Name, Input: c.Input, Session: ru.out.Session, Turn: ru.out.Turn,
