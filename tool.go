@@ -28,7 +28,10 @@ import (
 // an operator's rerun or abandon.
 type Tool = tool.Tool
 
-// Call is one invocation of a Tool, as its Run receives it.
+// Call is one invocation of a Tool, as its Run receives it and as CallOf
+// reads it from a tool's context: the input, the idempotency key, and
+// where the call stands (session, turn, step, owner, execution, attempt,
+// try, approval).
 type Call = tool.Call
 
 // ToolOption sets a Tool's effect, idempotency or approval policy.

@@ -107,7 +107,7 @@ func (r Retry) wait(n int) time.Duration {
 // (WithCall). A Transient error is tried again by the tool's Retry while
 // the pause fits before ctx's deadline; when the tries run out, the last
 // error is returned as ForModel, saying so. A try cut by the tool's own
-// Timeout is ForModel too: the model is told the call timed out and, for a
+// Timeout (that the tool did not call Transient or Fatal) is ForModel too: the model is told the call timed out and, for a
 // side effect, that its outcome is unknown. When ctx itself ends the
 // error is ctx's, and the call has no result. Any other error is returned
 // as the tool gave it: see KindOf.
@@ -120,7 +120,7 @@ func Invoke(ctx context.Context, t Tool, c Call) ([]byte, error) {
 			return out, nil
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
-		case timedOut && KindOf(err) != Transient:
+		case timedOut && KindOf(err) == ForModel:
 			msg := fmt.Sprintf("the call timed out after %s", t.Timeout)
 			if t.SideEffect() {
 				msg += "; whether it took effect is unknown"
