@@ -107,9 +107,10 @@ func (r Retry) wait(n int) time.Duration {
 // (WithCall). A Transient error is tried again by the tool's Retry while
 // the pause fits before ctx's deadline; when the tries run out, the last
 // error is returned as ForModel, saying so. A try cut by the tool's own
-// Timeout (that the tool did not call Transient or Fatal) is ForModel too: the model is told the call timed out and, for a
-// side effect, that its outcome is unknown. When ctx itself ends the
-// error is ctx's, and the call has no result. Any other error is returned
+// Timeout, with an error the tool did not mark Transient or Fatal, is
+// ForModel too: the model is told the call timed out and, for a side
+// effect, that its outcome is unknown. When ctx itself ends the error is
+// ctx's, and the call has no result. Any other error is returned
 // as the tool gave it: see KindOf.
 func Invoke(ctx context.Context, t Tool, c Call) ([]byte, error) {
 	for try := 1; ; try++ {
