@@ -407,7 +407,9 @@ func (s *State) apply(f Fact) error {
 			return illegal("approval %q is for tool call %s, not %s", a.ApprovalID, s.Turn.Pending[i].ToolCallID, a.ToolCallID)
 		}
 		s.Turn.Pending = slices.Delete(s.Turn.Pending, i, i+1)
-		s.Turn.Answers = append(s.Turn.Answers, *a)
+		ans := *a
+		ans.By = f.Actor.ID
+		s.Turn.Answers = append(s.Turn.Answers, ans)
 
 	case ExecutionStarted:
 		if err := needTurn(); err != nil {
