@@ -29,9 +29,18 @@
 // derived from the input type by github.com/google/jsonschema-go, and the
 // runner validates each call's input against it before the call; input
 // that does not match, and any error the function returns, reach the model
-// as the tool's error result, never as a failed turn. Options set the
-// effect (Read, Write, External), whether the tool is Idempotent, and when
-// a call NeedsApproval.
+// as the tool's error result, never as a failed turn, unless the tool marks
+// the error: Transient (retried by its Retry policy within the step's time,
+// then the model's), ForModel (the model's, said explicitly) or Fatal (the
+// turn fails, kind tool). Options set the effect (Read, Write, External),
+// whether the tool is Idempotent, a Timeout for each try (never past the
+// step's deadline; a try cut by it tells the model it timed out), a Retry
+// policy, and when a call NeedsApproval.
+//
+// A tool knows its call: CallOf(ctx) gives the session, turn, step, call
+// id, the session's owner, a side effect's execution and attempt, the try
+// of a retried transient error, the operator's approval with its approver
+// and reason, and the idempotency key (also IdempotencyKey(ctx)).
 //
 // Write and External tools are side effects. Before one runs, the execution
 // ledger records its start durably; if the invocation dies mid-call, the
@@ -39,7 +48,9 @@
 // with the same IdempotencyKey, any other waits for an operator to rerun or
 // abandon it. A rerun verdict allows exactly one more run: the rerun is
 // recorded as a new execution before it runs, so a crash during it puts it
-// before an operator again.
+// before an operator again. A transient retry is the same execution with the
+// same key, recorded once: a tool returns Transient only for a failure before
+// its effect, so the effect is never doubled.
 //
 // # Approvals
 //
@@ -47,13 +58,14 @@
 // through the operator API; an approval runs the tool, a denial tells the
 // model. Rules are those of the agent file (package tool's Rule, the one
 // rule every kind of tool uses): Always, Never, PathPrefix (a string field
-// at or under a path) and Over (a number field above a limit). The input is
-// checked against the tool's schema before any rule runs. Approvals fail
-// closed: a condition asks unless it reads its field exactly once, under
-// exactly its name, as the type it expects, and proves the call outside it,
-// so a key in another case, a duplicated key, a missing field or a value of
-// another type asks. An agent's Approvals replace the policy of a tool by
-// name.
+// at or under a path) and Over (a number field above a limit), and, in Go,
+// When, a typed predicate on the tool's input. The input is checked
+// against the tool's schema before any rule runs. Approvals fail closed: a
+// condition asks unless it reads its field exactly once, under exactly its
+// name, as the type it expects, and proves the call outside it, so a key
+// in another case, a duplicated key, a missing field or a value of another
+// type asks; a predicate that panics or errs asks. An agent's Approvals
+// replace the policy of a tool by name.
 //
 // # MCP servers
 //
@@ -76,9 +88,12 @@
 //
 // A Model streams one step's events: text, reasoning, tool calls and a
 // finish with the stop reason and usage. Plug in your own by implementing
-// it; the providers baton ships (Anthropic, OpenAI-compatible, Bedrock) are
-// chosen by name in the agent file. Script makes a deterministic Model for
-// tests and demos.
+// it with this package alone: a Request holds the conversation as Message
+// and Content values, its Step, and helpers (LastUserText, Results); a
+// ModelError of a ModelErrorKind says whether a failed step is retried,
+// suspends the turn or fails it. The providers baton ships (Anthropic,
+// OpenAI-compatible, Bedrock) are chosen by name in the agent file. Script
+// makes a deterministic Model for tests and demos.
 //
 // # Programs
 //

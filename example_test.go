@@ -3,9 +3,11 @@ package baton_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"log"
+	"time"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/mcp/mcptest"
@@ -56,8 +58,8 @@ func ExampleNeedsApproval() {
 }
 
 // An agent defined in Go. Build checks it and makes what the runner runs;
-// a program passes it to app.NewWith (in app.Extras.Agents) to run it
-// beside the agents of the agent file.
+// a program passes it to baton.New (in Config.Agents) to run it beside the
+// agents of the agent file.
 func ExampleAgent() {
 	model, err := baton.Script([]byte(`{"steps":[{"text":"All systems nominal."}]}`))
 	if err != nil {
@@ -130,41 +132,126 @@ func ExampleMCPServer() {
 	// delete_file: external, idempotent false, approval true
 }
 
-// greeter is a Model of one's own: every step answers with a greeting.
-type greeter struct{ name string }
+// shouter is a Model of one's own, written with this package alone. On a
+// user's message it calls the shout tool with the message's text; once the
+// tool's result is in (Request.Results), it answers with it. The provider
+// ids it gives its calls come back as the results' ToolCallID.
+type shouter struct{}
 
-func (g greeter) Stream(ctx context.Context, req baton.Request) iter.Seq2[baton.Event, error] {
+func (shouter) Stream(ctx context.Context, req baton.Request) iter.Seq2[baton.Event, error] {
 	return func(yield func(baton.Event, error) bool) {
 		if err := ctx.Err(); err != nil {
-			yield(baton.Event{}, err)
+			// A classified error tells the runner what to do: this one is
+			// transient, so the step is redone or the turn suspended.
+			yield(baton.Event{}, &baton.ModelError{Kind: baton.ModelInterrupted, Err: err})
 			return
 		}
-		if !yield(baton.Event{Type: baton.TextDelta, Text: "Hello from " + g.name + "."}, nil) {
+		usage := baton.Usage{InputTokens: 10, OutputTokens: 3}
+		if results := req.Results(); len(results) > 0 {
+			for _, r := range results {
+				if !yield(baton.Event{Type: baton.TextDelta, Text: fmt.Sprintf("step %d: %s says %s", req.Step, r.ToolName, r.Output)}, nil) {
+					return
+				}
+			}
+			yield(baton.Event{Type: baton.Finish, Stop: baton.StopEnd, Usage: usage}, nil)
 			return
 		}
-		yield(baton.Event{Type: baton.Finish, Stop: baton.StopEnd, Usage: baton.Usage{InputTokens: 12, OutputTokens: 4}}, nil)
+		input, err := json.Marshal(map[string]string{"text": req.LastUserText()})
+		if err != nil {
+			yield(baton.Event{}, &baton.ModelError{Kind: baton.ModelBadOutput, Err: err})
+			return
+		}
+		call := baton.ModelCall{ID: fmt.Sprintf("shout-%d", req.Step), Name: "shout", Input: input}
+		if !yield(baton.Event{Type: baton.ToolCall, Call: call}, nil) {
+			return
+		}
+		yield(baton.Event{Type: baton.Finish, Stop: baton.StopToolCalls, Usage: usage}, nil)
 	}
 }
 
-// A Model of one's own plugs into an agent like any provider's. A step's
-// events end with Finish; an error ends the step instead.
+// A Model of one's own plugs into an agent like any provider's, and needs
+// no package but baton: Request, Message, Content and their helpers say
+// where the turn stands; ModelError classifies what went wrong. Here two
+// steps are played by hand, as the runner would play them.
 func ExampleModel() {
-	agent, err := baton.Agent{Name: "greeter", Model: greeter{name: "baton"}}.Build(context.Background())
-	if err != nil {
-		log.Fatal(err)
+	var m baton.Model = shouter{}
+	user := baton.Message{Role: baton.RoleUser, Content: []baton.Content{{Type: baton.ContentText, Text: "hello"}}}
+	step := func(req baton.Request) []baton.Event {
+		var evs []baton.Event
+		for ev, err := range m.Stream(context.Background(), req) {
+			if err != nil {
+				fmt.Println("error:", baton.ModelErrorKindOf(err))
+				return nil
+			}
+			evs = append(evs, ev)
+		}
+		return evs
 	}
-	for ev, err := range agent.Model.Stream(context.Background(), baton.Request{System: agent.System}) {
-		if err != nil {
-			log.Fatal(err)
-		}
-		switch ev.Type {
-		case baton.TextDelta:
-			fmt.Println("text:", ev.Text)
-		case baton.Finish:
-			fmt.Println("finish:", ev.Stop, ev.Usage.OutputTokens, "tokens")
-		}
+
+	first := step(baton.Request{Step: 1, Messages: []baton.Message{user}})
+	call := first[0].Call
+	fmt.Println(call.Name, string(call.Input), first[1].Stop)
+
+	// The runner runs the tool and gives its result back.
+	second := step(baton.Request{Step: 2, Messages: []baton.Message{
+		user,
+		{Role: baton.RoleAssistant, Content: []baton.Content{{Type: baton.ContentToolCall, ToolCallID: call.ID, ToolName: call.Name, Input: call.Input}}},
+		{Role: baton.RoleTool, Content: []baton.Content{{Type: baton.ContentToolResult, ToolCallID: call.ID, ToolName: call.Name, Output: json.RawMessage(`"HELLO"`)}}},
+	}})
+	fmt.Println(second[0].Text, second[1].Stop)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, err := range m.Stream(ctx, baton.Request{}) {
+		fmt.Println("cancelled:", baton.ModelErrorKindOf(err))
 	}
 	// Output:
-	// text: Hello from baton.
-	// finish: stop 4 tokens
+	// shout {"text":"hello"} tool-calls
+	// step 2: shout says "HELLO" stop
+	// cancelled: interrupted
+}
+
+// A typed approval predicate: a refund outside 10 to 100 waits for an
+// operator. The predicate sees the input as the tool would; one that
+// panics, or input it cannot decode, asks.
+func ExampleWhen() {
+	type refund struct {
+		Order  string `json:"order"`
+		Amount int    `json:"amount"`
+	}
+	tool := baton.Func("refund", "Refund an order.",
+		func(ctx context.Context, in refund) (string, error) { return "refunded", nil },
+		baton.External(), baton.NeedsApproval(baton.When(func(in refund) bool { return in.Amount < 10 || in.Amount > 100 })))
+	for _, in := range []string{`{"order":"A","amount":5}`, `{"order":"A","amount":50}`, `{"order":"A","amount":500}`} {
+		fmt.Println(in, tool.Approval(json.RawMessage(in)))
+	}
+	// Output:
+	// {"order":"A","amount":5} true
+	// {"order":"A","amount":50} false
+	// {"order":"A","amount":500} true
+}
+
+// A tool that reads its call (CallOf), retries transient errors within its
+// one execution (Retry), is bounded in time (Timeout), and tells the runner
+// what an error means: Transient, ForModel or Fatal.
+func ExampleCallOf() {
+	busy := true
+	charge := baton.Func("charge", "Charge a card.",
+		func(ctx context.Context, in struct {
+			Cents int `json:"cents"`
+		}) (string, error) {
+			call, _ := baton.CallOf(ctx)
+			switch {
+			case in.Cents <= 0:
+				return "", baton.ForModel(errors.New("the amount must be positive"))
+			case busy:
+				busy = false // nothing was charged: safe to try again
+				return "", baton.Transient(errors.New("the gateway is busy"))
+			}
+			return fmt.Sprintf("charged %d on try %d with key %s", in.Cents, call.Try, call.IdempotencyKey), nil
+		},
+		baton.External(), baton.Timeout(10*time.Second), baton.Retry(3, 100*time.Millisecond, time.Second))
+	fmt.Println(charge.Timeout, charge.Retry.Attempts)
+	// Output:
+	// 10s 3
 }

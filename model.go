@@ -4,15 +4,20 @@ import "github.com/baton-run/baton/pkg/model"
 
 // Model is a language model: Stream plays one step of a turn, and honours
 // ctx's deadline. The events end with a Finish event, or with a non-nil
-// error, which drops the step: a *model.Error of kind model.Throttled or
-// model.Overloaded suspends the turn to resume after a pause (its
-// RetryAfter, or the agent's ThrottleDelay); any other error fails the
-// turn. Wrap a Model in model.WithRetry to back off within the step's time
-// first.
+// error, which drops the step. A *ModelError says what went wrong: a
+// transient kind (ModelThrottled, ModelOverloaded, ModelUnavailable,
+// ModelInterrupted) is redone within the step's time by the agent's
+// Limits.ModelRetry, then suspends the turn to resume after a pause (its
+// RetryAfter, or the policy's wake delay); ModelBadOutput is redone at
+// once; any other error fails the turn. A Model needs nothing but this
+// package: see ExampleModel.
 type Model = model.Model
 
 // Request is one step's input to a Model: the system prompt, the
-// conversation so far, the tools the model may call and its output cap.
+// conversation so far (Messages), the tools the model may call, its
+// output cap and the step's number in the turn. Its methods read where
+// the turn stands: LastUserText is the text of the last user message,
+// Results the tool results the model has not answered yet.
 type Request = model.Request
 
 // Event is one item of a step's stream. Only the fields its Type uses are

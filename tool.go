@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -18,14 +19,19 @@ import (
 //
 // The runner validates every call's input against the schema before the
 // call, and gives the model an error result when it does not match. A Run
-// error is also the model's to see: it does not fail the turn. A write or
+// error is also the model's to see, and does not fail the turn, unless it
+// is marked Transient (retried by the tool's Retry policy, then the
+// model's) or Fatal (the turn fails). A write or
 // external tool is a side effect: the execution ledger records its start
 // before it runs, so a crash mid-call is noticed on resume; an idempotent
 // one is then run again with the same idempotency key, any other waits for
 // an operator's rerun or abandon.
 type Tool = tool.Tool
 
-// Call is one invocation of a Tool, as its Run receives it.
+// Call is one invocation of a Tool, as its Run receives it and as CallOf
+// reads it from a tool's context: the input, the idempotency key, and
+// where the call stands (session, turn, step, owner, execution, attempt,
+// try, approval).
 type Call = tool.Call
 
 // ToolOption sets a Tool's effect, idempotency or approval policy.
@@ -70,7 +76,8 @@ func NeedsApproval(rules ...Rule) ToolOption {
 
 // Rule is an approval rule, the same for Go tools, an agent file's tools
 // and MCP tools: Always, Never, or conditions on the call's input, any of
-// which asks. Rules fail closed: a condition asks unless it reads its field
+// which asks: the declarative PathPrefix and Over of the agent file, or a
+// typed predicate made in Go (When). Rules fail closed: a condition asks unless it reads its field
 // exactly once, under exactly its name (not another case), as the type it
 // expects, and proves the call outside it. The runner checks the input
 // against the tool's schema before any rule runs. See tool.Rule.
@@ -105,6 +112,35 @@ func Over(field string, limit float64) Rule {
 	return Rule{Over: &OverRule{Field: field, Limit: limit}}
 }
 
+// When asks for approval of a call when pred reports true of its input,
+// decoded into an In as Func decodes it for the tool, so the predicate
+// judges the very value the tool would run with. It fails closed: input
+// that does not decode into an In, and a predicate that panics, ask. The
+// runner checks the input against the tool's schema first. A nil pred
+// makes a rule that does not validate.
+//
+//	baton.NeedsApproval(baton.When(func(in Refund) bool { return in.Amount < 0 || in.Amount > 100 }))
+func When[In any](pred func(in In) bool) Rule {
+	if pred == nil {
+		return Rule{}
+	}
+	return WhenErr(func(in In) (bool, error) { return pred(in), nil })
+}
+
+// WhenErr is When for a predicate that may fail: an error asks.
+func WhenErr[In any](pred func(in In) (bool, error)) Rule {
+	if pred == nil {
+		return Rule{}
+	}
+	return Rule{When: func(input json.RawMessage) (bool, error) {
+		var in In
+		if err := json.Unmarshal(input, &in); err != nil {
+			return true, fmt.Errorf("approval predicate: input: %w", err)
+		}
+		return pred(in)
+	}}
+}
+
 // Func makes a Tool of a typed Go function. The input JSON Schema is
 // derived from In, which must be a struct (or a map with string keys):
 // exported fields become properties, named by their json tags; a field
@@ -112,7 +148,8 @@ func Over(field string, limit float64) Rule {
 // property's description; unknown properties are refused. Each call's
 // input is validated against that schema before fn runs, then decoded into
 // an In. fn's result is the tool's output, encoded as JSON; its error is
-// the model's to see.
+// the model's to see, unless it is marked Transient or Fatal. fn's context
+// carries the call (CallOf).
 //
 // A tool is a Write side effect that needs no approval, unless opts say
 // otherwise. When the schema cannot be derived from In, or an option is
@@ -140,7 +177,7 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 		if err := json.Unmarshal(c.Input, &in); err != nil {
 			return nil, fmt.Errorf("%s: input: %w", name, err)
 		}
-		out, err := fn(withCall(ctx, c), in)
+		out, err := fn(tool.WithCall(ctx, c), in)
 		if err != nil {
 			return nil, err
 		}
@@ -153,19 +190,79 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 	return t
 }
 
-type callKey struct{}
+// CallOf returns what the runner knows of the tool call running in ctx:
+// its id, session, turn, step, the session's owner, the execution and
+// attempt of a side effect, the try of a retried transient error, the
+// operator's approval with its approver and reason, and the idempotency
+// key. It reports false outside a tool call. It is to a tool what
+// activity.GetInfo is to a Temporal activity:
+//
+//	call, _ := baton.CallOf(ctx)
+//	if call.Approval != nil {
+//		log.Printf("approved by %s: %s", call.Approval.Approver, call.Approval.Reason)
+//	}
+func CallOf(ctx context.Context) (Call, bool) { return tool.CallFrom(ctx) }
 
-func withCall(ctx context.Context, c Call) context.Context {
-	return context.WithValue(ctx, callKey{}, c)
-}
+// Approved is an operator's approval of a call (Call.Approval): its id,
+// the approver's identity and their reason.
+type Approved = tool.Approved
 
-// IdempotencyKey returns the idempotency key of the tool call a Func's
-// function is running, or "" outside one. The key is the same for every
-// run of one call, so a side effect keyed by it happens once.
+// IdempotencyKey returns the idempotency key of the tool call running in
+// ctx, or "" outside one: CallOf(ctx)'s IdempotencyKey. The key is the
+// same for every run of one call (a transient retry, a run after a crash,
+// an operator's rerun), so a side effect keyed by it happens once.
 func IdempotencyKey(ctx context.Context) string {
-	c, _ := ctx.Value(callKey{}).(Call)
+	c, _ := tool.CallFrom(ctx)
 	return c.IdempotencyKey
 }
+
+// Timeout bounds each try of the tool's calls to d. The step's deadline
+// bounds it too: a timeout never outlives the step. A try cut by it gives
+// the model an error result saying the call timed out (and, for a side
+// effect, that whether it took effect is unknown), unless the tool
+// returned a Transient error, which is retried. A negative d is refused:
+// the tool does not build.
+func Timeout(d time.Duration) ToolOption {
+	return func(t *Tool) {
+		if d < 0 {
+			t.Err = errors.Join(t.Err, fmt.Errorf("timeout %s: negative", d))
+		}
+		t.Timeout = d
+	}
+}
+
+// RetryPolicy is a tool's policy for transient errors; see Retry.
+type RetryPolicy = tool.Retry
+
+// Retry retries a call whose tool returned a Transient error, up to
+// attempts tries in all, waiting backoff before the second and doubling
+// up to maxBackoff, while the wait fits in the step's time. The retry is
+// the same run of the call: a side effect keeps its execution in the
+// ledger and its idempotency key; CallOf's Try counts the tries. With no
+// Retry, a Transient error is not retried.
+func Retry(attempts int, backoff, maxBackoff time.Duration) ToolOption {
+	return func(t *Tool) {
+		if attempts < 0 || backoff < 0 || maxBackoff < 0 {
+			t.Err = errors.Join(t.Err, errors.New("retry policy: negative attempts or backoff"))
+		}
+		t.Retry = tool.Retry{Attempts: attempts, Backoff: backoff, MaxBackoff: maxBackoff}
+	}
+}
+
+// Transient marks err as a transient failure of a tool call that did not
+// take effect: the runner retries the call by the tool's Retry policy, and
+// when the tries run out the model sees the last error. A side-effecting
+// tool must return it only when its effect did not happen, since the retry
+// runs the effect again (with the same idempotency key).
+func Transient(err error) error { return &tool.Error{Kind: tool.Transient, Err: err} }
+
+// ForModel marks err as the call's result for the model to see: the turn
+// goes on. It is what a plain error means too; use it to say so.
+func ForModel(err error) error { return &tool.Error{Kind: tool.ForModel, Err: err} }
+
+// Fatal marks err as fatal to the turn: the call gets err as its error
+// result, and the turn fails (turn.failed, kind tool) with its message.
+func Fatal(err error) error { return &tool.Error{Kind: tool.Fatal, Err: err} }
 
 // DemoTools returns the demo agent's tools (get_weather, search_docs and
 // send_email, which needs approval). No agent has them but the embedded

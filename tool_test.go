@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/tool"
@@ -195,5 +196,20 @@ func TestAgentBuildNamesEveryProblem(t *testing.T) {
 	}
 	if _, err := (baton.Agent{Name: "ok", Model: m, Tools: []baton.Tool{p}}).Build(context.Background()); err != nil {
 		t.Fatal(fmt.Errorf("a good agent: %w", err))
+	}
+}
+
+// A negative retry policy or timeout is refused: the tool does not build.
+func TestRetryPolicyMustNotBeNegative(t *testing.T) {
+	bad := baton.Func("t", "d", func(context.Context, struct{}) (string, error) { return "", nil }, baton.Retry(-1, 0, 0))
+	if bad.Err == nil {
+		t.Fatal("a negative retry policy was accepted")
+	}
+	if neg := baton.Func("t", "d", func(context.Context, struct{}) (string, error) { return "", nil }, baton.Timeout(-time.Second)); neg.Err == nil {
+		t.Fatal("a negative timeout was accepted")
+	}
+	good := baton.Func("t", "d", func(context.Context, struct{}) (string, error) { return "", nil }, baton.Retry(3, time.Millisecond, time.Second))
+	if good.Err != nil || good.Retry.Attempts != 3 {
+		t.Fatalf("retry policy: %+v, %v", good.Retry, good.Err)
 	}
 }

@@ -24,7 +24,7 @@ func (t *exampleTB) done() {
 // A turn of a Go agent whose refund tool needs approval above 100: the kit
 // runs it through the resume worker, the operator approves, and the next
 // invocation runs the tool through the ledger.
-func Example() {
+func ExampleKit() {
 	tb := &exampleTB{} // in a test: t
 	defer tb.done()
 
@@ -63,7 +63,7 @@ func Example() {
 // A long conversation with a compacting agent: past 300 input tokens the
 // ended turns before the last one are summarised (here by a scripted
 // summariser), and each request carries the summary and the turns after it.
-func Example_compaction() {
+func ExampleKit_compaction() {
 	tb := &exampleTB{} // in a test: t
 	defer tb.done()
 

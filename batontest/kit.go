@@ -292,6 +292,12 @@ func (s *Session) Uncertain() *Execution {
 // Run runs it.
 func (s *Session) Approve(approvalID string) { s.answer(approvalID, reducer.Approve, "") }
 
+// ApproveBecause approves a pending call as Approve does, giving a reason;
+// the tool sees both approver and reason (baton.CallOf).
+func (s *Session) ApproveBecause(approvalID, reason string) {
+	s.answer(approvalID, reducer.Approve, reason)
+}
+
 // Deny denies a pending call; the model is told, with reason.
 func (s *Session) Deny(approvalID, reason string) { s.answer(approvalID, reducer.Deny, reason) }
 

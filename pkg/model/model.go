@@ -24,6 +24,9 @@ type Request struct {
 	Messages  []conversation.Message
 	Tools     []ToolSpec
 	MaxTokens int
+	// Step is the number of this step in its turn, from 1; 0 when the
+	// request is not a turn's step (a summariser's, for one).
+	Step int
 }
 
 // EventType names a streamed event.

@@ -53,7 +53,9 @@ func (s *State) applyApprovalAnswered(f Fact) error {
 		return s.illegal(f, "approval %q is for tool call %s, not %s", a.ApprovalID, s.Turn.Pending[i].ToolCallID, a.ToolCallID)
 	}
 	s.Turn.Pending = slices.Delete(s.Turn.Pending, i, i+1)
-	s.Turn.Answers = append(s.Turn.Answers, *a)
+	ans := *a
+	ans.By = f.Actor.ID
+	s.Turn.Answers = append(s.Turn.Answers, ans)
 	return nil
 }
 

@@ -191,6 +191,9 @@ type Answer struct {
 	ToolCallID string   `json:"toolCallId"`
 	Decision   Decision `json:"decision"`
 	Reason     string   `json:"reason,omitempty"`
+	// By is who answered: the answering fact's actor, set when the fact
+	// is folded (whatever the fact's own answer says).
+	By string `json:"by,omitempty"`
 }
 
 // Execution is one run of a side-effecting tool call, made durable before

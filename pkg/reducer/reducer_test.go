@@ -469,7 +469,9 @@ func answering(name string, d reducer.Decision, ids ...string) legalCase {
 			wantPending(t, s, left...)
 			var want []reducer.Answer
 			for _, f := range fs {
-				want = append(want, *f.Answer)
+				a := *f.Answer
+				a.By = f.Actor.ID // the answer records who gave it
+				want = append(want, a)
 			}
 			if !reflect.DeepEqual(s.Turn.Answers, want) {
 				t.Errorf("answers %+v, want %+v", s.Turn.Answers, want)

@@ -2,7 +2,10 @@
 // name, a description, a JSON Schema for its input, an effect, and a policy
 // saying which calls need an operator's approval. Rule (rule.go) is the
 // approval rule of every kind of tool, Go, declared and MCP alike, and fails
-// closed on input it cannot read. A Registry holds an agent's tools in a
+// closed on input it cannot read (a Go predicate that panics or errs
+// asks). Invoke (call.go) runs a call under its tool's Timeout and Retry
+// policy, with the Call in its context (CallFrom), and reads a tool's
+// typed Error: Transient, ForModel or Fatal. A Registry holds an agent's tools in a
 // fixed order; a Source lists tools that live elsewhere (MCP servers) when
 // a turn starts; demo.go has the demo agent's tools, wait.go the built-in
 // timer tool every agent may name.

@@ -34,6 +34,10 @@ type Rule struct {
 	PathPrefix *PrefixRule `json:"pathPrefix,omitempty"`
 	// Over asks when the number field Field is greater than Limit.
 	Over *OverRule `json:"over,omitempty"`
+	// When is a predicate on the whole input, for rules made in Go (the
+	// agent file has no form of it): it asks when it returns true, and
+	// also when it returns an error or panics.
+	When func(input json.RawMessage) (bool, error) `json:"-"`
 }
 
 // PrefixRule matches a string field by path prefix.
@@ -81,8 +85,11 @@ func (r *Rule) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON writes the rule as UnmarshalJSON reads it, so it round-trips.
+// A rule with a When predicate has no JSON form: it is an error.
 func (r Rule) MarshalJSON() ([]byte, error) {
 	switch {
+	case r.When != nil:
+		return nil, errors.New("approval rule: a When predicate has no JSON form")
 	case r.Always && !r.Never && r.PathPrefix == nil && r.Over == nil:
 		return []byte(`"always"`), nil
 	case r.Never && !r.Always && r.PathPrefix == nil && r.Over == nil:
@@ -92,18 +99,18 @@ func (r Rule) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(r))
 }
 
-// Validate refuses a rule that could not decide: one with no condition,
-// with both Always and Never or either with a condition, a condition on
-// no field, a path prefix that is empty, or a limit that is not finite.
+// Validate refuses a rule that could not decide: one with no condition (a
+// field condition or a When predicate), with both Always and Never or
+// either with a condition, a condition on no field, a path prefix that is empty, or a limit that is not finite.
 func (r Rule) Validate() error {
 	switch {
 	case r.Always && r.Never:
 		return errors.New("approval rule is both always and never")
-	case (r.Always || r.Never) && (r.PathPrefix != nil || r.Over != nil):
-		return errors.New("approval rule always or never takes no pathPrefix or over")
+	case (r.Always || r.Never) && (r.PathPrefix != nil || r.Over != nil || r.When != nil):
+		return errors.New("approval rule always or never takes no pathPrefix or over (nor a predicate)")
 	case r.Always || r.Never:
 		return nil
-	case r.PathPrefix == nil && r.Over == nil:
+	case r.PathPrefix == nil && r.Over == nil && r.When == nil:
 		return errors.New("approval rule object needs pathPrefix or over")
 	}
 	// A rule on no field would never ask: refuse it rather than fail open.
@@ -150,7 +157,18 @@ func (r Rule) Needs(input json.RawMessage) bool {
 			return true
 		}
 	}
-	return false
+	return r.When != nil && asks(r.When, input)
+}
+
+// asks runs a predicate rule, failing closed: an error or a panic asks.
+func asks(when func(json.RawMessage) (bool, error), input json.RawMessage) (ask bool) {
+	defer func() {
+		if recover() != nil {
+			ask = true
+		}
+	}()
+	ok, err := when(input)
+	return ok || err != nil
 }
 
 // AnyRule is the approval policy of rules: a call needs approval when any

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -20,14 +21,36 @@ const (
 	External Effect = "external"
 )
 
-// Call is one invocation of a tool.
+// Call is one invocation of a tool, and what the runner knows of it. The
+// runner sets every field it knows; a test calling Run directly may set
+// only those its tool reads.
 type Call struct {
+	// ID is baton's id for the call, unique within the session.
 	ID    string
 	Name  string
 	Input json.RawMessage
-	// IdempotencyKey is the same for every run of one tool call, so a tool
-	// that honours it never applies a side effect twice.
+	// IdempotencyKey is the same for every run of one tool call (a retry,
+	// a run after a crash, an operator's rerun), so a tool that honours it
+	// never applies a side effect twice.
 	IdempotencyKey string
+	// Session, Turn and Step say where the call was made: the session, its
+	// turn, and the turn's step (from 1) whose model output made it.
+	Session, Turn string
+	Step          int
+	// Owner is the session's owner, the caller who created it.
+	Owner string
+	// Execution is the id of the execution ledger's record of a side
+	// effect, and Attempt its number among the call's executions (from 1).
+	// A read has neither.
+	Execution string
+	Attempt   int
+	// Try numbers the tries of this run of the call, from 1: a transient
+	// error retried by the tool's Retry policy tries again under the same
+	// execution and idempotency key.
+	Try int
+	// Approval is the operator's approval of the call; nil when the call
+	// needed none.
+	Approval *Approved
 }
 
 // Tool is one callable tool.
@@ -43,8 +66,15 @@ type Tool struct {
 	// AnyRule, fails closed on input it cannot read.
 	NeedsApproval func(input json.RawMessage) bool
 	// Run executes the call. An error is reported to the model as a tool
-	// error result; it does not fail the turn.
+	// error result and does not fail the turn, unless it is an *Error of
+	// another kind: Transient is retried by Retry, Fatal fails the turn
+	// (see Invoke).
 	Run func(ctx context.Context, call Call) (json.RawMessage, error)
+	// Timeout bounds each try of a call; zero leaves only the step's
+	// deadline, which bounds it anyway.
+	Timeout time.Duration
+	// Retry is the policy for a call whose Run returned a Transient error.
+	Retry Retry
 	// Err, when set, is why the tool could not be made (such as a Go input
 	// type that has no JSON Schema). NewRegistry refuses such a tool.
 	Err error

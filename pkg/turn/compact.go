@@ -20,6 +20,7 @@ func (ru *run) request(history []conversation.Message) model.Request {
 		Messages:  ru.rep.Build(history, ru.sess.State.Turn.Messages),
 		Tools:     ru.tools.Specs(),
 		MaxTokens: ru.agent.MaxTokens,
+		Step:      len(ru.turn.Steps) + 1,
 	}
 }
 

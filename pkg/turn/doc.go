@@ -5,7 +5,9 @@
 // turn's stream, and ends by completing, failing, or suspending the turn —
 // for its budget, an approval, a model or remote tools that stay throttled
 // or unavailable, a throttled store, or an uncertain side effect — to be
-// resumed by a fresh invocation. A step cut by a transient model fault is
+// resumed by a fresh invocation; a tool's Fatal error fails it. Each tool
+// call runs under its tool's Timeout and Retry policy (tool.Invoke), told
+// of its call (tool.CallFrom). A step cut by a transient model fault is
 // dropped and redone. At each step boundary it steers messages posted
 // meanwhile into the turn, or ends it as interrupted, as the agent's
 // steering policy decided when they were posted; and past the agent's input

@@ -45,6 +45,9 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 				// A call ran out of this invocation's time: the next settles it.
 				return ru.suspend(ctx, reducer.CauseBudget, 0)
 			}
+			if fatal := (*toolFatal)(nil); errors.As(err, &fatal) {
+				return ru.fail(ctx, reducer.FailTool, fatal)
+			}
 			if err != nil {
 				return ru.stopped(ctx, err)
 			}
@@ -424,7 +427,7 @@ type plan struct {
 	out    chan streams.Part // the result of a read tool running concurrently
 	ledger bool              // record execution.started before running
 	exec   *reducer.Execution
-	cut    bool // the read was cut short (set before out is sent)
+	err    error // errCut or *toolFatal for the read (set before out is sent)
 }
 
 // settle resolves the pending calls of the last step, in call order. It
@@ -501,9 +504,10 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 			}
 		} else {
 			p.out = make(chan streams.Part, 1)
+			tc := ru.call(c, nil) // read here: the run's state changes while reads run
 			go func() {
-				part, ok := ru.runTool(ctx, t, c, "")
-				p.cut = !ok
+				part, err := ru.runTool(ctx, t, tc)
+				p.err = err
 				p.out <- part
 			}()
 		}
@@ -521,8 +525,8 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 	for _, p := range plans {
 		if p.out != nil {
 			part := <-p.out
-			if p.cut {
-				return errCut
+			if p.err != nil {
+				return ru.toolStopped(part, p.err)
 			}
 			ru.emit(part)
 			continue
@@ -540,12 +544,12 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 				return err
 			}
 		}
-		part, ok := ru.runTool(ctx, p.t, p.c, p.exec.Key())
-		if !ok {
-			// No result: the ledger's start stands, so the next invocation
-			// reruns an idempotent call and asks an operator about any
-			// other, a rerun an operator allowed included.
-			return errCut
+		part, err := ru.runTool(ctx, p.t, ru.call(p.c, p.exec))
+		if err != nil {
+			// errCut: no result, the ledger's start stands, so the next
+			// invocation reruns an idempotent call and asks an operator
+			// about any other, a rerun an operator allowed included.
+			return ru.toolStopped(part, err)
 		}
 		ru.emit(part)
 		// The result is durable before anything else happens.
@@ -554,6 +558,15 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 		}
 	}
 	return nil
+}
+
+// toolStopped ends runPlans at a call that stopped the turn: one cut short
+// has no result; a fatal one's result is emitted before the turn fails.
+func (ru *run) toolStopped(part streams.Part, err error) error {
+	if !errors.Is(err, errCut) {
+		ru.emit(part)
+	}
+	return err
 }
 
 // AbandonedText is the result the model sees for a side effect an operator
@@ -591,31 +604,64 @@ func ledgered(t *reducer.Turn, c *conversation.Call, tl tool.Tool) (exec *reduce
 // what it did is unknown, so it gets no result and stays pending.
 var errCut = errors.New("turn: a tool call was cut short by the invocation's deadline")
 
-// runTool runs one call and returns its output part. A tool error is the
-// model's to see, not the turn's failure; but a call that fails because
-// the invocation's deadline (or its end) cut it short has no result, and ok
-// is false. Output over the agent's cap is truncated, and the truncation
+// runTool runs one call under its tool's policy (tool.Invoke) and returns
+// its output part; c is what the tool is told of its call (see call). A
+// tool error is the model's to see, not the turn's failure, unless
+// the tool says it is fatal: then the model's part is returned with a
+// *toolFatal error, and the turn fails. A call that fails because the
+// invocation's deadline (or its end) cut it short has no result: the error
+// is errCut. Output over the agent's cap is truncated, and the truncation
 // marked.
-func (ru *run) runTool(ctx context.Context, t tool.Tool, c *conversation.Call, key string) (part streams.Part, ok bool) {
-	if key == "" {
-		key = "call_" + c.ID
-	}
+func (ru *run) runTool(ctx context.Context, t tool.Tool, c tool.Call) (streams.Part, error) {
 	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
-	out, err := t.Run(ctx, tool.Call{ID: c.ID, Name: c.Name, Input: c.Input,
-		IdempotencyKey: ru.out.Session + "/" + ru.out.Turn + "/" + key})
+	out, err := tool.Invoke(ctx, t, c)
 	if err != nil {
 		if ctx.Err() != nil {
-			return streams.Part{}, false
+			return streams.Part{}, errCut
 		}
-		return streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()}, true
+		part := streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()}
+		if tool.KindOf(err) == tool.Fatal {
+			return part, &toolFatal{tool: c.Name, err: err}
+		}
+		return part, nil
 	}
 	if len(out) == 0 || !json.Valid(out) {
 		out = mustJSON(string(out))
 	}
 	out, _ = tool.Truncate(out, ru.agent.maxToolOutput())
-	return streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: c.ID, Output: out}, true
+	return streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: c.ID, Output: out}, nil
 }
+
+// call is what the tool is told of call c: where it was made, by whose
+// session, its execution (exec, the ledger's record of a side effect; nil
+// for a read) and approval, and its idempotency key, the same for every run
+// of the call.
+func (ru *run) call(c *conversation.Call, exec *reducer.Execution) tool.Call {
+	key := "call_" + c.ID
+	tc := tool.Call{ID: c.ID, Name: c.Name, Input: c.Input, Session: ru.out.Session, Turn: ru.out.Turn,
+		Step: len(ru.turn.Steps), Owner: ru.sess.State.Owner}
+	if exec != nil {
+		key, tc.Execution, tc.Attempt = exec.Key(), exec.ID, exec.Try()
+	}
+	tc.IdempotencyKey = ru.out.Session + "/" + ru.out.Turn + "/" + key
+	if t := ru.sess.State.Turn; t != nil {
+		if a, ok := t.Answer(c.ID); ok && a.Decision == reducer.Approve {
+			tc.Approval = &tool.Approved{ID: a.ApprovalID, Approver: a.By, Reason: a.Reason}
+		}
+	}
+	return tc
+}
+
+// toolFatal is a tool's Fatal error: the turn fails with it.
+type toolFatal struct {
+	tool string
+	err  error
+}
+
+func (e *toolFatal) Error() string { return fmt.Sprintf("tool %s: %v", e.tool, e.err) }
+
+func (e *toolFatal) Unwrap() error { return e.err }
 
 // suspend checkpoints the turn with a suspension marker, records the
 // suspension, and for a cause that needs no operator (not approval,
