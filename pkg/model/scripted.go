@@ -156,14 +156,23 @@ func (m *Scripted) Stream(ctx context.Context, req Request) iter.Seq2[Event, err
 		if len(st.ToolCalls) > 0 {
 			stop = StopToolCalls
 		}
-		in := 0
-		for _, msg := range req.Messages {
-			for _, c := range msg.Content {
-				in += len(c.Text) + len(c.Input) + len(c.Output)
-			}
-		}
+		in := inputSize(req.Messages)
 		yield(Event{Type: Finish, Stop: stop, Usage: Usage{InputTokens: int64(in/4 + 1), OutputTokens: int64(len(st.Text)/4 + 1)}}, nil)
 	}
+}
+
+// inputSize is the bytes of text, input and output in msgs. It reads each
+// content in place: copying them would make a step's cost grow with the
+// conversation's length more than it must.
+func inputSize(msgs []conversation.Message) int {
+	in := 0
+	for i := range msgs {
+		for j := range msgs[i].Content {
+			c := &msgs[i].Content[j]
+			in += len(c.Text) + len(c.Input) + len(c.Output)
+		}
+	}
+	return in
 }
 
 // position returns the step index within the current turn and the number
