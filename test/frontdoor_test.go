@@ -251,4 +251,3 @@ func fakeJWT(t *testing.T, claims map[string]any) string {
 	}
 	return tok
 }
-
