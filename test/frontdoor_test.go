@@ -219,6 +219,23 @@ func TestDeployedJWT(t *testing.T) {
 		t.Fatalf("refused requests wrote: %d items before, %d after", before, after)
 	}
 
+	// CORS preflights carry no token and are answered for the allowed
+	// origin (BATON_CHAT_ORIGINS), on the chat and on the session routes a
+	// browser app answers approvals through.
+	for _, path := range []string{"/chat", "/chat/c1/stream", "/sessions", "/sessions/s_1/approvals/a_1"} {
+		pre := map[string]string{"Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+			"Access-Control-Request-Headers": "authorization, content-type"}
+		r := call(t, d, "OPTIONS", path, "", "", pre)
+		if r.code != http.StatusNoContent || r.hdr.Get("Access-Control-Allow-Origin") != "https://app.example" ||
+			!strings.Contains(r.hdr.Get("Access-Control-Allow-Headers"), "Authorization") {
+			t.Errorf("preflight %s: %v %v", path, r, r.hdr)
+		}
+		pre["Origin"] = "https://evil.example"
+		if r := call(t, d, "OPTIONS", path, "", "", pre); r.code != http.StatusForbidden || r.hdr.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("preflight %s from another origin: %v %v", path, r, r.hdr)
+		}
+	}
+
 	var created struct{ ID string }
 	r := call(t, d, "POST", "/sessions", d.Token(alice), `{"agent":"slow"}`, nil)
 	if r.code != http.StatusCreated || json.Unmarshal(r.body, &created) != nil || created.ID == "" {
