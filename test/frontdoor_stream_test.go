@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,4 +258,64 @@ func TestDeployedWritesPerStep(t *testing.T) {
 	if diff := lc - qc; diff < -1 || diff > 1 {
 		t.Errorf("a live reader changed the turn's writes: %d chunks with, %d without", lc, qc)
 	}
+}
+
+// TestDeployedLiveLatency measures, through the Function URL door, the
+// time from a stream chunk's write to S3 (its LastModified) to its text
+// reaching the client: the door's and the chat's polling share of "model
+// event → text in the browser". It logs p50 and p99 and asserts nothing
+// about time.
+func TestDeployedLiveLatency(t *testing.T) {
+	if os.Getenv("BATON_MEASURE") == "" {
+		t.Skip("set BATON_MEASURE=1 to measure")
+	}
+	d := startDeployed(t, frontLimits())
+	var lat []time.Duration
+	for i := range 3 {
+		id := fmt.Sprintf("latency-%d", i)
+		got := map[string]time.Time{} // delta text → when the client read it
+		ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "POST", d.URL+"/chat", strings.NewReader(chatBody(id, "weather")))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+d.Token(alice))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			var v struct{ Type, ID, Delta string }
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &v) == nil && v.Type == "text-delta" {
+				got[v.ID+"|"+v.Delta] = time.Now()
+			}
+		}
+		resp.Body.Close()
+		cancel()
+		out, err := d.Emulator.Clients.S3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(d.Resources.Bucket), Prefix: aws.String("streams/" + id + "/")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range out.Contents {
+			obj, err := d.Emulator.Clients.S3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(d.Resources.Bucket), Key: o.Key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Parts []struct{ Type, ID, Delta string }
+			}
+			_ = json.NewDecoder(obj.Body).Decode(&doc)
+			obj.Body.Close()
+			for _, p := range doc.Parts {
+				if at, ok := got[p.ID+"|"+p.Delta]; ok && p.Type == "text-delta" {
+					lat = append(lat, at.Sub(aws.ToTime(o.LastModified)))
+				}
+			}
+		}
+	}
+	if len(lat) == 0 {
+		t.Fatal("no text deltas matched their chunks")
+	}
+	slices.Sort(lat)
+	t.Logf("chunk written (S3 LastModified) → text at the client, %d deltas: p50 %v, p99 %v, max %v",
+		len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
 }
