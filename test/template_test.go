@@ -862,3 +862,34 @@ func TestLocalStackScriptRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStreamingDoor: the operator function streams through a Function URL
+// (RESPONSE_STREAM; no authorizer there, the function verifies JWTs), its
+// Timeout is Lambda's 900 s, and the hold ends a held response at least 30
+// s before the invocation would be cut (baton.BufferedHold well within the
+// HTTP API's 30 s).
+func TestStreamingDoor(t *testing.T) {
+	tr := tree(t)
+	fn := at(tr, "Resources", "OperatorFunction", "Properties")
+	if m, a := at(fn, "FunctionUrlConfig", "InvokeMode"), at(fn, "FunctionUrlConfig", "AuthType"); m != "RESPONSE_STREAM" || a != "NONE" {
+		t.Errorf("OperatorFunction FunctionUrlConfig: InvokeMode %v, AuthType %v; want RESPONSE_STREAM, NONE", m, a)
+	}
+	if at(tr, "Outputs", "StreamUrl") == nil {
+		t.Error("no StreamUrl output")
+	}
+	timeout, _ := at(fn, "Timeout").(int)
+	env, err := provision.FunctionEnv(baton.Template())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, err := time.ParseDuration(env["OperatorFunction"]["BATON_HOLD"])
+	if err != nil {
+		t.Fatalf("BATON_HOLD: %v", err)
+	}
+	if timeout != 900 || hold+30*time.Second > time.Duration(timeout)*time.Second {
+		t.Errorf("OperatorFunction Timeout %d s, BATON_HOLD %v: want 900 s and a hold ending 30 s before it", timeout, hold)
+	}
+	if baton.BufferedHold+3*time.Second > 30*time.Second {
+		t.Errorf("BufferedHold %v leaves the HTTP API's 30 s no margin", baton.BufferedHold)
+	}
+}
