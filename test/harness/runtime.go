@@ -196,6 +196,12 @@ func (rt *Runtime) Invoke(ctx context.Context, event []byte) (*Result, error) {
 	case res := <-inv.result:
 		return res, nil
 	case <-ctx.Done():
+		// A late answer is drained, so that the runtime's POST ends.
+		go func() {
+			if res := <-inv.result; res != nil {
+				_ = res.Body.Close()
+			}
+		}()
 		return nil, fmt.Errorf("harness: %s: no answer: %w", rt.name, ctx.Err())
 	}
 }
@@ -248,7 +254,10 @@ func (rt *Runtime) respond(w http.ResponseWriter, r *http.Request) {
 			return r.Trailer.Get("Lambda-Runtime-Function-Error-Type")
 		},
 	}
-	<-done
+	select {
+	case <-done:
+	case <-r.Context().Done(): // the process or the server went away
+	}
 	w.WriteHeader(http.StatusAccepted)
 }
 
