@@ -182,25 +182,29 @@ func (rt *Runtime) Invoke(ctx context.Context, event []byte) (*Result, error) {
 	}
 	rt.pending[inv.id] = inv
 	rt.mu.Unlock()
-	defer func() {
+	forget := func() {
 		rt.mu.Lock()
 		delete(rt.pending, inv.id)
 		rt.mu.Unlock()
-	}()
+	}
 	select {
 	case rt.queue <- inv:
 	case <-ctx.Done():
+		forget()
 		return nil, fmt.Errorf("harness: %s: no process took the invocation: %w", rt.name, ctx.Err())
 	}
 	select {
 	case res := <-inv.result:
+		forget()
 		return res, nil
 	case <-ctx.Done():
-		// A late answer is drained, so that the runtime's POST ends.
+		// The process still answers; its answer is drained, so that its
+		// POST ends and it takes the next invocation, as on Lambda.
 		go func() {
 			if res := <-inv.result; res != nil {
 				_ = res.Body.Close()
 			}
+			forget()
 		}()
 		return nil, fmt.Errorf("harness: %s: no answer: %w", rt.name, ctx.Err())
 	}
