@@ -319,3 +319,63 @@ func TestDeployedLiveLatency(t *testing.T) {
 	t.Logf("chunk written (S3 LastModified) → text at the client, %d deltas: p50 %v, p99 %v, max %v",
 		len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
 }
+
+// TestDeployedEndToEnd: a turn through the Function URL model from message
+// to approval to completion, as a browser app on AI SDK 5 drives it: the
+// session routes (with CORS), the approval answered through the operator
+// route, the turn stream read through the door until it closes.
+func TestDeployedEndToEnd(t *testing.T) {
+	d := startDeployed(t, frontLimits())
+	origin := map[string]string{"Origin": "https://app.example"}
+	var s struct{ ID string }
+	r := call(t, d, "POST", "/sessions", d.Token(alice), `{"agent":"quick"}`, origin)
+	if r.code != http.StatusCreated || json.Unmarshal(r.body, &s) != nil || r.hdr.Get("Access-Control-Allow-Origin") != "https://app.example" {
+		t.Fatalf("create: %v %v", r, r.hdr)
+	}
+	if r := call(t, d, "POST", "/sessions/"+s.ID+"/messages", d.Token(alice), `{"text":"email the team"}`, origin); r.code != http.StatusAccepted {
+		t.Fatalf("post: %v", r)
+	}
+	var approval string
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for approval == "" {
+		var v struct {
+			Pending []struct{ ApprovalID string }
+		}
+		if r := call(t, d, "GET", "/sessions/"+s.ID, d.Token(alice), "", nil); r.code == http.StatusOK && json.Unmarshal(r.body, &v) == nil && len(v.Pending) > 0 {
+			approval = v.Pending[0].ApprovalID
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no approval was requested")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if r := call(t, d, "POST", "/sessions/"+s.ID+"/approvals/"+approval, d.Token(alice), `{"decision":"approve"}`, origin); r.code != http.StatusAccepted || r.hdr.Get("Access-Control-Allow-Origin") == "" {
+		t.Fatalf("approve: %v %v", r, r.hdr)
+	}
+	waitIdle(t, d, s.ID)
+	facts, err := d.Store.Facts.Facts(t.Context(), s.ID, 0)
+	if err != nil || len(facts) == 0 || facts[len(facts)-1].Type != reducer.TurnCompleted {
+		t.Fatalf("the turn did not complete: %v %d facts", err, len(facts))
+	}
+	turn := facts[len(facts)-1].Turn
+	req, _ := http.NewRequestWithContext(ctx, "GET", d.URL+"/sessions/"+s.ID+"/turns/"+turn+"/stream", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+d.Token(alice))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var closed, approved bool
+	for sc.Scan() {
+		closed = closed || sc.Text() == "event: close"
+		approved = approved || strings.Contains(sc.Text(), "That is settled")
+	}
+	if !closed || !approved {
+		t.Fatalf("the turn stream: closed %v, holds the answer after the approval %v", closed, approved)
+	}
+}
