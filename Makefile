@@ -47,7 +47,7 @@ bench:
 	$(GO) test ./pkg/turn -run '^$$' -bench . -benchmem
 	$(GO) test ./pkg/tick -run '^$$' -bench . -benchtime 1x
 	$(GO) test ./pkg/provider/... -run '^$$' -bench . -benchmem
-	BATON_MEASURE=1 $(GO) test ./test -run 'Sizes|Demo' -v
+	BATON_MEASURE=1 $(GO) test ./test -run 'Sizes|Demo|DeployedLiveLatency' -v
 
 run:
 	$(GO) run ./cmd/baton dev

@@ -31,6 +31,7 @@ import (
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/provision"
 )
 
@@ -128,8 +129,17 @@ func TestReferencesResolve(t *testing.T) {
 	if len(refs) == 0 {
 		t.Fatal("no references found; the scanner is broken")
 	}
+	// SAM generates <function>Url (AWS::Lambda::Url) for a function with a
+	// FunctionUrlConfig; templates may refer to it.
+	generated := map[string]bool{}
+	for id, fn := range resourcesOfType(tr, "AWS::Serverless::Function") {
+		if at(fn, "Properties", "FunctionUrlConfig") != nil {
+			generated[id+"Url"] = true
+		}
+	}
 	for _, r := range refs {
 		_, isRes := resources[r.Target]
+		isRes = isRes || generated[r.Target]
 		_, isParam := params[r.Target]
 		isPseudo := slices.Contains(pseudoParameters(), r.Target)
 		switch {
@@ -337,26 +347,20 @@ func TestFunctionsRuntime(t *testing.T) {
 	}
 }
 
+// TestOperatorRoutes: the HTTP API's routes are exactly the operator
+// API's route table (operator.Routes, which holds pkg/chat's), with the
+// same method, path and auth: the public ones (the console's static assets
+// and CORS preflights) without the authorizer, every other behind the JWT.
 func TestOperatorRoutes(t *testing.T) {
 	tr := tree(t)
-	want := []string{
-		"POST /sessions",
-		"GET /sessions",
-		"GET /sessions/{id}",
-		"POST /sessions/{id}/messages",
-		"GET /sessions/{id}/facts",
-		"GET /sessions/{id}/turns/{turn}/stream",
-		"POST /sessions/{id}/approvals/{approvalId}",
-		"POST /sessions/{id}/cancel",
-		"POST /sessions/{id}/executions/{executionId}",
-		"POST /chat",
-		"GET /chat/{id}/stream",
-		"POST /chat/{id}/stop",
+	var want, public []string
+	for _, r := range operator.Routes() {
+		route := r.Method + " " + r.Path
+		want = append(want, route)
+		if r.Public {
+			public = append(public, route)
+		}
 	}
-	// public are the web console's routes and the chat's CORS preflights,
-	// the only ones without the JWT.
-	public := []string{"GET /console", "GET /console/{proxy+}", "OPTIONS /chat", "OPTIONS /chat/{proxy+}"}
-	want = append(want, public...)
 	var got []string
 	events, _ := at(tr, "Resources", "OperatorFunction", "Properties", "Events").(map[string]any)
 	for name, ev := range events {
@@ -495,6 +499,10 @@ func TestFunctionEnv(t *testing.T) {
 		"LOG_FORMAT":         "json",
 		"BATON_CHAT_AGENT":   "!Ref ChatAgent",
 		"BATON_CHAT_ORIGINS": "!Ref ChatOrigins",
+		"BATON_JWT_ISSUER":   "!Ref JwtIssuer",
+		"BATON_JWT_AUDIENCE": "!Ref JwtAudience",
+		"BATON_JWKS_URL":     "!Ref JwksUrl",
+		"BATON_HOLD":         "14m",
 	}
 	for _, fn := range []string{"OperatorFunction", "ResumeFunction", "TickFunction"} {
 		if got := env[fn]; !maps.Equal(got, want) {
@@ -852,5 +860,36 @@ func TestLocalStackScriptRuns(t *testing.T) {
 			t.Fatalf("the script's table differs from the template: %v", err)
 		}
 		t.Fatal(err)
+	}
+}
+
+// TestStreamingDoor: the operator function streams through a Function URL
+// (RESPONSE_STREAM; no authorizer there, the function verifies JWTs), its
+// Timeout is Lambda's 900 s, and the hold ends a held response at least 30
+// s before the invocation would be cut (baton.BufferedHold well within the
+// HTTP API's 30 s).
+func TestStreamingDoor(t *testing.T) {
+	tr := tree(t)
+	fn := at(tr, "Resources", "OperatorFunction", "Properties")
+	if m, a := at(fn, "FunctionUrlConfig", "InvokeMode"), at(fn, "FunctionUrlConfig", "AuthType"); m != "RESPONSE_STREAM" || a != "NONE" {
+		t.Errorf("OperatorFunction FunctionUrlConfig: InvokeMode %v, AuthType %v; want RESPONSE_STREAM, NONE", m, a)
+	}
+	if at(tr, "Outputs", "StreamUrl") == nil {
+		t.Error("no StreamUrl output")
+	}
+	timeout, _ := at(fn, "Timeout").(int)
+	env, err := provision.FunctionEnv(baton.Template())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, err := time.ParseDuration(env["OperatorFunction"]["BATON_HOLD"])
+	if err != nil {
+		t.Fatalf("BATON_HOLD: %v", err)
+	}
+	if timeout != 900 || hold+30*time.Second > time.Duration(timeout)*time.Second {
+		t.Errorf("OperatorFunction Timeout %d s, BATON_HOLD %v: want 900 s and a hold ending 30 s before it", timeout, hold)
+	}
+	if baton.BufferedHold+3*time.Second > 30*time.Second {
+		t.Errorf("BufferedHold %v leaves the HTTP API's 30 s no margin", baton.BufferedHold)
 	}
 }
