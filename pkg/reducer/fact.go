@@ -221,6 +221,11 @@ func (u Usage) Add(o Usage) Usage {
 	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.Steps + o.Steps, u.CostMicroUSD + o.CostMicroUSD}
 }
 
+// negative reports whether any of u's counts is below zero.
+func (u Usage) negative() bool {
+	return u.InputTokens < 0 || u.OutputTokens < 0 || u.Steps < 0 || u.CostMicroUSD < 0
+}
+
 // Sub returns u minus o.
 func (u Usage) Sub(o Usage) Usage {
 	return Usage{u.InputTokens - o.InputTokens, u.OutputTokens - o.OutputTokens, u.Steps - o.Steps, u.CostMicroUSD - o.CostMicroUSD}

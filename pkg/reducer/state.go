@@ -199,6 +199,9 @@ func (s *State) apply(f Fact) error {
 	if f.Actor.Kind == "" {
 		return illegal("fact has no actor")
 	}
+	if (f.Usage != nil && f.Usage.negative()) || (f.Compaction != nil && f.Compaction.Usage.negative()) {
+		return illegal("negative usage")
+	}
 	// Every turn fact must name the open turn.
 	needTurn := func() error {
 		if s.Turn == nil {

@@ -1,6 +1,7 @@
 package reducer_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/baton-run/baton/pkg/reducer"
@@ -34,4 +35,13 @@ func TestSuspensionUsageCountsInTheSession(t *testing.T) {
 	check(reducer.Usage{InputTokens: 170, OutputTokens: 17, Steps: 6}, ended)
 	// A cancelled turn's usage is what its suspensions recorded.
 	check(reducer.Usage{InputTokens: 150, OutputTokens: 15, Steps: 5}, append(fs[:len(fs):len(fs)], b.cancelled(seq(fs[len(fs)-1].Seq+1))))
+}
+
+// A fact with a negative count of usage is refused: usage only grows.
+func TestNegativeUsageIsIllegal(t *testing.T) {
+	b := newBuilder()
+	fs := []reducer.Fact{b.created(), b.message("m1"), b.started("turn_1"), b.suspended(reducer.CauseBudget, usage(-1, 0, 1))}
+	if _, err := reducer.Reduce(fs); !errors.Is(err, reducer.ErrIllegal) {
+		t.Fatalf("a suspension with negative usage: %v, want ErrIllegal", err)
+	}
 }
