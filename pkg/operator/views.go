@@ -110,6 +110,10 @@ type Summary struct {
 	Updated time.Time      `json:"updated"`
 	Turn    string         `json:"turn,omitempty"`
 	Cause   reducer.Cause  `json:"cause,omitempty"`
+	// Usage is the session's usage as the facts recorded it: its ended
+	// turns' billed steps, and a running turn's as its last suspension
+	// recorded them (GET /sessions/{id} counts a running turn's stream).
+	Usage reducer.Usage `json:"usage"`
 }
 
 // List is the body of GET /sessions. Next is the cursor of the next page,
@@ -172,5 +176,5 @@ func sessionView(id string, st reducer.State) Session {
 
 func summaryView(h dynamo.Head) Summary {
 	return Summary{ID: h.Session, Agent: h.Agent, Status: h.Status, LastSeq: h.LastSeq,
-		Created: h.Created, Updated: h.Updated, Turn: h.Turn, Cause: h.Cause}
+		Created: h.Created, Updated: h.Updated, Turn: h.Turn, Cause: h.Cause, Usage: h.Usage}
 }
