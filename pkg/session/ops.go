@@ -123,10 +123,8 @@ func (s *Store) receive(ctx context.Context, id string, st reducer.State, actor 
 	if err != nil {
 		return reducer.State{}, nil, fmt.Errorf("session: interrupt %s: read stream: %w", id, err)
 	}
-	turn := conversation.Replay(ps)
-	u := turn.Usage()
-	next, err := s.end(ctx, sess, turn, append(before, f), reducer.Fact{
-		Type: reducer.TurnInterrupted, Actor: actor, Turn: t.ID, Usage: &u,
+	next, err := s.end(ctx, sess, conversation.Replay(ps), append(before, f), reducer.Fact{
+		Type: reducer.TurnInterrupted, Actor: actor, Turn: t.ID,
 	})
 	if err != nil {
 		return reducer.State{}, nil, err

@@ -230,7 +230,9 @@ func (s *Store) Append(ctx context.Context, id string, st reducer.State, facts .
 }
 
 // End appends a fact that ends the open turn, with a snapshot of the
-// conversation as it ends. turn is the open turn's replayed stream. The
+// conversation as it ends. turn is the open turn's replayed stream, and
+// the fact records its usage (the sum of its billed steps) whoever ends
+// the turn: the runner, or an operator's cancel or interrupt. The
 // snapshot is written first under a key no other writer uses; if the fact
 // loses its race the snapshot is simply never referenced.
 func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, f reducer.Fact) (reducer.State, error) {
@@ -258,6 +260,8 @@ func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, 
 	}
 	f = facts[len(facts)-1]
 	f.Snapshot = streams.SnapshotKey(sess.ID, f.Seq)
+	u := turn.Usage()
+	f.Usage = &u
 	facts[len(facts)-1] = f
 	next, err := st.Apply(facts...)
 	if err != nil {
