@@ -484,6 +484,9 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 				continue
 			}
 		}
+		if err := ru.flushBilled(ctx); err != nil {
+			return nil, nil, err
+		}
 		p := &plan{c: c, t: t}
 		if t.SideEffect() {
 			if ex, started := execution(st.Turn, c.ID); started {
@@ -520,6 +523,23 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 	// wait_until calls made after them wait as usual.
 	ru.settled = true
 	return requests, nil, ru.runPlans(ctx, plans)
+}
+
+// flushBilled writes the step the model just completed, if the sink still
+// holds it, before its first tool runs: the provider billed that step, and
+// a cancel or a takeover during the tool run would otherwise leave no
+// record of it (the canceller closes the stream after the chunks it read,
+// and this writer's later chunk is refused as stale). Its results follow
+// in the checkpoint before the next step.
+func (ru *run) flushBilled(ctx context.Context) error {
+	if !ru.billed {
+		return nil
+	}
+	if err := ru.sink.Flush(ctx); err != nil {
+		return err
+	}
+	ru.billed = false
+	return nil
 }
 
 // runPlans emits the planned calls' results in call order. Side effects run
