@@ -76,6 +76,11 @@ type Turn struct {
 	// operators raised them.
 	Usage reducer.Usage `json:"usage,omitzero"`
 	Caps  reducer.Caps  `json:"caps,omitzero"`
+	// Limit names the spend cap a turn suspended at a limit (cause
+	// "limit") reached: scope turn or session, measure inputTokens,
+	// outputTokens or cost, the cap and the usage that reached it (tokens,
+	// or USD). A raise must lift that cap past that usage.
+	Limit *reducer.Limit `json:"limit,omitempty"`
 	// Steer counts messages waiting to be steered into the turn at its
 	// next step boundary; Interrupt is set when a message waits to end it
 	// there (the agent's steering policy).
@@ -163,6 +168,9 @@ func sessionView(id string, st reducer.State) Session {
 		s.Turn = &Turn{ID: t.ID, Stream: t.Stream, Cause: t.Cause, Started: t.Started, Since: t.Since,
 			Lease: t.Lease, Invocations: t.Invocations, Wake: t.Wake, Usage: t.Usage, Caps: t.Caps,
 			Steer: len(t.Steer), Interrupt: t.Interrupt}
+		if l := t.Limit; l != (reducer.Limit{}) && st.Status == reducer.Suspended && t.Cause == reducer.CauseLimit {
+			s.Turn.Limit = &l
+		}
 		for _, p := range t.Pending {
 			s.Pending = append(s.Pending, Approval{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool,
 				Input: p.Input, Expires: p.Expires})

@@ -27,6 +27,9 @@ var (
 	ErrNotPending = errors.New("session: not pending")
 	// ErrBadCaps: spend caps that are negative, not finite, or set nothing.
 	ErrBadCaps = errors.New("session: bad caps")
+	// ErrCapNotLifted: a raise that leaves the spend cap the turn reached
+	// at or under its usage, so the turn could not go on.
+	ErrCapNotLifted = errors.New("session: the raise does not lift the cap the turn reached")
 	// ErrBadSchedule: a schedule whose cron does not parse or whose text is empty.
 	ErrBadSchedule = errors.New("session: bad schedule")
 	// ErrNoTurn: the session has no open turn.

@@ -79,17 +79,17 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		}
 		capped := len(ru.turn.Steps) >= ru.lim.MaxStepsPerTurn
 		reached := ru.overSpend()
-		if answered && (len(ru.sess.State.Turn.Steer) == 0 || capped || reached != "") {
+		if answered && (len(ru.sess.State.Turn.Steer) == 0 || capped || reached != nil) {
 			return ru.complete(ctx)
 		}
 		if capped {
 			return ru.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn reached its cap of %d steps", ru.lim.MaxStepsPerTurn))
 		}
-		if reached != "" {
+		if reached != nil {
 			if ru.lim.Spend.Fail {
-				return ru.fail(ctx, reducer.FailLimit, errors.New(reached))
+				return ru.fail(ctx, reducer.FailLimit, errors.New(reached.String()))
 			}
-			return ru.suspend(ctx, reducer.CauseLimit, 0)
+			return ru.suspend(ctx, reducer.CauseLimit, 0, reducer.Fact{Type: reducer.TurnSuspended, Limit: reached})
 		}
 		if ru.out.Steps >= ru.lim.MaxStepsPerInvocation || !ru.fits(spent, 0) {
 			if fault != nil && fault.Transient() {
@@ -163,19 +163,16 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	}
 }
 
-// overSpend says which spend cap the turn has reached, if any: the turn's
+// overSpend names the spend cap the turn has reached, if any: the turn's
 // usage so far, or the session's (its ended turns plus this turn so far),
 // against the agent's caps overridden by those operators raised.
-func (ru *run) overSpend() string {
+func (ru *run) overSpend() *reducer.Limit {
 	st := ru.sess.State
 	u := ru.turn.Usage()
-	if r := ru.lim.Spend.Turn.Over(st.Turn.Caps).Reached(u); r != "" {
-		return "turn: " + r
+	if l := ru.lim.Spend.Turn.Over(st.Turn.Caps).Reach(reducer.ScopeTurn, u); l != nil {
+		return l
 	}
-	if r := ru.lim.Spend.Session.Over(st.Caps).Reached(st.Usage.Sub(st.Turn.Usage).Add(u)); r != "" {
-		return "session: " + r
-	}
-	return ""
+	return ru.lim.Spend.Session.Over(st.Caps).Reach(reducer.ScopeSession, st.Usage.Sub(st.Turn.Usage).Add(u))
 }
 
 // fits reports whether another step, as long as the average so far, would
