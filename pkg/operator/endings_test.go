@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"iter"
 	"net/http"
 	"testing"
 	"time"
@@ -228,4 +229,50 @@ func TestEveryEndingKeepsItsBilledUsage(t *testing.T) {
 			g.capsAgree(t, want, c.resume)
 		})
 	}
+}
+
+// gatedModel answers its first step only once the test releases it; its
+// step bills 11 input and 4 output tokens.
+type gatedModel struct{ entered, release chan struct{} }
+
+func (m gatedModel) Stream(ctx context.Context, _ model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) {
+		m.entered <- struct{}{}
+		select {
+		case <-m.release:
+		case <-ctx.Done():
+			yield(model.Event{}, ctx.Err())
+			return
+		}
+		if yield(model.Event{Type: model.TextDelta, Text: "too late"}, nil) {
+			yield(model.Event{Type: model.Finish, Stop: model.StopEnd, Usage: model.Usage{InputTokens: 11, OutputTokens: 4}}, nil)
+		}
+	}
+}
+
+// A cancel while the model call runs: the step completes after the
+// canceller closed the stream, so its chunk is refused; the invocation
+// that finds its turn ended under it records the step's billed usage, and
+// the session view, the listing and the caps count it.
+func TestCancelDuringTheModelCallKeepsItsBilledUsage(t *testing.T) {
+	g := newEndingRig(t)
+	m := gatedModel{entered: make(chan struct{}), release: make(chan struct{})}
+	agent := &turn.Agent{Name: "demo", System: "You are a test agent.", Model: m, Tools: g.reg, MaxTokens: 1024,
+		Price: &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}}
+	r := &turn.Runner{Sessions: g.e.store, Agents: turn.AgentMap{agent.Name: agent}}
+	done := make(chan ran, 1)
+	go func() {
+		out, err := r.Start(t.Context(), g.id)
+		done <- ran{out, err}
+	}()
+	<-m.entered
+	g.e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + g.id + "/cancel", user: g.alice, body: `{}`})
+	close(m.release)
+	if res := <-done; res.err != nil || res.out.Kind != turn.Superseded {
+		t.Fatalf("the cancelled invocation: %+v, %v", res.out, res.err)
+	}
+	step := reducer.Usage{InputTokens: 11, OutputTokens: 4, Steps: 1, CostMicroUSD: (&reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}).Cost(11, 4)}
+	want := g.billed(t).Add(step)
+	g.agree(t, want)
+	g.capsAgree(t, want, false)
 }

@@ -49,6 +49,12 @@ const (
 	// verbatim, with the state as of this fact), which later loads rebuild
 	// from. The facts and streams it summarises stay for audit.
 	ContextCompacted Type = "context.compacted"
+	// UsageRecorded: the invocation of a turn that was ended under it (a
+	// cancel while a model call ran) completed billed steps the ending
+	// could not count, since they never reached the stream; Fact.Usage is
+	// theirs, and counts in the session's usage. Fact.Turn names the
+	// ended turn.
+	UsageRecorded Type = "usage.recorded"
 )
 
 // ActorKind says who caused a fact.

@@ -452,6 +452,15 @@ func (s *State) apply(f Fact) error {
 		sc.From = f.Time
 		s.Schedule = &sc
 
+	case UsageRecorded:
+		switch {
+		case f.Turn == "" || f.Usage == nil || *f.Usage == (Usage{}):
+			return illegal("no turn or no usage")
+		case s.Turn != nil && s.Turn.ID == f.Turn:
+			return illegal("the open turn records its usage as it suspends or ends")
+		}
+		s.Usage = s.Usage.Add(*f.Usage)
+
 	case ScheduleCleared:
 		if s.Schedule == nil {
 			return illegal("no schedule to clear")

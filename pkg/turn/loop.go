@@ -784,12 +784,60 @@ func (ru *run) stopped(ctx context.Context, err error) (Outcome, error) {
 		errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
 		ru.r.log().InfoContext(ctx, "turn superseded", "session", ru.out.Session, "turn", ru.out.Turn, "err", err)
 		ru.out.Kind = Superseded
+		ru.recordUnwritten(ctx)
 		if !errors.Is(err, streams.ErrChunkTaken) && !errors.Is(err, streams.ErrPoisoned) {
 			ru.closeIfEnded(ctx)
 		}
 		return ru.out, nil
 	}
 	return ru.out, fmt.Errorf("turn %s of %s: %w", ru.out.Turn, ru.out.Session, err)
+}
+
+// recordUnwritten records, when the turn was ended under this invocation (a
+// cancel), the usage of the billed steps it completed that the ending did
+// not count: those the canceller could not read, since the stream was
+// closed before this invocation wrote them (its chunk is then refused). A
+// turn taken over by another invocation is left to it. Best effort: a
+// failure is logged.
+func (ru *run) recordUnwritten(ctx context.Context) {
+	ru.replay()
+	mine := ru.turn.Usage()
+	if mine.Steps == 0 || ctx.Err() != nil {
+		return
+	}
+	id := ru.out.Session
+	fs, err := ru.r.Sessions.Facts.Facts(ctx, id, ru.sess.State.LastSeq)
+	if err != nil {
+		ru.r.log().WarnContext(ctx, "read the facts of an ended turn", "session", id, "err", err)
+		return
+	}
+	var ended *reducer.Fact
+	for i := range fs {
+		if fs[i].Ends() && fs[i].Turn == ru.out.Turn {
+			ended = &fs[i]
+		}
+	}
+	if ended == nil || ended.Usage == nil {
+		return
+	}
+	lost := mine.Sub(*ended.Usage)
+	if lost.Steps <= 0 || lost.InputTokens < 0 || lost.OutputTokens < 0 || lost.CostMicroUSD < 0 {
+		return
+	}
+	f := reducer.Fact{Type: reducer.UsageRecorded, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Usage: &lost}
+	err = retry.Do(ctx, commitPolicy, func() error {
+		sess, err := ru.r.Sessions.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		_, err = ru.r.Sessions.Append(ctx, id, sess.State, f)
+		return err
+	}, func(err error) bool { return errors.Is(err, session.ErrConflict) })
+	if err != nil {
+		ru.r.log().WarnContext(ctx, "record the usage of steps the ended turn's stream lacks", "session", id, "turn", ru.out.Turn, "err", err)
+		return
+	}
+	ru.r.log().InfoContext(ctx, "recorded the usage of steps the ended turn's stream lacks", "session", id, "turn", ru.out.Turn, "steps", lost.Steps)
 }
 
 // shelve suspends the turn as throttled after a store write failed, without

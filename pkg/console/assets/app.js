@@ -360,6 +360,7 @@ function describe(f) {
     case 'timer.set': parts.push('ends ' + new Date(f.wake).toLocaleString()); break;
     case 'schedule.set': parts.push(`${f.schedule?.cron}: “${f.schedule?.text ?? ''}”`); break;
     case 'context.compacted': parts.push(`${f.compaction?.turns} turns summarised, ${f.compaction?.before} → ${f.compaction?.after} input tokens`); break;
+    case 'usage.recorded': parts.push(usageText(f.usage) + ' billed after the turn ended'); break;
     case 'message.steered': parts.push(`${(f.steered || []).length} message(s) steered in`); break;
   }
   if (f.turn && f.type.startsWith('turn.')) parts.push(f.turn);
