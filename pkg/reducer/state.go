@@ -54,6 +54,9 @@ type Turn struct {
 	// suspended for CauseLimit, so it may resume.
 	Caps   Caps `json:"caps,omitzero"`
 	Raised bool `json:"raised,omitempty"`
+	// Limit is the spend cap the turn reached while it is suspended for
+	// CauseLimit (when the suspension named it); zero otherwise.
+	Limit Limit `json:"limit,omitzero"`
 	// TimerSet is set when an operator set the timer's end (timer.set)
 	// since the turn last suspended: the wait_until calls it waits on are
 	// over when it resumes, whatever time they named.
@@ -216,6 +219,9 @@ func (s *State) apply(f Fact) error {
 	if f.Actor.Kind == "" {
 		return illegal("fact has no actor")
 	}
+	if (f.Usage != nil && f.Usage.negative()) || (f.Compaction != nil && f.Compaction.Usage.negative()) {
+		return illegal("negative usage")
+	}
 	// Every turn fact must name the open turn.
 	needTurn := func() error {
 		if s.Turn == nil {
@@ -308,11 +314,23 @@ func (s *State) apply(f Fact) error {
 		if f.Faults < 0 {
 			return illegal("negative fault count %d", f.Faults)
 		}
+		if f.Limit != nil {
+			if f.Cause != CauseLimit {
+				return illegal("a %s suspension names a spend cap", f.Cause)
+			}
+			if err := f.Limit.Check(); err != nil {
+				return illegal("%v", err)
+			}
+		}
 		if f.Usage != nil {
 			s.Usage = s.Usage.Add(f.Usage.Sub(s.Turn.Usage))
 			s.Turn.Usage = *f.Usage
 		}
 		s.Turn.Wake, s.Turn.Raised, s.Turn.TimerSet = time.Time{}, false, false
+		s.Turn.Limit = Limit{}
+		if f.Limit != nil {
+			s.Turn.Limit = *f.Limit
+		}
 		switch f.Cause {
 		case CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable:
 			s.Turn.Faults, s.Turn.Wake = f.Faults, f.Wake
@@ -361,6 +379,7 @@ func (s *State) apply(f Fact) error {
 			}
 		}
 		s.Status, s.Turn.Cause, s.Turn.Since, s.Turn.Lease = Running, "", f.Time, f.Lease
+		s.Turn.Limit = Limit{}
 		s.Turn.Wake = time.Time{}
 		s.Turn.Invocations++
 
@@ -452,6 +471,15 @@ func (s *State) apply(f Fact) error {
 		sc := *f.Schedule
 		sc.From = f.Time
 		s.Schedule = &sc
+
+	case UsageRecorded:
+		switch {
+		case f.Turn == "" || f.Usage == nil || *f.Usage == (Usage{}):
+			return illegal("no turn or no usage")
+		case s.Turn != nil && s.Turn.ID == f.Turn:
+			return illegal("the open turn records its usage as it suspends or ends")
+		}
+		s.Usage = s.Usage.Add(*f.Usage)
 
 	case ScheduleCleared:
 		if s.Schedule == nil {
