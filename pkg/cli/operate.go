@@ -76,12 +76,29 @@ func showTurnOperations(w io.Writer, s operator.Session, t *operator.Turn) {
 	case reducer.CauseTimer:
 		fmt.Fprintf(w, "timer    ends %s\n         baton wake %s [--at RFC3339]   (no --at: now)\n", t.Wake.UTC().Format(time.RFC3339), s.ID)
 	case reducer.CauseLimit:
-		fmt.Fprintf(w, "limit    the turn reached a spend cap\n         baton raise %s --turn-cost USD | --session-cost USD | --turn-output-tokens N ...   |   baton cancel %s\n", s.ID, s.ID)
+		showLimit(w, s.ID, t.Limit)
 	default:
 		if !t.Wake.IsZero() {
 			fmt.Fprintf(w, "wake     %s\n", t.Wake.UTC().Format(time.RFC3339))
 		}
 	}
+}
+
+// showLimit writes what show says of a turn suspended at a spend cap: the
+// cap it reached, when the suspension named it, and the raise that lets
+// it go on.
+func showLimit(w io.Writer, id string, l *reducer.Limit) {
+	if l == nil {
+		fmt.Fprintf(w, "limit    the turn reached a spend cap\n         baton raise %s --turn-cost USD | --session-cost USD | --turn-output-tokens N ...   |   baton cancel %s\n", id, id)
+		return
+	}
+	flag := map[reducer.Measure]string{reducer.MeasureInputTokens: "input-tokens", reducer.MeasureOutputTokens: "output-tokens", reducer.MeasureCost: "cost"}[l.Measure]
+	unit := "N"
+	if l.Measure == reducer.MeasureCost {
+		unit = "USD"
+	}
+	fmt.Fprintf(w, "limit    the turn reached its %s cap: %s\n         baton raise %s --%s-%s %s (more than %s)   |   baton cancel %s\n",
+		l.Field(), l.Reaches(), id, l.Scope, flag, unit, l.Amount(l.Usage), id)
 }
 
 // raise sets new spend caps for a turn suspended at a limit.

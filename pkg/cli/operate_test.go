@@ -119,6 +119,41 @@ func TestRaiseALimit(t *testing.T) {
 	}
 }
 
+// TestRaiseTheCapTheTurnReached: show names the cap a turn suspended at
+// and the raise that lets it go on; a raise of another cap, or of that one
+// not past the usage, is refused saying which cap to raise and writes
+// nothing; a raise of the right one is recorded.
+func TestRaiseTheCapTheTurnReached(t *testing.T) {
+	ctx := testCtx(t)
+	store := devStore()
+	usage := reducer.Usage{InputTokens: 1200, OutputTokens: 340, Steps: 2, CostMicroUSD: 8700}
+	lim := reducer.Limit{Scope: reducer.ScopeTurn, Measure: reducer.MeasureCost, Cap: 0.005, Usage: 0.0087}
+	id, _ := suspendedSession(t, ctx, store, reducer.Fact{Cause: reducer.CauseLimit, Usage: &usage, Limit: &lim})
+
+	show := must(t, ctx, vars{}, "show", id)
+	for _, want := range []string{"status   suspended (limit)",
+		"limit    the turn reached its turn.cost cap: a cost of $0.008700 reaches the cap of $0.005000\n",
+		"baton raise " + id + " --turn-cost USD (more than $0.008700)"} {
+		if !strings.Contains(show, want) {
+			t.Fatalf("show lacks %q:\n%s", want, show)
+		}
+	}
+	before := countFacts(t, ctx, store, id)
+	want := "the turn is suspended at its turn.cost cap (a cost of $0.008700 reaches the cap of $0.005000); raise turn.cost past $0.008700"
+	expect(t, ctx, vars{}, cli.ExitConflict, want, "raise", id, "--session-cost", "5")
+	expect(t, ctx, vars{}, cli.ExitConflict, want, "raise", id, "--turn-cost", "0.0087", "--turn-input-tokens", "99999")
+	if n := countFacts(t, ctx, store, id); n != before {
+		t.Fatalf("refused raises wrote %d facts", n-before)
+	}
+	must(t, ctx, vars{}, "raise", id, "--turn-cost", "0.01")
+	if f := lastFact(t, ctx, store, id, reducer.LimitsRaised); f.Raise == nil || f.Raise.Turn != (reducer.Caps{Cost: 0.01}) {
+		t.Fatalf("limits.raised fact %+v", f)
+	}
+	if n := countFacts(t, ctx, store, id); n != before+1 {
+		t.Fatalf("raise wrote %d facts, want 1", n-before)
+	}
+}
+
 // TestWakeATimer: show names a turn waiting on a timer and when it ends;
 // wake --at moves it, wake alone ends it; a bad time changes nothing, and
 // a session not on a timer conflicts.

@@ -696,8 +696,27 @@ func TestConsoleOperatorActions(t *testing.T) {
 	if got := eval[string](b, `document.querySelector('#turn-usage').textContent`); got != want {
 		b.fail("the page's turn usage is %q, want the API's %q", got, want)
 	}
+	// The card names the cap the turn reached, as the API does, and marks
+	// its field.
+	if l := view.Turn.Limit; l == nil || l.Scope != reducer.ScopeTurn || l.Measure != reducer.MeasureCost {
+		t.Fatalf("the API's limit = %+v, want the turn's cost cap", view.Turn.Limit)
+	}
+	used := fmt.Sprintf("$%.6f", view.Turn.Limit.Usage)
+	b.waitFor("the cap named on the card", jsHasText(`#limit-cap`, "The turn reached the turn cost cap of $0.000001, at "+used)+" && "+
+		jsHasText(`#limit-cap`, "Raise the turn cost cap past "+used))
+	b.waitFor("the named cap's field marked", `document.querySelector('#raise-turn-cost').classList.contains('named') && !document.querySelector('#raise-session-cost').classList.contains('named')`)
+	b.waitFor("the limit in the timeline", jsHasText(`#timeline li[data-type="turn.suspended"]`, "limit: the turn cost cap of $0.000001"))
 	b.run("raise nothing", chromedp.Click(chromedp.CSS(`#raise`)))
 	b.waitFor("the empty raise refused on the page", jsHasText(`#limit .error`, "Enter a cap to raise."))
+	// Raising another cap is refused with the API's message; nothing moves.
+	b.run("type a session cost cap", chromedp.SendKeys(chromedp.CSS(`#raise-session-cost`), "5"))
+	b.run("raise the wrong cap", chromedp.Click(chromedp.CSS(`#raise`)))
+	b.waitFor("the wrong raise refused on the page", jsHasText(`#limit .error`, "raise turn.cost past "+used))
+	s.call(ctx, "GET", "/sessions/"+limitedID, "", &view)
+	if view.Status != reducer.Suspended || view.Caps != (reducer.Caps{}) {
+		t.Fatalf("after the refused raise: status %q, caps %+v", view.Status, view.Caps)
+	}
+	b.run("clear the session cost cap", chromedp.SetValue(chromedp.CSS(`#raise-session-cost`), ""))
 	b.run("type a turn cost cap", chromedp.SendKeys(chromedp.CSS(`#raise-turn-cost`), "5"))
 	b.shot("10-limit")
 	b.run("raise", chromedp.Click(chromedp.CSS(`#raise`)))

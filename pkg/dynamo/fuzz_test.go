@@ -134,7 +134,7 @@ func FuzzFactLog(f *testing.F) {
 			t.Fatalf("the head of a legal state does not decode: %v\nstate %+v", err, st)
 		}
 		want := Head{Session: "s_fuzz", Agent: st.Agent, Owner: st.Owner, Status: st.Status, LastSeq: st.LastSeq,
-			Created: st.Created.UTC().Truncate(0), Updated: st.Updated.UTC().Truncate(0), Why: why}
+			Created: st.Created.UTC().Truncate(0), Updated: st.Updated.UTC().Truncate(0), Why: why, Usage: st.Usage}
 		if st.Turn != nil {
 			want.Turn, want.Cause = st.Turn.ID, st.Turn.Cause
 		}
@@ -216,7 +216,7 @@ func FuzzDecodeHead(f *testing.F) {
 		}
 		// A consistent head is one headItem writes: rebuild a state with
 		// the head's fields and compare the attributes it would write.
-		st := reducer.State{Agent: h.Agent, Owner: h.Owner, Status: h.Status, LastSeq: h.LastSeq, Created: h.Created, Updated: h.Updated}
+		st := reducer.State{Agent: h.Agent, Owner: h.Owner, Status: h.Status, LastSeq: h.LastSeq, Created: h.Created, Updated: h.Updated, Usage: h.Usage}
 		if h.Turn != "" {
 			st.Turn = &reducer.Turn{ID: h.Turn, Cause: h.Cause}
 		}

@@ -42,6 +42,20 @@ type Head struct {
 	// and "" when nothing is due (see reducer.State.Next).
 	Due time.Time
 	Why reducer.Reason
+	// Usage is the session's recorded usage: its ended turns' billed
+	// steps, and the open turn's as its last suspension recorded them.
+	Usage reducer.Usage
+}
+
+// usageAttrs are the head's usage attributes and the fields they hold.
+func usageAttrs(u *reducer.Usage) []struct {
+	name string
+	v    *int64
+} {
+	return []struct {
+		name string
+		v    *int64
+	}{{attrInputTokens, &u.InputTokens}, {attrOutputTokens, &u.OutputTokens}, {attrSteps, &u.Steps}, {attrCost, &u.CostMicroUSD}}
 }
 
 // headItem is the whole head item for a session in state st. Optional
@@ -64,6 +78,12 @@ func headItem(session string, st reducer.State) map[string]types.AttributeValue 
 		item[attrTurn] = str(st.Turn.ID)
 		if st.Turn.Cause != "" {
 			item[attrCause] = str(string(st.Turn.Cause))
+		}
+	}
+	u := st.Usage
+	for _, a := range usageAttrs(&u) {
+		if *a.v != 0 {
+			item[a.name] = num(*a.v)
 		}
 	}
 	if n := st.Next(st.Updated, 0); !n.Due.IsZero() {
@@ -96,6 +116,14 @@ func decodeHead(item map[string]types.AttributeValue) (Head, error) {
 			if *t.dst, err = time.Parse(time.RFC3339Nano, v); err != nil {
 				return Head{}, fmt.Errorf("head of %s: attribute %s: %w", h.Session, t.name, err)
 			}
+		}
+	}
+	for _, a := range usageAttrs(&h.Usage) {
+		if _, ok := item[a.name]; !ok {
+			continue
+		}
+		if *a.v, err = numAttr(item, a.name); err != nil {
+			return Head{}, fmt.Errorf("head of %s: %w", h.Session, err)
 		}
 	}
 	if _, ok := item[attrDue]; ok {

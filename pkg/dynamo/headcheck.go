@@ -18,6 +18,7 @@ var ErrCorruptHead = errors.New("dynamo: corrupt head item")
 var headAttrs = map[string]bool{
 	attrPK: true, attrSK: true, attrLastSeq: true, attrStatus: true, attrAgent: true, attrOwner: true,
 	attrCreated: true, attrUpdated: true, attrTurn: true, attrCause: true, attrDueShard: true, attrDue: true, attrWhy: true,
+	attrInputTokens: true, attrOutputTokens: true, attrSteps: true, attrCost: true,
 }
 
 // dueWhys are the reasons State.Next gives with a due time: the only ones
@@ -51,6 +52,11 @@ func checkHead(item map[string]types.AttributeValue, h Head) error {
 			if s, isS := v.(*types.AttributeValueMemberS); !isS || s.Value == "" {
 				return bad("attribute %s is not a non-empty string", name)
 			}
+		}
+	}
+	for _, a := range usageAttrs(&h.Usage) {
+		if _, ok := item[a.name]; ok && *a.v <= 0 {
+			return bad("attribute %s is %d, not a positive count", a.name, *a.v)
 		}
 	}
 	switch {

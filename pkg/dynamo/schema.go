@@ -34,9 +34,14 @@ const (
 	attrDueShard = "dueShard" // S, byDue hash key while due: the session's shard, dueShardKey(DueShardOf(pk))
 	attrDue      = "due"      // N, byDue range key: unix milliseconds
 	attrWhy      = "why"      // S: why the session is due
-	attrRequest  = "request"  // S: receipt: hash of the request answered
-	attrAnswer   = "answer"   // S: receipt: the answer, opaque to the store
-	attrExpires  = "expires"  // N: receipt: unix seconds; the TTL attribute
+	// The session's recorded usage (reducer.State.Usage); each N, absent when 0.
+	attrInputTokens  = "inputTokens"
+	attrOutputTokens = "outputTokens"
+	attrSteps        = "steps"
+	attrCost         = "costMicroUSD"
+	attrRequest      = "request" // S: receipt: hash of the request answered
+	attrAnswer       = "answer"  // S: receipt: the answer, opaque to the store
+	attrExpires      = "expires" // N: receipt: unix seconds; the TTL attribute
 
 	// IndexByOwner lists an owner's sessions, newest first.
 	IndexByOwner = "byOwner"

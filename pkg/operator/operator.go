@@ -513,6 +513,8 @@ func (a *api) raise(w http.ResponseWriter, r *http.Request, caller string) error
 		return httpjson.Refuse(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "session: "))
 	case errors.Is(err, session.ErrNotPending):
 		return httpjson.Refuse(http.StatusConflict, "the session has no turn suspended at a spend limit")
+	case errors.Is(err, session.ErrCapNotLifted):
+		return httpjson.Refuse(http.StatusConflict, "%s", strings.TrimPrefix(err.Error(), "session: "))
 	case err != nil:
 		return err
 	}

@@ -206,14 +206,15 @@ func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 		}
 		return r.out
 	}
-	// The first turn, before it ever suspends: step one and its result
-	// are in the stream when step two's tool runs.
-	out := midway(run(runner.Start), 0, 1)
+	// The first turn, before it ever suspends: step one and its result,
+	// and step two, are in the stream when step two's tool runs (a step is
+	// written before its tools run).
+	out := midway(run(runner.Start), 0, 2)
 	if out.Kind != turn.Suspended || out.Steps != 3 {
 		t.Fatalf("start: %+v", out)
 	}
-	// Resumed: the suspension recorded three steps, the stream has four.
-	out = midway(run(runner.Resume), 3, 4)
+	// Resumed: the suspension recorded three steps, the stream has five.
+	out = midway(run(runner.Resume), 3, 5)
 	for out.Kind == turn.Suspended {
 		if out, err = runner.Resume(t.Context(), s.ID); err != nil {
 			t.Fatal(err)
@@ -284,8 +285,8 @@ func TestSessionUsageFallsBackWhenTheStreamCannotBeRead(t *testing.T) {
 	}
 	got = operator.Session{}
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
-	if got.UsageStale || got.Usage.Steps != 1 {
-		t.Fatalf("with the stream readable again: stale %v, usage %+v, want one step", got.UsageStale, got.Usage)
+	if got.UsageStale || got.Usage.Steps != 2 {
+		t.Fatalf("with the stream readable again: stale %v, usage %+v, want two steps (the second written before its tool runs)", got.UsageStale, got.Usage)
 	}
 	release <- struct{}{}
 	if err := <-done; err != nil {

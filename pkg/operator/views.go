@@ -76,6 +76,11 @@ type Turn struct {
 	// operators raised them.
 	Usage reducer.Usage `json:"usage,omitzero"`
 	Caps  reducer.Caps  `json:"caps,omitzero"`
+	// Limit names the spend cap a turn suspended at a limit (cause
+	// "limit") reached: scope turn or session, measure inputTokens,
+	// outputTokens or cost, the cap and the usage that reached it (tokens,
+	// or USD). A raise must lift that cap past that usage.
+	Limit *reducer.Limit `json:"limit,omitempty"`
 	// Steer counts messages waiting to be steered into the turn at its
 	// next step boundary; Interrupt is set when a message waits to end it
 	// there (the agent's steering policy).
@@ -113,6 +118,10 @@ type Summary struct {
 	Updated time.Time      `json:"updated"`
 	Turn    string         `json:"turn,omitempty"`
 	Cause   reducer.Cause  `json:"cause,omitempty"`
+	// Usage is the session's usage as the facts recorded it: its ended
+	// turns' billed steps, and a running turn's as its last suspension
+	// recorded them (GET /sessions/{id} counts a running turn's stream).
+	Usage reducer.Usage `json:"usage"`
 }
 
 // List is the body of GET /sessions. Next is the cursor of the next page,
@@ -162,6 +171,9 @@ func sessionView(id string, st reducer.State) Session {
 		s.Turn = &Turn{ID: t.ID, Stream: t.Stream, Cause: t.Cause, Started: t.Started, Since: t.Since,
 			Lease: t.Lease, Invocations: t.Invocations, Wake: t.Wake, Usage: t.Usage, Caps: t.Caps,
 			Steer: len(t.Steer), Interrupt: t.Interrupt}
+		if l := t.Limit; l != (reducer.Limit{}) && st.Status == reducer.Suspended && t.Cause == reducer.CauseLimit {
+			s.Turn.Limit = &l
+		}
 		for _, p := range t.Pending {
 			s.Pending = append(s.Pending, Approval{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool,
 				Input: p.Input, Expires: p.Expires})
@@ -175,5 +187,5 @@ func sessionView(id string, st reducer.State) Session {
 
 func summaryView(h dynamo.Head) Summary {
 	return Summary{ID: h.Session, Agent: h.Agent, Status: h.Status, LastSeq: h.LastSeq,
-		Created: h.Created, Updated: h.Updated, Turn: h.Turn, Cause: h.Cause}
+		Created: h.Created, Updated: h.Updated, Turn: h.Turn, Cause: h.Cause, Usage: h.Usage}
 }

@@ -78,6 +78,19 @@ func (s *State) applyScheduleSet(f Fact) error {
 	return nil
 }
 
+// applyUsageRecorded checks and folds a fact of type UsageRecorded: usage
+// of a turn that ended before it could count it.
+func (s *State) applyUsageRecorded(f Fact) error {
+	switch {
+	case f.Turn == "" || f.Usage == nil || *f.Usage == (Usage{}):
+		return s.illegal(f, "no turn or no usage")
+	case s.Turn != nil && s.Turn.ID == f.Turn:
+		return s.illegal(f, "the open turn records its usage as it suspends or ends")
+	}
+	s.Usage = s.Usage.Add(*f.Usage)
+	return nil
+}
+
 // applyScheduleCleared checks and folds a fact of type ScheduleCleared.
 func (s *State) applyScheduleCleared(f Fact) error {
 	if s.Schedule == nil {

@@ -41,11 +41,23 @@ func (s *State) applyTurnSuspended(f Fact) error {
 	if f.Faults < 0 {
 		return s.illegal(f, "negative fault count %d", f.Faults)
 	}
+	if f.Limit != nil {
+		if f.Cause != CauseLimit {
+			return s.illegal(f, "a %s suspension names a spend cap", f.Cause)
+		}
+		if err := f.Limit.Check(); err != nil {
+			return s.illegal(f, "%v", err)
+		}
+	}
 	if f.Usage != nil {
 		s.Usage = s.Usage.Add(f.Usage.Sub(s.Turn.Usage))
 		s.Turn.Usage = *f.Usage
 	}
 	s.Turn.Wake, s.Turn.Raised, s.Turn.TimerSet = time.Time{}, false, false
+	s.Turn.Limit = Limit{}
+	if f.Limit != nil {
+		s.Turn.Limit = *f.Limit
+	}
 	switch f.Cause {
 	case CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable:
 		s.Turn.Faults, s.Turn.Wake = f.Faults, f.Wake
@@ -97,6 +109,7 @@ func (s *State) applyTurnResumed(f Fact) error {
 		}
 	}
 	s.Status, s.Turn.Cause, s.Turn.Since, s.Turn.Lease = Running, "", f.Time, f.Lease
+	s.Turn.Limit = Limit{}
 	s.Turn.Wake = time.Time{}
 	s.Turn.Invocations++
 	return nil

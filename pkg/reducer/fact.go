@@ -50,6 +50,12 @@ const (
 	// verbatim, with the state as of this fact), which later loads rebuild
 	// from. The facts and streams it summarises stay for audit.
 	ContextCompacted Type = "context.compacted"
+	// UsageRecorded: the invocation of a turn that was ended under it (a
+	// cancel while a model call ran) completed billed steps the ending
+	// could not count, since they never reached the stream; Fact.Usage is
+	// theirs, and counts in the session's usage. Fact.Turn names the
+	// ended turn.
+	UsageRecorded Type = "usage.recorded"
 )
 
 // ActorKind says who caused a fact.
@@ -256,6 +262,11 @@ func (u Usage) Add(o Usage) Usage {
 	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.Steps + o.Steps, u.CostMicroUSD + o.CostMicroUSD}
 }
 
+// negative reports whether any of u's counts is below zero.
+func (u Usage) negative() bool {
+	return u.InputTokens < 0 || u.OutputTokens < 0 || u.Steps < 0 || u.CostMicroUSD < 0
+}
+
 // Sub returns u minus o.
 func (u Usage) Sub(o Usage) Usage {
 	return Usage{u.InputTokens - o.InputTokens, u.OutputTokens - o.OutputTokens, u.Steps - o.Steps, u.CostMicroUSD - o.CostMicroUSD}
@@ -298,15 +309,109 @@ func (c Caps) Over(o Caps) Caps {
 // Reached says which cap u has reached ("" for none), as a sentence naming
 // the limit, the value and the cap.
 func (c Caps) Reached(u Usage) string {
-	switch {
-	case c.InputTokens > 0 && u.InputTokens >= c.InputTokens:
-		return fmt.Sprintf("%d input tokens reach the cap of %d", u.InputTokens, c.InputTokens)
-	case c.OutputTokens > 0 && u.OutputTokens >= c.OutputTokens:
-		return fmt.Sprintf("%d output tokens reach the cap of %d", u.OutputTokens, c.OutputTokens)
-	case c.Cost > 0 && float64(u.CostMicroUSD) >= c.Cost*1e6:
-		return fmt.Sprintf("a cost of $%.6f reaches the cap of $%.6f", float64(u.CostMicroUSD)/1e6, c.Cost)
+	if l := c.Reach("", u); l != nil {
+		return l.Reaches()
 	}
 	return ""
+}
+
+// Reach names the cap of scope that u has reached, nil for none.
+func (c Caps) Reach(scope Scope, u Usage) *Limit {
+	switch {
+	case c.InputTokens > 0 && u.InputTokens >= c.InputTokens:
+		return &Limit{Scope: scope, Measure: MeasureInputTokens, Cap: float64(c.InputTokens), Usage: float64(u.InputTokens)}
+	case c.OutputTokens > 0 && u.OutputTokens >= c.OutputTokens:
+		return &Limit{Scope: scope, Measure: MeasureOutputTokens, Cap: float64(c.OutputTokens), Usage: float64(u.OutputTokens)}
+	case c.Cost > 0 && float64(u.CostMicroUSD) >= c.Cost*1e6:
+		return &Limit{Scope: scope, Measure: MeasureCost, Cap: c.Cost, Usage: float64(u.CostMicroUSD) / 1e6}
+	}
+	return nil
+}
+
+// Scope is what a spend cap bounds.
+type Scope string
+
+// The scopes of spend caps.
+const (
+	ScopeTurn    Scope = "turn"    // the open turn
+	ScopeSession Scope = "session" // the session: its ended turns and the open one
+)
+
+// Measure is what a spend cap counts.
+type Measure string
+
+// The measures of spend caps; each names a field of Caps.
+const (
+	MeasureInputTokens  Measure = "inputTokens"
+	MeasureOutputTokens Measure = "outputTokens"
+	MeasureCost         Measure = "cost" // USD
+)
+
+// Limit names the spend cap a turn reached (a turn.suspended for
+// CauseLimit carries it): its scope and measure, the cap, and the usage
+// that reached it, both in the measure's unit (tokens, or USD for cost).
+type Limit struct {
+	Scope   Scope   `json:"scope"`
+	Measure Measure `json:"measure"`
+	Cap     float64 `json:"cap"`
+	Usage   float64 `json:"usage"`
+}
+
+// String says which cap was reached, for example "turn: a cost of
+// $0.000300 reaches the cap of $0.000100".
+func (l Limit) String() string { return string(l.Scope) + ": " + l.Reaches() }
+
+// Field is the cap's field in a Raise, for example "turn.cost".
+func (l Limit) Field() string { return string(l.Scope) + "." + string(l.Measure) }
+
+// Reaches says what reached the cap, as Reached does.
+func (l Limit) Reaches() string {
+	switch l.Measure {
+	case MeasureInputTokens:
+		return fmt.Sprintf("%.0f input tokens reach the cap of %.0f", l.Usage, l.Cap)
+	case MeasureOutputTokens:
+		return fmt.Sprintf("%.0f output tokens reach the cap of %.0f", l.Usage, l.Cap)
+	}
+	return fmt.Sprintf("a cost of $%.6f reaches the cap of $%.6f", l.Usage, l.Cap)
+}
+
+// Amount is a value in the cap's unit as text: tokens, or USD.
+func (l Limit) Amount(v float64) string {
+	if l.Measure == MeasureCost {
+		return fmt.Sprintf("$%.6f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// Check reports whether l names a known scope and measure.
+func (l Limit) Check() error {
+	if l.Scope != ScopeTurn && l.Scope != ScopeSession {
+		return fmt.Errorf("limit scope %q: want turn or session", l.Scope)
+	}
+	if l.Measure != MeasureInputTokens && l.Measure != MeasureOutputTokens && l.Measure != MeasureCost {
+		return fmt.Errorf("limit measure %q: want inputTokens, outputTokens or cost", l.Measure)
+	}
+	if !(l.Cap > 0) || !(l.Usage >= 0) || math.IsInf(l.Cap, 0) || math.IsInf(l.Usage, 0) {
+		return fmt.Errorf("limit %s: cap %v and usage %v must be finite, the cap positive", l.Field(), l.Cap, l.Usage)
+	}
+	return nil
+}
+
+// Lifts reports whether r raises the cap l names past the usage that
+// reached it, so the turn can go on under that cap.
+func (l Limit) Lifts(r Raise) bool {
+	c := r.Turn
+	if l.Scope == ScopeSession {
+		c = r.Session
+	}
+	switch l.Measure {
+	case MeasureInputTokens:
+		return float64(c.InputTokens) > l.Usage
+	case MeasureOutputTokens:
+		return float64(c.OutputTokens) > l.Usage
+	}
+	// As Reach compares: in micro-dollars.
+	return c.Cost*1e6 > math.Round(l.Usage*1e6)
 }
 
 // Raise is an operator's new spend caps: for the open turn, and for the
@@ -361,6 +466,8 @@ type Fact struct {
 	Lease time.Time `json:"lease,omitzero"`
 	// turn.suspended
 	Cause Cause `json:"cause,omitempty"`
+	// turn.suspended for CauseLimit: the spend cap the turn reached.
+	Limit *Limit `json:"limit,omitempty"`
 	// turn.suspended for a model fault (Cause.Fault): how many such
 	// suspensions in a row, with no step completed between them, this one
 	// included; and when its delayed wake is due.

@@ -54,6 +54,9 @@ type Turn struct {
 	// suspended for CauseLimit, so it may resume.
 	Caps   Caps `json:"caps,omitzero"`
 	Raised bool `json:"raised,omitempty"`
+	// Limit is the spend cap the turn reached while it is suspended for
+	// CauseLimit (when the suspension named it); zero otherwise.
+	Limit Limit `json:"limit,omitzero"`
 	// TimerSet is set when an operator set the timer's end (timer.set)
 	// since the turn last suspended: the wait_until calls it waits on are
 	// over when it resumes, whatever time they named.
@@ -217,6 +220,7 @@ var appliers = map[Type]func(*State, Fact) error{
 	ExecutionStarted:  (*State).applyExecutionStarted,
 	ExecutionVerdict:  (*State).applyExecutionVerdict,
 	ScheduleSet:       (*State).applyScheduleSet,
+	UsageRecorded:     (*State).applyUsageRecorded,
 	ScheduleCleared:   (*State).applyScheduleCleared,
 	ScheduleFired:     (*State).applyScheduleFired,
 	ContextCompacted:  (*State).applyContextCompacted,
@@ -239,6 +243,9 @@ func (s *State) apply(f Fact) error {
 	}
 	if f.Actor.Kind == "" {
 		return s.illegal(f, "fact has no actor")
+	}
+	if (f.Usage != nil && f.Usage.negative()) || (f.Compaction != nil && f.Compaction.Usage.negative()) {
+		return s.illegal(f, "negative usage")
 	}
 	applier, ok := appliers[f.Type]
 	if !ok {

@@ -3,6 +3,9 @@
 // appended with the compare-and-set, so a transition happens whole, once, or
 // not at all. A message posted while a turn is open is delivered as its
 // agent's steering policy says (Store.Steering), and a compaction replaces
-// the history later loads read (Store.Compact). The operator API and the
+// the history later loads read (Store.Compact). Every ending of a turn
+// records the usage of its billed steps as its stream holds them, whoever
+// ends it (Store.End, Store.StreamUsage), and a raise of spend caps must
+// lift the cap the turn reached (Store.Raise). The operator API and the
 // turn runner both go through it.
 package session

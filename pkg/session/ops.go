@@ -123,10 +123,8 @@ func (s *Store) receive(ctx context.Context, id string, st reducer.State, actor 
 	if err != nil {
 		return reducer.State{}, nil, fmt.Errorf("session: interrupt %s: read stream: %w", id, err)
 	}
-	turn := conversation.Replay(ps)
-	u := turn.Usage()
-	next, err := s.end(ctx, sess, turn, append(before, f), reducer.Fact{
-		Type: reducer.TurnInterrupted, Actor: actor, Turn: t.ID, Usage: &u,
+	next, err := s.end(ctx, sess, conversation.Replay(ps), append(before, f), reducer.Fact{
+		Type: reducer.TurnInterrupted, Actor: actor, Turn: t.ID,
 	})
 	if err != nil {
 		return reducer.State{}, nil, err
@@ -203,7 +201,10 @@ func (s *Store) Settle(ctx context.Context, id string, actor reducer.Actor, exec
 // Raise records an operator's new spend caps for a turn suspended at a
 // limit and wakes it; the turn resumes under them. Caps that are negative,
 // not finite, or all zero are rejected with ErrBadCaps; a turn not
-// suspended for a limit fails with ErrNotPending. Neither writes anything.
+// suspended for a limit fails with ErrNotPending; a raise that does not
+// lift the cap the turn reached (as its suspension named it) past the
+// usage that reached it fails with ErrCapNotLifted, saying which cap to
+// raise and past what. None of them writes anything.
 func (s *Store) Raise(ctx context.Context, id string, actor reducer.Actor, r reducer.Raise) error {
 	if err := checkCaps(r); err != nil {
 		return err
@@ -212,6 +213,10 @@ func (s *Store) Raise(ctx context.Context, id string, actor reducer.Actor, r red
 		t := cur.Turn
 		if t == nil || cur.Status != reducer.Suspended || t.Cause != reducer.CauseLimit {
 			return reducer.Fact{}, fmt.Errorf("session: raise the limits of %s: no turn is suspended at a limit: %w", id, ErrNotPending)
+		}
+		if l := t.Limit; l != (reducer.Limit{}) && !l.Lifts(r) {
+			return reducer.Fact{}, fmt.Errorf("%w: the turn is suspended at its %s cap (%s); raise %s past %s to let it go on",
+				ErrCapNotLifted, l.Field(), l.Reaches(), l.Field(), l.Amount(l.Usage))
 		}
 		return reducer.Fact{Type: reducer.LimitsRaised, Actor: actor, Turn: t.ID, Raise: &r}, nil
 	})

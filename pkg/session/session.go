@@ -27,6 +27,9 @@ var (
 	ErrNotPending = errors.New("session: not pending")
 	// ErrBadCaps: spend caps that are negative, not finite, or set nothing.
 	ErrBadCaps = errors.New("session: bad caps")
+	// ErrCapNotLifted: a raise that leaves the spend cap the turn reached
+	// at or under its usage, so the turn could not go on.
+	ErrCapNotLifted = errors.New("session: the raise does not lift the cap the turn reached")
 	// ErrBadSchedule: a schedule whose cron does not parse or whose text is empty.
 	ErrBadSchedule = errors.New("session: bad schedule")
 	// ErrNoTurn: the session has no open turn.
@@ -230,7 +233,9 @@ func (s *Store) Append(ctx context.Context, id string, st reducer.State, facts .
 }
 
 // End appends a fact that ends the open turn, with a snapshot of the
-// conversation as it ends. turn is the open turn's replayed stream. The
+// conversation as it ends. turn is the open turn's replayed stream, and
+// the fact records its usage (the sum of its billed steps) whoever ends
+// the turn: the runner, or an operator's cancel or interrupt. The
 // snapshot is written first under a key no other writer uses; if the fact
 // loses its race the snapshot is simply never referenced.
 func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, f reducer.Fact) (reducer.State, error) {
@@ -258,6 +263,8 @@ func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, 
 	}
 	f = facts[len(facts)-1]
 	f.Snapshot = streams.SnapshotKey(sess.ID, f.Seq)
+	u := turn.Usage()
+	f.Usage = &u
 	facts[len(facts)-1] = f
 	next, err := st.Apply(facts...)
 	if err != nil {

@@ -1,8 +1,9 @@
 // Package tick is the scheduled sweep over sessions that need attention: it
 // reads the byDue index's shards (dynamo.DueShards, a few at once, each paged
 // by due time so that heads moved meanwhile skip nothing), reloads each
-// session, and from its reduced facts reaps turns whose invocation died,
-// denies approvals that expired, wakes timers that are due, posts schedules'
+// session, and from its reduced facts reaps turns whose invocation died
+// (recording the usage of the steps they left in the stream), denies
+// approvals that expired, wakes timers that are due, posts schedules'
 // messages, and re-sends wakes that were lost. It stops short of its own
 // deadline.
 package tick

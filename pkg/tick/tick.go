@@ -355,11 +355,21 @@ func (t *Tick) rewake(ctx context.Context, id string, now time.Time, grace time.
 	return nil
 }
 
-// reap suspends a turn whose invocation's lease ran out, and wakes it.
+// reap suspends a turn whose invocation's lease ran out, and wakes it. The
+// suspension records the usage of the billed steps the dead invocation
+// left in the stream, as the runner's own suspensions do; when the stream
+// cannot be read it keeps what the turn last recorded, and the resumed
+// run records the rest.
 func (t *Tick) reap(ctx context.Context, id string, st reducer.State, c *counts) error {
-	next, err := t.Sessions.Append(ctx, id, st, reducer.Fact{
-		Type: reducer.TurnSuspended, Actor: actor(), Turn: st.Turn.ID, Cause: reducer.CauseLease,
-	})
+	f := reducer.Fact{Type: reducer.TurnSuspended, Actor: actor(), Turn: st.Turn.ID, Cause: reducer.CauseLease}
+	u, ok, err := t.Sessions.StreamUsage(ctx, id, st.Turn.Stream)
+	if err != nil {
+		t.log().WarnContext(ctx, "tick: read the reaped turn's stream for its usage", "session", id, "err", err)
+	}
+	if ok {
+		f.Usage = &u
+	}
+	next, err := t.Sessions.Append(ctx, id, st, f)
 	if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
 		t.log().InfoContext(ctx, "tick: the turn moved on before the reap", "session", id, "err", err)
 		return nil

@@ -82,17 +82,17 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		}
 		capped := len(ru.turn.Steps) >= ru.lim.MaxStepsPerTurn
 		reached := ru.overSpend()
-		if answered && (len(ru.sess.State.Turn.Steer) == 0 || capped || reached != "") {
+		if answered && (len(ru.sess.State.Turn.Steer) == 0 || capped || reached != nil) {
 			return ru.complete(ctx)
 		}
 		if capped {
 			return ru.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn reached its cap of %d steps", ru.lim.MaxStepsPerTurn))
 		}
-		if reached != "" {
+		if reached != nil {
 			if ru.lim.Spend.Fail {
-				return ru.fail(ctx, reducer.FailLimit, errors.New(reached))
+				return ru.fail(ctx, reducer.FailLimit, errors.New(reached.String()))
 			}
-			return ru.suspend(ctx, reducer.CauseLimit, 0)
+			return ru.suspend(ctx, reducer.CauseLimit, 0, reducer.Fact{Type: reducer.TurnSuspended, Limit: reached})
 		}
 		if ru.out.Steps >= ru.lim.MaxStepsPerInvocation || !ru.fits(spent, 0) {
 			if fault != nil && fault.Transient() {
@@ -166,19 +166,16 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	}
 }
 
-// overSpend says which spend cap the turn has reached, if any: the turn's
+// overSpend names the spend cap the turn has reached, if any: the turn's
 // usage so far, or the session's (its ended turns plus this turn so far),
 // against the agent's caps overridden by those operators raised.
-func (ru *run) overSpend() string {
+func (ru *run) overSpend() *reducer.Limit {
 	st := ru.sess.State
 	u := ru.turn.Usage()
-	if r := ru.lim.Spend.Turn.Over(st.Turn.Caps).Reached(u); r != "" {
-		return "turn: " + r
+	if l := ru.lim.Spend.Turn.Over(st.Turn.Caps).Reach(reducer.ScopeTurn, u); l != nil {
+		return l
 	}
-	if r := ru.lim.Spend.Session.Over(st.Caps).Reached(st.Usage.Sub(st.Turn.Usage).Add(u)); r != "" {
-		return "session: " + r
-	}
-	return ""
+	return ru.lim.Spend.Session.Over(st.Caps).Reach(reducer.ScopeSession, st.Usage.Sub(st.Turn.Usage).Add(u))
 }
 
 // fits reports whether another step, as long as the average so far, would
@@ -487,6 +484,9 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 				continue
 			}
 		}
+		if err := ru.flushBilled(ctx); err != nil {
+			return nil, nil, err
+		}
 		p := &plan{c: c, t: t}
 		if t.SideEffect() {
 			var uncertain *reducer.Execution
@@ -517,6 +517,23 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 	// wait_until calls made after them wait as usual.
 	ru.settled = true
 	return requests, nil, ru.runPlans(ctx, plans)
+}
+
+// flushBilled writes the step the model just completed, if the sink still
+// holds it, before its first tool runs: the provider billed that step, and
+// a cancel or a takeover during the tool run would otherwise leave no
+// record of it (the canceller closes the stream after the chunks it read,
+// and this writer's later chunk is refused as stale). Its results follow
+// in the checkpoint before the next step.
+func (ru *run) flushBilled(ctx context.Context) error {
+	if !ru.billed {
+		return nil
+	}
+	if err := ru.sink.Flush(ctx); err != nil {
+		return err
+	}
+	ru.billed = false
+	return nil
 }
 
 // runPlans emits the planned calls' results in call order. Side effects run
@@ -825,12 +842,60 @@ func (ru *run) stopped(ctx context.Context, err error) (Outcome, error) {
 		errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
 		ru.r.log().InfoContext(ctx, "turn superseded", "session", ru.out.Session, "turn", ru.out.Turn, "err", err)
 		ru.out.Kind = Superseded
+		ru.recordUnwritten(ctx)
 		if !errors.Is(err, streams.ErrChunkTaken) && !errors.Is(err, streams.ErrPoisoned) {
 			ru.closeIfEnded(ctx)
 		}
 		return ru.out, nil
 	}
 	return ru.out, fmt.Errorf("turn %s of %s: %w", ru.out.Turn, ru.out.Session, err)
+}
+
+// recordUnwritten records, when the turn was ended under this invocation (a
+// cancel), the usage of the billed steps it completed that the ending did
+// not count: those the canceller could not read, since the stream was
+// closed before this invocation wrote them (its chunk is then refused). A
+// turn taken over by another invocation is left to it. Best effort: a
+// failure is logged.
+func (ru *run) recordUnwritten(ctx context.Context) {
+	ru.replay()
+	mine := ru.turn.Usage()
+	if mine.Steps == 0 || ctx.Err() != nil {
+		return
+	}
+	id := ru.out.Session
+	fs, err := ru.r.Sessions.Facts.Facts(ctx, id, ru.sess.State.LastSeq)
+	if err != nil {
+		ru.r.log().WarnContext(ctx, "read the facts of an ended turn", "session", id, "err", err)
+		return
+	}
+	var ended *reducer.Fact
+	for i := range fs {
+		if fs[i].Ends() && fs[i].Turn == ru.out.Turn {
+			ended = &fs[i]
+		}
+	}
+	if ended == nil || ended.Usage == nil {
+		return
+	}
+	lost := mine.Sub(*ended.Usage)
+	if lost.Steps <= 0 || lost.InputTokens < 0 || lost.OutputTokens < 0 || lost.CostMicroUSD < 0 {
+		return
+	}
+	f := reducer.Fact{Type: reducer.UsageRecorded, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Usage: &lost}
+	err = retry.Do(ctx, commitPolicy, func() error {
+		sess, err := ru.r.Sessions.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		_, err = ru.r.Sessions.Append(ctx, id, sess.State, f)
+		return err
+	}, func(err error) bool { return errors.Is(err, session.ErrConflict) })
+	if err != nil {
+		ru.r.log().WarnContext(ctx, "record the usage of steps the ended turn's stream lacks", "session", id, "turn", ru.out.Turn, "err", err)
+		return
+	}
+	ru.r.log().InfoContext(ctx, "recorded the usage of steps the ended turn's stream lacks", "session", id, "turn", ru.out.Turn, "steps", lost.Steps)
 }
 
 // shelve suspends the turn as throttled after a store write failed, without

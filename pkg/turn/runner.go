@@ -88,6 +88,7 @@ type run struct {
 	deadline time.Time
 	out      Outcome
 	dirty    bool           // the sink holds parts beyond start, markers and the tools record
+	billed   bool           // the sink may hold a completed step not yet written (see flushBilled)
 	tools    *tool.Registry // the tools this invocation offers (see offer)
 	wait     time.Time      // the earliest time a pending wait_until call waits for (see settle)
 	settled  bool           // settle ran once this invocation
@@ -238,6 +239,9 @@ func (ru *run) emit(parts ...streams.Part) {
 	for _, p := range parts {
 		if p.Type != streams.Start && p.Type != DataTools && !p.Marker() {
 			ru.dirty = true
+		}
+		if p.Type == streams.FinishStep {
+			ru.billed = true
 		}
 	}
 	ru.rep.Add(parts...)

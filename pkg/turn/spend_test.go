@@ -187,3 +187,52 @@ func TestRaiseRefused(t *testing.T) {
 		t.Fatalf("refused raises wrote %d facts", n-before)
 	}
 }
+
+// A limit suspension names the cap the turn reached, its scope, measure,
+// cap and usage, in the fact and the state.
+func TestLimitSuspensionNamesTheCap(t *testing.T) {
+	ctx := ctxT(t)
+	price := &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}
+	inv := fresh(spendAgent(t, turn.Spend{Turn: reducer.Caps{Cost: 0.000001}}, price))
+	id := newSession(t, inv, "What is the weather?")
+	out, err := inv.runner.Start(ctx, id)
+	if err != nil || out.Cause != reducer.CauseLimit {
+		t.Fatalf("start: %+v, %v", out, err)
+	}
+	u := metaUsage(t, inv, id, out.Turn)
+	fs := facts(t, inv, id)
+	want := reducer.Limit{Scope: reducer.ScopeTurn, Measure: reducer.MeasureCost, Cap: 0.000001, Usage: float64(u.CostMicroUSD) / 1e6}
+	if last := fs[len(fs)-1]; last.Type != reducer.TurnSuspended || last.Limit == nil || *last.Limit != want {
+		t.Fatalf("the limit suspension %+v names %+v, want %+v", last, last.Limit, want)
+	}
+	if st := teststack.Load(t, inv.sessions, id); st.Turn.Limit != want {
+		t.Fatalf("state limit %+v, want %+v", st.Turn.Limit, want)
+	}
+
+	// A session cap, second turn.
+	inv = fresh(spendAgent(t, turn.Spend{}, nil))
+	id = newSession(t, inv, "What is the weather?")
+	if out, err := inv.runner.Start(ctx, id); err != nil || out.Kind != turn.Completed {
+		t.Fatalf("first turn: %+v, %v", out, err)
+	}
+	st := teststack.Load(t, inv.sessions, id)
+	teststack.Post(t, inv.sessions, id, st, "And tomorrow?")
+	capped := spendAgent(t, turn.Spend{Session: reducer.Caps{InputTokens: st.Usage.InputTokens}}, nil)
+	if out, err := fresh(capped).runner.Start(ctx, id); err != nil || out.Cause != reducer.CauseLimit || out.Steps != 0 {
+		t.Fatalf("second turn: %+v, %v", out, err)
+	}
+	fs = facts(t, inv, id)
+	want = reducer.Limit{Scope: reducer.ScopeSession, Measure: reducer.MeasureInputTokens, Cap: float64(st.Usage.InputTokens), Usage: float64(st.Usage.InputTokens)}
+	if last := fs[len(fs)-1]; last.Limit == nil || *last.Limit != want {
+		t.Fatalf("the session limit suspension names %+v, want %+v", last.Limit, want)
+	}
+	// A raise of the turn's cap does not lift the session's: refused.
+	before := len(fs)
+	err = inv.sessions.Raise(ctx, id, operator, reducer.Raise{Turn: reducer.Caps{InputTokens: 1 << 30}})
+	if !errors.Is(err, session.ErrCapNotLifted) || !strings.Contains(err.Error(), "raise session.inputTokens past") {
+		t.Fatalf("raise of the wrong cap: %v, want ErrCapNotLifted naming session.inputTokens", err)
+	}
+	if n := len(facts(t, inv, id)); n != before {
+		t.Fatalf("a refused raise wrote %d facts", n-before)
+	}
+}

@@ -715,7 +715,9 @@ func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
 }
 
 // An operator cancels a turn while its invocation is mid-run: the runner
-// stops at its next write, and the stream ends closed as cancelled.
+// stops at its next write, and the stream ends closed as cancelled. The
+// step whose model call ran as the turn was cancelled is billed but never
+// reached the stream: the runner records its usage after the cancel.
 func TestCancelWhileRunning(t *testing.T) {
 	ctx := ctxT(t)
 	agent := demoAgent(t, script(t, slowThree), turn.Limits{})
@@ -738,8 +740,15 @@ func TestCancelWhileRunning(t *testing.T) {
 		t.Fatalf("runner outcome = %+v, want superseded", out)
 	}
 	fs := facts(t, inv, id)
-	if last := fs[len(fs)-1]; last.Type != reducer.TurnCancelled || last.Actor != operator {
-		t.Fatalf("last fact = %+v", last)
+	last := fs[len(fs)-1]
+	if last.Type == reducer.UsageRecorded {
+		if last.Turn != out.Turn || last.Actor.Kind != reducer.ActorAgent || last.Usage == nil || last.Usage.Steps != 1 {
+			t.Fatalf("usage.recorded after the cancel = %+v (usage %+v), want the agent's, of one step", last, last.Usage)
+		}
+		last = fs[len(fs)-2]
+	}
+	if last.Type != reducer.TurnCancelled || last.Actor != operator {
+		t.Fatalf("the cancel fact = %+v", last)
 	}
 	ps, closed := parts(t, inv, id, out.Turn)
 	if closed != streams.Cancelled {

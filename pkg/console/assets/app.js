@@ -68,6 +68,11 @@ const usageText = u => u ? `${u.inputTokens} in / ${u.outputTokens} out · ${u.s
 const noUsage = { inputTokens: 0, outputTokens: 0, steps: 0 };
 const capsText = c => [c?.inputTokens && `${c.inputTokens} input tokens`, c?.outputTokens && `${c.outputTokens} output tokens`,
   c?.cost && `$${c.cost}`].filter(Boolean).join(', ');
+// limitText names the spend cap a limit suspension reached (the view's
+// turn.limit, a turn.suspended fact's limit).
+const limitMeasure = { cost: 'cost', inputTokens: 'input tokens', outputTokens: 'output tokens' };
+const limitAmount = (l, v) => l.measure === 'cost' ? `$${Number(v).toFixed(6)}` : String(Math.round(v));
+const limitText = l => `the ${l.scope} ${limitMeasure[l.measure] || l.measure} cap of ${limitAmount(l, l.cap)}, at ${limitAmount(l, l.usage)}`;
 const statusBadge = (status, cause) => badge(status + (cause ? ': ' + cause : ''), status);
 
 // ---- sessions list ----
@@ -264,8 +269,14 @@ async function sessionPage(id, signal) {
     const line = (label, f) => el('div', { class: 'row' }, el('strong', {}, label),
       el('label', {}, 'cost ', f.cost), el('label', {}, 'input tokens ', f.inputTokens), el('label', {}, 'output tokens ', f.outputTokens));
     const caps = [capsText(s.turn.caps) && 'turn: ' + capsText(s.turn.caps), capsText(s.caps) && 'session: ' + capsText(s.caps)].filter(Boolean).join('; ');
+    // The cap the turn reached: only raising it past the usage lets the
+    // turn go on (the API refuses any other raise).
+    const l = s.turn.limit;
+    const named = l && inputs[l.scope]?.[l.measure];
+    if (named) { named.classList.add('named'); named.placeholder = 'over ' + limitAmount(l, l.usage).replace('$', ''); }
     return el('div', { class: 'card attention limit', 'data-key': key },
       el('div', { class: 'row' }, el('strong', {}, 'Suspended at a spend cap')),
+      ...(l ? [el('p', { id: 'limit-cap' }, `The turn reached ${limitText(l)}. Raise the ${l.scope} ${limitMeasure[l.measure] || l.measure} cap past ${limitAmount(l, l.usage)} to resume it.`)] : []),
       el('p', {}, `The turn has used ${usageText(s.turn.usage || noUsage)}; the session ${usageText(s.usage)}.`,
         caps ? ` Raised caps so far: ${caps}.` : '', ' Raise a cap to resume the turn (empty fields keep their cap), or cancel it.'),
       line('Turn', inputs.turn), line('Session', inputs.session), el('div', { class: 'row' }, btn, note));
@@ -339,7 +350,7 @@ function describe(f) {
   switch (f.type) {
     case 'session.created': parts.push(`agent ${f.agent}, owner ${f.owner}`); break;
     case 'message.received': parts.push(`“${f.message?.text ?? ''}”` + (f.message?.delivery && f.message.delivery !== 'enqueue' ? ` (${f.message.delivery})` : '')); break;
-    case 'turn.suspended': parts.push(f.cause + (f.execution ? ` on ${f.execution.tool}` : '')); break;
+    case 'turn.suspended': parts.push(f.cause + (f.execution ? ` on ${f.execution.tool}` : '') + (f.limit ? `: ${limitText(f.limit)}` : '')); break;
     case 'approval.requested': parts.push(`${f.approval?.tool}`); break;
     case 'approval.answered': parts.push(`${f.answer?.decision}${f.answer?.reason ? ': ' + f.answer.reason : ''}`); break;
     case 'execution.started': parts.push(`${f.execution?.tool}${f.execution?.idempotent ? ' (idempotent)' : ''}`); break;
@@ -350,6 +361,7 @@ function describe(f) {
     case 'timer.set': parts.push('ends ' + new Date(f.wake).toLocaleString()); break;
     case 'schedule.set': parts.push(`${f.schedule?.cron}: “${f.schedule?.text ?? ''}”`); break;
     case 'context.compacted': parts.push(`${f.compaction?.turns} turns summarised, ${f.compaction?.before} → ${f.compaction?.after} input tokens`); break;
+    case 'usage.recorded': parts.push(usageText(f.usage) + ' billed after the turn ended'); break;
     case 'message.steered': parts.push(`${(f.steered || []).length} message(s) steered in`); break;
   }
   if (f.turn && f.type.startsWith('turn.')) parts.push(f.turn);
