@@ -79,6 +79,7 @@ type handler struct {
 //
 //	POST /chat                 the AI SDK's chat request → the turn's UI message stream (SSE)
 //	GET  /chat/{id}/stream     the open turn's stream from its start, or 204 when none is open
+//	                           (or the chat does not exist for the caller)
 //	POST /chat/{id}/stop       cancel the open turn → 202
 //
 // A chat's id is its session's id: the operator API's session routes
@@ -184,6 +185,15 @@ func (h *handler) owned(ctx context.Context, r *http.Request, caller string) (st
 		return "", dynamo.Head{}, httpjson.Refuse(http.StatusNotFound, "chat not found")
 	}
 	return id, hd, nil
+}
+
+// notFound reports whether err says the chat does not exist for the
+// caller: no such chat, or another caller's.
+func notFound(err error) bool {
+	if ae, ok := errors.AsType[*httpjson.Refusal](err); ok {
+		return ae.Status == http.StatusNotFound
+	}
+	return errors.Is(err, session.ErrNotFound) || errors.Is(err, dynamo.ErrNotFound)
 }
 
 func (h *handler) stop(w http.ResponseWriter, r *http.Request, caller string) error {

@@ -168,7 +168,9 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id stri
 
 // resume handles GET /chat/{id}/stream: the open turn's stream from its
 // start, live until it ends or waits for a person; 204 when no turn is
-// open.
+// open, and for a chat that does not exist (yet) or is another caller's,
+// so that a client opening a new chat with resume on sees no error and
+// learns nothing of other callers' chats.
 func (h *handler) resume(w http.ResponseWriter, r *http.Request, caller string) error {
 	ctx := r.Context()
 	v, err := parseVersion(r)
@@ -176,6 +178,10 @@ func (h *handler) resume(w http.ResponseWriter, r *http.Request, caller string) 
 		return err
 	}
 	id, hd, err := h.owned(ctx, r, caller)
+	if notFound(err) {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
