@@ -81,6 +81,7 @@ type handler struct {
 //	GET  /chat/{id}/stream     the open turn's stream from its start, or 204 when none is open
 //	                           (or the chat does not exist for the caller)
 //	POST /chat/{id}/stop       cancel the open turn → 202
+//	GET  /chat/{id}/messages   the chat's messages as UIMessage[] ([] for a chat the caller has not)
 //
 // A chat's id is its session's id: the operator API's session routes
 // accept it. Failures are JSON {"error": "..."} with a 4xx or 5xx status,
@@ -105,6 +106,7 @@ func New(c Config) http.Handler {
 	h.mux.Handle("POST /chat", h.authed(h.post))
 	h.mux.Handle("GET /chat/{id}/stream", h.authed(h.resume))
 	h.mux.Handle("POST /chat/{id}/stop", h.authed(h.stop))
+	h.mux.Handle("GET /chat/{id}/messages", h.authed(h.messages))
 	return h
 }
 
