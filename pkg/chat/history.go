@@ -50,7 +50,7 @@ type MessagePart struct {
 // the caller (new, or another caller's) has none: [].
 func (h *handler) messages(w http.ResponseWriter, r *http.Request, caller string) error {
 	ctx := r.Context()
-	v, err := parseVersion(r)
+	v, err := ParseVersion(r)
 	if err != nil {
 		return err
 	}

@@ -108,3 +108,53 @@ func TestChatMessages(t *testing.T) {
 		t.Fatalf("messages for major 4: %d", code)
 	}
 }
+
+// TestTurnStreamRouteShapedPerMajor: the operator's turn-stream route, read
+// as Server-Sent Events with x-ai-sdk-version, is shaped like /chat for
+// that major (a denial: no approval chunks and an output-error for 5, the
+// request and output-denied for 6); without the header it is baton's
+// parts as they are.
+func TestTurnStreamRouteShapedPerMajor(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := client{t: t, who: "ivan", version: "6"}
+	id := newID("chat")
+	first, _ := events(t, c.request(ctx, "POST", "/chat", userBody(id, newID("m"), "Send the team a status update", `,"agent":"demo"`)), nil)
+	turn := first[0].MessageID
+	var req chunk
+	for _, ch := range first {
+		if ch.Type == "tool-approval-request" {
+			req = ch
+		}
+	}
+	events(t, c.request(ctx, "POST", "/chat", approvalBody(id, turn, req.ToolCallID, req.ApprovalID, false)), nil)
+	read := func(version string) map[string]int {
+		r, err := http.NewRequestWithContext(ctx, "GET", base+"/sessions/"+id+"/turns/"+turn+"/stream", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Accept", "text/event-stream")
+		r.Header.Set("X-Baton-Operator", "ivan")
+		if version != "" {
+			r.Header.Set("X-Ai-Sdk-Version", version)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, done := events(t, resp, nil)
+		if !done {
+			t.Fatalf("v%q: the stream did not end", version)
+		}
+		return types(got)
+	}
+	if n := read("5"); n["tool-approval-request"] != 0 || n["tool-approval-response"] != 0 || n["tool-output-denied"] != 0 || n["tool-output-error"] != 1 {
+		t.Errorf("major 5: %v", n)
+	}
+	if n := read("6"); n["tool-approval-request"] != 1 || n["tool-approval-response"] != 0 || n["tool-output-denied"] != 1 {
+		t.Errorf("major 6: %v", n)
+	}
+	if n := read(""); n["tool-approval-request"] != 1 || n["tool-approval-response"] != 1 || n["tool-output-denied"] != 1 {
+		t.Errorf("no major: %v", n)
+	}
+}

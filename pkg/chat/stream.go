@@ -22,7 +22,7 @@ import (
 // answer is that turn's stream.
 func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) error {
 	ctx := r.Context()
-	v, err := parseVersion(r)
+	v, err := ParseVersion(r)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, caller, id stri
 // learns nothing of other callers' chats.
 func (h *handler) resume(w http.ResponseWriter, r *http.Request, caller string) error {
 	ctx := r.Context()
-	v, err := parseVersion(r)
+	v, err := ParseVersion(r)
 	if err != nil {
 		return err
 	}

@@ -11,15 +11,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/httpjson"
 
 	"github.com/baton-run/baton/pkg/streams"
 )
 
-// stream serves a turn's stream parts after a cursor: as one JSON page, or,
-// when the client accepts text/event-stream, as Server-Sent Events in the
-// shape of the AI SDK's UI message stream. Either way an open stream is
-// watched for up to the configured hold.
+// stream serves a turn's stream parts after a cursor: as one JSON page of
+// baton's parts, or, when the client accepts text/event-stream, as
+// Server-Sent Events in the shape of the AI SDK's UI message stream: with
+// an x-ai-sdk-version header, for that major exactly as /chat shapes it
+// (chat.Version); without one, baton's parts as they are. Either way an open stream is watched for up to the
+// configured hold.
 func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) error {
 	ctx := r.Context()
 	id, err := pathID(r, "id", "session")
@@ -35,6 +38,14 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 		return err
 	}
 	sse := acceptsEventStream(r)
+	shape := func(p streams.Part) (streams.Part, bool) { return p, true }
+	if r.Header.Get(chat.VersionHeader) != "" {
+		v, err := chat.ParseVersion(r)
+		if err != nil {
+			return err
+		}
+		shape = v.Map
+	}
 	after := r.URL.Query().Get("after")
 	if sse {
 		if last := r.Header.Get("Last-Event-ID"); last != "" {
@@ -55,7 +66,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 		return httpjson.Refuse(http.StatusNotFound, "turn not found")
 	}
 	if sse {
-		a.serveEvents(w, r, id, stream, page, deadline)
+		a.serveEvents(w, r, id, stream, page, deadline, shape)
 		return nil
 	}
 	for len(page.Entries) == 0 && page.Closed == streams.Open && httpjson.Wait(ctx, deadline, pollInterval) {
@@ -110,7 +121,7 @@ func acceptsEventStream(r *http.Request) bool {
 // AI SDK ignores event names and skips [DONE], and an EventSource client
 // listens for close to stop reconnecting. An open stream's response just
 // ends at the deadline, and the client reconnects.
-func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, id, stream string, page streams.Page, deadline time.Time) {
+func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, id, stream string, page streams.Page, deadline time.Time, shape func(streams.Part) (streams.Part, bool)) {
 	ctx := r.Context()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -122,7 +133,11 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, id, stream str
 	bw := bufio.NewWriter(w)
 	send := func(p streams.Page) error {
 		for _, e := range p.Entries {
-			data, err := json.Marshal(e.Part)
+			part, ok := shape(e.Part)
+			if !ok {
+				continue
+			}
+			data, err := json.Marshal(part)
 			if err != nil {
 				return fmt.Errorf("encode part %s: %w", e.Cursor, err)
 			}
