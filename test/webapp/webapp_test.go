@@ -467,4 +467,3 @@ func (s *scenario) stop() {
 	}
 	s.b.shot(fmt.Sprintf("v%d-07-stopped", s.major))
 }
-
