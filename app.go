@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/lambdahttp"
-	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/tick"
 )
 
@@ -93,16 +94,37 @@ func (a *App) TickHandler() func(context.Context, events.EventBridgeEvent) (tick
 	return a.Tick().HandleScheduled
 }
 
-// OperatorHandler is the operator function's handler, behind API Gateway
-// (HTTP API, payload v2, JWT authorizer): the caller is the token's sub
-// claim; a request without one is refused.
-func (a *App) OperatorHandler() func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	return lambdahttp.Handler(a.Operator(nil, 0, ""),
-		lambdahttp.WithLogger(a.Log),
-		lambdahttp.WithContext(func(ctx context.Context, e events.APIGatewayV2HTTPRequest) context.Context {
-			if sub, ok := lambdahttp.Claim(e, "sub"); ok {
-				return operator.WithIdentity(ctx, sub)
-			}
-			return ctx
-		}))
+// BufferedHold bounds a held chat response or turn stream answered through
+// a buffered door (an HTTP API gives up on the function after 30 s).
+const BufferedHold = 25 * time.Second
+
+// OperatorHandler is the operator function's handler. It serves both
+// doors of template.yaml: a Lambda Function URL with InvokeMode
+// RESPONSE_STREAM (the answer streams as it is written: chat and turn
+// streams reach the client live, held up to BATON_HOLD) and API Gateway's
+// HTTP API (the answer is buffered, and held streams end within
+// BufferedHold). Either way the caller is the subject of the request's
+// bearer JWT, verified here against the issuer's JWKS (BATON_JWT_ISSUER,
+// BATON_JWT_AUDIENCE, BATON_JWKS_URL) before any read or write; without
+// that configuration every session route answers 401.
+func (a *App) OperatorHandler() func(context.Context, events.APIGatewayV2HTTPRequest) (any, error) {
+	identity := func(*http.Request) (string, bool) { return "", false }
+	if v, err := a.Verifier(); err != nil {
+		a.Log.Error("operator: callers cannot be verified; every session route answers 401", "err", err)
+	} else {
+		identity = v.Identity
+	}
+	streamed := lambdahttp.StreamingHandler(a.Operator(identity, a.Env.Hold, ""), lambdahttp.WithLogger(a.Log))
+	short := *a.App
+	short.Env.Hold = BufferedHold
+	if a.Env.Hold > 0 {
+		short.Env.Hold = min(a.Env.Hold, BufferedHold)
+	}
+	buffered := lambdahttp.Handler(short.Operator(identity, 0, ""), lambdahttp.WithLogger(a.Log))
+	return func(ctx context.Context, e events.APIGatewayV2HTTPRequest) (any, error) {
+		if lambdahttp.FunctionURL(e) {
+			return streamed(ctx, e)
+		}
+		return buffered(ctx, e)
+	}
 }

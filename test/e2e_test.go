@@ -557,14 +557,9 @@ func TestAuthorization(t *testing.T) {
 	}
 
 	// No token, or one the authorizer refuses: 401 from API Gateway.
-	expired, err := harness.UnverifiedJWT(map[string]any{"iss": jwtIssuer, "aud": jwtAudience, "sub": alice, "exp": time.Now().Add(-time.Minute).Unix()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherAud, err := harness.UnverifiedJWT(map[string]any{"iss": jwtIssuer, "aud": "someone-else", "sub": alice, "exp": time.Now().Add(time.Hour).Unix()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := issuer(t)
+	expired := idp.Sign(map[string]any{"iss": idp.URL, "aud": jwtAudience, "sub": alice, "exp": time.Now().Add(-time.Minute).Unix()})
+	otherAud := idp.Sign(map[string]any{"iss": idp.URL, "aud": "someone-else", "sub": alice, "exp": time.Now().Add(time.Hour).Unix()})
 	for _, r := range append(on(id), req{"create a session", "POST", "/sessions", `{"agent":"quick"}`}, req{"list", "GET", "/sessions", ""}) {
 		for _, bad := range []struct{ name, auth string }{{"no token", ""}, {"expired token", "Bearer " + expired}, {"wrong audience", "Bearer " + otherAud}} {
 			var hdr map[string]string

@@ -32,6 +32,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/pkg/auth/authtest"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/operator"
@@ -56,7 +57,6 @@ const (
 
 // The JWT authorizer's configuration and the callers.
 const (
-	jwtIssuer   = "https://idp.baton.test/"
 	jwtAudience = "baton-operators"
 	alice       = "alice"
 	bob         = "bob"
@@ -84,7 +84,23 @@ var (
 	startups  []time.Duration
 
 	stackSeq atomic.Int64
+
+	issuerOnce sync.Once
+	idp        *authtest.Issuer
+	idpErr     error
 )
+
+// issuer is the test binary's JWT issuer: kumo's authorizer and the
+// operator function (which verifies signatures against its JWKS) both
+// trust it.
+func issuer(t *testing.T) *authtest.Issuer {
+	t.Helper()
+	issuerOnce.Do(func() { idp, idpErr = authtest.Start(jwtAudience) })
+	if idpErr != nil {
+		t.Fatal(idpErr)
+	}
+	return idp
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -96,6 +112,9 @@ func TestMain(m *testing.M) {
 	}
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)
+	}
+	if idp != nil {
+		idp.Close()
 	}
 	os.Exit(code)
 }
@@ -272,12 +291,14 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 	s.res = res
 	s.store = &session.Store{Facts: dynamo.New(e.Clients.DynamoDB, res.Table), Streams: streams.New(e.Clients.S3, res.Bucket)}
 	s.env = map[string]string{
-		"BATON_TABLE":      res.Table,
-		"BATON_BUCKET":     res.Bucket,
-		"BATON_QUEUE_URL":  res.QueueURL,
-		"BATON_AGENTS":     cfg.agents,
-		"BATON_WAKE_GRACE": wakeGrace.String(),
-		"LOG_FORMAT":       "json",
+		"BATON_TABLE":        res.Table,
+		"BATON_BUCKET":       res.Bucket,
+		"BATON_QUEUE_URL":    res.QueueURL,
+		"BATON_AGENTS":       cfg.agents,
+		"BATON_WAKE_GRACE":   wakeGrace.String(),
+		"LOG_FORMAT":         "json",
+		"BATON_JWT_ISSUER":   issuer(t).URL,
+		"BATON_JWT_AUDIENCE": jwtAudience,
 	}
 	if cfg.count {
 		s.proxies = map[string]*harness.CountingProxy{}
@@ -330,7 +351,7 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		Name:   s.id,
 		Routes: routes,
 		Public: public,
-		JWT:    &harness.JWTAuthorizer{Issuer: jwtIssuer, Audience: []string{jwtAudience}},
+		JWT:    &harness.JWTAuthorizer{Issuer: issuer(t).URL, Audience: []string{jwtAudience}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -421,13 +442,7 @@ func (r reply) String() string { return fmt.Sprintf("%d %s", r.code, bytes.TrimS
 
 func bearer(t *testing.T, sub string) string {
 	t.Helper()
-	tok, err := harness.UnverifiedJWT(map[string]any{
-		"iss": jwtIssuer, "aud": jwtAudience, "sub": sub, "exp": time.Now().Add(time.Hour).Unix(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return issuer(t).Token(sub)
 }
 
 // do sends a request through API Gateway as user ("" sends no token). A

@@ -42,12 +42,25 @@ const (
 	// EnvChatOrigins are the comma-separated browser origins CORS lets call
 	// the chat endpoint ("*" for any); none when empty.
 	EnvChatOrigins = "BATON_CHAT_ORIGINS"
+	// EnvJWTIssuer and EnvJWTAudience are the iss and aud (or client_id)
+	// the operator function requires of every caller's bearer JWT;
+	// EnvJWKSURL is where the issuer's keys are (empty: discovered from
+	// the issuer's /.well-known/openid-configuration).
+	EnvJWTIssuer   = "BATON_JWT_ISSUER"
+	EnvJWTAudience = "BATON_JWT_AUDIENCE"
+	EnvJWKSURL     = "BATON_JWKS_URL"
+	// EnvHold is how long the operator function holds a chat response or
+	// a turn stream open before it ends it at a position the client
+	// resumes from (a Go duration); it must end before the function's
+	// Timeout.
+	EnvHold = "BATON_HOLD"
 )
 
 // Vars lists every environment variable baton's code reads, besides the
 // AWS SDK's own (AWS_REGION, AWS_ENDPOINT_URL, credentials).
 func Vars() []string {
-	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace, EnvChatAgent, EnvChatOrigins}
+	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace, EnvChatAgent, EnvChatOrigins,
+		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold}
 }
 
 // Env is baton's configuration.
@@ -64,6 +77,12 @@ type Env struct {
 	// origins its CORS allows.
 	ChatAgent   string
 	ChatOrigins []string
+	// JWTIssuer, JWTAudience and JWKSURL configure the operator function's
+	// token verification (pkg/auth).
+	JWTIssuer, JWTAudience, JWKSURL string
+	// Hold bounds a held chat response or turn stream; zero means the
+	// chat's default.
+	Hold time.Duration
 }
 
 // EnvFromOS reads Env from the process environment.
@@ -80,6 +99,16 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 		LogFormat:   getenv(EnvLogFormat),
 		ChatAgent:   getenv(EnvChatAgent),
 		ChatOrigins: chat.ParseOrigins(getenv(EnvChatOrigins)),
+		JWTIssuer:   getenv(EnvJWTIssuer),
+		JWTAudience: getenv(EnvJWTAudience),
+		JWKSURL:     getenv(EnvJWKSURL),
+	}
+	if h := getenv(EnvHold); h != "" {
+		d, err := time.ParseDuration(h)
+		if err != nil || d <= 0 {
+			return Env{}, fmt.Errorf("app: %s=%q: want a positive Go duration", EnvHold, h)
+		}
+		e.Hold = d
 	}
 	if g := getenv(EnvWakeGrace); g != "" {
 		d, err := time.ParseDuration(g)
@@ -122,7 +151,7 @@ type App struct {
 // ChatOptions are the chat endpoint's settings from the environment;
 // defaultAgent serves when BATON_CHAT_AGENT is unset.
 func (e Env) ChatOptions(defaultAgent string) chat.Options {
-	o := chat.Options{DefaultAgent: defaultAgent, AllowedOrigins: e.ChatOrigins}
+	o := chat.Options{DefaultAgent: defaultAgent, AllowedOrigins: e.ChatOrigins, Hold: e.Hold}
 	if e.ChatAgent != "" {
 		o.DefaultAgent = e.ChatAgent
 	}

@@ -1,6 +1,9 @@
 package app
 
 import (
+	"fmt"
+
+	"github.com/baton-run/baton/pkg/auth"
 	"net/http"
 	"time"
 
@@ -34,4 +37,15 @@ func (a *App) Tick() *tick.Tick {
 func (a *App) Operator(identity func(*http.Request) (string, bool), hold time.Duration, chatAgent string) http.Handler {
 	return operator.New(operator.Config{Sessions: a.Sessions, Agents: a.Agents.Has, Identity: identity, StreamHold: hold,
 		Chat: a.Env.ChatOptions(chatAgent), Log: a.Log})
+}
+
+// Verifier returns the verifier of callers' bearer JWTs the environment
+// configures (BATON_JWT_ISSUER, BATON_JWT_AUDIENCE, BATON_JWKS_URL); an
+// error when either of the first two is unset.
+func (a *App) Verifier() (*auth.Verifier, error) {
+	v, err := auth.New(auth.Config{Issuer: a.Env.JWTIssuer, Audience: a.Env.JWTAudience, JWKSURL: a.Env.JWKSURL, Log: a.Log})
+	if err != nil {
+		return nil, fmt.Errorf("app: %s and %s: %w", EnvJWTIssuer, EnvJWTAudience, err)
+	}
+	return v, nil
 }

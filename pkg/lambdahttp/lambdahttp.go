@@ -35,6 +35,14 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.log = l }
 }
 
+func newOptions(opts []Option) options {
+	o := options{log: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
 // Claim returns a claim of the event's JWT authorizer, such as "sub"; ok is
 // false when the event has no JWT authorizer or no such claim.
 func Claim(e events.APIGatewayV2HTTPRequest, name string) (string, bool) {
@@ -53,10 +61,7 @@ func Claim(e events.APIGatewayV2HTTPRequest, name string) (string, bool) {
 // UTF-8 text. The answer is buffered whole, as API Gateway does anyway, so
 // an event stream is returned as it stands when the handler returns.
 func Handler(h http.Handler, opts ...Option) func(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	o := options{log: slog.Default()}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(opts)
 	return func(ctx context.Context, e events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, err error) {
 		if o.context != nil {
 			ctx = o.context(ctx, e)
@@ -173,7 +178,8 @@ func (w *recorder) Write(b []byte) (int, error) {
 	return w.body.Write(b)
 }
 
-// Flush does nothing: API Gateway gets the answer when the handler returns.
+// Flush does nothing: API Gateway's HTTP API buffers the answer anyway, and
+// gets it when the handler returns. StreamingHandler's Flush sends.
 func (w *recorder) Flush() {}
 
 func (w *recorder) response() events.APIGatewayV2HTTPResponse {
@@ -185,17 +191,8 @@ func (w *recorder) response() events.APIGatewayV2HTTPResponse {
 	if w.header.Get("Content-Type") == "" && len(body) > 0 {
 		w.header.Set("Content-Type", http.DetectContentType(body))
 	}
-	resp := events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: map[string]string{}}
-	for k, vs := range w.header {
-		if len(vs) == 0 {
-			continue
-		}
-		if http.CanonicalHeaderKey(k) == "Set-Cookie" {
-			resp.Cookies = append(resp.Cookies, vs...)
-			continue
-		}
-		resp.Headers[http.CanonicalHeaderKey(k)] = strings.Join(vs, ",")
-	}
+	resp := events.APIGatewayV2HTTPResponse{StatusCode: status}
+	resp.Headers, resp.Cookies = lambdaHeaders(w.header)
 	if textual(w.header.Get("Content-Type"), body) {
 		resp.Body = string(body)
 	} else {
@@ -203,6 +200,24 @@ func (w *recorder) response() events.APIGatewayV2HTTPResponse {
 		resp.IsBase64Encoded = true
 	}
 	return resp
+}
+
+// lambdaHeaders returns h as Lambda's response carries it: one value per
+// header (several joined with ","), and Set-Cookie as cookies.
+func lambdaHeaders(h http.Header) (map[string]string, []string) {
+	out := map[string]string{}
+	var cookies []string
+	for k, vs := range h {
+		if len(vs) == 0 {
+			continue
+		}
+		if http.CanonicalHeaderKey(k) == "Set-Cookie" {
+			cookies = append(cookies, vs...)
+			continue
+		}
+		out[http.CanonicalHeaderKey(k)] = strings.Join(vs, ",")
+	}
+	return out, cookies
 }
 
 // textual reports whether a body of content type ct can travel as a
