@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"iter"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +17,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,72 +26,11 @@ import (
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/devserver"
-	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/test/harness"
 )
 
 const chromium = "/usr/bin/chromium"
-
-// The long agent's script (agents.json): seven steps of four words each,
-// the first half of each step's words at once and the rest 0.7 s later;
-// the sixth step's call needs approval.
-var steps = func() [][]string {
-	out := make([][]string, 7)
-	for i := range out {
-		for j := 1; j <= 4; j++ {
-			out[i] = append(out[i], fmt.Sprintf("s%dw%d", i, j))
-		}
-	}
-	return out
-}()
-
-// reply is the whole reply's text as the page shows it (text parts joined
-// by " "), up to step n (exclusive).
-func reply(n int) string {
-	var parts []string
-	for _, s := range steps[:n] {
-		parts = append(parts, strings.Join(s, " "))
-	}
-	return strings.Join(parts, " ")
-}
-
-// clock records when the model produced each word.
-type clock struct {
-	mu   sync.Mutex
-	when map[string]time.Time
-}
-
-func (c *clock) at(word string) (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, ok := c.when[word]
-	return t, ok
-}
-
-// timed wraps a model and records its text events' times.
-type timed struct {
-	model.Model
-	c *clock
-}
-
-func (m timed) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Event, error] {
-	return func(yield func(model.Event, error) bool) {
-		for ev, err := range m.Model.Stream(ctx, req) {
-			if err == nil && ev.Type == model.TextDelta {
-				now := time.Now()
-				m.c.mu.Lock()
-				// Every chat's reply has the same words: the latest is this chat's.
-				for _, w := range strings.Fields(ev.Text) {
-					m.c.when[w] = now
-				}
-				m.c.mu.Unlock()
-			}
-			if !yield(ev, err) {
-				return
-			}
-		}
-	}
-}
 
 // need skips the test without chromium or node, unless CI is set.
 func need(t *testing.T) string {
@@ -132,26 +69,48 @@ func bundle(t *testing.T, ctx context.Context, node string) string {
 	return dir
 }
 
-// startBaton runs the dev server with the long agent, the page's origin
-// allowed by CORS, and the model's text events timed.
-func startBaton(t *testing.T, ctx context.Context, origin string, c *clock) string {
+// target is the baton the page talks to, and how a caller authenticates.
+type target struct {
+	url   string
+	token string // the page's bearer token; "" on the dev server
+	auth  func(*http.Request)
+}
+
+// start runs baton with the long agent and the page's origin allowed by
+// CORS: by default the deployed stack modelled (test/harness: the real
+// bootstraps behind a Function URL with RESPONSE_STREAM, AWS's limits at
+// 1/50: a 18 s function, 16.8 s hold, JWTs); with BATON_WEBAPP_FRONT=buffered
+// behind the HTTP API's buffered door at 1/10 (3 s for 30 s); with
+// BATON_WEBAPP_FRONT=dev the dev server.
+func start(t *testing.T, ctx context.Context, origin, agents string) target {
 	t.Helper()
-	agents, err := filepath.Abs("agents.json")
-	if err != nil {
-		t.Fatal(err)
+	t.Setenv("WEBAPP_MODEL_KEY", "test")
+	var l harness.Limits
+	switch front := os.Getenv("BATON_WEBAPP_FRONT"); front {
+	case "dev":
+		return target{url: startDev(t, ctx, origin, agents), auth: func(r *http.Request) { r.Header.Set("X-Baton-Operator", "webapp") }}
+	case "buffered":
+		l = harness.HTTPAPILimits().Scaled(0.1)
+	case "":
+		l = harness.AWSLimits().Scaled(0.02)
+	default:
+		t.Fatalf("BATON_WEBAPP_FRONT=%q: want empty, buffered or dev", front)
 	}
+	d := harness.StartDeployed(t, l, harness.WithAgents(agents),
+		harness.WithEnv(map[string]string{"BATON_CHAT_ORIGINS": origin, "WEBAPP_MODEL_KEY": "test"}))
+	tok := d.Token("webapp")
+	return target{url: d.URL, token: tok, auth: func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }}
+}
+
+// startDev runs the dev server with the agent file and the page's origin
+// allowed by CORS.
+func startDev(t *testing.T, ctx context.Context, origin, agents string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	ready, done := make(chan string, 1), make(chan error, 1)
 	build := func(ctx context.Context, env app.Env, clients *awsenv.Clients, log *slog.Logger) (*app.App, error) {
 		env.ChatOrigins = []string{origin}
-		a, err := app.NewWith(ctx, env, clients, log, app.Extras{Tools: tool.Demo()})
-		if err != nil {
-			return nil, err
-		}
-		for _, ag := range a.Agents {
-			ag.Model = timed{ag.Model, c}
-		}
-		return a, nil
+		return app.NewWith(ctx, env, clients, log, app.Extras{Tools: tool.Demo()})
 	}
 	go func() {
 		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Template: baton.Template(),
@@ -167,43 +126,6 @@ func startBaton(t *testing.T, ctx context.Context, origin string, c *clock) stri
 		t.Fatal("dev server never became ready")
 	}
 	return ""
-}
-
-// bufferedFront models API Gateway's HTTP API in front of a Lambda: it
-// reads the whole answer before sending any of it, and cuts an answer
-// that takes longer than limit with 503 (29 s on AWS; scaled down here).
-func bufferedFront(t *testing.T, backend string, limit time.Duration) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), limit)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, r.Method, backend+r.URL.RequestURI(), r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		req.Header = r.Header.Clone()
-		resp, err := http.DefaultClient.Do(req)
-		var body []byte
-		if err == nil {
-			body, err = io.ReadAll(resp.Body)
-			resp.Body.Close()
-		}
-		if err != nil {
-			w.Header().Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			io.WriteString(w, `{"message":"Service Unavailable"}`)
-			return
-		}
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		w.Write(body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 // TestUseChatInChromium: the useChat app of each AI SDK major, in
@@ -222,17 +144,13 @@ func TestUseChatInChromium(t *testing.T) {
 	dist := bundle(t, ctx, node)
 	static := httptest.NewServer(http.FileServer(http.Dir(dist)))
 	defer static.Close()
-	c := &clock{when: map[string]time.Time{}}
-	api := startBaton(t, ctx, static.URL, c)
-	direct := api
-	if os.Getenv("BATON_WEBAPP_FRONT") == "buffered" {
-		api = bufferedFront(t, api, 3*time.Second)
-	}
+	m := newModelServer(t)
+	tg := start(t, ctx, static.URL, agentFile(t, m))
 	b := newBrowser(t, ctx, static.URL)
 	var lat []time.Duration
 	for _, major := range []int{5, 6, 7} {
 		t.Run(fmt.Sprintf("major%d", major), func(t *testing.T) {
-			s := &scenario{t: t, b: b.with(t), api: api, direct: direct, major: major, c: c}
+			s := &scenario{t: t, b: b.with(t), tg: tg, major: major, m: m}
 			lat = append(lat, s.approveWithReloads()...)
 			lat = append(lat, s.deny()...)
 			s.stop()
@@ -259,15 +177,18 @@ func report(t *testing.T, lat []time.Duration) {
 
 // scenario is one major's run.
 type scenario struct {
-	t           *testing.T
-	b           *browser
-	api, direct string
-	major       int
-	c           *clock
+	t     *testing.T
+	b     *browser
+	tg    target
+	major int
+	m     *modelServer
 }
 
 func (s *scenario) url(chat string) string {
-	q := url.Values{"api": {s.api}, "chat": {chat}, "v": {fmt.Sprint(s.major)}, "who": {"webapp"}, "agent": {"long"}}
+	q := url.Values{"api": {s.tg.url}, "chat": {chat}, "v": {fmt.Sprint(s.major)}, "who": {"webapp"}, "agent": {"long"}}
+	if s.tg.token != "" {
+		q.Set("token", s.tg.token)
+	}
 	return fmt.Sprintf("/%d/index.html?%s", s.major, q.Encode())
 }
 
@@ -310,7 +231,7 @@ func (s *scenario) latencies() []time.Duration {
 	p := eval[probe](s.b, `({loaded: window.probe.loaded, seen: window.probe.seen})`)
 	var out []time.Duration
 	for w, ms := range p.Seen {
-		at, ok := s.c.at(w)
+		at, ok := s.m.at(w)
 		if !ok || at.UnixMilli() < p.Loaded {
 			continue // produced before this page loaded: replayed, not live
 		}
@@ -326,13 +247,13 @@ func (s *scenario) approveWithReloads() []time.Duration {
 	chat := fmt.Sprintf("webapp-a%d-%d", s.major, time.Now().UnixNano())
 	s.fresh(static, chat, "01-fresh")
 	s.send("Report on every city")
-	s.b.waitFor("the second step's words", fmt.Sprintf(`document.body.innerText.includes('s1w3')`))
+	s.b.waitFor("the second step's words", `document.body.innerText.includes('s1w3')`)
 	s.b.shot(fmt.Sprintf("v%d-02-mid-turn", s.major))
 	lat := s.latencies()
 	s.open(static, chat) // reload mid-turn
 	s.b.waitFor("the approval request after the reload", `document.querySelector('button.approve')`)
 	s.noError("after a reload mid-turn")
-	if got, want := eval[string](s.b, assistantText), reply(6); got != want {
+	if got, want := eval[string](s.b, assistantText), reply(pre + 1); got != want {
 		s.b.fail("after a reload mid-turn the reply is\n%q, want\n%q", got, want)
 	}
 	if n := eval[int](s.b, `document.querySelectorAll('.msg.user').length`); n != 1 {
@@ -341,9 +262,9 @@ func (s *scenario) approveWithReloads() []time.Duration {
 	s.b.shot(fmt.Sprintf("v%d-03-reloaded-waiting", s.major))
 	lat = append(lat, s.latencies()...)
 	s.answer(chat, true)
-	s.b.waitFor("the last step", `document.body.innerText.includes('s6w4') && document.querySelector('#status').textContent === 'ready'`)
+	s.b.waitFor("the last step", `document.body.innerText.includes('`+steps[pre+1][3]+`') && document.querySelector('#status').textContent === 'ready'`)
 	s.noError("after the approval")
-	if got, want := eval[string](s.b, assistantText), reply(7); got != want {
+	if got, want := eval[string](s.b, assistantText), reply(pre + 2); got != want {
 		s.b.fail("after the approval the reply is\n%q, want\n%q", got, want)
 	}
 	s.b.waitFor("the email sent", `document.querySelector('.tool[data-tool=send_email][data-state=output-available]')`)
@@ -352,11 +273,11 @@ func (s *scenario) approveWithReloads() []time.Duration {
 	s.open(static, chat) // reload after the turn
 	s.b.waitFor("the history", `document.querySelectorAll('.msg').length === 2`)
 	s.noError("after a reload after the turn")
-	if got, want := eval[string](s.b, assistantText), reply(7); got != want {
+	if got, want := eval[string](s.b, assistantText), reply(pre + 2); got != want {
 		s.b.fail("after a reload after the turn the reply is\n%q, want\n%q", got, want)
 	}
-	if n := eval[int](s.b, `document.querySelectorAll('.tool[data-tool=get_weather][data-state=output-available]').length`); n != 5 {
-		s.b.fail("%d weather calls shown after the reload, want 5", n)
+	if n := eval[int](s.b, `document.querySelectorAll('.tool[data-tool=get_weather][data-state=output-available]').length`); n != pre {
+		s.b.fail("%d weather calls shown after the reload, want %d", n, pre)
 	}
 	s.b.shot(fmt.Sprintf("v%d-05-reloaded-after-turn", s.major))
 	return lat
@@ -393,7 +314,7 @@ func (s *scenario) answer(chat string, approve bool) {
 // operatorCORS reports whether the operator's approval route answers a
 // preflight from the page's origin.
 func (s *scenario) operatorCORS() bool {
-	req, _ := http.NewRequest(http.MethodOptions, s.api+"/sessions/x/approvals/y", nil)
+	req, _ := http.NewRequest(http.MethodOptions, s.tg.url+"/sessions/x/approvals/y", nil)
 	req.Header.Set("Origin", s.b.origin)
 	req.Header.Set("Access-Control-Request-Method", "POST")
 	req.Header.Set("Access-Control-Request-Headers", "content-type,x-ai-sdk-version,x-baton-operator")
@@ -408,8 +329,8 @@ func (s *scenario) operatorCORS() bool {
 // call calls the operator API directly as the page's caller.
 func (s *scenario) call(method, path, body string, into any) int {
 	s.t.Helper()
-	req, _ := http.NewRequest(method, s.direct+path, strings.NewReader(body))
-	req.Header.Set("X-Baton-Operator", "webapp")
+	req, _ := http.NewRequest(method, s.tg.url+path, strings.NewReader(body))
+	s.tg.auth(req)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -437,7 +358,7 @@ func (s *scenario) deny() []time.Duration {
 	if s.major == 5 {
 		state = "output-error"
 	}
-	s.b.waitFor("the denial", fmt.Sprintf(`document.querySelector('.tool[data-tool=send_email][data-state=%s]') && document.body.innerText.includes('s6w4') && document.querySelector('#status').textContent === 'ready'`, state))
+	s.b.waitFor("the denial", fmt.Sprintf(`document.querySelector('.tool[data-tool=send_email][data-state=%s]') && document.body.innerText.includes('%s') && document.querySelector('#status').textContent === 'ready'`, state, steps[pre+1][3]))
 	s.noError("after the denial")
 	s.b.shot(fmt.Sprintf("v%d-06-denied", s.major))
 	return s.latencies()
