@@ -139,7 +139,7 @@ func startDev(t *testing.T, ctx context.Context, origin, agents string) string {
 // (the test then fails: nothing reaches the page before the cut).
 func TestUseChatInChromium(t *testing.T) {
 	node := need(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // with building the bootstraps
 	defer cancel()
 	dist := bundle(t, ctx, node)
 	static := httptest.NewServer(http.FileServer(http.Dir(dist)))
