@@ -253,7 +253,7 @@ func (s *scenario) approveWithReloads() []time.Duration {
 	s.open(static, chat) // reload mid-turn
 	s.b.waitFor("the approval request after the reload", `document.querySelector('button.approve')`)
 	s.noError("after a reload mid-turn")
-	if got, want := eval[string](s.b, assistantText), reply(pre + 1); got != want {
+	if got, want := eval[string](s.b, assistantText), reply(pre+1); got != want {
 		s.b.fail("after a reload mid-turn the reply is\n%q, want\n%q", got, want)
 	}
 	if n := eval[int](s.b, `document.querySelectorAll('.msg.user').length`); n != 1 {
@@ -264,7 +264,7 @@ func (s *scenario) approveWithReloads() []time.Duration {
 	s.answer(chat, true)
 	s.b.waitFor("the last step", `document.body.innerText.includes('`+steps[pre+1][3]+`') && document.querySelector('#status').textContent === 'ready'`)
 	s.noError("after the approval")
-	if got, want := eval[string](s.b, assistantText), reply(pre + 2); got != want {
+	if got, want := eval[string](s.b, assistantText), reply(pre+2); got != want {
 		s.b.fail("after the approval the reply is\n%q, want\n%q", got, want)
 	}
 	s.b.waitFor("the email sent", `document.querySelector('.tool[data-tool=send_email][data-state=output-available]')`)
@@ -273,7 +273,7 @@ func (s *scenario) approveWithReloads() []time.Duration {
 	s.open(static, chat) // reload after the turn
 	s.b.waitFor("the history", `document.querySelectorAll('.msg').length === 2`)
 	s.noError("after a reload after the turn")
-	if got, want := eval[string](s.b, assistantText), reply(pre + 2); got != want {
+	if got, want := eval[string](s.b, assistantText), reply(pre+2); got != want {
 		s.b.fail("after a reload after the turn the reply is\n%q, want\n%q", got, want)
 	}
 	if n := eval[int](s.b, `document.querySelectorAll('.tool[data-tool=get_weather][data-state=output-available]').length`); n != pre {
