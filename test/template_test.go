@@ -352,6 +352,7 @@ func TestOperatorRoutes(t *testing.T) {
 		"POST /chat",
 		"GET /chat/{id}/stream",
 		"POST /chat/{id}/stop",
+		"GET /chat/{id}/messages",
 	}
 	// public are the web console's routes and the chat's CORS preflights,
 	// the only ones without the JWT.
