@@ -47,12 +47,14 @@ func (l *Live) Poke(ctx context.Context) error {
 		return err
 	}
 	l.ctx = ctx
-	wait := l.every - time.Since(l.last)
-	if wait > 0 || l.stopped {
-		if l.timer == nil && !l.stopped {
-			l.wg.Add(1)
-			l.timer = time.AfterFunc(wait, l.trail)
-		}
+	if l.timer != nil || l.stopped {
+		// The armed trailing flush writes these parts too.
+		l.mu.Unlock()
+		return nil
+	}
+	if wait := l.every - time.Since(l.last); wait > 0 {
+		l.wg.Add(1)
+		l.timer = time.AfterFunc(wait, l.trail)
 		l.mu.Unlock()
 		return nil
 	}
