@@ -151,7 +151,7 @@ func TestDeployedChatStreamsLive(t *testing.T) {
 	}
 	t.Logf("%d events, %d text deltas, %d of them while the turn ran", len(evs), texts, live)
 	if texts == 0 || live == 0 {
-		t.Fatalf("no text reached the client while the turn ran: %+v", evs)
+		t.Fatalf("no text reached the client while the turn ran (%d events, %d text deltas)", len(evs), texts)
 	}
 	if last := evs[len(evs)-1]; last.Type != "[DONE]" {
 		t.Fatalf("the answer ends with %q, not [DONE]", last.Data)
@@ -217,6 +217,23 @@ func TestDeployedJWT(t *testing.T) {
 	}
 	if after := items(t, d); after != before {
 		t.Fatalf("refused requests wrote: %d items before, %d after", before, after)
+	}
+
+	// CORS preflights carry no token and are answered for the allowed
+	// origin (BATON_CHAT_ORIGINS), on the chat and on the session routes a
+	// browser app answers approvals through.
+	for _, path := range []string{"/chat", "/chat/c1/stream", "/sessions", "/sessions/s_1/approvals/a_1"} {
+		pre := map[string]string{"Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+			"Access-Control-Request-Headers": "authorization, content-type"}
+		r := call(t, d, "OPTIONS", path, "", "", pre)
+		if r.code != http.StatusNoContent || r.hdr.Get("Access-Control-Allow-Origin") != "https://app.example" ||
+			!strings.Contains(r.hdr.Get("Access-Control-Allow-Headers"), "Authorization") {
+			t.Errorf("preflight %s: %v %v", path, r, r.hdr)
+		}
+		pre["Origin"] = "https://evil.example"
+		if r := call(t, d, "OPTIONS", path, "", "", pre); r.code != http.StatusForbidden || r.hdr.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("preflight %s from another origin: %v %v", path, r, r.hdr)
+		}
 	}
 
 	var created struct{ ID string }

@@ -31,6 +31,7 @@ import (
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/provision"
 )
 
@@ -128,8 +129,17 @@ func TestReferencesResolve(t *testing.T) {
 	if len(refs) == 0 {
 		t.Fatal("no references found; the scanner is broken")
 	}
+	// SAM generates <function>Url (AWS::Lambda::Url) for a function with a
+	// FunctionUrlConfig; templates may refer to it.
+	generated := map[string]bool{}
+	for id, fn := range resourcesOfType(tr, "AWS::Serverless::Function") {
+		if at(fn, "Properties", "FunctionUrlConfig") != nil {
+			generated[id+"Url"] = true
+		}
+	}
 	for _, r := range refs {
 		_, isRes := resources[r.Target]
+		isRes = isRes || generated[r.Target]
 		_, isParam := params[r.Target]
 		isPseudo := slices.Contains(pseudoParameters(), r.Target)
 		switch {
@@ -337,27 +347,20 @@ func TestFunctionsRuntime(t *testing.T) {
 	}
 }
 
+// TestOperatorRoutes: the HTTP API's routes are exactly the operator
+// API's route table (operator.Routes, which holds pkg/chat's), with the
+// same method, path and auth: the public ones (the console's static assets
+// and CORS preflights) without the authorizer, every other behind the JWT.
 func TestOperatorRoutes(t *testing.T) {
 	tr := tree(t)
-	want := []string{
-		"POST /sessions",
-		"GET /sessions",
-		"GET /sessions/{id}",
-		"POST /sessions/{id}/messages",
-		"GET /sessions/{id}/facts",
-		"GET /sessions/{id}/turns/{turn}/stream",
-		"POST /sessions/{id}/approvals/{approvalId}",
-		"POST /sessions/{id}/cancel",
-		"POST /sessions/{id}/executions/{executionId}",
-		"POST /chat",
-		"GET /chat/{id}/stream",
-		"POST /chat/{id}/stop",
-		"GET /chat/{id}/messages",
+	var want, public []string
+	for _, r := range operator.Routes() {
+		route := r.Method + " " + r.Path
+		want = append(want, route)
+		if r.Public {
+			public = append(public, route)
+		}
 	}
-	// public are the web console's routes and the chat's CORS preflights,
-	// the only ones without the JWT.
-	public := []string{"GET /console", "GET /console/{proxy+}", "OPTIONS /chat", "OPTIONS /chat/{proxy+}"}
-	want = append(want, public...)
 	var got []string
 	events, _ := at(tr, "Resources", "OperatorFunction", "Properties", "Events").(map[string]any)
 	for name, ev := range events {
@@ -496,6 +499,10 @@ func TestFunctionEnv(t *testing.T) {
 		"LOG_FORMAT":         "json",
 		"BATON_CHAT_AGENT":   "!Ref ChatAgent",
 		"BATON_CHAT_ORIGINS": "!Ref ChatOrigins",
+		"BATON_JWT_ISSUER":   "!Ref JwtIssuer",
+		"BATON_JWT_AUDIENCE": "!Ref JwtAudience",
+		"BATON_JWKS_URL":     "!Ref JwksUrl",
+		"BATON_HOLD":         "14m",
 	}
 	for _, fn := range []string{"OperatorFunction", "ResumeFunction", "TickFunction"} {
 		if got := env[fn]; !maps.Equal(got, want) {

@@ -1,5 +1,7 @@
-// Command operator is the operator HTTP API behind API Gateway (HTTP API,
-// payload v2, JWT authorizer). The caller is the token's sub claim.
+// Command operator is the operator HTTP API behind its two front doors: a
+// Lambda Function URL with RESPONSE_STREAM (streamed answers) and API
+// Gateway's HTTP API (buffered). The caller is the sub of the bearer JWT the
+// function verifies itself (BATON_JWT_ISSUER, BATON_JWT_AUDIENCE).
 package main
 
 import (

@@ -103,10 +103,9 @@ func New(c Config) http.Handler {
 	if h.Log == nil {
 		h.Log = slog.Default()
 	}
-	h.mux.Handle("POST /chat", h.authed(h.post))
-	h.mux.Handle("GET /chat/{id}/stream", h.authed(h.resume))
-	h.mux.Handle("POST /chat/{id}/stop", h.authed(h.stop))
-	h.mux.Handle("GET /chat/{id}/messages", h.authed(h.messages))
+	for pattern, f := range h.routes() {
+		h.mux.Handle(pattern, h.authed(f))
+	}
 	return h
 }
 

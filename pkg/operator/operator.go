@@ -69,6 +69,7 @@ type api struct {
 	hold     time.Duration
 	log      *slog.Logger
 	mux      *http.ServeMux
+	chat     chat.Options
 }
 
 // New returns the operator API. Routes:
@@ -108,24 +109,10 @@ func New(c Config) http.Handler {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	routes := map[string]func(http.ResponseWriter, *http.Request, string) error{
-		"POST /sessions":                               a.idempotent(a.create),
-		"GET /sessions":                                a.list,
-		"GET /sessions/{id}":                           a.get,
-		"POST /sessions/{id}/messages":                 a.idempotent(a.message),
-		"GET /sessions/{id}/facts":                     a.facts,
-		"GET /sessions/{id}/turns/{turn}/stream":       a.stream,
-		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer),
-		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel),
-		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle),
-		"POST /sessions/{id}/limits":                   a.idempotent(a.raise),
-		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer),
-		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule),
-		"DELETE /sessions/{id}/schedule":               a.idempotent(a.clearSchedule),
-	}
-	for pattern, h := range routes {
+	for pattern, h := range a.routes() {
 		a.mux.Handle(pattern, a.authed(h))
 	}
+	a.chat = c.Chat
 	ch := chat.New(chat.Config{Options: c.Chat, Sessions: a.sessions, Agents: a.agents, Identity: a.identity, Log: a.log})
 	a.mux.Handle("/chat", ch)
 	a.mux.Handle("/chat/", ch)
@@ -136,8 +123,17 @@ func New(c Config) http.Handler {
 	return a
 }
 
-// ServeHTTP routes r, answering unknown routes and methods in JSON.
-func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) { httpjson.Serve(w, r, a.mux) }
+// ServeHTTP routes r, answering unknown routes and methods in JSON. The
+// session routes answer CORS as the chat does (pkg/chat applies it under
+// /chat itself): a browser app on an allowed origin calls them too.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/sessions" || strings.HasPrefix(r.URL.Path, "/sessions/") {
+		if !a.chat.CORS(w, r) {
+			return
+		}
+	}
+	httpjson.Serve(w, r, a.mux)
+}
 
 // authed resolves the caller's identity, answers 401 without one, and
 // turns a handler's error into an answer.
