@@ -74,12 +74,15 @@ type target struct {
 	url   string
 	token string // the page's bearer token; "" on the dev server
 	auth  func(*http.Request)
+	// held is whether a chat response ends at the hold before the turn
+	// does, so the page must read on.
+	held bool
 }
 
 // start runs baton with the long agent and the page's origin allowed by
 // CORS: by default the deployed stack modelled (test/harness: the real
 // bootstraps behind a Function URL with RESPONSE_STREAM, AWS's limits at
-// 1/50: a 18 s function, 16.8 s hold, JWTs); with BATON_WEBAPP_FRONT=buffered
+// 1/50: a 18 s function, JWTs, and a 3 s hold, shorter than the turn); with BATON_WEBAPP_FRONT=buffered
 // behind the HTTP API's buffered door at 1/10 (3 s for 30 s); with
 // BATON_WEBAPP_FRONT=dev the dev server.
 func start(t *testing.T, ctx context.Context, origin, agents string) target {
@@ -92,14 +95,18 @@ func start(t *testing.T, ctx context.Context, origin, agents string) target {
 	case "buffered":
 		l = harness.HTTPAPILimits().Scaled(0.1)
 	case "":
+		// The hold shorter than the turn, so that every chat response
+		// ends at it mid-turn and the app reads on.
 		l = harness.AWSLimits().Scaled(0.02)
+		l.Hold = 3 * time.Second
 	default:
 		t.Fatalf("BATON_WEBAPP_FRONT=%q: want empty, buffered or dev", front)
 	}
 	d := harness.StartDeployed(t, l, harness.WithAgents(agents),
 		harness.WithEnv(map[string]string{"BATON_CHAT_ORIGINS": origin, "WEBAPP_MODEL_KEY": "test"}))
 	tok := d.Token("webapp")
-	return target{url: d.URL, token: tok, auth: func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }}
+	return target{url: d.URL, token: tok, auth: func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) },
+		held: l.Door == harness.FunctionURL}
 }
 
 // startDev runs the dev server with the agent file and the page's origin
@@ -362,6 +369,11 @@ func (s *scenario) deny() []time.Duration {
 	}
 	s.b.waitFor("the denial", fmt.Sprintf(`document.querySelector('.tool[data-tool=send_email][data-state=%s]') && document.body.innerText.includes('%s') && document.querySelector('#status').textContent === 'ready'`, state, steps[pre+1][3]))
 	s.noError("after the denial")
+	if n := eval[int](s.b, `window.probe.resumes ?? 0`); s.tg.held && n == 0 {
+		s.b.fail("the turn outlasted the hold, yet the page never read on after a response ended")
+	} else {
+		s.t.Logf("the page read on %d times after a response ended at the hold", n)
+	}
 	s.b.shot(fmt.Sprintf("v%d-06-denied", s.major))
 	return s.latencies()
 }

@@ -9,8 +9,9 @@
 //   reload after a turn shows the reply (and resume: true picks up an open
 //   turn's reply without repeating it: history leaves it to the stream);
 // - stop: stop() aborts the fetch; POST /chat/{id}/stop stops the turn;
-// - major 5 approves through the operator route, then resumes.
-import React, { useEffect, useState } from 'react';
+// - major 5 approves through the operator route, then resumes;
+// - a response that ends at the server's hold, mid-turn, is resumed.
+import React, { useEffect, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { useChat } from '@ai-sdk/react';
 import * as ai from 'ai';
@@ -59,7 +60,17 @@ function Chat({ initial }) {
     transport: new ai.DefaultChatTransport({ api: `${api}/chat`, headers, body: { agent: q.get('agent') ?? undefined } }),
     sendAutomaticallyWhen: ai[autoSend], // majors 6 and 7; undefined in 5
     onError: (e) => window.probe.errors.push(String(e?.message ?? e)),
+    // A response that ended without a finish while no call waits for a
+    // person ended at the server's hold (BATON_HOLD): read on.
+    onFinish: ({ message, finishReason, isAbort, isError }) => {
+      const waits = message?.parts?.some((p) => p.type.startsWith('tool-') && ['input-available', 'approval-requested'].includes(p.state));
+      if (!finishReason && !isAbort && !isError && !waits) {
+        window.probe.resumes = (window.probe.resumes ?? 0) + 1;
+        setTimeout(() => resumeRef.current(), 0);
+      }
+    },
   });
+  const resumeRef = useRef();
   const { messages, status, error } = chat;
 
   // Stop that stops: abort the fetch, and stop the turn on the server.
@@ -92,6 +103,7 @@ function Chat({ initial }) {
     chat.setMessages(history.body);
     await chat.resumeStream();
   };
+  resumeRef.current = resume;
   window.app = { send: (text) => chat.sendMessage({ text }), stop, resume };
 
   useEffect(() => {
