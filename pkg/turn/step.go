@@ -40,6 +40,10 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 	so.Steps++
 	sp := &stepParts{n: len(ru.turn.Steps), turn: ru.out.Turn, so: so, price: ru.agent.Price,
 		parts: []streams.Part{{Type: streams.StartStep}}}
+	if ru.lim.LiveFlush > 0 {
+		sp.live = ru.sink.Live(ru.lim.LiveFlush)
+		defer sp.live.Stop() // a failure it reports was reported by push or lost with the step
+	}
 	for ev, err := range ru.agent.Model.Stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
@@ -48,7 +52,7 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 			return ru.abandon(sp, fmt.Errorf("step %d: %w", sp.n, err))
 		}
 		sp.event(ev)
-		if err := ru.push(ctx, sp, false); err != nil {
+		if err := ru.push(ctx, sp); err != nil {
 			if fe := (*flushError)(nil); errors.As(err, &fe) {
 				return nil, err
 			}
@@ -61,8 +65,11 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 		}
 		return ru.abandon(sp, &model.Error{Kind: model.Other, Err: fmt.Errorf("step %d: the stream ended without a finish", sp.n)})
 	}
-	if ru.lim.LiveFlush > 0 {
+	if sp.live != nil {
 		ru.emit(sp.parts[sp.pushed:]...)
+		if err := sp.live.Stop(); err != nil && ctx.Err() == nil {
+			return nil, &flushError{err}
+		}
 		return nil, nil
 	}
 	return sp.parts, nil
@@ -83,9 +90,10 @@ type stepParts struct {
 	blocks, calls      int
 	finished           bool
 
-	// Live flushing (run.push): how many parts reached the sink, and when.
-	pushed    int
-	lastFlush time.Time
+	// Live flushing (run.push), when the agent asks for it: how many parts
+	// reached the sink, and the flusher.
+	pushed int
+	live   *streams.Live
 }
 
 // event adds the parts one model event makes.
@@ -147,18 +155,19 @@ func (sp *stepParts) closeBlock() {
 	sp.open, sp.signature = "", ""
 }
 
-// push is live flushing: parts of an unfinished step reach the stream
-// every LiveFlush, so a UI sees tokens as they come. A step cut short then
-// leaves a partial step in the stream, marked abandoned and redone. The
-// first event flushes at once (leading edge), later ones once LiveFlush
-// has passed since the last flush.
-func (ru *run) push(ctx context.Context, sp *stepParts, force bool) error {
-	if ru.lim.LiveFlush <= 0 || (!force && time.Since(sp.lastFlush) < ru.lim.LiveFlush) {
+// push is live flushing: parts of an unfinished step reach the stream as
+// they come, at most once per LiveFlush: the first event after a quiet
+// LiveFlush flushes at once (leading edge), later ones when the interval
+// ends, by a timer, even while the model pauses (trailing edge). A step cut
+// short then leaves a partial step in the stream, marked abandoned and
+// redone.
+func (ru *run) push(ctx context.Context, sp *stepParts) error {
+	if sp.live == nil {
 		return nil
 	}
 	ru.emit(sp.parts[sp.pushed:]...)
-	sp.pushed, sp.lastFlush = len(sp.parts), time.Now()
-	if err := ru.sink.Flush(ctx); err != nil {
+	sp.pushed = len(sp.parts)
+	if err := sp.live.Poke(ctx); err != nil {
 		if ctx.Err() != nil {
 			// The step's time ran out while its parts were being
 			// written: the step is cut short, the stream is not broken.
