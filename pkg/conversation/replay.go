@@ -59,6 +59,10 @@ type Turn struct {
 	// Compacting is what the summaries of the turn's steps cost; Usage
 	// counts it.
 	Compacting reducer.Usage
+	// stepUsage is the sum of Steps' usage when summed, as a Replayer
+	// keeps it, so Usage need not walk every step of a long turn.
+	stepUsage reducer.Usage
+	summed    bool
 }
 
 // TurnSummaryPrefix starts the user message that holds the summary of a
@@ -210,6 +214,7 @@ func Replay(ps []parts.Part) Turn {
 // zero Replayer is an empty turn.
 type Replayer struct {
 	steps      []*Step
+	stepUsage  reducer.Usage // the sum of steps' usage
 	open       *Step
 	blocks     map[string]int     // text/reasoning block id -> index in open.Content
 	builders   []*strings.Builder // text of open.Content[i], nil for non-text
@@ -229,7 +234,7 @@ type Replayer struct {
 // later Adds may give their calls results.
 func (r *Replayer) Turn() Turn {
 	return Turn{Steps: r.steps[:len(r.steps):len(r.steps)], Abandoned: r.open != nil, Steered: r.before[:len(r.before):len(r.before)],
-		Summary: r.summary, Through: r.through, Compacting: r.compacting}
+		Summary: r.summary, Through: r.through, Compacting: r.compacting, stepUsage: r.stepUsage, summed: true}
 }
 
 // Add folds parts into the turn.
@@ -363,6 +368,7 @@ func (r *Replayer) finishStep(open *Step) {
 	}
 	r.unresolved = append(r.unresolved, open.Calls...)
 	r.steps = append(r.steps, open)
+	r.stepUsage = addStepUsage(r.stepUsage, open.Usage)
 	r.open = nil
 }
 
@@ -492,16 +498,25 @@ func (t Turn) Pending() []*Call {
 // turn's steps (Compacting). Steps counts the steps, whatever their
 // metadata says (streams written before it said steps 1 say 0).
 func (t Turn) Usage() reducer.Usage {
-	var u reducer.Usage
-	for _, s := range t.Steps {
-		u.InputTokens += s.Usage.InputTokens
-		u.OutputTokens += s.Usage.OutputTokens
-		u.CostMicroUSD += s.Usage.CostMicroUSD
+	u := t.stepUsage
+	if !t.summed {
+		u = reducer.Usage{}
+		for _, s := range t.Steps {
+			u = addStepUsage(u, s.Usage)
+		}
 	}
 	u.Steps = int64(len(t.Steps))
 	u.InputTokens += t.Compacting.InputTokens
 	u.OutputTokens += t.Compacting.OutputTokens
 	u.CostMicroUSD += t.Compacting.CostMicroUSD
+	return u
+}
+
+// addStepUsage adds a step's tokens and cost to u.
+func addStepUsage(u, step reducer.Usage) reducer.Usage {
+	u.InputTokens += step.InputTokens
+	u.OutputTokens += step.OutputTokens
+	u.CostMicroUSD += step.CostMicroUSD
 	return u
 }
 
