@@ -112,7 +112,7 @@ func (m *Scripted) Steps() int { return len(m.script.Steps) }
 // Stream plays the step the conversation has reached.
 func (m *Scripted) Stream(ctx context.Context, req Request) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		step, assistants := position(req.Messages)
+		step, assistants, in := position(req.Messages)
 		if step >= len(m.script.Steps) {
 			yield(Event{}, &Error{Kind: InvalidRequest, Err: fmt.Errorf("script has %d steps; the turn asks for step %d", len(m.script.Steps), step+1)})
 			return
@@ -156,36 +156,29 @@ func (m *Scripted) Stream(ctx context.Context, req Request) iter.Seq2[Event, err
 		if len(st.ToolCalls) > 0 {
 			stop = StopToolCalls
 		}
-		in := inputSize(req.Messages)
 		yield(Event{Type: Finish, Stop: stop, Usage: Usage{InputTokens: int64(in/4 + 1), OutputTokens: int64(len(st.Text)/4 + 1)}}, nil)
 	}
 }
 
-// inputSize is the bytes of text, input and output in msgs. It reads each
-// content in place: copying them would make a step's cost grow with the
+// position returns the step index within the current turn, the number of
+// assistant messages in the whole conversation, and the bytes of text,
+// input and output in msgs, in one pass that reads each content in place:
+// copying them, or a second pass, would make a step's cost grow with the
 // conversation's length more than it must.
-func inputSize(msgs []conversation.Message) int {
-	in := 0
+func position(msgs []conversation.Message) (step, assistants, in int) {
 	for i := range msgs {
-		for j := range msgs[i].Content {
-			c := &msgs[i].Content[j]
-			in += len(c.Text) + len(c.Input) + len(c.Output)
-		}
-	}
-	return in
-}
-
-// position returns the step index within the current turn and the number
-// of assistant messages in the whole conversation.
-func position(msgs []conversation.Message) (step, assistants int) {
-	for _, msg := range msgs {
-		switch msg.Role {
+		m := &msgs[i]
+		switch m.Role {
 		case conversation.User:
 			step = 0
 		case conversation.Assistant:
 			step++
 			assistants++
 		}
+		for j := range m.Content {
+			c := &m.Content[j]
+			in += len(c.Text) + len(c.Input) + len(c.Output)
+		}
 	}
-	return step, assistants
+	return step, assistants, in
 }
