@@ -117,20 +117,12 @@ func (s *Store) ReadChunks(ctx context.Context, session, stream string, after Cu
 		return fail(err)
 	}
 	first := max(chunk, 0)
-	keys, err := s.listChunks(ctx, session, stream, first, maxChunks)
+	docs, more, err := s.chunksFrom(ctx, session, stream, first, maxChunks)
 	if err != nil {
 		return fail(err)
 	}
-	if chunk >= 0 && len(keys) == 0 {
+	if chunk >= 0 && len(docs) == 0 {
 		return fail(fmt.Errorf("%w: no chunk %d", ErrBadCursor, chunk))
-	}
-	more := maxChunks > 0 && len(keys) > maxChunks
-	if more {
-		keys = keys[:maxChunks]
-	}
-	docs, err := s.getChunks(ctx, keys)
-	if err != nil {
-		return fail(err)
 	}
 	page := Page{Entries: []Entry{}, Cursor: after, More: more}
 	for i, d := range docs {

@@ -69,11 +69,7 @@ func (s *Store) Resume(ctx context.Context, session, stream string) (*Sink, []Pa
 	if k.invalid != nil {
 		return nil, nil, fmt.Errorf("streams: resume %s/%s: %w", session, stream, k.invalid)
 	}
-	keys, err := s.listChunks(ctx, session, stream, 0, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("streams: resume %s/%s: %w", session, stream, err)
-	}
-	docs, err := s.getChunks(ctx, keys)
+	docs, _, err := s.chunksFrom(ctx, session, stream, 0, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("streams: resume %s/%s: %w", session, stream, err)
 	}
