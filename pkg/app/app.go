@@ -42,12 +42,19 @@ const (
 	// EnvChatOrigins are the comma-separated browser origins CORS lets call
 	// the chat endpoint ("*" for any); none when empty.
 	EnvChatOrigins = "BATON_CHAT_ORIGINS"
+	// EnvStreamBucket is the bucket of turn streams and snapshots; empty
+	// means BATON_BUCKET.
+	EnvStreamBucket = "BATON_STREAM_BUCKET"
+	// EnvStreamBucketType is that bucket's type: Standard (the default) or
+	// Express, an S3 Express One Zone directory bucket.
+	EnvStreamBucketType = "BATON_STREAM_BUCKET_TYPE"
 )
 
 // Vars lists every environment variable baton's code reads, besides the
 // AWS SDK's own (AWS_REGION, AWS_ENDPOINT_URL, credentials).
 func Vars() []string {
-	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace, EnvChatAgent, EnvChatOrigins}
+	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace, EnvChatAgent, EnvChatOrigins,
+		EnvStreamBucket, EnvStreamBucketType}
 }
 
 // Env is baton's configuration.
@@ -64,6 +71,11 @@ type Env struct {
 	// origins its CORS allows.
 	ChatAgent   string
 	ChatOrigins []string
+	// StreamBucket holds turn streams and snapshots (Bucket when empty);
+	// StreamBucketType says whether it is an S3 Standard bucket (the
+	// default) or an S3 Express One Zone directory bucket.
+	StreamBucket     string
+	StreamBucketType streams.BucketType
 }
 
 // EnvFromOS reads Env from the process environment.
@@ -73,14 +85,20 @@ func EnvFromOS() (Env, error) { return EnvFrom(os.Getenv) }
 // template.yaml sets for a function.
 func EnvFrom(getenv func(string) string) (Env, error) {
 	e := Env{
-		Table:       getenv(EnvTable),
-		Bucket:      getenv(EnvBucket),
-		QueueURL:    getenv(EnvQueueURL),
-		Agents:      getenv(EnvAgents),
-		LogFormat:   getenv(EnvLogFormat),
-		ChatAgent:   getenv(EnvChatAgent),
-		ChatOrigins: chat.ParseOrigins(getenv(EnvChatOrigins)),
+		Table:        getenv(EnvTable),
+		Bucket:       getenv(EnvBucket),
+		QueueURL:     getenv(EnvQueueURL),
+		Agents:       getenv(EnvAgents),
+		LogFormat:    getenv(EnvLogFormat),
+		ChatAgent:    getenv(EnvChatAgent),
+		ChatOrigins:  chat.ParseOrigins(getenv(EnvChatOrigins)),
+		StreamBucket: getenv(EnvStreamBucket),
 	}
+	t, err := streams.ParseBucketType(getenv(EnvStreamBucketType), e.StreamBucket)
+	if err != nil {
+		return Env{}, fmt.Errorf("app: %s: %w", EnvStreamBucketType, err)
+	}
+	e.StreamBucketType = t
 	if g := getenv(EnvWakeGrace); g != "" {
 		d, err := time.ParseDuration(g)
 		if err != nil || d <= 0 {
@@ -156,10 +174,14 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
+	streamStore, err := env.StreamStore(clients.S3)
+	if err != nil {
+		return nil, err
+	}
 	waker := wake.NewSQS(clients.SQS, env.QueueURL)
 	ss := &session.Store{
 		Facts:   dynamo.New(clients.DynamoDB, env.Table),
-		Streams: streams.New(clients.S3, env.Bucket),
+		Streams: streamStore,
 		Waker:   waker,
 		// Posts apply each agent's steering policy.
 		Steering: agentMap.Steering,
@@ -168,6 +190,21 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log,
 		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log},
 	}, nil
+}
+
+// StreamStore returns the store of turn streams on e's stream bucket, of
+// its type: Express reads streams without listing order or StartAfter. An
+// unknown type is refused with an error wrapping streams.ErrInvalid.
+func (e Env) StreamStore(client *s3.Client) (*streams.Store, error) {
+	bucket := e.StreamBucket
+	if bucket == "" {
+		bucket = e.Bucket
+	}
+	t, err := streams.ParseBucketType(string(e.StreamBucketType), bucket)
+	if err != nil {
+		return nil, fmt.Errorf("app: stream bucket %s: %w", bucket, err)
+	}
+	return streams.NewOfType(client, bucket, t), nil
 }
 
 // FromOS builds an App from the process environment and the standard AWS
