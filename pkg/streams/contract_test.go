@@ -34,8 +34,8 @@ func standardStore() contractStore {
 
 // expressStore is the Express store on the shared bucket, seen through the
 // directory-bucket rules.
-func expressStore(t *testing.T, newStore func(*s3.Client, string) *Store) contractStore {
-	dir := dirbucket.New(nil, uint64(len(t.Name())))
+func expressStore(tb testing.TB, newStore func(*s3.Client, string) *Store) contractStore {
+	dir := dirbucket.New(nil, uint64(len(tb.Name())))
 	rec := &recorder{base: dir.Client(), counts: map[string]int{}}
 	client := s3.NewFromConfig(testEnv.Emu.Clients.Config, func(o *s3.Options) {
 		o.BaseEndpoint = aws.String(testEnv.Emu.URL)
