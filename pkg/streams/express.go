@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -140,39 +141,51 @@ func (s *Store) probeChunks(ctx context.Context, session, stream string, first, 
 	}
 }
 
-// getPresent reads keys, which name consecutive chunks, and returns the
-// ones before the first missing one; missing reports there was one. A
-// present chunk after a missing one is corruption.
+// getPresent reads keys, which name consecutive chunks, at once, and
+// returns the ones before the first missing one; missing reports there was
+// one. A chunk found missing before one found present is read again: the
+// concurrent GETs may have raced a live writer, which stores chunk n before
+// it writes n+1. Still missing, it is a gap, and corruption.
 func (s *Store) getPresent(ctx context.Context, keys []string) (docs []chunkDoc, missing bool, err error) {
 	docs = make([]chunkDoc, len(keys))
 	found := make([]bool, len(keys))
 	errs := make([]error, len(keys))
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	for i, key := range keys {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			docs[i], errs[i] = s.getChunk(ctx, key)
-			if errors.Is(errs[i], ErrNotFound) {
-				errs[i] = nil
-			} else {
-				found[i] = errs[i] == nil
-			}
-		}()
+		wg.Go(func() { docs[i], found[i], errs[i] = s.getIfPresent(ctx, key) })
 	}
-	for range keys {
-		<-done
-	}
+	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, false, err
 	}
-	end := slices.Index(found, false)
-	if end < 0 {
+	last := len(found) - 1
+	for last >= 0 && !found[last] {
+		last--
+	}
+	for i := 0; i < last; i++ {
+		if found[i] {
+			continue
+		}
+		if docs[i], found[i], err = s.getIfPresent(ctx, keys[i]); err != nil {
+			return nil, false, err
+		}
+		if !found[i] {
+			return nil, false, fmt.Errorf("%w: %s missing before %s", ErrCorrupt, keys[i], keys[last])
+		}
+	}
+	if last == len(keys)-1 {
 		return docs, false, nil
 	}
-	if later := slices.Index(found[end:], true); later >= 0 {
-		return nil, false, fmt.Errorf("%w: chunk missing before %s", ErrCorrupt, keys[end+later])
+	return docs[:last+1], true, nil
+}
+
+// getIfPresent reads the chunk at key; found is false when there is none.
+func (s *Store) getIfPresent(ctx context.Context, key string) (doc chunkDoc, found bool, err error) {
+	doc, err = s.getChunk(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return chunkDoc{}, false, nil
 	}
-	return docs[:end], true, nil
+	return doc, err == nil, err
 }
 
 // listKeysUnordered is listKeys for a directory bucket: it lists every key
