@@ -103,10 +103,11 @@ func (s *Store) chunksFrom(ctx context.Context, session, stream string, first, l
 // probeChunks reads chunks first, first+1, … by key without listing, a
 // window at a time (one chunk, one more, then two, four, up to
 // getConcurrency in flight), until a chunk is missing, one closes the
-// stream, or it has limit+1 (limit positive). A missing chunk followed by
-// a present one in the same window is corruption; a gap across windows
-// reads as the end of the stream (the sink never leaves one: it writes
-// chunk n+1 only once chunk n is stored). On a directory bucket a
+// stream, or it has limit+1 (limit positive). A chunk missing before a
+// present one in the same window is corruption (see getPresent); a gap at a
+// window's end reads as the end of the stream, as only a listing could
+// tell the two apart (the sink never leaves a gap: it writes chunk n+1
+// only once chunk n is stored). On a directory bucket a
 // GetObject costs about a fortieth of a ListObjectsV2, so a live reader's
 // poll costs one GetObject per new chunk plus one for the chunk not yet
 // written; a read of a long stream over-reads at most getConcurrency-1
