@@ -124,6 +124,9 @@ func TestStreamBucketType(t *testing.T) {
 	if _, err := env(app.EnvStreamBucketType, "Glacier"); !errors.Is(err, streams.ErrInvalid) || !strings.Contains(err.Error(), app.EnvStreamBucketType) {
 		t.Fatalf("unknown type: %v", err)
 	}
+	if _, err := env(app.EnvStreamBucketType, "Glacier", app.EnvStreamBucket, "t--use1-az4--x-s3"); !errors.Is(err, streams.ErrInvalid) {
+		t.Fatalf("unknown type on a directory bucket: %v", err)
+	}
 	if _, err := (app.Env{Bucket: "b", StreamBucketType: "Glacier"}).StreamStore(nil); !errors.Is(err, streams.ErrInvalid) {
 		t.Fatalf("unknown type in Go: %v", err)
 	}

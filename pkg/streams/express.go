@@ -36,16 +36,19 @@ const expressSuffix = "--x-s3"
 // Express whatever s says, since listing it in order cannot work. Anything
 // else is refused with an error wrapping ErrInvalid.
 func ParseBucketType(s, bucket string) (BucketType, error) {
-	if strings.HasSuffix(bucket, expressSuffix) {
-		return Express, nil
-	}
+	var t BucketType
 	switch {
 	case s == "" || strings.EqualFold(s, string(Standard)):
-		return Standard, nil
+		t = Standard
 	case strings.EqualFold(s, string(Express)):
-		return Express, nil
+		t = Express
+	default:
+		return "", fmt.Errorf("%w: bucket type %q: want %s or %s", ErrInvalid, s, Standard, Express)
 	}
-	return "", fmt.Errorf("%w: bucket type %q: want %s or %s", ErrInvalid, s, Standard, Express)
+	if strings.HasSuffix(bucket, expressSuffix) {
+		t = Express
+	}
+	return t, nil
 }
 
 // NewExpress returns a Store on the S3 Express One Zone directory bucket
