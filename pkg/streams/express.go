@@ -113,8 +113,9 @@ func (s *Store) chunksFrom(ctx context.Context, session, stream string, first, l
 // only once chunk n is stored). On a directory bucket a
 // GetObject costs about a fortieth of a ListObjectsV2, so a live reader's
 // poll costs one GetObject per new chunk plus one for the chunk not yet
-// written; a read of a long stream over-reads at most getConcurrency-1
-// missing chunks in its last window.
+// written; a read of a long stream asks in its last window for at most
+// getConcurrency chunks that do not exist (getConcurrency-1 when the
+// stream is closed).
 func (s *Store) probeChunks(ctx context.Context, session, stream string, first, limit int) ([]chunkDoc, error) {
 	var docs []chunkDoc
 	for round, window := 0, 1; ; round++ {
