@@ -112,8 +112,9 @@ func (s *Store) chunksFrom(ctx context.Context, session, stream string, first, l
 // tell the two apart (the sink never leaves a gap: it writes chunk n+1
 // only once chunk n is stored). On a directory bucket a
 // GetObject costs about a fortieth of a ListObjectsV2, so a live reader's
-// poll costs one GetObject per new chunk plus one for the chunk not yet
-// written; a read of a long stream asks in its last window for at most
+// poll costs a GetObject for its cursor's chunk, one per new chunk and one
+// or two for chunks not yet written (two in all when nothing is new); a
+// read of a long stream asks in its last window for at most
 // getConcurrency chunks that do not exist (getConcurrency-1 when the
 // stream is closed).
 func (s *Store) probeChunks(ctx context.Context, session, stream string, first, limit int) ([]chunkDoc, error) {
