@@ -21,6 +21,7 @@ import (
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/cli"
 	"github.com/baton-run/baton/pkg/provision"
+	"github.com/baton-run/baton/providers"
 )
 
 func main() {
@@ -62,7 +63,7 @@ func run(args []string) error {
 		opts.Out = os.Stdout
 		// The same Config as the functions': the repository's functions
 		// and its dev server are programs of the public API.
-		return dev.Run(ctx, baton.Config{Tools: baton.DemoTools()}, opts)
+		return dev.Run(ctx, baton.Config{Tools: baton.DemoTools(), Providers: providers.All()}, opts)
 	case "provision":
 		clients, err := awsenv.Load(ctx)
 		if err != nil {
