@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -19,7 +20,7 @@ func initProject(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("init", flag.ContinueOnError)
 	var o scaffold.Options
 	fs.StringVar(&o.Module, "module", "", "the project's module path (default: the directory's name)")
-	fs.StringVar(&o.Version, "version", "", "the baton version go.mod requires (default v0.0.0, for -replace)")
+	fs.StringVar(&o.Version, "version", "", "the baton version go.mod requires (default: this baton's, as go install or go run pkg@version built it)")
 	fs.StringVar(&o.Replace, "replace", "", "a baton checkout go.mod replaces the module with")
 	fs.StringVar(&o.Agent, "agent", "", `the agent's name (default "assistant")`)
 	if err := fs.Parse(args); err != nil {
@@ -35,12 +36,28 @@ func initProject(args []string, out io.Writer) error {
 		}
 		o.Replace = abs
 	}
+	if o.Version == "" {
+		o.Version = ownVersion()
+	}
+	if o.Version == "" && o.Replace == "" {
+		return errors.New("init: this baton has no release version (built from a checkout): pass -version vX.Y.Z or -replace DIR")
+	}
 	dir := fs.Arg(0)
 	if err := scaffold.Write(dir, o); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "wrote a baton project in %s\n  cd %s && go mod tidy\n  go test ./...\n  go run ./cmd/dev\n  make deploy\n", dir, dir)
 	return nil
+}
+
+// ownVersion is the version of the baton module this binary was built
+// from, or "" for a checkout's build ("(devel)").
+func ownVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || !strings.HasPrefix(bi.Main.Version, "v") {
+		return ""
+	}
+	return bi.Main.Version
 }
 
 // templateCmd is baton template: print, diff (--diff) or rewrite (-w) the
