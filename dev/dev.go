@@ -50,9 +50,7 @@ func Run(ctx context.Context, c baton.Config, o Options) error {
 	if o.Out == nil {
 		o.Out = os.Stdout
 	}
-	if o.DataDir == "" {
-		o.DataDir = os.Getenv("KUMO_DATA_DIR")
-	}
+
 	err := devserver.Run(ctx, devserver.Options{
 		Addr: o.Addr, DataDir: o.DataDir, Agents: o.AgentFile, Tick: o.Tick, Out: o.Out, Ready: o.Ready,
 		Template: baton.Template(),

@@ -162,6 +162,9 @@ func functionEnv(tmpl []byte, res provision.Resources, agentFile string) (app.En
 // says the data is in memory.
 func banner(url string, emu *emulator.Emulator, dataDir string, agents turn.AgentMap) string {
 	endpoint := "in-process kumo, data in memory (gone when the server stops; KUMO_DATA_DIR=DIR keeps it)"
+	if dataDir == "" {
+		dataDir = emu.DataDir
+	}
 	if dataDir != "" {
 		endpoint = "in-process kumo, data in " + dataDir
 	}
