@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/faults"
+	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 

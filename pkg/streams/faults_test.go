@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/faults"
+	"github.com/baton-run/baton/internal/faults"
 )
 
 // storeFaults are the faults every S3 write is tested under. A transient

@@ -16,7 +16,7 @@ import (
 
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/internal/teststack"
-	"github.com/baton-run/baton/pkg/faults"
+	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/operator"

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/faults"
+	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/pkg/ids"
 )
 

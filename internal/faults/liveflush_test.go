@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/faults"
+	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
 )
