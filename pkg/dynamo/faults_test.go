@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/internal/faults"
+	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
