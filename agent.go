@@ -188,4 +188,3 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price,
 		Compaction: a.Compaction, Steering: a.Steering}, nil
 }
-
