@@ -161,6 +161,7 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 		Facts:   dynamo.New(clients.DynamoDB, env.Table),
 		Streams: streams.New(clients.S3, env.Bucket),
 		Waker:   waker,
+		Log:     log,
 		// Posts apply each agent's steering policy.
 		Steering: agentMap.Steering,
 	}

@@ -67,7 +67,7 @@ type Config struct {
 	Identity func(*http.Request) (string, bool)
 	// MaxBody limits request bodies; 0 means DefaultMaxBody.
 	MaxBody int64
-	// Log receives request failures; nil means slog.Default().
+	// Log receives request failures; nil discards them.
 	Log *slog.Logger
 	// Budget bounds how long a request waits on the session store before
 	// its answer starts (and each read of a stream after): past it the
@@ -112,7 +112,7 @@ func New(c Config) http.Handler {
 		h.Budget = httpjson.DefaultBudget
 	}
 	if h.Log == nil {
-		h.Log = slog.Default()
+		h.Log = slog.New(slog.DiscardHandler)
 	}
 	h.mux.Handle("POST /chat", h.authed(h.post))
 	h.mux.Handle("GET /chat/{id}/stream", h.authed(h.resume))

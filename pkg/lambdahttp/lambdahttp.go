@@ -30,7 +30,7 @@ func WithContext(f func(ctx context.Context, e events.APIGatewayV2HTTPRequest) c
 }
 
 // WithLogger sets the logger for events that cannot be served; the default
-// is slog.Default().
+// discards them.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.log = l }
 }
@@ -53,7 +53,7 @@ func Claim(e events.APIGatewayV2HTTPRequest, name string) (string, bool) {
 // UTF-8 text. The answer is buffered whole, as API Gateway does anyway, so
 // an event stream is returned as it stands when the handler returns.
 func Handler(h http.Handler, opts ...Option) func(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	o := options{log: slog.Default()}
+	o := options{log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}

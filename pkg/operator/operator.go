@@ -66,7 +66,7 @@ type Config struct {
 	// Heartbeat is how often an event stream sends a comment while it
 	// waits; 0 means httpjson.DefaultHeartbeat (15 s).
 	Heartbeat time.Duration
-	// Log receives request failures; nil means slog.Default().
+	// Log receives request failures; nil discards them.
 	Log *slog.Logger
 	// Chat configures the AI SDK chat endpoint served under /chat.
 	Chat chat.Options
@@ -123,7 +123,7 @@ func New(c Config) http.Handler {
 		a.maxBody = DefaultMaxBody
 	}
 	if a.log == nil {
-		a.log = slog.Default()
+		a.log = slog.New(slog.DiscardHandler)
 	}
 	routes := map[string]func(http.ResponseWriter, *http.Request, string) error{
 		"POST /sessions":                               a.idempotent(a.create),

@@ -403,5 +403,5 @@ func (s *Store) transition(ctx context.Context, id string, next func(reducer.Sta
 // wake sends the session's wake after delay, best effort: a lost one is
 // re-sent by the tick.
 func (s *Store) wake(ctx context.Context, id string, reason wake.Reason, seq int64, delay time.Duration) {
-	wake.Notify(ctx, s.Waker, slog.Default(), wake.Wake{Session: id, Reason: reason, Seq: seq}, delay)
+	wake.Notify(ctx, s.Waker, s.Log, wake.Wake{Session: id, Reason: reason, Seq: seq}, delay)
 }

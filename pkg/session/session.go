@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,9 @@ type Store struct {
 	// Steering, when set, gives an agent's policy for a message that
 	// arrives while a turn is open (see deliver); nil or "" is enqueue.
 	Steering func(agent string) reducer.Steering
+	// Log receives what the store does not return, such as a wake it could
+	// not send; nil discards it.
+	Log *slog.Logger
 
 	receipt *Receipt // see WithReceipt
 	base    *Store   // the store WithReceipt was called on

@@ -51,6 +51,7 @@ type Tick struct {
 	PageSize int32
 	// Now is the clock deciding what is due; nil means time.Now.
 	Now func() time.Time
+	// Log receives what the tick does not return; nil discards it.
 	Log *slog.Logger
 }
 
@@ -87,7 +88,7 @@ func (t *Tick) log() *slog.Logger {
 	if t.Log != nil {
 		return t.Log
 	}
-	return slog.Default()
+	return slog.New(slog.DiscardHandler)
 }
 
 func (t *Tick) waker() wake.Waker {

@@ -72,7 +72,7 @@ func (r *Runner) log() *slog.Logger {
 	if r.Log != nil {
 		return r.Log
 	}
-	return slog.Default()
+	return slog.New(slog.DiscardHandler)
 }
 
 // run is one invocation's working state.
