@@ -171,13 +171,9 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 	}, nil
 }
 
-// FromOS builds an App from the process environment and the standard AWS
-// configuration chain, as a Lambda function does.
-func FromOS(ctx context.Context) (*App, error) {
-	return FromOSWith(ctx, Extras{})
-}
-
-// FromOSWith is FromOS for a program that adds its own tools and agents.
+// FromOSWith builds an App from the process environment and the standard
+// AWS configuration chain, as a Lambda function does, with the program's
+// own tools and agents.
 func FromOSWith(ctx context.Context, x Extras) (*App, error) {
 	env, err := EnvFromOS()
 	if err != nil {
