@@ -32,7 +32,7 @@ func Status(err, reqErr error, w Words) (int, string) {
 	if ae, ok := errors.AsType[*Refusal](err); ok {
 		return ae.Status, ae.Msg
 	}
-	if te, ok := errors.AsType[*reducer.TransitionError](err); ok {
+	if te, ok := errors.AsType[*reducer.TransitionError](err); ok && te.Kind == nil {
 		return http.StatusConflict, "not allowed now: " + te.Reason
 	}
 	for _, row := range conflicts {
@@ -60,6 +60,9 @@ var conflicts = []struct {
 }{
 	{session.ErrNotFound, http.StatusNotFound, func(w Words) string { return w.Noun + " not found" }},
 	{dynamo.ErrNotFound, http.StatusNotFound, func(w Words) string { return w.Noun + " not found" }},
+	{reducer.ErrBadAnswer, http.StatusBadRequest, func(Words) string {
+		return "a decision must be approve or deny, a verdict rerun or abandon"
+	}},
 	{session.ErrNotPending, http.StatusConflict, func(Words) string { return "nothing of that id is waiting for an answer" }},
 	{session.ErrNoTurn, http.StatusConflict, func(w Words) string { return "the " + w.Noun + " has no open turn" }},
 	{session.ErrRejected, http.StatusConflict, func(w Words) string {

@@ -392,15 +392,15 @@ func (a *api) answer(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err := decode(w, r, a.maxBody, &in, false); err != nil {
 		return err
 	}
-	if in.Decision != reducer.Approve && in.Decision != reducer.Deny {
-		return httpjson.Refuse(http.StatusBadRequest, "decision must be %q or %q", reducer.Approve, reducer.Deny)
-	}
 	if err := checkReason(in.Reason); err != nil {
 		return err
 	}
 	answer := always(http.StatusAccepted, Accepted{Status: string(in.Decision)})
 	err = a.writer(r, answer).Answer(r.Context(), id, operatorActor(caller), approval, in.Decision, in.Reason)
-	if errors.Is(err, session.ErrNotPending) {
+	switch { // the reducer decides both
+	case errors.Is(err, reducer.ErrBadAnswer):
+		return httpjson.Refuse(http.StatusBadRequest, "decision must be %q or %q", reducer.Approve, reducer.Deny)
+	case errors.Is(err, session.ErrNotPending):
 		return httpjson.Refuse(http.StatusConflict, "approval %q is not pending", httpjson.Clip(approval))
 	}
 	if err != nil {
@@ -449,12 +449,12 @@ func (a *api) settle(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err := decode(w, r, a.maxBody, &in, false); err != nil {
 		return err
 	}
-	if in.Verdict != reducer.Rerun && in.Verdict != reducer.Abandon {
-		return httpjson.Refuse(http.StatusBadRequest, "verdict must be %q or %q", reducer.Rerun, reducer.Abandon)
-	}
 	answer := always(http.StatusAccepted, Accepted{Status: string(in.Verdict)})
 	err = a.writer(r, answer).Settle(r.Context(), id, operatorActor(caller), execution, in.Verdict)
-	if errors.Is(err, session.ErrNotPending) {
+	switch { // the reducer decides both
+	case errors.Is(err, reducer.ErrBadAnswer):
+		return httpjson.Refuse(http.StatusBadRequest, "verdict must be %q or %q", reducer.Rerun, reducer.Abandon)
+	case errors.Is(err, session.ErrNotPending):
 		return httpjson.Refuse(http.StatusConflict, "execution %q awaits no verdict", httpjson.Clip(execution))
 	}
 	if err != nil {

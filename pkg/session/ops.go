@@ -150,28 +150,23 @@ func (s *Store) closeInterrupted(ctx context.Context, id string, sink *streams.S
 // unknown, already answered, or of another turn — fails with ErrNotPending
 // and writes nothing.
 func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) error {
-	if d != reducer.Approve && d != reducer.Deny {
-		return fmt.Errorf("session: decision %q: want approve or deny", d)
-	}
 	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
-		t := cur.Turn
-		if t == nil || cur.Status != reducer.Suspended || t.Cause != reducer.CauseApproval {
-			return reducer.Fact{}, fmt.Errorf("session: approval %s: %w", approvalID, ErrNotPending)
-		}
-		var call string
-		for _, p := range t.Pending {
-			if p.ID == approvalID {
-				call = p.ToolCallID
+		// The reducer decides whether the approval is pending; this only
+		// names its turn and tool call.
+		var turn, call string
+		if t := cur.Turn; t != nil {
+			turn = t.ID
+			for _, p := range t.Pending {
+				if p.ID == approvalID {
+					call = p.ToolCallID
+				}
 			}
 		}
-		if call == "" {
-			return reducer.Fact{}, fmt.Errorf("session: approval %s: %w", approvalID, ErrNotPending)
-		}
-		return reducer.Fact{Type: reducer.ApprovalAnswered, Actor: actor, Turn: t.ID,
+		return reducer.Fact{Type: reducer.ApprovalAnswered, Actor: actor, Turn: turn,
 			Answer: &reducer.Answer{ApprovalID: approvalID, ToolCallID: call, Decision: d, Reason: reason}}, nil
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("session: answer approval %s: %w", approvalID, err)
 	}
 	if len(st.Turn.Pending) == 0 {
 		s.wake(ctx, id, wake.Approval, st.LastSeq, 0)
@@ -182,19 +177,16 @@ func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, appr
 // Settle records an operator's verdict on an uncertain execution and wakes
 // the turn. An execution that awaits no verdict fails with ErrNotPending.
 func (s *Store) Settle(ctx context.Context, id string, actor reducer.Actor, executionID string, v reducer.Verdict) error {
-	if v != reducer.Rerun && v != reducer.Abandon {
-		return fmt.Errorf("session: verdict %q: want rerun or abandon", v)
-	}
 	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
-		t := cur.Turn
-		if t == nil || t.Uncertain == nil || t.Uncertain.ID != executionID || cur.Status != reducer.Suspended {
-			return reducer.Fact{}, fmt.Errorf("session: execution %s: %w", executionID, ErrNotPending)
+		var turn string // the reducer decides whether the execution awaits a verdict
+		if cur.Turn != nil {
+			turn = cur.Turn.ID
 		}
-		return reducer.Fact{Type: reducer.ExecutionVerdict, Actor: actor, Turn: t.ID,
+		return reducer.Fact{Type: reducer.ExecutionVerdict, Actor: actor, Turn: turn,
 			Settled: &reducer.Settled{ExecutionID: executionID, Verdict: v}}, nil
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("session: settle execution %s: %w", executionID, err)
 	}
 	s.wake(ctx, id, wake.Verdict, st.LastSeq, 0)
 	return nil

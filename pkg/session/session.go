@@ -25,7 +25,8 @@ var (
 	// ErrConflict: another writer committed first; reload and decide again.
 	ErrConflict = dynamo.ErrConflict
 	// ErrNotPending: the approval or execution named is not waiting for an answer.
-	ErrNotPending = errors.New("session: not pending")
+	// It is the reducer's: the reducer alone decides it.
+	ErrNotPending = reducer.ErrNotPending
 	// ErrBadCaps: spend caps that are negative, not finite, or set nothing.
 	ErrBadCaps = errors.New("session: bad caps")
 	// ErrBadSchedule: a schedule whose cron does not parse or whose text is empty.
