@@ -141,7 +141,7 @@ func (s *Store) closeInterrupted(ctx context.Context, id string, sink *streams.S
 	}
 	if err := CloseStream(ctx, s.Streams, sink, streams.Interrupted, "interrupted"); err != nil {
 		// The fact stands; the stream is left open for a reader to time out on.
-		slog.WarnContext(ctx, "interrupt: close stream", "session", id, "stream", sink.Stream(), "err", err)
+		s.log().WarnContext(ctx, "interrupt: close stream", "session", id, "stream", sink.Stream(), "err", err)
 	}
 }
 
@@ -312,7 +312,7 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 	}
 	if err := CloseStream(ctx, s.Streams, sink, streams.Cancelled, "cancelled"); err != nil {
 		// The fact stands; the stream is left open for a reader to time out on.
-		slog.WarnContext(ctx, "cancel: close stream", "session", id, "stream", sink.Stream(), "err", err)
+		s.log().WarnContext(ctx, "cancel: close stream", "session", id, "stream", sink.Stream(), "err", err)
 	}
 	// Messages that arrived during the turn now start a new one.
 	s.wake(ctx, id, wake.Cancelled, 0, 0)
@@ -392,8 +392,16 @@ func (s *Store) transition(ctx context.Context, id string, next func(reducer.Sta
 	return st, err
 }
 
+// log is the store's logger; without one, what it would log is discarded.
+func (s *Store) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
 // wake sends the session's wake after delay, best effort: a lost one is
 // re-sent by the tick.
 func (s *Store) wake(ctx context.Context, id string, reason wake.Reason, seq int64, delay time.Duration) {
-	wake.Notify(ctx, s.Waker, s.Log, wake.Wake{Session: id, Reason: reason, Seq: seq}, delay)
+	wake.Notify(ctx, s.Waker, s.log(), wake.Wake{Session: id, Reason: reason, Seq: seq}, delay)
 }

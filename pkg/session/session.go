@@ -96,7 +96,7 @@ type Receipt struct {
 // with an error matching ErrReceiptTaken, writing nothing, when rc's key
 // is already taken.
 func (s *Store) WithReceipt(rc *Receipt) *Store {
-	return &Store{Facts: s.Facts, Streams: s.Streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, receipt: rc, base: s.root()}
+	return &Store{Facts: s.Facts, Streams: s.Streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, Log: s.Log, receipt: rc, base: s.root()}
 }
 
 func (s *Store) root() *Store {
