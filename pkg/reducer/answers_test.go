@@ -59,3 +59,31 @@ func TestAnswersAreDecidedByTheReducer(t *testing.T) {
 		})
 	}
 }
+
+// TestHolds: a running turn is held by its invocation until a fact takes
+// it away (a suspension, a takeover after it, a cancel).
+func TestHolds(t *testing.T) {
+	b := newBuilder()
+	mine := mustReduce(t, b.running())
+	if !mine.Holds(mine.Turn) {
+		t.Fatal("a running turn is not held by its own invocation")
+	}
+	if mine.Holds(nil) || (reducer.State{}).Holds(mine.Turn) {
+		t.Fatal("Holds with no turn")
+	}
+	b1 := newBuilder()
+	suspended := mustReduce(t, append(b1.running(), b1.suspended(reducer.CauseBudget)))
+	if suspended.Holds(mine.Turn) {
+		t.Fatal("a suspended turn is still held")
+	}
+	b2 := newBuilder()
+	takenOver := mustReduce(t, append(b2.running(), b2.suspended(reducer.CauseBudget), b2.resumed()))
+	if takenOver.Holds(mine.Turn) {
+		t.Fatalf("a turn resumed by another invocation (%d) is still held by invocation %d", takenOver.Turn.Invocations, mine.Turn.Invocations)
+	}
+	other := *mine.Turn
+	other.ID = "t9"
+	if mine.Holds(&other) {
+		t.Fatal("another turn is held")
+	}
+}

@@ -172,6 +172,15 @@ func (e *TransitionError) Is(target error) bool {
 	return target == ErrIllegal || (e.Kind != nil && target == e.Kind)
 }
 
+// Holds reports whether the turn mine is still held by the invocation that
+// ran it: s has it running, in the same invocation. A fact that took the
+// turn out of that invocation's hands (a cancel, a suspension, a takeover)
+// makes it false. The one test of it.
+func (s State) Holds(mine *Turn) bool {
+	t := s.Turn
+	return t != nil && mine != nil && s.Status == Running && t.ID == mine.ID && t.Invocations == mine.Invocations
+}
+
 // Reduce folds facts, starting from an empty session.
 func Reduce(facts []Fact) (State, error) {
 	return State{}.Apply(facts...)

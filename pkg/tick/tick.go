@@ -329,7 +329,7 @@ func (t *Tick) reap(ctx context.Context, id string, st reducer.State, c *counts)
 	next, err := t.Sessions.Append(ctx, id, st, reducer.Fact{
 		Type: reducer.TurnSuspended, Actor: actor(), Turn: st.Turn.ID, Cause: reducer.CauseLease,
 	})
-	if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+	if session.LostRace(err) {
 		t.log().InfoContext(ctx, "tick: the turn moved on before the reap", "session", id, "err", err)
 		return nil
 	}
@@ -381,7 +381,7 @@ func (t *Tick) post(ctx context.Context, id string, st reducer.State, due time.T
 	next, err := t.Sessions.Append(ctx, id, st,
 		reducer.Fact{Type: reducer.ScheduleFired, Actor: actor(), Wake: due},
 		reducer.Fact{Type: reducer.MessageReceived, Actor: actor(), Message: &msg})
-	if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+	if session.LostRace(err) {
 		t.log().InfoContext(ctx, "tick: the session moved on before the schedule fired", "session", id, "err", err)
 		return nil
 	}

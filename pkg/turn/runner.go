@@ -133,7 +133,7 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 		if cerr := sink.Close(ctx, streams.Aborted); cerr != nil {
 			r.log().WarnContext(ctx, "close losing stream", "session", id, "err", cerr)
 		}
-		if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+		if session.LostRace(err) {
 			return Outcome{}, fmt.Errorf("turn: start %s: %w", id, ErrLost)
 		}
 		return Outcome{}, err
@@ -178,7 +178,7 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 		Type: reducer.TurnResumed, Actor: agentActor(t.ID), Turn: t.ID, Lease: deadline.Add(lim.LeaseGrace),
 	})
 	if err != nil {
-		if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+		if session.LostRace(err) {
 			return Outcome{}, fmt.Errorf("turn: resume %s: %w", id, ErrLost)
 		}
 		return Outcome{}, err
