@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/baton-run/baton/pkg/httpjson"
 
@@ -34,8 +33,6 @@ const (
 	MaxReason = 4 << 10
 	// MaxListLimit is the largest page GET /sessions serves.
 	MaxListLimit = 100
-	// maxID is the longest path id looked up; longer ones are not found.
-	maxID = 256
 )
 
 // pollInterval is how often a held stream read looks for new parts.
@@ -194,13 +191,7 @@ var operatorWords = httpjson.Words{
 // anything stored (empty, too long, or holding control characters).
 func pathID(r *http.Request, name, what string) (string, error) {
 	v := r.PathValue(name)
-	ok := v != "" && len(v) <= maxID && utf8.ValidString(v)
-	for _, c := range v {
-		if c < 0x20 || c == 0x7f || c == '/' {
-			ok = false
-		}
-	}
-	if !ok {
+	if ids.Check(v) != nil {
 		return "", httpjson.Refuse(http.StatusNotFound, "%s not found", what)
 	}
 	return v, nil
