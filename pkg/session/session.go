@@ -217,13 +217,7 @@ func (s *Store) Load(ctx context.Context, id string) (*Session, error) {
 // ErrConflict when another writer got there first. Nothing is written unless
 // everything is.
 func (s *Store) Append(ctx context.Context, id string, st reducer.State, facts ...reducer.Fact) (reducer.State, error) {
-	now := s.now()
-	for i := range facts {
-		facts[i].Seq = st.LastSeq + 1 + int64(i)
-		if facts[i].Time.IsZero() {
-			facts[i].Time = now
-		}
-	}
+	s.number(st, facts)
 	next, err := st.Apply(facts...)
 	if err != nil {
 		return reducer.State{}, err
@@ -232,6 +226,18 @@ func (s *Store) Append(ctx context.Context, id string, st reducer.State, facts .
 		return reducer.State{}, fmt.Errorf("session: append to %s: %w", id, err)
 	}
 	return next, nil
+}
+
+// number is the one home of fact numbering: facts follow st, each the next
+// seq, and those without a time take the store's clock.
+func (s *Store) number(st reducer.State, facts []reducer.Fact) {
+	now := s.now()
+	for i := range facts {
+		facts[i].Seq = st.LastSeq + 1 + int64(i)
+		if facts[i].Time.IsZero() {
+			facts[i].Time = now
+		}
+	}
 }
 
 // End appends a fact that ends the open turn, with a snapshot of the
@@ -254,13 +260,7 @@ func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, 
 	outcome := map[reducer.Type]string{reducer.TurnCompleted: "completed", reducer.TurnFailed: "failed",
 		reducer.TurnCancelled: "cancelled", reducer.TurnInterrupted: "interrupted"}[f.Type]
 	facts := append(slices.Clone(before), f)
-	now := s.now()
-	for i := range facts {
-		facts[i].Seq = st.LastSeq + 1 + int64(i)
-		if facts[i].Time.IsZero() {
-			facts[i].Time = now
-		}
-	}
+	s.number(st, facts)
 	f = facts[len(facts)-1]
 	f.Snapshot = streams.SnapshotKey(sess.ID, f.Seq)
 	facts[len(facts)-1] = f
@@ -296,8 +296,10 @@ func (s *Store) Compact(ctx context.Context, sess *Session, history []conversati
 	if st.Turn == nil {
 		return reducer.State{}, ErrNoTurn
 	}
-	f := reducer.Fact{Type: reducer.ContextCompacted, Actor: actor, Turn: st.Turn.ID, Seq: st.LastSeq + 1,
-		Time: s.now(), Snapshot: streams.SnapshotKey(sess.ID, st.LastSeq+1), Compaction: &c}
+	fs := []reducer.Fact{{Type: reducer.ContextCompacted, Actor: actor, Turn: st.Turn.ID, Compaction: &c}}
+	s.number(st, fs)
+	f := fs[0]
+	f.Snapshot = streams.SnapshotKey(sess.ID, f.Seq)
 	next, err := st.Apply(f)
 	if err != nil {
 		return reducer.State{}, err
