@@ -214,6 +214,7 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 		Facts:   dynamo.New(clients.DynamoDB, env.Table),
 		Streams: streamStore,
 		Waker:   waker,
+		Log:     log,
 		// Posts apply each agent's steering policy.
 		Steering: agentMap.Steering,
 	}
@@ -238,13 +239,9 @@ func (e Env) StreamStore(client *s3.Client) (*streams.Store, error) {
 	return streams.NewOfType(client, bucket, t), nil
 }
 
-// FromOS builds an App from the process environment and the standard AWS
-// configuration chain, as a Lambda function does.
-func FromOS(ctx context.Context) (*App, error) {
-	return FromOSWith(ctx, Extras{})
-}
-
-// FromOSWith is FromOS for a program that adds its own tools and agents.
+// FromOSWith builds an App from the process environment and the standard
+// AWS configuration chain, as a Lambda function does, with the program's
+// own tools and agents.
 func FromOSWith(ctx context.Context, x Extras) (*App, error) {
 	env, err := EnvFromOS()
 	if err != nil {
