@@ -22,7 +22,16 @@ type Config struct {
 	Agents []Agent
 	// Tools may be named by the agent file's agents, as built-ins are.
 	Tools []Tool
+	// Providers are the model providers the agent file's agents may name:
+	// providers.All(), or the few a program uses. Only these are linked
+	// into the program; a function that runs no model (the operator, the
+	// tick) registers none.
+	Providers []Provider
 }
+
+// Provider is a model provider agents may name; package
+// github.com/baton-run/baton/providers has baton's.
+type Provider = app.Provider
 
 // App is baton wired for one program: its agents, the session store on
 // the table, bucket and queue, the runner and the waker. A Lambda main
@@ -69,7 +78,7 @@ func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, 
 
 // extras builds the agents of c; every agent's errors are reported.
 func (c Config) extras(ctx context.Context) (app.Extras, error) {
-	x := app.Extras{Tools: c.Tools}
+	x := app.Extras{Tools: c.Tools, Providers: c.Providers}
 	var errs []error
 	for _, a := range c.Agents {
 		t, err := a.Build(ctx)

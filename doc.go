@@ -20,8 +20,11 @@
 //
 // Agents defined in Go and agents of the JSON agent file (BATON_AGENTS) run
 // side by side: pass them, and the Go tools the file's agents may name, to
-// app.NewWith in an app.Extras. A JSON agent names a Go tool by its name,
-// as it names a built-in.
+// New in a Config (Config.Agents, Config.Tools). A JSON agent names a Go
+// tool by its name, as it names a built-in. Both kinds of agent pass the
+// same checks: a limit a file refuses (a wakeDelay past what SQS can delay,
+// a maxBackoff below backoff, a negative count) is refused in Go with the
+// same field and reason.
 //
 // # Tools
 //
@@ -106,6 +109,12 @@
 //		log.Fatal(err)
 //	}
 //	lambda.Start(app.ResumeHandler()) // or OperatorHandler, TickHandler
+//
+// Model providers an agent file names ("anthropic", "bedrock", "openai")
+// are registered by the program, in Config.Providers (package providers:
+// providers.All(), or the ones it uses), so a program links only those.
+// The resume function runs the models; the operator and the tick register
+// none and link no provider SDK.
 //
 // Package dev runs the same Config on one machine, with the emulator, and
 // package batontest runs it in tests. The repository's own functions and

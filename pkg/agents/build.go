@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"slices"
 
 	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/model"
@@ -144,13 +145,18 @@ func (b *builder) model(ctx context.Context, c Config, bad func(string, error)) 
 		return m
 	}
 	p, ok := b.deps.Providers[c.Provider]
-	if !ok {
+	if !ok && !slices.Contains(ProviderNames(), c.Provider) {
 		bad("provider", fmt.Errorf("unknown provider %q", c.Provider))
 		return nil
 	}
 	if c.Model == "" {
 		bad("model", errors.New("missing"))
 		return nil
+	}
+	if !ok {
+		// A program that runs no model (the operator, the tick)
+		// links no provider; its agents keep their policies.
+		return unlinked{name: c.Provider}
 	}
 	var key string
 	if c.APIKeyEnv != "" {

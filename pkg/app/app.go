@@ -189,6 +189,9 @@ type Extras struct {
 	Tools []tool.Tool
 	// Agents run besides the file's; a name may not be in both.
 	Agents []*turn.Agent
+	// Providers are the model providers the file's agents may name (see
+	// package providers). A function that runs no model needs none.
+	Providers []Provider
 }
 
 // New builds an App on clients.
@@ -211,6 +214,7 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 		Facts:   dynamo.New(clients.DynamoDB, env.Table),
 		Streams: streamStore,
 		Waker:   waker,
+		Log:     log,
 		// Posts apply each agent's steering policy.
 		Steering: agentMap.Steering,
 	}
@@ -235,13 +239,9 @@ func (e Env) StreamStore(client *s3.Client) (*streams.Store, error) {
 	return streams.NewOfType(client, bucket, t), nil
 }
 
-// FromOS builds an App from the process environment and the standard AWS
-// configuration chain, as a Lambda function does.
-func FromOS(ctx context.Context) (*App, error) {
-	return FromOSWith(ctx, Extras{})
-}
-
-// FromOSWith is FromOS for a program that adds its own tools and agents.
+// FromOSWith builds an App from the process environment and the standard
+// AWS configuration chain, as a Lambda function does, with the program's
+// own tools and agents.
 func FromOSWith(ctx context.Context, x Extras) (*App, error) {
 	env, err := EnvFromOS()
 	if err != nil {
@@ -269,7 +269,7 @@ func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x 
 	out := turn.AgentMap{}
 	if src != "" || len(x.Agents) == 0 {
 		var err error
-		if out, err = loadFile(ctx, src, clients, x.Tools); err != nil {
+		if out, err = loadFile(ctx, src, clients, x); err != nil {
 			return nil, err
 		}
 	}
@@ -285,9 +285,9 @@ func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x 
 	return out, nil
 }
 
-func loadFile(ctx context.Context, src string, clients *awsenv.Clients, tools []tool.Tool) (turn.AgentMap, error) {
-	deps := Deps(clients)
-	deps.Tools = tools
+func loadFile(ctx context.Context, src string, clients *awsenv.Clients, x Extras) (turn.AgentMap, error) {
+	deps := Deps(clients, x.Providers)
+	deps.Tools = x.Tools
 	switch {
 	case src == "":
 		// The demo tools are the demo agent's built-ins, and no one else's;

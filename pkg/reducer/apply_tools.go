@@ -32,22 +32,22 @@ func (s *State) applyApprovalRequested(f Fact) error {
 
 // applyApprovalAnswered checks and folds a fact of type ApprovalAnswered.
 func (s *State) applyApprovalAnswered(f Fact) error {
-	if err := s.needTurn(f); err != nil {
+	a := f.Answer
+	switch {
+	case a == nil:
+		return s.refuse(f, ErrBadAnswer, "no answer")
+	case a.Decision != Approve && a.Decision != Deny:
+		return s.refuse(f, ErrBadAnswer, "unknown decision %q", a.Decision)
+	}
+	if err := s.openTurn(f, ErrNotPending); err != nil {
 		return err
 	}
-	a := f.Answer
-	if a == nil {
-		return s.illegal(f, "no answer")
-	}
-	if a.Decision != Approve && a.Decision != Deny {
-		return s.illegal(f, "unknown decision %q", a.Decision)
-	}
 	if s.Status != Suspended || s.Turn.Cause != CauseApproval {
-		return s.illegal(f, "the turn is not waiting for approval")
+		return s.refuse(f, ErrNotPending, "the turn is not waiting for approval")
 	}
 	i := slices.IndexFunc(s.Turn.Pending, func(p Approval) bool { return p.ID == a.ApprovalID })
 	if i < 0 {
-		return s.illegal(f, "approval %q is not pending", a.ApprovalID)
+		return s.refuse(f, ErrNotPending, "approval %q is not pending", a.ApprovalID)
 	}
 	if a.ToolCallID != s.Turn.Pending[i].ToolCallID {
 		return s.illegal(f, "approval %q is for tool call %s, not %s", a.ApprovalID, s.Turn.Pending[i].ToolCallID, a.ToolCallID)
@@ -80,15 +80,15 @@ func (s *State) applyExecutionStarted(f Fact) error {
 
 // applyExecutionVerdict checks and folds a fact of type ExecutionVerdict.
 func (s *State) applyExecutionVerdict(f Fact) error {
-	if err := s.needTurn(f); err != nil {
-		return err
-	}
 	if f.Settled == nil || (f.Settled.Verdict != Rerun && f.Settled.Verdict != Abandon) {
-		return s.illegal(f, "no verdict")
+		return s.refuse(f, ErrBadAnswer, "no verdict: want rerun or abandon")
 	}
 	v := *f.Settled // a copy: the fact is the caller's and must not change
+	if err := s.openTurn(f, ErrNotPending); err != nil {
+		return err
+	}
 	if s.Status != Suspended || s.Turn.Uncertain == nil || s.Turn.Uncertain.ID != v.ExecutionID {
-		return s.illegal(f, "execution %q awaits no verdict", v.ExecutionID)
+		return s.refuse(f, ErrNotPending, "execution %q awaits no verdict", v.ExecutionID)
 	}
 	v.ToolCallID = s.Turn.Uncertain.ToolCallID
 	s.Turn.Verdicts = append(s.Turn.Verdicts, v)

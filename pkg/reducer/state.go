@@ -139,12 +139,27 @@ type State struct {
 // ErrIllegal is matched (with errors.Is) by every *TransitionError.
 var ErrIllegal = errors.New("illegal transition")
 
+// The kinds of TransitionError a caller answering for someone tells apart
+// (with errors.Is): the reducer is the one place that decides them.
+var (
+	// ErrNotPending: an answer or verdict names an approval or execution
+	// that is not waiting for one (unknown, already answered, of another
+	// turn, or the turn is not suspended for it).
+	ErrNotPending = errors.New("reducer: not pending")
+	// ErrBadAnswer: a decision that is not approve or deny, or a verdict
+	// that is not rerun or abandon.
+	ErrBadAnswer = errors.New("reducer: unknown decision or verdict")
+)
+
 // TransitionError rejects a fact that cannot follow the state it was applied to.
 type TransitionError struct {
 	Seq    int64
 	Type   Type
 	Status Status
 	Reason string
+	// Kind, when set, is ErrNotPending or ErrBadAnswer, which the error
+	// then matches besides ErrIllegal.
+	Kind error
 }
 
 func (e *TransitionError) Error() string {
@@ -155,8 +170,19 @@ func (e *TransitionError) Error() string {
 	return fmt.Sprintf("reducer: fact %d (%s) illegal in status %s: %s", e.Seq, e.Type, status, e.Reason)
 }
 
-// Is makes errors.Is(err, ErrIllegal) true.
-func (e *TransitionError) Is(target error) bool { return target == ErrIllegal }
+// Is makes errors.Is(err, ErrIllegal) true, and errors.Is(err, e.Kind).
+func (e *TransitionError) Is(target error) bool {
+	return target == ErrIllegal || (e.Kind != nil && target == e.Kind)
+}
+
+// Holds reports whether the turn mine is still held by the invocation that
+// ran it: s has it running, in the same invocation. A fact that took the
+// turn out of that invocation's hands (a cancel, a suspension, a takeover)
+// makes it false. The one test of it.
+func (s State) Holds(mine *Turn) bool {
+	t := s.Turn
+	return t != nil && mine != nil && s.Status == Running && t.ID == mine.ID && t.Invocations == mine.Invocations
+}
 
 // Reduce folds facts, starting from an empty session.
 func Reduce(facts []Fact) (State, error) {
@@ -261,16 +287,25 @@ func (s *State) apply(f Fact) error {
 
 // illegal is the *TransitionError for f in s's current status.
 func (s *State) illegal(f Fact, format string, args ...any) error {
-	return &TransitionError{Seq: f.Seq, Type: f.Type, Status: s.Status, Reason: fmt.Sprintf(format, args...)}
+	return s.refuse(f, nil, format, args...)
+}
+
+// refuse is illegal of a kind (ErrNotPending, ErrBadAnswer; nil for none)
+// that the error then matches.
+func (s *State) refuse(f Fact, kind error, format string, args ...any) error {
+	return &TransitionError{Seq: f.Seq, Type: f.Type, Status: s.Status, Reason: fmt.Sprintf(format, args...), Kind: kind}
 }
 
 // needTurn checks that f names the open turn, as every turn fact must.
-func (s *State) needTurn(f Fact) error {
+func (s *State) needTurn(f Fact) error { return s.openTurn(f, nil) }
+
+// openTurn is needTurn whose error is of kind.
+func (s *State) openTurn(f Fact, kind error) error {
 	if s.Turn == nil {
-		return s.illegal(f, "no open turn")
+		return s.refuse(f, kind, "no open turn")
 	}
 	if f.Turn != s.Turn.ID {
-		return s.illegal(f, "turn %q is not the open turn %q", f.Turn, s.Turn.ID)
+		return s.refuse(f, kind, "turn %q is not the open turn %q", f.Turn, s.Turn.ID)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,8 @@ var (
 	// ErrConflict: another writer committed first; reload and decide again.
 	ErrConflict = dynamo.ErrConflict
 	// ErrNotPending: the approval or execution named is not waiting for an answer.
-	ErrNotPending = errors.New("session: not pending")
+	// It is the reducer's: the reducer alone decides it.
+	ErrNotPending = reducer.ErrNotPending
 	// ErrBadCaps: spend caps that are negative, not finite, or set nothing.
 	ErrBadCaps = errors.New("session: bad caps")
 	// ErrCapNotLifted: a raise that leaves the spend cap the turn reached
@@ -72,6 +74,9 @@ type Store struct {
 	// Steering, when set, gives an agent's policy for a message that
 	// arrives while a turn is open (see deliver); nil or "" is enqueue.
 	Steering func(agent string) reducer.Steering
+	// Log receives what the store does not return, such as a wake it could
+	// not send; nil discards it.
+	Log *slog.Logger
 
 	receipt *Receipt // see WithReceipt
 	base    *Store   // the store WithReceipt was called on
@@ -94,7 +99,7 @@ type Receipt struct {
 // with an error matching ErrReceiptTaken, writing nothing, when rc's key
 // is already taken.
 func (s *Store) WithReceipt(rc *Receipt) *Store {
-	return &Store{Facts: s.Facts, Streams: s.Streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, receipt: rc, base: s.root()}
+	return &Store{Facts: s.Facts, Streams: s.Streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, Log: s.Log, receipt: rc, base: s.root()}
 }
 
 func (s *Store) root() *Store {
@@ -215,13 +220,7 @@ func (s *Store) Load(ctx context.Context, id string) (*Session, error) {
 // ErrConflict when another writer got there first. Nothing is written unless
 // everything is.
 func (s *Store) Append(ctx context.Context, id string, st reducer.State, facts ...reducer.Fact) (reducer.State, error) {
-	now := s.now()
-	for i := range facts {
-		facts[i].Seq = st.LastSeq + 1 + int64(i)
-		if facts[i].Time.IsZero() {
-			facts[i].Time = now
-		}
-	}
+	s.number(st, facts)
 	next, err := st.Apply(facts...)
 	if err != nil {
 		return reducer.State{}, err
@@ -230,6 +229,18 @@ func (s *Store) Append(ctx context.Context, id string, st reducer.State, facts .
 		return reducer.State{}, fmt.Errorf("session: append to %s: %w", id, err)
 	}
 	return next, nil
+}
+
+// number is the one home of fact numbering: facts follow st, each the next
+// seq, and those without a time take the store's clock.
+func (s *Store) number(st reducer.State, facts []reducer.Fact) {
+	now := s.now()
+	for i := range facts {
+		facts[i].Seq = st.LastSeq + 1 + int64(i)
+		if facts[i].Time.IsZero() {
+			facts[i].Time = now
+		}
+	}
 }
 
 // End appends a fact that ends the open turn, with a snapshot of the
@@ -254,13 +265,7 @@ func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, 
 	outcome := map[reducer.Type]string{reducer.TurnCompleted: "completed", reducer.TurnFailed: "failed",
 		reducer.TurnCancelled: "cancelled", reducer.TurnInterrupted: "interrupted"}[f.Type]
 	facts := append(slices.Clone(before), f)
-	now := s.now()
-	for i := range facts {
-		facts[i].Seq = st.LastSeq + 1 + int64(i)
-		if facts[i].Time.IsZero() {
-			facts[i].Time = now
-		}
-	}
+	s.number(st, facts)
 	f = facts[len(facts)-1]
 	f.Snapshot = streams.SnapshotKey(sess.ID, f.Seq)
 	u := turn.Usage()
@@ -298,8 +303,10 @@ func (s *Store) Compact(ctx context.Context, sess *Session, history []conversati
 	if st.Turn == nil {
 		return reducer.State{}, ErrNoTurn
 	}
-	f := reducer.Fact{Type: reducer.ContextCompacted, Actor: actor, Turn: st.Turn.ID, Seq: st.LastSeq + 1,
-		Time: s.now(), Snapshot: streams.SnapshotKey(sess.ID, st.LastSeq+1), Compaction: &c}
+	fs := []reducer.Fact{{Type: reducer.ContextCompacted, Actor: actor, Turn: st.Turn.ID, Compaction: &c}}
+	s.number(st, fs)
+	f := fs[0]
+	f.Snapshot = streams.SnapshotKey(sess.ID, f.Seq)
 	next, err := st.Apply(f)
 	if err != nil {
 		return reducer.State{}, err
@@ -314,14 +321,21 @@ func (s *Store) Compact(ctx context.Context, sess *Session, history []conversati
 	return next, nil
 }
 
-// Bounds on retry.
-const (
-	// RetryBudget is the longest retry keeps trying; a shorter context
-	// deadline bounds it further.
-	RetryBudget = 10 * time.Second
-	backoffBase = 10 * time.Millisecond
-	backoffCap  = time.Second
-)
+// LostRace reports whether err is a write that lost its race: another
+// writer committed first (ErrConflict), or what it committed makes the
+// fact illegal now (reducer.ErrIllegal). The one test of it.
+func LostRace(err error) bool {
+	return errors.Is(err, ErrConflict) || errors.Is(err, reducer.ErrIllegal)
+}
+
+// RetryBudget is the longest retry keeps trying; a shorter context
+// deadline bounds it further.
+const RetryBudget = 10 * time.Second
+
+// RetryPolicy is the one policy for writers that lost a race and try
+// again: the session store's retry and the runner's commits. RetryBudget in
+// all, full jitter under a cap doubling from 10 ms to 1 s.
+var RetryPolicy = retrypkg.Policy{Budget: RetryBudget, Base: 10 * time.Millisecond, Max: time.Second}
 
 // retry runs a load-decide-append cycle again when it lost a race, for
 // transitions that stay legal whoever else commits (a message, an answer to
@@ -339,8 +353,7 @@ const (
 // they queue per session (see lanes), so only writers in other processes
 // and the runner meet the backoff.
 func retry(ctx context.Context, f func() error) error {
-	p := retrypkg.Policy{Budget: RetryBudget, Base: backoffBase, Max: backoffCap}
-	err := retrypkg.Do(ctx, p, f, func(err error) bool { return errors.Is(err, ErrConflict) })
+	err := retrypkg.Do(ctx, RetryPolicy, f, func(err error) bool { return errors.Is(err, ErrConflict) })
 	if errors.Is(err, retrypkg.ErrExhausted) {
 		return fmt.Errorf("%w: %w", ErrBusy, err)
 	}
