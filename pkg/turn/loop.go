@@ -275,7 +275,8 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 	so := ru.turn.Usage() // the turn's usage before this step
 	so.Steps++
 	parts := []streams.Part{{Type: streams.StartStep}}
-	began := time.Now() // the step's model time, in its message-metadata
+	// When the model call began: the step's model time, in its metadata.
+	began := time.Now()
 	var open streams.PartType // the open block's start type, if any
 	var blockID, signature string
 	blocks := 0
