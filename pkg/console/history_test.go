@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -275,4 +276,41 @@ func TestConsoleHistoryAndAccess(t *testing.T) {
 			t.Fatalf("the page's console has CSP violations or exceptions:\n%s", strings.Join(p, "\n"))
 		}
 	})
+}
+
+// TestWaterfallSegments feeds the page's waterfall the step metadata and
+// facts of a turn whose second step was followed by a suspension, and
+// checks each step's bars: its model time, then its tools and checkpoint
+// up to the next step (or the turn's end), less the time suspended.
+func TestWaterfallSegments(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := newBrowser(t, ctx)
+	srv := httptest.NewServer(noIdentity())
+	defer srv.Close()
+	b.open(srv.URL + "/console/")
+	b.waitFor("the page", `document.querySelector('#signin')`)
+	// Times in ms from 1000: step 1 is 1000-1400, its tool runs to 1500;
+	// step 2 is 1500-1700, it suspends at 1800 and resumes at 5800;
+	// step 3 is 6000-6300 and the turn ends at 6350. Another turn's fact
+	// is ignored.
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`import('./waterfall.js').then(({ segments }) => {
+		const iso = ms => new Date(ms).toISOString();
+		const facts = [
+			{type: 'turn.started', turn: 't1', time: iso(900)},
+			{type: 'turn.suspended', turn: 't1', time: iso(1800)},
+			{type: 'turn.suspended', turn: 't0', time: iso(2000)},
+			{type: 'turn.resumed', turn: 't1', time: iso(5800)},
+			{type: 'turn.completed', turn: 't1', time: iso(6350)},
+		];
+		const steps = [{startedAt: 1000, finishedAt: 1400}, {startedAt: 1500, finishedAt: 1700}, {usage: {}}, {startedAt: 6000, finishedAt: 6300}];
+		return JSON.stringify(segments(steps, facts, 't1').map(bars => bars.map(b => b.kind + ':' + b.from + '-' + b.to).join(' ')));
+	})`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `["model:1000-1400 tools:1400-1500","model:1500-1700 tools:1700-1800 suspended:1800-5800 tools:5800-6000","model:6000-6300 tools:6300-6350"]`
+	if got != want {
+		t.Fatalf("segments\n got %s\nwant %s", got, want)
+	}
 }
