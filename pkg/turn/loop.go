@@ -275,6 +275,8 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 	so := ru.turn.Usage() // the turn's usage before this step
 	so.Steps++
 	parts := []streams.Part{{Type: streams.StartStep}}
+	// When the model call began: the step's model time, in its metadata.
+	began := time.Now()
 	var open streams.PartType // the open block's start type, if any
 	var blockID, signature string
 	blocks := 0
@@ -368,7 +370,7 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 				u.CostMicroUSD = p.Cost(u.InputTokens, u.OutputTokens)
 			}
 			parts = append(parts,
-				streams.Part{Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(u, so.Add(u), string(ev.Stop))},
+				streams.Part{Type: streams.MessageMetadata, MessageMetadata: conversation.TimedStepMetadata(u, so.Add(u), string(ev.Stop), began, time.Now())},
 				streams.Part{Type: streams.FinishStep})
 			finished = true
 		}
