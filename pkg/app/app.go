@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,13 +55,16 @@ const (
 	// resumes from (a Go duration); it must end before the function's
 	// Timeout.
 	EnvHold = "BATON_HOLD"
+	// EnvRetentionDays is how many days an idle session is kept before the
+	// daily retention sweep deletes it; 0 or unset keeps every session.
+	EnvRetentionDays = "BATON_RETENTION_DAYS"
 )
 
 // Vars lists every environment variable baton's code reads, besides the
 // AWS SDK's own (AWS_REGION, AWS_ENDPOINT_URL, credentials).
 func Vars() []string {
 	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace, EnvChatAgent, EnvChatOrigins,
-		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold}
+		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold, EnvRetentionDays}
 }
 
 // Env is baton's configuration.
@@ -83,6 +87,9 @@ type Env struct {
 	// Hold bounds a held chat response or turn stream; zero means the
 	// chat's default.
 	Hold time.Duration
+	// Retention is how long an idle session is kept (BATON_RETENTION_DAYS);
+	// zero keeps every session.
+	Retention time.Duration
 }
 
 // EnvFromOS reads Env from the process environment.
@@ -109,6 +116,13 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 			return Env{}, fmt.Errorf("app: %s=%q: want a positive Go duration", EnvHold, h)
 		}
 		e.Hold = d
+	}
+	if r := getenv(EnvRetentionDays); r != "" {
+		n, err := strconv.Atoi(r)
+		if err != nil || n < 0 {
+			return Env{}, fmt.Errorf("app: %s=%q: want a whole number of days, 0 or more", EnvRetentionDays, r)
+		}
+		e.Retention = time.Duration(n) * 24 * time.Hour
 	}
 	if g := getenv(EnvWakeGrace); g != "" {
 		d, err := time.ParseDuration(g)
