@@ -12,8 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/baton-run/baton/pkg/faults"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 )
 
@@ -156,4 +158,37 @@ func TestExportBundlesFactsAndStreams(t *testing.T) {
 		t.Fatalf("export %+v", ex)
 	}
 	e.must(http.StatusNotFound, req{method: "GET", path: "/sessions/" + s.ID + "/export", user: bob})
+}
+
+// TestDeleteCutShortIsFinishedByARetry: when the bucket fails during a
+// delete, the session is already buried (404 to everyone, its tombstone
+// not purged) and the answer is an error; the owner's retry finishes the
+// purge and nothing of the session remains but the tombstone.
+func TestDeleteCutShortIsFinishedByARetry(t *testing.T) {
+	ft := faults.New(nil)
+	e := newEnv(t, func(c *operator.Config) {
+		c.Sessions = &session.Store{Facts: c.Sessions.Facts, Waker: c.Sessions.Waker,
+			Streams: streams.New(faults.Clients(shared.URL(), ft).S3, shared.Bucket)}
+	})
+	alice, bob := ids.New("alice"), ids.New("bob")
+	s := e.create(alice)
+	seedObjects(t, e, s.ID)
+	ft.Set(faults.Rule{Op: "s3:DeleteObject", Fault: faults.ServerError})
+	if got := e.do(req{method: "DELETE", path: "/sessions/" + s.ID, user: alice}); got.status < 500 {
+		t.Fatalf("delete with a failing bucket: %d %s, want a 5xx", got.status, got.body)
+	}
+	tomb, err := dynamoOn(shared.Table).Tombstone(t.Context(), s.ID)
+	if err != nil || tomb.Purged {
+		t.Fatalf("tombstone after a failed purge: %+v, %v; want one not purged", tomb, err)
+	}
+	e.must(http.StatusNotFound, req{method: "GET", path: "/sessions/" + s.ID, user: alice})
+	if _, objects := remains(t, e, s.ID); len(objects) == 0 {
+		t.Fatal("the failing bucket lost no object; the fault did not bite")
+	}
+	ft.Set()
+	e.must(http.StatusNotFound, req{method: "DELETE", path: "/sessions/" + s.ID, user: bob})
+	e.must(http.StatusNoContent, req{method: "DELETE", path: "/sessions/" + s.ID, user: alice})
+	if items, objects := remains(t, e, s.ID); len(items) != 1 || len(objects) != 0 {
+		t.Fatalf("after the retry: items %v objects %v, want only the tombstone", items, objects)
+	}
 }
