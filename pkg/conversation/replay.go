@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/baton-run/baton/pkg/parts"
@@ -129,6 +130,11 @@ type stepMeta struct {
 	Usage        reducer.Usage  `json:"usage"`
 	TurnUsage    *reducer.Usage `json:"turnUsage,omitempty"`
 	FinishReason string         `json:"finishReason,omitempty"`
+	// StartedAt and FinishedAt are when the step's model call began and
+	// its stream finished, in Unix milliseconds; 0 (absent) in a step
+	// written before the metadata carried them.
+	StartedAt  int64 `json:"startedAt,omitempty"`
+	FinishedAt int64 `json:"finishedAt,omitempty"`
 }
 
 // StepMetadata encodes the message-metadata payload the runner writes at
@@ -137,8 +143,35 @@ type stepMeta struct {
 // its steps' usage so far, so a reader of the stream's end knows the
 // turn's usage without reading it all (see TurnUsage).
 func StepMetadata(step, turn reducer.Usage, finish string) json.RawMessage {
+	return TimedStepMetadata(step, turn, finish, time.Time{}, time.Time{})
+}
+
+// TimedStepMetadata is StepMetadata with the times the step's model call
+// began and finished, which the console draws as the step's model time.
+// A zero time is left out.
+func TimedStepMetadata(step, turn reducer.Usage, finish string, began, ended time.Time) json.RawMessage {
 	step.Steps = 1
-	b, _ := json.Marshal(stepMeta{Usage: step, TurnUsage: &turn, FinishReason: finish}) // plain struct: cannot fail
+	m := stepMeta{Usage: step, TurnUsage: &turn, FinishReason: finish}
+	if !began.IsZero() {
+		m.StartedAt = began.UnixMilli()
+	}
+	if !ended.IsZero() {
+		m.FinishedAt = ended.UnixMilli()
+	}
+	b, _ := json.Marshal(m) // plain struct: cannot fail
+	return b
+}
+
+// Untimed returns a message-metadata payload without the step's times,
+// so that two runs of the same steps compare equal; a payload that is not
+// step metadata is returned as it is.
+func Untimed(meta json.RawMessage) json.RawMessage {
+	var m stepMeta
+	if json.Unmarshal(meta, &m) != nil || (m.StartedAt == 0 && m.FinishedAt == 0) {
+		return meta
+	}
+	m.StartedAt, m.FinishedAt = 0, 0
+	b, _ := json.Marshal(m) // plain struct: cannot fail
 	return b
 }
 

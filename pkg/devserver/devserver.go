@@ -162,6 +162,9 @@ func functionEnv(tmpl []byte, res provision.Resources, agentFile string) (app.En
 	// The chat's settings are the template's parameters: locally, the
 	// process environment's.
 	vars[app.EnvChatAgent], vars[app.EnvChatOrigins] = "", ""
+	// The retention sweep runs on the deployed daily schedule only: locally
+	// every session is kept.
+	vars[app.EnvRetentionDays] = ""
 	env, err := app.EnvFrom(func(k string) string { return vars[k] })
 	if err != nil {
 		return app.Env{}, fmt.Errorf("devserver: template: %w", err)

@@ -138,6 +138,9 @@ func (s *Store) appendItems(a appendTx, next reducer.State, rc *Receipt, facts [
 			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 		}})
+		if rc != nil { // so that deleting the session finds its receipts (Purge)
+			items[len(items)-1].Put.Item[attrReceipt] = str(receiptPK(rc.Key))
+		}
 	}
 	head := &types.Put{
 		TableName:                aws.String(s.table),

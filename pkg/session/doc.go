@@ -6,6 +6,8 @@
 // the history later loads read (Store.Compact). Every ending of a turn
 // records the usage of its billed steps as its stream holds them, whoever
 // ends it (Store.End, Store.StreamUsage), and a raise of spend caps must
-// lift the cap the turn reached (Store.Raise). The operator API and the
-// turn runner both go through it.
+// lift the cap the turn reached (Store.Raise). Store.Delete buries a
+// session (tombstone and head in one transaction) and then purges its facts,
+// receipts, streams and snapshots; Store.Sweep is the retention sweep. The
+// operator API and the turn runner both go through it.
 package session

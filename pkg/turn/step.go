@@ -39,7 +39,7 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 	so := ru.turn.Usage() // the turn's usage before this step
 	so.Steps++
 	sp := &stepParts{n: len(ru.turn.Steps), turn: ru.out.Turn, so: so, price: ru.agent.Price,
-		parts: []streams.Part{{Type: streams.StartStep}}}
+		parts: []streams.Part{{Type: streams.StartStep}}, began: time.Now()}
 	if ru.lim.LiveFlush > 0 {
 		sp.live = ru.sink.Live(ru.lim.LiveFlush)
 		defer sp.live.Stop() // a failure it reports was reported by push or lost with the step
@@ -84,6 +84,7 @@ type stepParts struct {
 	so    reducer.Usage // the turn's usage before this step, this step counted
 	price *reducer.Price
 	parts []streams.Part
+	began time.Time // when the model call began: the step's model time, in its metadata
 
 	open               streams.PartType // the open block's start type, if any
 	blockID, signature string
@@ -121,7 +122,7 @@ func (sp *stepParts) event(ev model.Event) {
 			u.CostMicroUSD = sp.price.Cost(u.InputTokens, u.OutputTokens)
 		}
 		sp.parts = append(sp.parts,
-			streams.Part{Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(u, sp.so.Add(u), string(ev.Stop))},
+			streams.Part{Type: streams.MessageMetadata, MessageMetadata: conversation.TimedStepMetadata(u, sp.so.Add(u), string(ev.Stop), sp.began, time.Now())},
 			streams.Part{Type: streams.FinishStep})
 		sp.finished = true
 	}
