@@ -222,40 +222,60 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprint(stdout, Usage)
 		}
 		return ExitOK
-	case "sessions":
-		err = e.sessions(ctx, args[1:])
-	case "show":
-		err = e.show(ctx, args[1:])
-	case "new":
-		err = e.newSession(ctx, args[1:])
-	case "send":
-		err = e.send(ctx, args[1:])
-	case "tail":
-		err = e.tail(ctx, args[1:])
-	case "approve":
-		err = e.answer(ctx, "approve", args[1:])
-	case "deny":
-		err = e.answer(ctx, "deny", args[1:])
-	case "verdict":
-		err = e.verdict(ctx, args[1:])
-	case "cancel":
-		err = e.cancel(ctx, args[1:])
-	case "raise":
-		err = e.raise(ctx, args[1:])
-	case "wake":
-		err = e.wake(ctx, args[1:])
-	case "schedule":
-		err = e.schedule(ctx, args[1:])
-	case "export":
-		err = e.export(ctx, args[1:])
-	case "delete":
-		err = e.remove(ctx, args[1:])
-	case "completion":
-		err = e.completion(args[1:])
 	default:
-		fmt.Fprintf(stderr, "baton: unknown command %q (see baton help)\n", name)
-		return ExitUsage
+		var known bool
+		if known, err = e.command(ctx, name, args[1:]); !known {
+			fmt.Fprintf(stderr, "baton: unknown command %q (see baton help)\n", name)
+			return ExitUsage
+		}
 	}
+	return e.exit(name, err)
+}
+
+// command runs the client command name with its args; known is false for
+// a command there is none of.
+func (e *env) command(ctx context.Context, name string, args []string) (known bool, err error) {
+	switch name {
+	case "sessions":
+		err = e.sessions(ctx, args)
+	case "show":
+		err = e.show(ctx, args)
+	case "new":
+		err = e.newSession(ctx, args)
+	case "send":
+		err = e.send(ctx, args)
+	case "tail":
+		err = e.tail(ctx, args)
+	case "approve":
+		err = e.answer(ctx, "approve", args)
+	case "deny":
+		err = e.answer(ctx, "deny", args)
+	case "verdict":
+		err = e.verdict(ctx, args)
+	case "cancel":
+		err = e.cancel(ctx, args)
+	case "raise":
+		err = e.raise(ctx, args)
+	case "wake":
+		err = e.wake(ctx, args)
+	case "schedule":
+		err = e.schedule(ctx, args)
+	case "export":
+		err = e.export(ctx, args)
+	case "delete":
+		err = e.remove(ctx, args)
+	case "completion":
+		err = e.completion(args)
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// exit reports how command name ended, on stdout for help asked of it or
+// on stderr for an error, and returns the exit code.
+func (e *env) exit(name string, err error) int {
+	stdout, stderr := e.stdout, e.stderr
 	if err == nil {
 		return ExitOK
 	}
