@@ -17,6 +17,8 @@ import (
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/mcp"
+	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/provider/anthropic"
 	"github.com/baton-run/baton/pkg/provider/bedrock"
@@ -61,3 +63,8 @@ func built[M model.Model](m M, err error) (model.Model, error) {
 	}
 	return m, nil
 }
+
+// MCP is baton's MCP client (package mcp/mcpsdk, on the official MCP Go
+// SDK), for baton.Config.MCP: only a program that registers it links the
+// SDK.
+func MCP() mcp.Dialer { return mcpsdk.Dialer{} }

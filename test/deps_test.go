@@ -29,8 +29,9 @@ func TestFunctionsLinkNoTestingPackages(t *testing.T) {
 }
 
 // TestOperatorAndTickLinkNoProvider checks that the functions that run no
-// model link no model provider SDK: only the resume function registers
-// providers (providers.All()), so only it pays for them.
+// model link no model provider SDK and no MCP SDK: only the resume function
+// registers providers (providers.All()) and the MCP client
+// (providers.MCP()), so only it pays for them.
 func TestOperatorAndTickLinkNoProvider(t *testing.T) {
 	heavy := []string{
 		"github.com/baton-run/baton/providers",
@@ -38,6 +39,9 @@ func TestOperatorAndTickLinkNoProvider(t *testing.T) {
 		"github.com/anthropics/anthropic-sdk-go",
 		"github.com/openai/openai-go",
 		"github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
+		"github.com/baton-run/baton/pkg/mcp/mcpsdk",
+		"github.com/modelcontextprotocol/go-sdk",
+		"github.com/yosida95/uritemplate",
 	}
 	for _, fn := range []string{"operator", "tick"} {
 		out, err := exec.Command("go", "list", "-deps", "../functions/"+fn).CombinedOutput()

@@ -32,9 +32,12 @@ type Deps struct {
 	// Tools are Go tools the program registered, which agents may name
 	// besides the built-ins. A name may not be both.
 	Tools []tool.Tool
-	// MCPClient carries the requests to MCP servers; nil means a client on
-	// http.DefaultTransport. Header values are read with Getenv.
-	MCPClient *http.Client
+	// MCP reaches the agents' MCP servers (see package
+	// github.com/baton-run/baton/pkg/mcp/mcpsdk). Nil means none: agents
+	// with servers still build, and their turns fail to list the tools
+	// (mcp.NoDialerError). Build checks header values with Getenv; the
+	// Dialer reads them with its own (mcpsdk.Dialer.Getenv).
+	MCP mcp.Dialer
 	// Declared builds a tool declared in the file (kind lambda or http).
 	// Nil means declared tools are refused.
 	Declared func(d Decl) (tool.Tool, error)
@@ -63,7 +66,6 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	dialer := mcp.Dialer{HTTPClient: deps.MCPClient, Getenv: getenv}
 	named, err := namedTools(builtins, deps.Tools)
 	if err != nil {
 		return nil, &ConfigError{File: name, Err: err}
@@ -192,7 +194,7 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 			}
 			servers = append(servers, Remote{Field: field, Server: ms})
 		}
-		reg, remote := Assemble(local, servers, c.Approvals, dialer, bad)
+		reg, remote := Assemble(local, servers, c.Approvals, deps.MCP, getenv, bad)
 		a.Tools, a.Remote = reg, remote
 		out[an] = a
 	}
