@@ -18,9 +18,9 @@ import (
 
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
