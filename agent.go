@@ -101,6 +101,10 @@ type Limits = turn.Limits
 // result.
 type MCPServer = mcp.Server
 
+// MCPDialer reaches MCP servers (Config.MCP); providers.MCP() returns
+// baton's. Agent.Build leaves its servers to the program's MCPDialer.
+type MCPDialer = mcp.Dialer
+
 // AgentError is an Agent that does not build. Field names the part at
 // fault, such as "model", "tools[1]", "mcp[0].allow" or "approvals.x".
 type AgentError struct {
@@ -122,8 +126,15 @@ func (e *AgentError) Unwrap() error { return e.Err }
 // offers that list for the rest of the turn. Build checks their
 // configuration and that the header values are set in the process
 // environment, applies Approvals by tool name and compiles every tool's
-// schema. Every problem is reported, each an *AgentError, joined.
-func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
+// schema. Every problem is reported, each an *AgentError, joined. Its
+// servers are reached by no client: a turn fails to list their tools
+// (mcp.NoDialerError). BuildWith gives them one; baton.New builds a
+// Config's agents with Config.MCP.
+func (a Agent) Build(ctx context.Context) (*turn.Agent, error) { return a.BuildWith(ctx, nil) }
+
+// BuildWith is Build with the client that reaches the agent's MCP servers,
+// such as providers.MCP().
+func (a Agent) BuildWith(ctx context.Context, d MCPDialer) (*turn.Agent, error) {
 	var errs []error
 	bad := func(field string, err error) {
 		errs = append(errs, &AgentError{Agent: a.Name, Field: field, Err: err})
@@ -180,7 +191,7 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 			bad("approvals."+name, err)
 		}
 	}
-	reg, remote := agents.Assemble(local, servers, a.Approvals, mcp.Dialer{}, bad)
+	reg, remote := agents.Assemble(local, servers, a.Approvals, d, nil, bad)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -27,6 +27,12 @@ type Config struct {
 	// into the program; a function that runs no model (the operator, the
 	// tick) registers none.
 	Providers []Provider
+	// MCP is the client that reaches the agents' MCP servers:
+	// providers.MCP() is baton's, on the official MCP Go SDK. Only a
+	// program that sets it links that SDK; a function that runs no turn
+	// (the operator, the tick) sets none. Without one, a turn of an agent
+	// with MCP servers fails to list their tools.
+	MCP MCPDialer
 }
 
 // Provider is a model provider agents may name; package
@@ -78,10 +84,10 @@ func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, 
 
 // extras builds the agents of c; every agent's errors are reported.
 func (c Config) extras(ctx context.Context) (app.Extras, error) {
-	x := app.Extras{Tools: c.Tools, Providers: c.Providers}
+	x := app.Extras{Tools: c.Tools, Providers: c.Providers, MCP: c.MCP}
 	var errs []error
 	for _, a := range c.Agents {
-		t, err := a.Build(ctx)
+		t, err := a.BuildWith(ctx, c.MCP)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -2,6 +2,7 @@ package baton_test
 
 import (
 	"context"
+	"github.com/baton-run/baton/providers"
 	"strings"
 	"testing"
 
@@ -59,7 +60,7 @@ func TestTurnAsksWhenARuleCannotReadItsField(t *testing.T) {
 		Name: "money", Model: script, Tools: []baton.Tool{transfer, pay},
 		MCP:       []baton.MCPServer{{Name: "cards", URL: srv.URL, Allow: []string{"charge", mcptest.Delete}}},
 		Approvals: map[string]baton.Rule{"charge": baton.Over("amount", 100)},
-	}.Build(ctx)
+	}.BuildWith(ctx, providers.MCP())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,11 @@
 // agent does not reach the server. A server that is down, or does not
 // answer within the step's time, when a turn starts suspends the turn
 // (tools-unavailable) for a later try; during a turn, it gives the model an
-// error result. The turn neither crashes nor hangs.
+// error result. The turn neither crashes nor hangs. The program that runs
+// turns (the resume function, dev, batontest) registers the MCP client,
+// Config{MCP: providers.MCP()}, and only it links the MCP SDK; a turn in a
+// program without one fails to list the tools (mcp.NoDialerError). A
+// Config's agents are built with Config.MCP; Agent.BuildWith takes one.
 //
 // # Models
 //

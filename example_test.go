@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/baton-run/baton/providers"
 	"iter"
 	"log"
 	"time"
@@ -113,7 +114,7 @@ func ExampleMCPServer() {
 			Allow: []string{"lookup", "set_flag", "delete_file"},
 		}},
 		Approvals: map[string]baton.Rule{"set_flag": baton.Always()},
-	}.Build(context.Background())
+	}.BuildWith(context.Background(), providers.MCP()) // baton's MCP client
 	if err != nil {
 		log.Fatal(err)
 	}

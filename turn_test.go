@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/baton-run/baton/providers"
 	"io"
 	"iter"
 	"log/slog"
@@ -153,7 +154,7 @@ func TestTurnCallsMCPToolsAndWaitsForApproval(t *testing.T) {
 			HeaderEnv: map[string]string{"Authorization": "FILES_TOKEN"},
 			Allow:     []string{mcptest.Lookup, mcptest.SetFlag, mcptest.Delete, "rename_file"}}},
 		Limits: baton.Limits{ModelRetry: model.RetryPolicy{Attempts: 1}},
-	}.Build(ctx)
+	}.BuildWith(ctx, providers.MCP())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func filesAgent(t *testing.T, name, url, script string, lim baton.Limits) (*turn
 	}
 	m := &recorder{next: s}
 	agent, err := baton.Agent{Name: name, Model: m, Limits: lim,
-		MCP: []baton.MCPServer{{Name: "files", URL: url, Allow: []string{mcptest.Lookup, mcptest.Delete}}}}.Build(context.Background())
+		MCP: []baton.MCPServer{{Name: "files", URL: url, Allow: []string{mcptest.Lookup, mcptest.Delete}}}}.BuildWith(context.Background(), providers.MCP())
 	if err != nil {
 		t.Fatal(err)
 	}

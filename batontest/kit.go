@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"log/slog"
 	"strings"
 	"sync"
@@ -130,6 +131,15 @@ func NewWith(tb TB, c baton.Config, o Options) *Kit {
 	tmpl := o.Template
 	if tmpl == nil {
 		tmpl = baton.Template()
+	}
+	if c.MCP == nil {
+		// A kit runs every function's part in one process; its turns
+		// reach the agents' MCP servers with baton's client.
+		mlog := o.Log
+		if mlog == nil {
+			mlog = slog.New(slog.DiscardHandler)
+		}
+		c.MCP = mcpsdk.Dialer{Log: mlog}
 	}
 	res, err := testenv.Provision(ctx, testenv.Emulator(), tmpl)
 	if err != nil {

@@ -1,63 +1,42 @@
-// Package providers registers baton's model providers with a program:
+// Package providers registers all of baton's model providers and its MCP
+// client with a program:
 //
-//	baton.New(ctx, baton.Config{Providers: providers.All()})
+//	baton.Config{Providers: providers.All(), MCP: providers.MCP()}
 //
-// A program links only the providers it names here, so a function that
-// runs no model (the operator, the tick) passes none and links no provider
-// SDK. An agent file that names a provider its program did not register
-// still loads; that agent's turns fail with agents.UnlinkedError.
+// Importing this package links every provider SDK and the MCP SDK, even
+// for a program that names one: a program that wants one imports its
+// package instead (providers/anthropic, providers/openai,
+// providers/bedrock; providers/mcp for the MCP client) and links only that.
+// A function that runs no model (the operator, the tick) registers none
+// and links no provider SDK. An agent file that names a provider its
+// program did not register still loads; that agent's turns fail with
+// agents.UnlinkedError.
 package providers
 
 import (
-	"context"
-	"net/http"
-
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-
-	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/model"
-	"github.com/baton-run/baton/pkg/provider/anthropic"
-	"github.com/baton-run/baton/pkg/provider/bedrock"
-	"github.com/baton-run/baton/pkg/provider/openai"
+	"github.com/baton-run/baton/pkg/mcp"
+	"github.com/baton-run/baton/providers/anthropic"
+	"github.com/baton-run/baton/providers/bedrock"
+	pmcp "github.com/baton-run/baton/providers/mcp"
+	"github.com/baton-run/baton/providers/openai"
 )
 
 // All is every provider baton ships: anthropic, bedrock and openai.
 func All() []app.Provider { return []app.Provider{Anthropic(), Bedrock(), OpenAI()} }
 
-// Anthropic is the "anthropic" provider (the Messages API).
-func Anthropic() app.Provider {
-	return app.Provider{Name: "anthropic", Build: func(_ *awsenv.Clients, hc *http.Client) agents.Provider {
-		return func(_ context.Context, c agents.Config, key string) (model.Model, error) {
-			return built(anthropic.New(anthropic.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL, HTTPClient: hc}))
-		}
-	}}
-}
+// Anthropic is the "anthropic" provider (the Messages API); see package
+// providers/anthropic.
+func Anthropic() app.Provider { return anthropic.Provider() }
 
-// OpenAI is the "openai" provider (the Responses API).
-func OpenAI() app.Provider {
-	return app.Provider{Name: "openai", Build: func(_ *awsenv.Clients, hc *http.Client) agents.Provider {
-		return func(_ context.Context, c agents.Config, key string) (model.Model, error) {
-			return built(openai.New(openai.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL,
-				EchoReasoning: c.EchoReasoning, HTTPClient: hc}))
-		}
-	}}
-}
+// OpenAI is the "openai" provider (the Responses API); see package
+// providers/openai.
+func OpenAI() app.Provider { return openai.Provider() }
 
-// Bedrock is the "bedrock" provider (Converse, on the app's AWS config).
-func Bedrock() app.Provider {
-	return app.Provider{Name: "bedrock", Build: func(clients *awsenv.Clients, _ *http.Client) agents.Provider {
-		return func(_ context.Context, c agents.Config, _ string) (model.Model, error) {
-			return built(bedrock.New(bedrockruntime.NewFromConfig(clients.Config), bedrock.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens}))
-		}
-	}}
-}
+// Bedrock is the "bedrock" provider (Converse, on the app's AWS config);
+// see package providers/bedrock.
+func Bedrock() app.Provider { return bedrock.Provider() }
 
-// built returns m as a model.Model, or nil (not a typed nil) with err.
-func built[M model.Model](m M, err error) (model.Model, error) {
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
-}
+// MCP is baton's MCP client, for baton.Config.MCP; see package
+// providers/mcp.
+func MCP() mcp.Dialer { return pmcp.Client() }

@@ -29,8 +29,9 @@ func TestFunctionsLinkNoTestingPackages(t *testing.T) {
 }
 
 // TestOperatorAndTickLinkNoProvider checks that the functions that run no
-// model link no model provider SDK: only the resume function registers
-// providers (providers.All()), so only it pays for them.
+// model link no model provider SDK and no MCP SDK: only the resume function
+// registers providers (providers.All()) and the MCP client
+// (providers.MCP()), so only it pays for them.
 func TestOperatorAndTickLinkNoProvider(t *testing.T) {
 	heavy := []string{
 		"github.com/baton-run/baton/providers",
@@ -38,6 +39,9 @@ func TestOperatorAndTickLinkNoProvider(t *testing.T) {
 		"github.com/anthropics/anthropic-sdk-go",
 		"github.com/openai/openai-go",
 		"github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
+		"github.com/baton-run/baton/pkg/mcp/mcpsdk",
+		"github.com/modelcontextprotocol/go-sdk",
+		"github.com/yosida95/uritemplate",
 	}
 	for _, fn := range []string{"operator", "tick"} {
 		out, err := exec.Command("go", "list", "-deps", "../functions/"+fn).CombinedOutput()
@@ -52,4 +56,54 @@ func TestOperatorAndTickLinkNoProvider(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestProviderPackagesLinkOnlyTheirSDK checks that a program registering
+// one provider (or the MCP client) from its own package links no other
+// provider SDK and no MCP SDK: importing package providers would link them
+// all, each one's init and types included.
+func TestProviderPackagesLinkOnlyTheirSDK(t *testing.T) {
+	sdks := map[string]string{
+		"anthropic": "github.com/anthropics/anthropic-sdk-go",
+		"openai":    "github.com/openai/openai-go",
+		"bedrock":   "github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
+		"mcp":       "github.com/modelcontextprotocol/go-sdk",
+	}
+	for pkg, own := range sdks {
+		out, err := exec.Command("go", "list", "-deps", "../providers/"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps ../providers/%s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		linked := func(prefix string) bool {
+			for _, p := range deps {
+				if strings.HasPrefix(p, prefix) {
+					return true
+				}
+			}
+			return false
+		}
+		if !linked(own) {
+			t.Errorf("providers/%s does not link its own SDK %s", pkg, own)
+		}
+		for other, sdk := range sdks {
+			if other != pkg && linked(sdk) {
+				t.Errorf("providers/%s links %s", pkg, sdk)
+			}
+		}
+		if !slicesHasOnly(deps, "github.com/baton-run/baton/providers/"+pkg) {
+			t.Errorf("providers/%s links another providers package", pkg)
+		}
+	}
+}
+
+// slicesHasOnly reports whether the only baton/providers package in deps
+// is want.
+func slicesHasOnly(deps []string, want string) bool {
+	for _, p := range deps {
+		if strings.HasPrefix(p, "github.com/baton-run/baton/providers") && p != want {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -154,7 +155,7 @@ func approvalKinds(t *testing.T) []approvalKind {
 	goMCP, err := baton.Agent{Name: "mcp", Model: m,
 		MCP:       []baton.MCPServer{{Name: "files", URL: srv.URL, Allow: []string{"pay", "write"}}},
 		Approvals: map[string]baton.Rule{"pay": payRule, "write": writeRule},
-	}.Build(context.Background())
+	}.BuildWith(context.Background(), mcpsdk.Dialer{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,9 @@ type Remote struct {
 // naming a tool the agent has. The servers are not reached; a turn lists
 // their tools when it starts (remote is nil without servers). Each problem
 // goes to bad with its field; the results are then not to be used.
-func Assemble(local []Local, servers []Remote, approvals map[string]Rule, dialer mcp.Dialer,
+// dialer reaches the servers (nil fails their listing, mcp.NoDialerError)
+// and getenv checks their header values (nil means os.Getenv).
+func Assemble(local []Local, servers []Remote, approvals map[string]Rule, dialer mcp.Dialer, getenv func(string) string,
 	bad func(field string, err error)) (reg *tool.Registry, remote tool.Source) {
 	var tools []tool.Tool
 	seen := map[string]bool{}
@@ -48,10 +50,10 @@ func Assemble(local []Local, servers []Remote, approvals map[string]Rule, dialer
 	}
 	var ts *mcp.Toolset
 	if len(servers) > 0 {
-		ts = &mcp.Toolset{Dialer: dialer, Approvals: map[string]tool.Rule{}}
+		ts = &mcp.Toolset{Dialer: dialer, Getenv: getenv, Approvals: map[string]tool.Rule{}}
 	}
 	for _, s := range servers {
-		one := mcp.Toolset{Dialer: dialer, Servers: append(slices.Clone(ts.Servers), s.Server)}
+		one := mcp.Toolset{Dialer: dialer, Getenv: getenv, Servers: append(slices.Clone(ts.Servers), s.Server)}
 		if err := one.Check(); err != nil {
 			var ce *mcp.ConfigError
 			if errors.As(err, &ce) {

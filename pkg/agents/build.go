@@ -32,9 +32,12 @@ type Deps struct {
 	// Tools are Go tools the program registered, which agents may name
 	// besides the built-ins. A name may not be both.
 	Tools []tool.Tool
-	// MCPClient carries the requests to MCP servers; nil means a client on
-	// http.DefaultTransport. Header values are read with Getenv.
-	MCPClient *http.Client
+	// MCP reaches the agents' MCP servers (see package
+	// github.com/baton-run/baton/pkg/mcp/mcpsdk). Nil means none: agents
+	// with servers still build, and their turns fail to list the tools
+	// (mcp.NoDialerError). Build checks header values with Getenv; the
+	// Dialer reads them with its own (mcpsdk.Dialer.Getenv).
+	MCP mcp.Dialer
 	// Declared builds a tool declared in the file (kind lambda or http).
 	// Nil means declared tools are refused.
 	Declared func(d Decl) (tool.Tool, error)
@@ -66,8 +69,7 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 	if err != nil {
 		return nil, &ConfigError{File: name, Err: err}
 	}
-	b := &builder{fsys: fsys, name: name, deps: deps, getenv: getenv, named: named,
-		dialer: mcp.Dialer{HTTPClient: deps.MCPClient, Getenv: getenv}}
+	b := &builder{fsys: fsys, name: name, deps: deps, getenv: getenv, named: named}
 	out := turn.AgentMap{}
 	var errs []error
 	for _, an := range f.names() {
@@ -93,7 +95,6 @@ type builder struct {
 	name   string // the file
 	deps   Deps
 	getenv func(string) string
-	dialer mcp.Dialer
 	named  map[string]tool.Tool
 }
 
@@ -127,7 +128,7 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 		}
 		a.Compaction = comp
 	}
-	a.Tools, a.Remote = Assemble(b.local(c, bad), b.servers(c, bad), c.Approvals, b.dialer, bad)
+	a.Tools, a.Remote = Assemble(b.local(c, bad), b.servers(c, bad), c.Approvals, b.deps.MCP, b.getenv, bad)
 	return a
 }
 

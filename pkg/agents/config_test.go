@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"os"
 	"strings"
 	"testing"
@@ -27,6 +28,7 @@ func deps(t *testing.T) agents.Deps {
 	t.Helper()
 	return agents.Deps{
 		Builtins: tool.Demo(),
+		MCP:      mcpsdk.Dialer{},
 		Providers: map[string]agents.Provider{
 			"fake": func(_ context.Context, c agents.Config, key string) (model.Model, error) {
 				if key != "sk-test" {

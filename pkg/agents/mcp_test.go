@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -26,6 +27,7 @@ func loadWith(t *testing.T, config string, edit func(*agents.Deps)) (turn.AgentM
 		}
 		return getenv(k)
 	}
+	d.MCP = mcpsdk.Dialer{Getenv: d.Getenv}
 	if edit != nil {
 		edit(&d)
 	}

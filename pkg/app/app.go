@@ -21,6 +21,7 @@ import (
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
@@ -206,6 +207,13 @@ type Extras struct {
 	// Providers are the model providers the file's agents may name (see
 	// package providers). A function that runs no model needs none.
 	Providers []Provider
+	// MCP reaches the MCP servers of the file's agents (Go agents bring
+	// their own, baton.Agent.BuildWith): package mcp/mcpsdk has baton's,
+	// and providers.MCP() returns it. Nil means none, so a
+	// function that runs no turn (the operator, the tick) links no MCP
+	// SDK; a turn of an agent with servers then fails to list its tools
+	// (mcp.NoDialerError).
+	MCP mcp.Dialer
 }
 
 // New builds an App on clients.
@@ -301,7 +309,7 @@ func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x 
 
 func loadFile(ctx context.Context, src string, clients *awsenv.Clients, x Extras) (turn.AgentMap, error) {
 	deps := Deps(clients, x.Providers)
-	deps.Tools = x.Tools
+	deps.Tools, deps.MCP = x.Tools, x.MCP
 	switch {
 	case src == "":
 		// The demo tools are the demo agent's built-ins, and no one else's;

@@ -1,9 +1,11 @@
-// Package mcp gives an agent the tools of remote MCP servers, reached over
-// streamable HTTP with the official MCP Go SDK. A Server names a URL,
-// headers read from the environment and an allow list; Dialer.List lists
-// the allowed tools with their annotations mapped onto baton's effects and
-// approval rules, and Dialer.Adapt makes a listing tool.Tools that call the
-// server by name. A Toolset is an agent's servers as the tool.Source a turn
-// lists when it starts; its Approvals are tool.Rules, which fail closed on
-// input they cannot read, so a loose schema lets no call past its rule.
+// Package mcp is the configuration side of an agent's remote MCP servers,
+// and links no MCP SDK. A Server names a URL, headers read from the
+// environment and an allow list; a Toolset is an agent's servers as the
+// tool.Source a turn lists when it starts, and its Approvals are
+// tool.Rules, which fail closed on input they cannot read, so a loose
+// schema lets no call past its rule. The servers are reached through a
+// Dialer the program registers (baton.Config.MCP): package
+// github.com/baton-run/baton/pkg/mcp/mcpsdk is baton's, on the official MCP
+// Go SDK. Without one (the operator, the tick), every listing and call
+// fails with a *NoDialerError.
 package mcp

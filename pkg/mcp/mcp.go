@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -13,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/baton-run/baton/pkg/tool"
 )
@@ -99,134 +95,18 @@ func (s Server) Check() error {
 	return nil
 }
 
-func (s Server) timeout() time.Duration {
+// RequestTimeout is the bound of one request to the server: Timeout, or
+// DefaultTimeout when that is zero.
+func (s Server) RequestTimeout() time.Duration {
 	if s.Timeout > 0 {
 		return s.Timeout
 	}
 	return DefaultTimeout
 }
 
-// Dialer connects to MCP servers. The zero value uses http.DefaultTransport
-// and os.Getenv.
-type Dialer struct {
-	// HTTPClient carries the requests; nil means a client on
-	// http.DefaultTransport. Its Transport is wrapped to add the headers.
-	HTTPClient *http.Client
-	// Getenv reads header values; nil means os.Getenv.
-	Getenv func(string) string
-	// Log receives warnings; nil discards them.
-	Log *slog.Logger
-}
-
-func (d Dialer) log() *slog.Logger {
-	if d.Log != nil {
-		return d.Log
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
-// Tools lists the server's allowed tools and adapts each one to a
-// tool.Tool, in the order of the allow list: Dialer.List, then
-// Dialer.Adapt. See Rules for how annotations map onto baton's rules. A
-// tool without annotations is thus a destructive side effect. Each call
-// connects afresh within the caller's deadline and the server's timeout,
-// so a call to a server that is down ends in an error the model sees,
-// never a hang. Tools fails as List does.
-func (d Dialer) Tools(ctx context.Context, s Server) ([]tool.Tool, error) {
-	ls, err := d.List(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	return d.Adapt(s, ls, nil), nil
-}
-
-// List lists the allowed tools the server lists now, in the order of the
-// allow list, with the rules their annotations imply (see Rules). An
-// allowed tool the server does not list is not offered, and logged. List
-// fails with a *ConfigError when the server's configuration is bad or a
-// header's environment variable is empty, and with an error wrapping
-// tool.ErrUnavailable when the server cannot be reached or listed within
-// ctx and the server's timeout.
-func (d Dialer) List(ctx context.Context, s Server) ([]tool.Listed, error) {
-	if err := s.Check(); err != nil {
-		return nil, err
-	}
-	c, err := d.conn(s)
-	if err != nil {
-		return nil, err
-	}
-	listed := map[string]*sdk.Tool{}
-	err = c.session(ctx, func(ctx context.Context, cs *sdk.ClientSession) error {
-		for t, err := range cs.Tools(ctx, nil) {
-			if err != nil {
-				return err
-			}
-			listed[t.Name] = t
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("mcp server %q: list tools: %w (%w)", s.Name, tool.ErrUnavailable, err)
-	}
-	out := make([]tool.Listed, 0, len(s.Allow))
-	for _, name := range s.Allow {
-		t, ok := listed[name]
-		if !ok {
-			d.log().WarnContext(ctx, "mcp server does not list an allowed tool; it is not offered", "server", s.Name, "tool", name)
-			continue
-		}
-		schema, err := json.Marshal(t.InputSchema)
-		if err != nil {
-			return nil, fmt.Errorf("mcp server %q: tool %q: input schema: %w", s.Name, t.Name, err)
-		}
-		if string(schema) == "null" {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		effect, idempotent, destructive := Rules(t.Annotations)
-		out = append(out, tool.Listed{Source: s.Name, Name: t.Name, Description: t.Description, Schema: schema,
-			Effect: effect, Idempotent: idempotent, Approval: destructive})
-	}
-	return out, nil
-}
-
-// Adapt makes listed tools of the server callable. Each call goes to the
-// server by name on a fresh session, so a tool the server no longer has,
-// or a server that is down, ends in an error the model sees. A listed tool
-// the allow list no longer names, or from another server, is refused at
-// call time. approvals replace the approval rule of the named tools; any
-// other listed with Approval needs approval for every call.
-func (d Dialer) Adapt(s Server, listed []tool.Listed, approvals map[string]tool.Rule) []tool.Tool {
-	c, cerr := d.conn(s)
-	out := make([]tool.Tool, 0, len(listed))
-	for _, l := range listed {
-		t := tool.Tool{Name: l.Name, Description: l.Description, Schema: l.Schema, Effect: l.Effect, Idempotent: l.Idempotent}
-		switch {
-		case l.Source != s.Name:
-			t.Run = refuse(fmt.Errorf("tool %s belongs to mcp server %q, not %q", l.Name, l.Source, s.Name))
-		case !slices.Contains(s.Allow, l.Name):
-			t.Run = refuse(fmt.Errorf("mcp server %q: tool %s is no longer allowed", s.Name, l.Name))
-		case cerr != nil:
-			t.Run = refuse(cerr)
-		default:
-			t.Run = c.call
-		}
-		if rule, ok := approvals[l.Name]; ok {
-			t.NeedsApproval = rule.Needs
-		} else if l.Approval {
-			t.NeedsApproval = tool.Always
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
-func refuse(err error) func(context.Context, tool.Call) (json.RawMessage, error) {
-	return func(context.Context, tool.Call) (json.RawMessage, error) { return nil, err }
-}
-
-// conn reads the server's header values and makes its connection.
-func (d Dialer) conn(s Server) (*conn, error) {
-	getenv := d.Getenv
+// Headers reads the server's header values with getenv (nil means
+// os.Getenv); an unset or empty variable is a *ConfigError.
+func (s Server) Headers(getenv func(string) string) (http.Header, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -239,163 +119,50 @@ func (d Dialer) conn(s Server) (*conn, error) {
 		}
 		headers.Set(h, v)
 	}
-	return &conn{server: s, base: d.HTTPClient, headers: headers}, nil
+	return headers, nil
 }
 
-// conn reaches one server.
-type conn struct {
-	server  Server
-	base    *http.Client // nil for a default client
-	headers http.Header
+// Dialer reaches MCP servers: it lists a server's allowed tools and makes
+// a listing callable. This package holds no client, so a program that
+// reaches no server links no MCP SDK; package
+// github.com/baton-run/baton/pkg/mcp/mcpsdk has baton's, on the official
+// MCP Go SDK, and a program registers it (baton.Config.MCP).
+type Dialer interface {
+	// List lists the allowed tools the server lists now, in the order of
+	// the allow list, with the rules their annotations imply. It fails
+	// with a *ConfigError when the configuration is bad or a header's
+	// variable is empty, and with an error wrapping tool.ErrUnavailable
+	// when the server cannot be reached or listed.
+	List(ctx context.Context, s Server) ([]tool.Listed, error)
+	// Adapt makes listed tools of the server callable (see Tool for their
+	// rules). A listed tool of another server, or one the allow list no
+	// longer names, is refused at call time.
+	Adapt(s Server, listed []tool.Listed, approvals map[string]tool.Rule) []tool.Tool
 }
 
-// client returns an HTTP client that adds the server's headers and ends
-// every request, including the SDK's clean-up requests, once bound is done.
-func (c *conn) client(bound context.Context) *http.Client {
-	hc := http.Client{}
-	if c.base != nil {
-		hc = *c.base
-	}
-	rt := hc.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	hc.Transport = transport{base: rt, headers: c.headers, bound: bound}
-	return &hc
+// NoDialerError is the error of listing or calling MCP tools in a program
+// that registered no Dialer.
+type NoDialerError struct{ Server string }
+
+func (e *NoDialerError) Error() string {
+	return fmt.Sprintf("mcp server %q: this program registers no MCP client: set baton.Config.MCP (providers.MCP() registers baton's)", e.Server)
 }
 
-// transport adds fixed headers to every request and cancels it when
-// bound is done.
-type transport struct {
-	base    http.RoundTripper
-	headers http.Header
-	bound   context.Context
+// Tool is a listed tool with its rules and no Run: approvals replace the
+// approval rule of the named tools; any other listed with Approval needs
+// approval for every call. A Dialer's Adapt sets Run.
+func Tool(l tool.Listed, approvals map[string]tool.Rule) tool.Tool {
+	t := tool.Tool{Name: l.Name, Description: l.Description, Schema: l.Schema, Effect: l.Effect, Idempotent: l.Idempotent}
+	if rule, ok := approvals[l.Name]; ok {
+		t.NeedsApproval = rule.Needs
+	} else if l.Approval {
+		t.NeedsApproval = tool.Always
+	}
+	return t
 }
 
-func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	ctx, cancel := context.WithCancel(r.Context())
-	stop := context.AfterFunc(t.bound, cancel)
-	done := func() {
-		stop()
-		cancel()
-	}
-	r = r.Clone(ctx)
-	for h, vs := range t.headers {
-		r.Header[h] = vs
-	}
-	resp, err := t.base.RoundTrip(r)
-	if err != nil {
-		done()
-		return nil, err
-	}
-	resp.Body = &body{ReadCloser: resp.Body, done: done}
-	return resp, nil
-}
-
-// body releases its request's context when closed.
-type body struct {
-	io.ReadCloser
-	done func()
-}
-
-func (b *body) Close() error {
-	err := b.ReadCloser.Close()
-	b.done()
-	return err
-}
-
-// session runs f on a fresh session, bounded by the server's timeout, and
-// closes the session. Nothing it starts outlives ctx.
-func (c *conn) session(ctx context.Context, f func(context.Context, *sdk.ClientSession) error) error {
-	ctx, cancel := context.WithTimeout(ctx, c.server.timeout())
-	defer cancel()
-	cl := sdk.NewClient(&sdk.Implementation{Name: "baton", Version: "v1"}, nil)
-	cs, err := cl.Connect(ctx, &sdk.StreamableClientTransport{
-		Endpoint:             c.server.URL,
-		HTTPClient:           c.client(ctx),
-		MaxRetries:           -1,
-		DisableStandaloneSSE: true,
-	}, nil)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", c.server.URL, err)
-	}
-	defer cs.Close()
-	return f(ctx, cs)
-}
-
-// Rules maps a tool's MCP annotations onto baton's: its effect, whether it
-// is idempotent, and whether it is destructive (then every call needs
-// approval unless the agent says otherwise). Nil annotations take MCP's
-// defaults: not read-only, destructive, not idempotent.
-func Rules(a *sdk.ToolAnnotations) (effect tool.Effect, idempotent, destructive bool) {
-	if a == nil {
-		return tool.External, false, true
-	}
-	if a.ReadOnlyHint {
-		return tool.Read, true, false
-	}
-	return tool.External, a.IdempotentHint, a.DestructiveHint == nil || *a.DestructiveHint
-}
-
-// call runs one tool call on a fresh session. A protocol error, an
-// unreachable server or a result the server marks as an error all come
-// back as an error, which the model sees as the tool's error result.
-func (c *conn) call(ctx context.Context, call tool.Call) (json.RawMessage, error) {
-	var args map[string]any
-	if len(call.Input) > 0 {
-		if err := json.Unmarshal(call.Input, &args); err != nil {
-			return nil, fmt.Errorf("mcp tool %s: input: %w", call.Name, err)
-		}
-	}
-	var res *sdk.CallToolResult
-	err := c.session(ctx, func(ctx context.Context, cs *sdk.ClientSession) error {
-		p := &sdk.CallToolParams{Name: call.Name, Arguments: args}
-		if call.IdempotencyKey != "" {
-			p.Meta = sdk.Meta{IdempotencyKeyMeta: call.IdempotencyKey}
-		}
-		var err error
-		res, err = cs.CallTool(ctx, p)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("mcp server %q: tool %s: %w", c.server.Name, call.Name, err)
-	}
-	if res.IsError {
-		return nil, fmt.Errorf("mcp server %q: tool %s failed: %s", c.server.Name, call.Name, text(res.Content))
-	}
-	if res.StructuredContent != nil {
-		return json.Marshal(res.StructuredContent)
-	}
-	if s, ok := onlyText(res.Content); ok {
-		if json.Valid([]byte(s)) {
-			return json.RawMessage(s), nil
-		}
-		return json.Marshal(s)
-	}
-	return json.Marshal(res.Content)
-}
-
-// onlyText joins the content when it is all text.
-func onlyText(cs []sdk.Content) (string, bool) {
-	var parts []string
-	for _, c := range cs {
-		t, ok := c.(*sdk.TextContent)
-		if !ok {
-			return "", false
-		}
-		parts = append(parts, t.Text)
-	}
-	return strings.Join(parts, "\n"), true
-}
-
-// text renders content for an error message.
-func text(cs []sdk.Content) string {
-	if s, ok := onlyText(cs); ok {
-		return s
-	}
-	b, err := json.Marshal(cs)
-	if err != nil {
-		return "(unreadable content)"
-	}
-	return string(b)
+// Refuse is a tool's Run that fails every call with err, which the model
+// sees.
+func Refuse(err error) func(context.Context, tool.Call) (json.RawMessage, error) {
+	return func(context.Context, tool.Call) (json.RawMessage, error) { return nil, err }
 }

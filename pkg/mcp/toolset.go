@@ -11,7 +11,12 @@ import (
 // their allowed tools when it starts, and calls the tools it recorded by
 // name on their servers.
 type Toolset struct {
-	Dialer  Dialer
+	// Dialer reaches the servers; nil (a program that registers no MCP
+	// client, such as the operator or the tick) fails every listing and
+	// call with a *NoDialerError.
+	Dialer Dialer
+	// Getenv reads header values for Check; nil means os.Getenv.
+	Getenv  func(string) string
 	Servers []Server
 	// Approvals replace the approval rule of the named tools. They are
 	// tool.Rules, which fail closed on input they cannot read, so a loose
@@ -33,7 +38,7 @@ func (ts Toolset) Check() error {
 			return &ConfigError{Server: s.Name, Field: "name", Err: fmt.Errorf("another server has that name")}
 		}
 		servers[s.Name] = true
-		if _, err := ts.Dialer.conn(s); err != nil {
+		if _, err := s.Headers(ts.Getenv); err != nil {
 			return err
 		}
 		for _, n := range s.Allow {
@@ -51,6 +56,9 @@ func (ts Toolset) Check() error {
 func (ts Toolset) List(ctx context.Context) ([]tool.Listed, error) {
 	var out []tool.Listed
 	for _, s := range ts.Servers {
+		if ts.Dialer == nil {
+			return nil, &NoDialerError{Server: s.Name}
+		}
 		ls, err := ts.Dialer.List(ctx, s)
 		if err != nil {
 			return nil, err
@@ -62,7 +70,7 @@ func (ts Toolset) List(ctx context.Context) ([]tool.Listed, error) {
 
 // Tools makes listed tools callable on their servers (Dialer.Adapt), in
 // the order listed. A tool of a server no longer configured is refused at
-// call time.
+// call time, and so is every tool without a Dialer.
 func (ts Toolset) Tools(listed []tool.Listed) []tool.Tool {
 	servers := map[string]Server{}
 	for _, s := range ts.Servers {
@@ -71,9 +79,12 @@ func (ts Toolset) Tools(listed []tool.Listed) []tool.Tool {
 	out := make([]tool.Tool, 0, len(listed))
 	for _, l := range listed {
 		s, ok := servers[l.Source]
-		if !ok {
-			t := ts.Dialer.Adapt(Server{Name: l.Source}, []tool.Listed{l}, ts.Approvals)[0]
-			t.Run = refuse(fmt.Errorf("mcp server %q is no longer configured", l.Source))
+		if !ok || ts.Dialer == nil {
+			t := Tool(l, ts.Approvals)
+			t.Run = Refuse(fmt.Errorf("mcp server %q is no longer configured", l.Source))
+			if ok {
+				t.Run = Refuse(&NoDialerError{Server: l.Source})
+			}
 			out = append(out, t)
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/pkg/mcp"
+	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"github.com/baton-run/baton/pkg/mcp/mcptest"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -21,7 +22,7 @@ import (
 func mcpAgent(t testing.TB, url string, m model.Model, lim turn.Limits) *turn.Agent {
 	t.Helper()
 	a := demoAgent(t, m, lim)
-	a.Remote = mcp.Toolset{Dialer: mcp.Dialer{Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+	a.Remote = mcp.Toolset{Dialer: mcpsdk.Dialer{Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
 		Servers: []mcp.Server{{Name: "files", URL: url, Allow: []string{mcptest.Lookup}}}}
 	return a
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"github.com/baton-run/baton/providers/mcp"
 	"log"
 	"net/http/httptest"
 	"os"
@@ -30,6 +31,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	cfg.MCP = mcp.Client() // the CRM's tools are reached over MCP
 	if err := dev.Run(ctx, cfg, dev.Options{Out: os.Stdout}); err != nil {
 		log.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"github.com/baton-run/baton/providers/mcp"
 	"log"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -16,6 +17,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	cfg.MCP = mcp.Client() // the CRM's tools are reached over MCP
 	app, err := baton.New(context.Background(), cfg)
 	if err != nil {
 		log.Fatal(err)

@@ -1,4 +1,4 @@
-package mcp_test
+package mcpsdk_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/pkg/mcp"
+	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"github.com/baton-run/baton/pkg/mcp/mcptest"
 	"github.com/baton-run/baton/pkg/tool"
 )
@@ -26,7 +27,7 @@ func BenchmarkCall(b *testing.B) {
 	srv := mcptest.Start()
 	defer srv.Close()
 	rt := &counting{}
-	d := mcp.Dialer{HTTPClient: &http.Client{Transport: rt}, Getenv: dialer.Getenv}
+	d := mcpsdk.Dialer{HTTPClient: &http.Client{Transport: rt}, Getenv: dialer.Getenv}
 	tools, err := d.Tools(context.Background(), server(srv.URL))
 	if err != nil {
 		b.Fatal(err)
@@ -49,7 +50,7 @@ func BenchmarkList(b *testing.B) {
 	srv := mcptest.Start()
 	defer srv.Close()
 	rt := &counting{}
-	ts := mcp.Toolset{Dialer: mcp.Dialer{HTTPClient: &http.Client{Transport: rt}, Getenv: dialer.Getenv},
+	ts := mcp.Toolset{Dialer: mcpsdk.Dialer{HTTPClient: &http.Client{Transport: rt}, Getenv: dialer.Getenv},
 		Servers: []mcp.Server{server(srv.URL)}}
 	var listed []tool.Listed
 	for b.Loop() {

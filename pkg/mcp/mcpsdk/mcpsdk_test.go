@@ -1,4 +1,4 @@
-package mcp_test
+package mcpsdk_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/mcp"
+	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"github.com/baton-run/baton/pkg/mcp/mcptest"
 	"github.com/baton-run/baton/pkg/tool"
 )
@@ -26,7 +27,7 @@ func server(url string) mcp.Server {
 		Allow:     []string{mcptest.Lookup, mcptest.Delete, mcptest.SetFlag}}
 }
 
-var dialer = mcp.Dialer{Getenv: env(map[string]string{"FILES_TOKEN": "Bearer s3cret"})}
+var dialer = mcpsdk.Dialer{Getenv: env(map[string]string{"FILES_TOKEN": "Bearer s3cret"})}
 
 func TestToolsListsAllowedToolsWithTheirRules(t *testing.T) {
 	srv := mcptest.Start()
@@ -121,7 +122,7 @@ func TestToolsRefusesBadConfiguration(t *testing.T) {
 	ctx := context.Background()
 	for name, c := range map[string]struct {
 		s     mcp.Server
-		d     mcp.Dialer
+		d     mcpsdk.Dialer
 		field string
 		want  string
 	}{
@@ -129,7 +130,7 @@ func TestToolsRefusesBadConfiguration(t *testing.T) {
 		"bad url":             {mcp.Server{Name: "f", URL: "files.local", Allow: []string{"x"}}, dialer, "url", "absolute http"},
 		"no name":             {mcp.Server{URL: srv.URL, Allow: []string{"x"}}, dialer, "name", "missing"},
 		"bad header":          {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"x"}, HeaderEnv: map[string]string{"X Y": "V"}}, dialer, "headerEnv.X Y", "header name"},
-		"empty header env":    {server(srv.URL), mcp.Dialer{Getenv: env(nil)}, "headerEnv.Authorization", "FILES_TOKEN is empty"},
+		"empty header env":    {server(srv.URL), mcpsdk.Dialer{Getenv: env(nil)}, "headerEnv.Authorization", "FILES_TOKEN is empty"},
 		"repeated allow name": {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"lookup", "lookup"}}, dialer, "allow", "repeated"},
 		"negative timeout":    {mcp.Server{Name: "f", URL: srv.URL, Allow: []string{"x"}, Timeout: -1}, dialer, "timeout", "negative"},
 	} {
@@ -225,7 +226,7 @@ func TestToolsetCallsRecordedToolsByName(t *testing.T) {
 	ctx := context.Background()
 	s := server(srv.URL)
 	s.Allow = append(s.Allow, "not_yet")
-	ts := mcp.Toolset{Dialer: dialer, Servers: []mcp.Server{s},
+	ts := mcp.Toolset{Dialer: dialer, Getenv: dialer.Getenv, Servers: []mcp.Server{s},
 		Approvals: map[string]tool.Rule{mcptest.SetFlag: {Always: true}}}
 	if err := ts.Check(); err != nil {
 		t.Fatal(err)
@@ -274,7 +275,7 @@ func TestToolsetCallsRecordedToolsByName(t *testing.T) {
 func TestToolsetApprovalsFailClosed(t *testing.T) {
 	listed := []tool.Listed{{Source: "files", Name: mcptest.Delete, Schema: json.RawMessage(`{"type":"object"}`),
 		Effect: tool.External, Approval: true}}
-	ts := mcp.Toolset{Dialer: dialer, Servers: []mcp.Server{server("http://127.0.0.1:1")},
+	ts := mcp.Toolset{Dialer: dialer, Getenv: dialer.Getenv, Servers: []mcp.Server{server("http://127.0.0.1:1")},
 		Approvals: map[string]tool.Rule{mcptest.Delete: {PathPrefix: &tool.PrefixRule{Field: "path", Prefix: "/srv/keep"}}}}
 	del := ts.Tools(listed)[0]
 	for in, want := range map[string]bool{

@@ -1,0 +1,28 @@
+// Package anthropic registers the "anthropic" model provider (the Messages
+// API) with a program: baton.Config{Providers: []baton.Provider{anthropic.Provider()}}.
+// Only a program that imports it links the Anthropic SDK.
+package anthropic
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/baton-run/baton/pkg/agents"
+	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/provider/anthropic"
+)
+
+// Provider is the "anthropic" provider.
+func Provider() app.Provider {
+	return app.Provider{Name: "anthropic", Build: func(_ *awsenv.Clients, hc *http.Client) agents.Provider {
+		return func(_ context.Context, c agents.Config, key string) (model.Model, error) {
+			m, err := anthropic.New(anthropic.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL, HTTPClient: hc})
+			if err != nil {
+				return nil, err
+			}
+			return m, nil
+		}
+	}}
+}
