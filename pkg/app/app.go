@@ -186,13 +186,10 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 		return nil, err
 	}
 	waker := wake.NewSQS(clients.SQS, env.QueueURL)
-	ss := &session.Store{
-		Facts:   dynamo.New(clients.DynamoDB, env.Table),
-		Streams: streams.New(clients.S3, env.Bucket),
-		Waker:   waker,
-		// Posts apply each agent's steering policy.
-		Steering: agentMap.Steering,
-	}
+	ss := session.New(dynamo.New(clients.DynamoDB, env.Table), streams.New(clients.S3, env.Bucket))
+	ss.Waker = waker
+	// Posts apply each agent's steering policy.
+	ss.Steering = agentMap.Steering
 	return &App{
 		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log,
 		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log},

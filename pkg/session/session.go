@@ -61,10 +61,14 @@ type Session struct {
 	History []conversation.Message
 }
 
-// Store loads and commits sessions.
+// Store loads and commits sessions. It is the one way into storage: the
+// fact log and the stream store it is built on (New) are reached only
+// through its methods, grouped by purpose: loading and committing
+// (session.go), operator transitions (ops.go), chat (chat.go), reads of
+// the fact log (read.go), turn streams (stream.go) and usage (usage.go).
 type Store struct {
-	Facts   *dynamo.Store
-	Streams *streams.Store
+	facts   FactLog
+	streams StreamStore
 	// Waker, when set, is told after commits that need a turn to run.
 	Waker wake.Waker
 	// Now is the clock; nil means time.Now.
@@ -76,6 +80,12 @@ type Store struct {
 	receipt *Receipt // see WithReceipt
 	base    *Store   // the store WithReceipt was called on
 	lanes   atomic.Pointer[lanes]
+}
+
+// New is a session store on a fact log and a stream store; set Waker, Now
+// and Steering on it before first use.
+func New(facts FactLog, streams StreamStore) *Store {
+	return &Store{facts: facts, streams: streams}
 }
 
 // Receipt asks a write to store, in its own transaction, the answer to the
@@ -94,7 +104,7 @@ type Receipt struct {
 // with an error matching ErrReceiptTaken, writing nothing, when rc's key
 // is already taken.
 func (s *Store) WithReceipt(rc *Receipt) *Store {
-	return &Store{Facts: s.Facts, Streams: s.Streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, receipt: rc, base: s.root()}
+	return &Store{facts: s.facts, streams: s.streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, receipt: rc, base: s.root()}
 }
 
 func (s *Store) root() *Store {
@@ -156,13 +166,13 @@ func (s *Store) enter(ctx context.Context, id string) (l *lane, leave func(), er
 // appendFacts writes facts and next, with the store's receipt if it has one.
 func (s *Store) appendFacts(ctx context.Context, id string, next reducer.State, facts []reducer.Fact) error {
 	if s.receipt == nil {
-		return s.Facts.Append(ctx, id, next, facts...)
+		return s.facts.Append(ctx, id, next, facts...)
 	}
 	answer, err := s.receipt.Answer(next, facts)
 	if err != nil {
 		return fmt.Errorf("session: receipt answer: %w", err)
 	}
-	return s.Facts.AppendWithReceipt(ctx, id, next, &dynamo.Receipt{
+	return s.facts.AppendWithReceipt(ctx, id, next, &dynamo.Receipt{
 		Key: s.receipt.Key, Request: s.receipt.Request, Answer: answer, Expires: s.receipt.Expires,
 	}, facts...)
 }
@@ -181,7 +191,7 @@ func (s *Store) now() time.Time {
 // the newest snapshot, and that snapshot. It does not read the open turn's
 // stream.
 func (s *Store) Load(ctx context.Context, id string) (*Session, error) {
-	facts, err := s.Facts.Tail(ctx, id)
+	facts, err := s.facts.Tail(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("session: load %s: %w", id, err)
 	}
@@ -192,7 +202,7 @@ func (s *Store) Load(ctx context.Context, id string) (*Session, error) {
 	base := reducer.State{}
 	if snap := facts[0]; snap.Snapshot != "" {
 		var sn Snapshot
-		if err := s.Streams.GetSnapshot(ctx, snap.Snapshot, &sn); err != nil {
+		if err := s.streams.GetSnapshot(ctx, snap.Snapshot, &sn); err != nil {
 			return nil, fmt.Errorf("session: load %s: snapshot at %d: %w", id, snap.Seq, err)
 		}
 		if err := checkSnapshot(id, snap, sn); err != nil {
@@ -275,7 +285,7 @@ func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, 
 		started[e.ToolCallID] = true
 	}
 	snap := Snapshot{Session: sess.ID, State: next, Messages: conversation.Close(sess.History, st.Turn.Messages, turn, outcome, started)}
-	if err := s.Streams.PutSnapshot(ctx, f.Snapshot, snap); err != nil {
+	if err := s.streams.PutSnapshot(ctx, f.Snapshot, snap); err != nil {
 		return reducer.State{}, fmt.Errorf("session: snapshot %s: %w", sess.ID, err)
 	}
 	if err := s.appendFacts(ctx, sess.ID, next, facts); err != nil {
@@ -304,7 +314,7 @@ func (s *Store) Compact(ctx context.Context, sess *Session, history []conversati
 	if err != nil {
 		return reducer.State{}, err
 	}
-	if err := s.Streams.PutSnapshot(ctx, f.Snapshot, Snapshot{Session: sess.ID, State: next, Messages: history}); err != nil {
+	if err := s.streams.PutSnapshot(ctx, f.Snapshot, Snapshot{Session: sess.ID, State: next, Messages: history}); err != nil {
 		return reducer.State{}, fmt.Errorf("session: compacted snapshot of %s: %w", sess.ID, err)
 	}
 	if err := s.appendFacts(ctx, sess.ID, next, []reducer.Fact{f}); err != nil {

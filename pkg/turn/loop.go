@@ -816,7 +816,7 @@ func (ru *run) closeIfEnded(ctx context.Context) {
 	if err != nil || (sess.State.Turn != nil && sess.State.Turn.ID == ru.out.Turn) {
 		return
 	}
-	if err := session.CloseStream(ctx, ru.r.Sessions.Streams, ru.sink, streams.Cancelled, "cancelled"); err != nil {
+	if err := ru.r.Sessions.CloseStream(ctx, ru.sink, streams.Cancelled, "cancelled"); err != nil {
 		ru.r.log().WarnContext(ctx, "close the stream of an ended turn", "session", ru.out.Session, "err", err)
 	}
 }
@@ -864,7 +864,7 @@ func (ru *run) recordUnwritten(ctx context.Context) {
 		return
 	}
 	id := ru.out.Session
-	fs, err := ru.r.Sessions.Facts.Facts(ctx, id, ru.sess.State.LastSeq)
+	fs, err := ru.r.Sessions.Facts(ctx, id, ru.sess.State.LastSeq)
 	if err != nil {
 		ru.r.log().WarnContext(ctx, "read the facts of an ended turn", "session", id, "err", err)
 		return

@@ -125,7 +125,7 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 	turnID := ids.New("turn")
 	// A stream exists from its first chunk, so a losing Start leaves nothing
 	// behind: its Close writes nothing.
-	sink := r.Sessions.Streams.Open(id, turnID)
+	sink := r.Sessions.OpenStream(id, turnID)
 	next, err := r.Sessions.Append(ctx, id, st, reducer.Fact{
 		Type: reducer.TurnStarted, Actor: agentActor(turnID), Turn: turnID, Stream: turnID,
 		Lease: deadline.Add(lim.LeaseGrace),
@@ -185,7 +185,7 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 		return Outcome{}, err
 	}
 	sess.State = next
-	sink, parts, err := r.Sessions.Streams.Resume(ctx, id, t.Stream)
+	sink, parts, err := r.Sessions.ResumeStream(ctx, id, t.Stream)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("turn: resume %s: %w", id, err)
 	}
