@@ -8,8 +8,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -31,27 +33,37 @@ func main() {
 		stop()
 		os.Exit(code)
 	}
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "baton:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// run runs dev or provision. Asked for help (-h, -help or --help before
+// any "--"), either prints its help to stdout and does nothing else.
+func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("usage: baton dev | baton provision")
 	}
+	help, _ := cli.Help(args[0])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	switch args[0] {
 	case "dev":
 		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+		fs.SetOutput(stdout)
+		fs.Usage = func() {
+			fmt.Fprint(stdout, help, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
 		opts := dev.Options{}
 		fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "operator API address")
 		fs.StringVar(&opts.DataDir, "data", ".baton/data", "where the embedded emulator keeps its data")
 		fs.StringVar(&opts.AgentFile, "agents", "", "agent config file (default: the embedded demo agent)")
 		fs.DurationVar(&opts.Tick, "tick", 10*time.Second, "how often the tick runs")
-		if err := fs.Parse(args[1:]); err != nil {
+		if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
+			return nil
+		} else if err != nil {
 			return err
 		}
 		// kumo reads KUMO_DATA_DIR when the process starts, so set it and
@@ -64,6 +76,16 @@ func run(args []string) error {
 		// and its dev server are programs of the public API.
 		return dev.Run(ctx, baton.Config{Tools: baton.DemoTools()}, opts)
 	case "provision":
+		fs := flag.NewFlagSet("provision", flag.ContinueOnError)
+		fs.SetOutput(stdout)
+		fs.Usage = func() { fmt.Fprint(stdout, help) }
+		if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
+			return nil
+		} else if err != nil {
+			return err
+		} else if fs.NArg() > 0 {
+			return fmt.Errorf("provision takes no arguments, got %q", fs.Args())
+		}
 		clients, err := awsenv.Load(ctx)
 		if err != nil {
 			return err
@@ -72,7 +94,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("BATON_TABLE=%s\nBATON_BUCKET=%s\nBATON_QUEUE_URL=%s\n", res.Table, res.Bucket, res.QueueURL)
+		fmt.Fprintf(stdout, "BATON_TABLE=%s\nBATON_BUCKET=%s\nBATON_QUEUE_URL=%s\n", res.Table, res.Bucket, res.QueueURL)
 		return nil
 	}
 	return fmt.Errorf("unknown command %q: want dev or provision", args[0])

@@ -76,11 +76,15 @@ func TestChatBadInput(t *testing.T) {
 	if after := factCount(t, ctx, owner, taken); after != before {
 		t.Errorf("refused requests wrote %d facts", after-before)
 	}
-	// Another caller cannot read, resume or stop the chat either.
+	// Another caller cannot read, resume or stop the chat either. Its
+	// resume answers as for a chat that does not exist: 204, empty.
 	m := client{t: t, who: "mallory"}
-	for _, r := range []struct{ method, path string }{{"GET", "/chat/" + taken + "/stream"}, {"POST", "/chat/" + taken + "/stop"}, {"GET", "/sessions/" + taken}} {
-		if code, body := m.call(ctx, r.method, r.path, "", nil); code != http.StatusNotFound || strings.Contains(body, "erin") {
-			t.Errorf("%s %s by another caller: %d %s", r.method, r.path, code, body)
+	for _, r := range []struct {
+		method, path string
+		status       int
+	}{{"GET", "/chat/" + taken + "/stream", 204}, {"GET", "/chat/" + taken + "/messages", 200}, {"POST", "/chat/" + taken + "/stop", 404}, {"GET", "/sessions/" + taken, 404}} {
+		if code, body := m.call(ctx, r.method, r.path, "", nil); code != r.status || strings.Contains(body, "erin") || strings.Contains(body, "tool") {
+			t.Errorf("%s %s by another caller: %d %s, want %d", r.method, r.path, code, body, r.status)
 		}
 	}
 	if code, body := owner.call(ctx, "GET", "/chat/"+taken+"/stream", "", nil); code != http.StatusOK || !strings.Contains(body, "tool-approval-request") {

@@ -89,7 +89,9 @@ type handler struct {
 //
 //	POST /chat                 the AI SDK's chat request → the turn's UI message stream (SSE)
 //	GET  /chat/{id}/stream     the open turn's stream from its start, or 204 when none is open
+//	                           (or the chat does not exist for the caller)
 //	POST /chat/{id}/stop       cancel the open turn → 202
+//	GET  /chat/{id}/messages   the chat's messages as UIMessage[] ([] for a chat the caller has not)
 //
 // A chat id is the caller's own: its session's id is SessionID(caller,
 // chat id), and the operator API's session routes accept the chat id for
@@ -226,6 +228,15 @@ func (h *handler) owned(ctx context.Context, r *http.Request, caller string) (st
 // before an answer starts.
 func (h *handler) budgeted(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, h.Budget)
+}
+
+// notFound reports whether err says the chat does not exist for the
+// caller: no such chat, or another caller's.
+func notFound(err error) bool {
+	if ae, ok := errors.AsType[*httpjson.Refusal](err); ok {
+		return ae.Status == http.StatusNotFound
+	}
+	return errors.Is(err, session.ErrNotFound) || errors.Is(err, dynamo.ErrNotFound)
 }
 
 func (h *handler) stop(w http.ResponseWriter, r *http.Request, caller string) error {

@@ -190,3 +190,21 @@ func TestChatStopEndsALiveResponse(t *testing.T) {
 		t.Fatalf("stopped response (done %v) ends with %+v: %v", done, last, types(chunks))
 	}
 }
+
+// TestResumeNewChat: a client opening a chat that does not exist yet with
+// resume on (useChat's resume: true) gets 204 and no error, for any
+// version, and the request creates nothing.
+func TestResumeNewChat(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := newID("fresh")
+	for _, v := range []string{"", "5", "6", "7"} {
+		c := client{t: t, who: "alice", version: v}
+		if code, body := c.call(ctx, "GET", "/chat/"+id+"/stream", "", nil); code != http.StatusNoContent || body != "" {
+			t.Errorf("version %q: resume of a new chat: %d %q, want 204", v, code, body)
+		}
+	}
+	if code, _ := (client{t: t, who: "alice"}).call(ctx, "GET", "/sessions/"+id, "", nil); code != http.StatusNotFound {
+		t.Errorf("the resume created the chat: %d", code)
+	}
+}

@@ -12,9 +12,10 @@ import (
 // template (test/template_test.go checks template.yaml against it).
 func (h *handler) routes() map[string]httpjson.Handler {
 	return map[string]httpjson.Handler{
-		"POST /chat":            h.post,
-		"GET /chat/{id}/stream": h.resume,
-		"POST /chat/{id}/stop":  h.stop,
+		"POST /chat":              h.post,
+		"GET /chat/{id}/stream":   h.resume,
+		"POST /chat/{id}/stop":    h.stop,
+		"GET /chat/{id}/messages": h.messages,
 	}
 }
 

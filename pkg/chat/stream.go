@@ -24,7 +24,7 @@ import (
 func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) error {
 	ctx, cancel := h.budgeted(r.Context())
 	defer cancel()
-	v, err := parseVersion(r)
+	v, err := ParseVersion(r)
 	if err != nil {
 		return err
 	}
@@ -189,15 +189,21 @@ func (h *handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Req
 
 // resume handles GET /chat/{id}/stream: the open turn's stream from its
 // start, live until it ends or waits for a person; 204 when no turn is
-// open.
+// open, and for a chat that does not exist (yet) or is another caller's,
+// so that a client opening a new chat with resume on sees no error and
+// learns nothing of other callers' chats.
 func (h *handler) resume(w http.ResponseWriter, r *http.Request, caller string) error {
 	ctx, cancel := h.budgeted(r.Context())
 	defer cancel()
-	v, err := parseVersion(r)
+	v, err := ParseVersion(r)
 	if err != nil {
 		return err
 	}
 	id, hd, err := h.owned(ctx, r, caller)
+	if notFound(err) {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -42,9 +42,10 @@ const (
 	V7          Version = 7
 )
 
-// parseVersion reads the version header: empty, or a major of 5, 6 or 7,
-// optionally followed by a minor and patch ("6", "6.0.12").
-func parseVersion(r *http.Request) (Version, error) {
+// ParseVersion reads the version header: empty, or a major of 5, 6 or 7,
+// optionally followed by a minor and patch ("6", "6.0.12"). Any other
+// value is refused with a 400 *httpjson.Refusal.
+func ParseVersion(r *http.Request) (Version, error) {
 	h := strings.TrimSpace(r.Header.Get(VersionHeader))
 	if h == "" {
 		return Unversioned, nil

@@ -36,7 +36,8 @@ var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "d
 const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
 
 Local:
-  baton dev                                 run the dev server (emulator, demo agent, API on 127.0.0.1:8080)
+  baton dev [--addr A] [--data DIR] [--agents FILE] [--tick D]
+                                            run the dev server (emulator, demo agent, API on 127.0.0.1:8080)
   baton provision                           create the table, bucket and queues at AWS_ENDPOINT_URL
 
 Client of the operator API:
@@ -60,7 +61,7 @@ Client of the operator API:
   baton schedule SESSION --cron "M H DoM Mon DoW" --text TEXT
                                             post TEXT at each occurrence (UTC); replaces any schedule
   baton schedule SESSION --clear            remove the schedule
-  baton help                                this text
+  baton help [COMMAND]                      this text, or COMMAND's help (as COMMAND --help)
 
 Flags go before or after the arguments; "--" ends them. Every client command takes --api.
 
@@ -82,6 +83,46 @@ Exit codes:
 
 Errors go to stderr as "baton: COMMAND: MESSAGE", MESSAGE being the server's when it answered.
 `
+
+// helpRequest is a command line asking a command for its help (-h,
+// -help or --help among its flags): the command does nothing else.
+type helpRequest struct{ fs *flag.FlagSet }
+
+func (e *helpRequest) Error() string { return "help requested" }
+func (e *helpRequest) Unwrap() error { return flag.ErrHelp }
+
+// Help returns the help of command name (as "baton help NAME" and "baton
+// NAME --help" print it): its lines of Usage, then what every client
+// command shares. False for a command Usage does not list.
+func Help(name string) (string, bool) {
+	if name == "" || strings.ContainsAny(name, " \t") {
+		return "", false
+	}
+	var b strings.Builder
+	in := false
+	for line := range strings.Lines(Usage) {
+		switch {
+		case strings.HasPrefix(line, "  baton "+name+" ") || strings.TrimSpace(line) == "baton "+name:
+			in = true
+		case in && strings.HasPrefix(line, "      "):
+			// A continuation of the command's lines.
+		default:
+			in = false
+		}
+		if in {
+			b.WriteString(line)
+		}
+	}
+	if b.Len() == 0 {
+		return "", false
+	}
+	out := "usage:\n" + b.String()
+	if name != "dev" && name != "provision" {
+		out += "\nFlags go before or after the arguments; \"--\" ends them.\n" +
+			"The operator API is --api, else BATON_API, else " + DefaultAPI + "; BATON_TOKEN is sent as a bearer token.\n"
+	}
+	return out, true
+}
 
 // usageError is a command line the CLI cannot run.
 type usageError struct{ msg string }
@@ -158,7 +199,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var err error
 	switch name {
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, Usage)
+		if h, ok := Help(strings.Join(args[1:], " ")); ok && len(args) == 2 {
+			fmt.Fprint(stdout, h)
+		} else {
+			fmt.Fprint(stdout, Usage)
+		}
 		return ExitOK
 	case "sessions":
 		err = e.sessions(ctx, args[1:])
@@ -191,8 +236,13 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return ExitOK
 	}
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, Usage)
+	if hr, ok := errors.AsType[*helpRequest](err); ok {
+		// Help asked of a command: its help, and nothing done.
+		h, _ := Help(name)
+		fmt.Fprint(stdout, h)
+		fmt.Fprintln(stdout, "\nFlags:")
+		hr.fs.SetOutput(stdout)
+		hr.fs.PrintDefaults()
 		return ExitOK
 	}
 	code := ExitCode(err)
@@ -232,7 +282,7 @@ func (c *command) parse(args []string, want int, rest bool, names string) ([]str
 	var pos []string
 	for {
 		if err := c.fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-			return nil, err
+			return nil, &helpRequest{fs: c.fs}
 		} else if err != nil {
 			return nil, usagef("%v", err)
 		}

@@ -101,7 +101,8 @@ type api struct {
 //	PUT  /sessions/{id}/schedule                     set a schedule {cron, text} → 202
 //	DELETE /sessions/{id}/schedule                   clear the schedule → 202
 //	POST /sessions/{id}/executions/{executionId}     rerun or abandon → 202
-//	/chat, /chat/{id}/stream, /chat/{id}/stop        the AI SDK chat endpoint (pkg/chat)
+//	/chat, /chat/{id}/stream, /chat/{id}/stop,
+//	/chat/{id}/messages                              the AI SDK chat endpoint (pkg/chat)
 //	GET  /console/                                   the web console (static, unauthenticated)
 //
 // Every answer but an event stream is JSON; failures are {"error": "..."}.

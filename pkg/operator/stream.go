@@ -11,17 +11,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/httpjson"
 
 	"github.com/baton-run/baton/pkg/streams"
 )
 
-// stream serves a turn's stream parts after a cursor: as one JSON page, or,
-// when the client accepts text/event-stream, as Server-Sent Events in the
-// shape of the AI SDK's UI message stream. Either way an open stream is
-// watched for up to the configured hold. A JSON read is answered within the
-// request budget; an event stream starts within it, reads each page within
-// another, and sends heartbeats meanwhile.
+// stream serves a turn's stream parts after a cursor: as one JSON page of
+// baton's parts, or, when the client accepts text/event-stream, as
+// Server-Sent Events in the shape of the AI SDK's UI message stream: with
+// an x-ai-sdk-version header, for that major exactly as /chat shapes it
+// (chat.Version); without one, baton's parts as they are. Either way an
+// open stream is watched for up to the configured hold. A JSON read is
+// answered within the request budget; an event stream starts within it,
+// reads each page within another, and sends heartbeats meanwhile.
 func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) error {
 	sse := acceptsEventStream(r)
 	deadline := time.Now().Add(a.hold)
@@ -43,6 +46,14 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err != nil {
 		return err
 	}
+	shape := func(p streams.Part) (streams.Part, bool) { return p, true }
+	if r.Header.Get(chat.VersionHeader) != "" {
+		v, err := chat.ParseVersion(r)
+		if err != nil {
+			return err
+		}
+		shape = v.Map
+	}
 	after := r.URL.Query().Get("after")
 	if sse {
 		if last := r.Header.Get("Last-Event-ID"); last != "" {
@@ -62,7 +73,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 		return httpjson.Refuse(http.StatusNotFound, "turn not found")
 	}
 	if sse {
-		a.serveEvents(w, r.Context(), id, stream, page, deadline)
+		a.serveEvents(w, r.Context(), id, stream, page, deadline, shape)
 		return nil
 	}
 	for len(page.Entries) == 0 && page.Closed == streams.Open && httpjson.Wait(ctx, deadline, pollInterval) {
@@ -119,7 +130,7 @@ func acceptsEventStream(r *http.Request) bool {
 // ends at the deadline, or when a read fails or outlasts the request
 // budget, and the client reconnects. A comment heartbeat goes out every
 // heartbeat interval meanwhile.
-func (a *api) serveEvents(w http.ResponseWriter, ctx context.Context, id, stream string, page streams.Page, deadline time.Time) {
+func (a *api) serveEvents(w http.ResponseWriter, ctx context.Context, id, stream string, page streams.Page, deadline time.Time, shape func(streams.Part) (streams.Part, bool)) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -131,7 +142,11 @@ func (a *api) serveEvents(w http.ResponseWriter, ctx context.Context, id, stream
 	send := func(p streams.Page) error {
 		return ev.Write(func(bw *bufio.Writer) error {
 			for _, e := range p.Entries {
-				data, err := json.Marshal(e.Part)
+				part, ok := shape(e.Part)
+				if !ok {
+					continue
+				}
+				data, err := json.Marshal(part)
 				if err != nil {
 					return fmt.Errorf("encode part %s: %w", e.Cursor, err)
 				}

@@ -1,7 +1,8 @@
 // Package streams stores turn streams in S3: a Sink buffers protocol parts
 // (defined in package parts) and flushes them as numbered chunk objects
 // written with If-None-Match, so a chunk is never overwritten and a stale
-// writer finds out; Read returns a stream's parts after a cursor, and
-// ReadBack visits them newest first. It also stores the conversation
-// snapshots a turn leaves when it ends.
+// writer finds out; a Live flushes a sink while parts arrive, at most once
+// per interval, with a leading and a trailing edge; Read returns a
+// stream's parts after a cursor, and ReadBack visits them newest first. It
+// also stores the conversation snapshots a turn leaves when it ends.
 package streams

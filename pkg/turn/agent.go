@@ -35,8 +35,12 @@ type Limits struct {
 	// such suspensions. Zero fields take model.DefaultRetryPolicy's.
 	ModelRetry model.RetryPolicy
 	// LiveFlush, when positive, also flushes an unfinished step's parts
-	// this often, so a UI watching the stream sees tokens as they arrive,
-	// at the cost of more writes per step. Zero flushes at step ends only.
+	// at most this often, with a leading and a trailing edge
+	// (streams.Live), so a UI watching the stream sees tokens within
+	// LiveFlush of the model producing them, even when the model pauses,
+	// at the cost of more writes per step: at most one per LiveFlush of
+	// the step's time, besides the step end's. Zero flushes at step ends
+	// only.
 	LiveFlush time.Duration
 	// Spend caps the turn's and the session's tokens and cost; zero caps
 	// are no limit.

@@ -303,19 +303,25 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 	}
 	calls := 0
 	finished := false
-	// Live flushing: parts of an unfinished step reach the stream every
-	// LiveFlush, so a UI sees tokens as they come. A step cut short then
-	// leaves a partial step in the stream, marked abandoned and redone.
-	// The first event flushes at once (leading edge), later ones once
-	// LiveFlush has passed since the last flush.
-	pushed, lastFlush := 0, time.Time{}
-	push := func(force bool) error {
-		if ru.lim.LiveFlush <= 0 || (!force && time.Since(lastFlush) < ru.lim.LiveFlush) {
+	// Live flushing: parts of an unfinished step reach the stream as they
+	// come, at most once per LiveFlush: the first event after a quiet
+	// LiveFlush flushes at once (leading edge), later ones when the
+	// interval ends, by a timer, even while the model pauses (trailing
+	// edge). A step cut short then leaves a partial step in the stream,
+	// marked abandoned and redone.
+	pushed := 0
+	var live *streams.Live
+	if ru.lim.LiveFlush > 0 {
+		live = ru.sink.Live(ru.lim.LiveFlush)
+		defer live.Stop() // a failure it reports was reported by push or lost with the step
+	}
+	push := func() error {
+		if live == nil {
 			return nil
 		}
 		ru.emit(parts[pushed:]...)
-		pushed, lastFlush = len(parts), time.Now()
-		if err := ru.sink.Flush(ctx); err != nil {
+		pushed = len(parts)
+		if err := live.Poke(ctx); err != nil {
 			if ctx.Err() != nil {
 				// The step's time ran out while its parts were being
 				// written: the step is cut short, the stream is not broken.
@@ -366,7 +372,7 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 				streams.Part{Type: streams.FinishStep})
 			finished = true
 		}
-		if err := push(false); err != nil {
+		if err := push(); err != nil {
 			if fe := (*flushError)(nil); errors.As(err, &fe) {
 				return nil, err
 			}
@@ -379,8 +385,11 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 		}
 		return abandon(&model.Error{Kind: model.Other, Err: fmt.Errorf("step %d: the stream ended without a finish", n)})
 	}
-	if ru.lim.LiveFlush > 0 {
+	if live != nil {
 		ru.emit(parts[pushed:]...)
+		if err := live.Stop(); err != nil && ctx.Err() == nil {
+			return nil, &flushError{err}
+		}
 		return nil, nil
 	}
 	return parts, nil
