@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/lambdahttp"
 	"github.com/baton-run/baton/pkg/tick"
 )
@@ -22,7 +23,14 @@ type Config struct {
 	Agents []Agent
 	// Tools may be named by the agent file's agents, as built-ins are.
 	Tools []Tool
+	// Interceptors wrap every model call, tool call, step and store call,
+	// the first outermost: the seam for tracing and metrics (see package
+	// intercept). None adds nothing to the hot path.
+	Interceptors []Interceptor
 }
+
+// Interceptor wraps the calls a turn makes; see package intercept.
+type Interceptor = intercept.Interceptor
 
 // App is baton wired for one program: its agents, the session store on
 // the table, bucket and queue, the runner and the waker. A Lambda main
@@ -68,7 +76,7 @@ func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, 
 
 // extras builds the agents of c; every agent's errors are reported.
 func (c Config) extras(ctx context.Context) (app.Extras, error) {
-	x := app.Extras{Tools: c.Tools}
+	x := app.Extras{Tools: c.Tools, Interceptors: c.Interceptors}
 	var errs []error
 	for _, a := range c.Agents {
 		t, err := a.Build(ctx)

@@ -20,6 +20,7 @@ import (
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
@@ -172,6 +173,9 @@ type Extras struct {
 	Tools []tool.Tool
 	// Agents run besides the file's; a name may not be in both.
 	Agents []*turn.Agent
+	// Interceptors wrap every model call, tool call, step and store call
+	// of the App, the first outermost (see package intercept).
+	Interceptors []intercept.Interceptor
 }
 
 // New builds an App on clients.
@@ -190,9 +194,10 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 	ss.Waker = waker
 	// Posts apply each agent's steering policy.
 	ss.Steering = agentMap.Steering
+	ss = intercept.Store(ss, x.Interceptors)
 	return &App{
 		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log,
-		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log},
+		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: x.Interceptors},
 	}, nil
 }
 

@@ -118,7 +118,7 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 			ru.dirty = false
 		}
 		began := time.Now()
-		parts, err := ru.step(ctx)
+		parts, err := ru.runStep(ctx)
 		spent += time.Since(began)
 		var fe *flushError
 		var me *model.Error
@@ -338,7 +338,7 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 		}
 		return nil, err
 	}
-	for ev, err := range ru.agent.Model.Stream(ctx, req) {
+	for ev, err := range ru.stream(ctx, ru.agent.Model, req) {
 		if err != nil {
 			if ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				err = fmt.Errorf("%w (%w)", ctx.Err(), err)
@@ -641,7 +641,7 @@ var errCut = errors.New("turn: a tool call was cut short by the invocation's dea
 func (ru *run) runTool(ctx context.Context, t tool.Tool, c tool.Call) (streams.Part, error) {
 	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
-	out, err := tool.Invoke(ctx, t, c)
+	out, err := ru.invoke(ctx, t, c)
 	if err != nil {
 		if ctx.Err() != nil {
 			return streams.Part{}, errCut
