@@ -19,4 +19,6 @@
 // execution ledger before it runs; one left uncertain by a crash reruns
 // when idempotent, or waits for an operator's verdict, and a rerun verdict
 // runs it once more as a new execution, recorded like the first.
+// Runner.Interceptors wrap its model calls, tool calls and steps (see
+// package intercept); with none the runner makes each call directly.
 package turn
