@@ -43,8 +43,9 @@ type App struct{ *app.App }
 
 // New builds the App of a deployed function from the process environment
 // (the variables template.yaml sets: BATON_TABLE, BATON_BUCKET,
-// BATON_QUEUE_URL, and optionally BATON_AGENTS, BATON_WAKE_GRACE and
-// LOG_FORMAT) and the standard AWS configuration chain.
+// BATON_QUEUE_URL, and optionally BATON_AGENTS, BATON_WAKE_GRACE,
+// BATON_STREAM_BUCKET, BATON_STREAM_BUCKET_TYPE and LOG_FORMAT) and the
+// standard AWS configuration chain.
 func New(ctx context.Context, c Config) (*App, error) {
 	x, err := c.extras(ctx)
 	if err != nil {

@@ -55,13 +55,19 @@ const (
 	// resumes from (a Go duration); it must end before the function's
 	// Timeout.
 	EnvHold = "BATON_HOLD"
+	// EnvStreamBucket is the bucket of turn streams and snapshots; empty
+	// means BATON_BUCKET.
+	EnvStreamBucket = "BATON_STREAM_BUCKET"
+	// EnvStreamBucketType is that bucket's type: Standard (the default) or
+	// Express, an S3 Express One Zone directory bucket.
+	EnvStreamBucketType = "BATON_STREAM_BUCKET_TYPE"
 )
 
 // Vars lists every environment variable baton's code reads, besides the
 // AWS SDK's own (AWS_REGION, AWS_ENDPOINT_URL, credentials).
 func Vars() []string {
 	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace, EnvChatAgent, EnvChatOrigins,
-		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold}
+		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold, EnvStreamBucket, EnvStreamBucketType}
 }
 
 // Env is baton's configuration.
@@ -84,6 +90,11 @@ type Env struct {
 	// Hold bounds a held chat response or turn stream; zero means the
 	// chat's default.
 	Hold time.Duration
+	// StreamBucket holds turn streams and snapshots (Bucket when empty);
+	// StreamBucketType says whether it is an S3 Standard bucket (the
+	// default) or an S3 Express One Zone directory bucket.
+	StreamBucket     string
+	StreamBucketType streams.BucketType
 }
 
 // EnvFromOS reads Env from the process environment.
@@ -93,16 +104,17 @@ func EnvFromOS() (Env, error) { return EnvFrom(os.Getenv) }
 // template.yaml sets for a function.
 func EnvFrom(getenv func(string) string) (Env, error) {
 	e := Env{
-		Table:       getenv(EnvTable),
-		Bucket:      getenv(EnvBucket),
-		QueueURL:    getenv(EnvQueueURL),
-		Agents:      getenv(EnvAgents),
-		LogFormat:   getenv(EnvLogFormat),
-		ChatAgent:   getenv(EnvChatAgent),
-		ChatOrigins: chat.ParseOrigins(getenv(EnvChatOrigins)),
-		JWTIssuer:   getenv(EnvJWTIssuer),
-		JWTAudience: getenv(EnvJWTAudience),
-		JWKSURL:     getenv(EnvJWKSURL),
+		Table:        getenv(EnvTable),
+		Bucket:       getenv(EnvBucket),
+		QueueURL:     getenv(EnvQueueURL),
+		Agents:       getenv(EnvAgents),
+		LogFormat:    getenv(EnvLogFormat),
+		ChatAgent:    getenv(EnvChatAgent),
+		ChatOrigins:  chat.ParseOrigins(getenv(EnvChatOrigins)),
+		JWTIssuer:    getenv(EnvJWTIssuer),
+		JWTAudience:  getenv(EnvJWTAudience),
+		JWKSURL:      getenv(EnvJWKSURL),
+		StreamBucket: getenv(EnvStreamBucket),
 	}
 	if h := getenv(EnvHold); h != "" {
 		d, err := time.ParseDuration(h)
@@ -111,6 +123,11 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 		}
 		e.Hold = d
 	}
+	t, err := streams.ParseBucketType(getenv(EnvStreamBucketType), e.StreamBucket)
+	if err != nil {
+		return Env{}, fmt.Errorf("app: %s: %w", EnvStreamBucketType, err)
+	}
+	e.StreamBucketType = t
 	if g := getenv(EnvWakeGrace); g != "" {
 		d, err := time.ParseDuration(g)
 		if err != nil || d <= 0 {
@@ -189,8 +206,12 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
+	streamStore, err := env.StreamStore(clients.S3)
+	if err != nil {
+		return nil, err
+	}
 	waker := wake.NewSQS(clients.SQS, env.QueueURL)
-	ss := session.New(dynamo.New(clients.DynamoDB, env.Table), streams.New(clients.S3, env.Bucket))
+	ss := session.New(dynamo.New(clients.DynamoDB, env.Table), streamStore)
 	ss.Waker = waker
 	// Posts apply each agent's steering policy.
 	ss.Steering = agentMap.Steering
@@ -199,6 +220,21 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log,
 		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: x.Interceptors},
 	}, nil
+}
+
+// StreamStore returns the store of turn streams on e's stream bucket, of
+// its type: Express reads streams without listing order or StartAfter. An
+// unknown type is refused with an error wrapping streams.ErrInvalid.
+func (e Env) StreamStore(client *s3.Client) (*streams.Store, error) {
+	bucket := e.StreamBucket
+	if bucket == "" {
+		bucket = e.Bucket
+	}
+	t, err := streams.ParseBucketType(string(e.StreamBucketType), bucket)
+	if err != nil {
+		return nil, fmt.Errorf("app: stream bucket %s: %w", bucket, err)
+	}
+	return streams.NewOfType(client, bucket, t), nil
 }
 
 // FromOS builds an App from the process environment and the standard AWS

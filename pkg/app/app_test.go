@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/streams"
 )
 
 const inline = `{"agents":{"helper":{"provider":"scripted","script":{"steps":[{"text":"hi"}]},"tools":[]}}}`
@@ -83,5 +85,49 @@ func TestEnvFromOS(t *testing.T) {
 	env, err := app.EnvFromOS()
 	if err != nil || env.WakeGrace.Seconds() != 90 || env.Table != "t" {
 		t.Fatalf("env = %+v, %v", env, err)
+	}
+}
+
+// TestStreamBucketType: BATON_STREAM_BUCKET_TYPE picks the stream store;
+// an unknown type is refused, and a directory bucket's name (…--x-s3)
+// means Express whatever the type says.
+func TestStreamBucketType(t *testing.T) {
+	base := map[string]string{app.EnvTable: "t", app.EnvBucket: "b", app.EnvQueueURL: "q"}
+	env := func(kv ...string) (app.Env, error) {
+		m := maps.Clone(base)
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return app.EnvFrom(func(k string) string { return m[k] })
+	}
+	for _, c := range []struct {
+		kv   []string
+		want streams.BucketType
+	}{
+		{nil, streams.Standard},
+		{[]string{app.EnvStreamBucketType, "Express"}, streams.Express},
+		{[]string{app.EnvStreamBucketType, "standard"}, streams.Standard},
+		{[]string{app.EnvStreamBucket, "turns--use1-az4--x-s3"}, streams.Express},
+	} {
+		e, err := env(c.kv...)
+		if err != nil || e.StreamBucketType != c.want {
+			t.Fatalf("%v: type %q, %v; want %q", c.kv, e.StreamBucketType, err, c.want)
+		}
+		s, err := e.StreamStore(nil)
+		if err != nil || s.Type() != c.want {
+			t.Fatalf("%v: store %v, %v", c.kv, s, err)
+		}
+	}
+	if s, _ := (app.Env{Bucket: "b"}).StreamStore(nil); s.Bucket() != "b" {
+		t.Fatalf("the stream bucket defaults to BATON_BUCKET, got %s", s.Bucket())
+	}
+	if _, err := env(app.EnvStreamBucketType, "Glacier"); !errors.Is(err, streams.ErrInvalid) || !strings.Contains(err.Error(), app.EnvStreamBucketType) {
+		t.Fatalf("unknown type: %v", err)
+	}
+	if _, err := env(app.EnvStreamBucketType, "Glacier", app.EnvStreamBucket, "t--use1-az4--x-s3"); !errors.Is(err, streams.ErrInvalid) {
+		t.Fatalf("unknown type on a directory bucket: %v", err)
+	}
+	if _, err := (app.Env{Bucket: "b", StreamBucketType: "Glacier"}).StreamStore(nil); !errors.Is(err, streams.ErrInvalid) {
+		t.Fatalf("unknown type in Go: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/provision"
+	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/worker"
 )
 
@@ -155,6 +156,9 @@ func functionEnv(tmpl []byte, res provision.Resources, agentFile string) (app.En
 	}
 	vars[app.EnvTable], vars[app.EnvBucket], vars[app.EnvQueueURL] = res.Table, res.Bucket, res.QueueURL
 	vars[app.EnvAgents], vars[app.EnvLogFormat] = agentFile, "text"
+	// Streams go to the provisioned bucket, a general purpose one: the
+	// emulator has no directory buckets.
+	vars[app.EnvStreamBucket], vars[app.EnvStreamBucketType] = res.Bucket, string(streams.Standard)
 	// The chat's settings are the template's parameters: locally, the
 	// process environment's.
 	vars[app.EnvChatAgent], vars[app.EnvChatOrigins] = "", ""

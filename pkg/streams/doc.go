@@ -5,4 +5,14 @@
 // per interval, with a leading and a trailing edge; Read returns a
 // stream's parts after a cursor, and ReadBack visits them newest first. It
 // also stores the conversation snapshots a turn leaves when it ends.
+// writer finds out; Read returns a stream's parts after a cursor, and
+// ReadBack visits them newest first. It also stores the conversation
+// snapshots a turn leaves when it ends.
+//
+// A Store works on an S3 Standard bucket (New) or an S3 Express One Zone
+// directory bucket (NewExpress, or NewOfType with the BucketType). On a
+// directory bucket, whose listings are unordered and refuse StartAfter,
+// Read and Resume find chunks by index, without listing, and ReadBack and
+// Streams list the whole prefix and sort it. Package session declares the
+// StreamStore interface both satisfy.
 package streams

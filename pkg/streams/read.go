@@ -91,7 +91,8 @@ type Page struct {
 
 // Read returns the parts of a stream strictly after cursor after, in order
 // across all chunks. It lists only the chunks from the cursor's on (with
-// StartAfter) and reads each with one GetObject. A stream with no chunks
+// StartAfter; on Express it finds them by index, without listing) and
+// reads each with one GetObject. A stream with no chunks
 // gives an empty page. A cursor that names no stored part is refused with
 // ErrBadCursor.
 func (s *Store) Read(ctx context.Context, session, stream string, after Cursor) (Page, error) {
@@ -100,8 +101,9 @@ func (s *Store) Read(ctx context.Context, session, stream string, after Cursor) 
 
 // ReadChunks is Read over at most maxChunks chunks (all of them when
 // maxChunks is not positive), counting the cursor's: one ListObjectsV2 and
-// at most maxChunks GetObject requests when maxChunks is under 1000. A
-// page cut short says More.
+// at most maxChunks GetObject requests when maxChunks is under 1000 (on
+// Express, no listing and at most maxChunks+1 GetObjects). A page cut
+// short says More.
 func (s *Store) ReadChunks(ctx context.Context, session, stream string, after Cursor, maxChunks int) (Page, error) {
 	fail := func(err error) (Page, error) {
 		return Page{}, fmt.Errorf("streams: read %s/%s after %q: %w", session, stream, string(after), err)
@@ -117,20 +119,12 @@ func (s *Store) ReadChunks(ctx context.Context, session, stream string, after Cu
 		return fail(err)
 	}
 	first := max(chunk, 0)
-	keys, err := s.listChunks(ctx, session, stream, first, maxChunks)
+	docs, more, err := s.chunksFrom(ctx, session, stream, first, maxChunks)
 	if err != nil {
 		return fail(err)
 	}
-	if chunk >= 0 && len(keys) == 0 {
+	if chunk >= 0 && len(docs) == 0 {
 		return fail(fmt.Errorf("%w: no chunk %d", ErrBadCursor, chunk))
-	}
-	more := maxChunks > 0 && len(keys) > maxChunks
-	if more {
-		keys = keys[:maxChunks]
-	}
-	docs, err := s.getChunks(ctx, keys)
-	if err != nil {
-		return fail(err)
 	}
 	page := Page{Entries: []Entry{}, Cursor: after, More: more}
 	for i, d := range docs {

@@ -63,17 +63,14 @@ func (s *Store) Open(session, stream string) *Sink {
 // continues after the last one, with all durable parts in order. The sink's
 // Closed reports how the stream was closed, if it was. A stream with no
 // chunks resumes like Open. It costs one ListObjectsV2 per 1000 chunks and
-// one GetObject per chunk.
+// one GetObject per chunk (on Express, no listing, and up to 8 GetObjects
+// more for chunks not yet written).
 func (s *Store) Resume(ctx context.Context, session, stream string) (*Sink, []Part, error) {
 	k := s.Open(session, stream)
 	if k.invalid != nil {
 		return nil, nil, fmt.Errorf("streams: resume %s/%s: %w", session, stream, k.invalid)
 	}
-	keys, err := s.listChunks(ctx, session, stream, 0, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("streams: resume %s/%s: %w", session, stream, err)
-	}
-	docs, err := s.getChunks(ctx, keys)
+	docs, _, err := s.chunksFrom(ctx, session, stream, 0, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("streams: resume %s/%s: %w", session, stream, err)
 	}

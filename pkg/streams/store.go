@@ -69,6 +69,9 @@ const getConcurrency = 8
 type Store struct {
 	client *s3.Client
 	bucket string
+	// directory says the bucket is an S3 Express One Zone directory
+	// bucket, whose listings are unordered and refuse StartAfter.
+	directory bool
 }
 
 // New returns a Store on bucket.
@@ -131,9 +134,14 @@ type chunkDoc struct {
 }
 
 // listKeys lists the keys under prefix that sort after startAfter (all of
-// them when it is empty), one ListObjectsV2 request per 1000 keys. A
-// positive limit stops the listing once it has more than limit keys.
+// them when it is empty), in order, one ListObjectsV2 request per 1000
+// keys. A positive limit stops the listing once it has more than limit
+// keys. On a directory bucket it lists every key under prefix and sorts
+// and filters them here.
 func (s *Store) listKeys(ctx context.Context, prefix, startAfter string, limit int) ([]string, error) {
+	if s.directory {
+		return s.listKeysUnordered(ctx, prefix, startAfter, limit)
+	}
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)}
 	if startAfter != "" {
 		in.StartAfter = aws.String(startAfter)
