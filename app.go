@@ -23,11 +23,20 @@ type Config struct {
 	Agents []Agent
 	// Tools may be named by the agent file's agents, as built-ins are.
 	Tools []Tool
+	// Providers are the model providers the agent file's agents may name:
+	// providers.All(), or the few a program uses. Only these are linked
+	// into the program; a function that runs no model (the operator, the
+	// tick) registers none.
+	Providers []Provider
 	// Interceptors wrap every model call, tool call, step and store call,
 	// the first outermost: the seam for tracing and metrics (see package
 	// intercept). None adds nothing to the hot path.
 	Interceptors []Interceptor
 }
+
+// Provider is a model provider agents may name; package
+// github.com/baton-run/baton/providers has baton's.
+type Provider = app.Provider
 
 // Interceptor wraps the calls a turn makes; see package intercept.
 type Interceptor = intercept.Interceptor
@@ -77,7 +86,7 @@ func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, 
 
 // extras builds the agents of c; every agent's errors are reported.
 func (c Config) extras(ctx context.Context) (app.Extras, error) {
-	x := app.Extras{Tools: c.Tools, Interceptors: c.Interceptors}
+	x := app.Extras{Tools: c.Tools, Providers: c.Providers, Interceptors: c.Interceptors}
 	var errs []error
 	for _, a := range c.Agents {
 		t, err := a.Build(ctx)

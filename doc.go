@@ -107,6 +107,12 @@
 //	}
 //	lambda.Start(app.ResumeHandler()) // or OperatorHandler, TickHandler
 //
+// Model providers an agent file names ("anthropic", "bedrock", "openai")
+// are registered by the program, in Config.Providers (package providers:
+// providers.All(), or the ones it uses), so a program links only those.
+// The resume function runs the models; the operator and the tick register
+// none and link no provider SDK.
+//
 // Package dev runs the same Config on one machine, with the emulator, and
 // package batontest runs it in tests. The repository's own functions and
 // baton dev are programs of this API. The demo agent's tools (DemoTools)

@@ -10,5 +10,13 @@ import _ "embed"
 //go:embed template.yaml
 var template string
 
+//go:embed Makefile
+var makefile string
+
+// Makefile returns baton's Makefile (the build, run and deploy targets the
+// template's makefile build method calls), a fresh copy per call. baton
+// init derives a project's Makefile from it.
+func Makefile() []byte { return []byte(makefile) }
+
 // Template returns the AWS SAM template (template.yaml), a fresh copy per call.
 func Template() []byte { return []byte(template) }

@@ -196,13 +196,32 @@ func (s *Session) Post(text string) {
 // worker the function runs handles a wake for it, starting, resuming or
 // leaving the turn as its facts say. It returns the last outcome, or the
 // zero Outcome when there was nothing to do.
+//
+// Each Run has the kit's Timeout as its Lambda deadline. A Run that is
+// suspended for its budget only because it ran into that deadline (a tool
+// or model that never returned) fails the test and says so: a test hook
+// that blocks must return when its context is done, and must not block
+// again on the resume that follows (a kill, RunKilled, cancels the model's
+// and the tools' context; the next Run calls them afresh).
 func (s *Session) Run() Outcome {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
 	out, err := s.run(ctx)
 	s.kit.fatal(err)
+	if hitDeadline(ctx, out, s.kit.timeout) {
+		s.kit.tb.Fatalf("batontest: the invocation ran into its %v deadline while a tool or the model was still blocked, "+
+			"and the turn was suspended for its budget (turn %s): a blocking tool or test hook must return when its context is done, "+
+			"and not block again on resume", s.kit.timeout, out.Turn)
+	}
 	return out
+}
+
+// hitDeadline reports whether out is a budget suspension of a run that
+// used up most of its time: the deadline ended it, not a step limit.
+func hitDeadline(ctx context.Context, out Outcome, timeout time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && out.Kind == turn.Suspended && out.Cause == reducer.CauseBudget && time.Until(dl) < timeout/4
 }
 
 func (s *Session) run(ctx context.Context) (Outcome, error) {

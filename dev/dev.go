@@ -22,10 +22,15 @@ type Options struct {
 	AgentFile string
 	// Tick is how often the tick runs; default 10s.
 	Tick time.Duration
-	// DataDir is shown in the how-to: where the emulator keeps its data
-	// (it reads KUMO_DATA_DIR when the process starts).
+	// DataDir is shown in the how-to: where the emulator keeps its data.
+	// The emulator reads KUMO_DATA_DIR when the process starts, so Run
+	// cannot move it: empty means KUMO_DATA_DIR's value, and when that is
+	// unset too the data is in memory and the how-to says so (baton dev
+	// re-executes itself with KUMO_DATA_DIR=.baton/data to keep it).
 	DataDir string
-	// Out receives the how-to; nil prints nothing.
+	// Out receives the how-to (the banner: API, data, agents and a first
+	// session's curl commands for the program's own agent); nil means
+	// os.Stdout, io.Discard silences it.
 	Out io.Writer
 	// Ready, when set, receives the API's base URL once it listens.
 	Ready func(url string)
@@ -42,6 +47,10 @@ func Run(ctx context.Context, c baton.Config, o Options) error {
 	if log == nil {
 		log = app.Logger("text", os.Stderr)
 	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+
 	err := devserver.Run(ctx, devserver.Options{
 		Addr: o.Addr, DataDir: o.DataDir, Agents: o.AgentFile, Tick: o.Tick, Out: o.Out, Ready: o.Ready,
 		Template: baton.Template(),

@@ -37,8 +37,15 @@ func TestRunServesTheProgramsAgents(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("dev server stopped: %v", err)
 	}
-	if !strings.Contains(out.String(), "agents        mine\n") {
-		t.Fatalf("how-to:\n%s", out.String())
+	// The how-to names the program's agent, says where the data is, and
+	// suggests a message for this agent, not the demo's.
+	for _, want := range []string{"agents        mine\n", `{"agent":"mine"}`, "data in memory", `{"text":"Hello"}`, `"decision":"deny"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("how-to has no %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "status update") || strings.Contains(out.String(), "data in \n") {
+		t.Errorf("how-to suggests the demo's message or an empty data path:\n%s", out.String())
 	}
 	for agent, want := range map[string]int{"mine": http.StatusCreated, "demo": http.StatusUnprocessableEntity} {
 		resp, err := http.Post(base+"/sessions", "application/json", strings.NewReader(`{"agent":"`+agent+`"}`))

@@ -27,3 +27,29 @@ func TestFunctionsLinkNoTestingPackages(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorAndTickLinkNoProvider checks that the functions that run no
+// model link no model provider SDK: only the resume function registers
+// providers (providers.All()), so only it pays for them.
+func TestOperatorAndTickLinkNoProvider(t *testing.T) {
+	heavy := []string{
+		"github.com/baton-run/baton/providers",
+		"github.com/baton-run/baton/pkg/provider/",
+		"github.com/anthropics/anthropic-sdk-go",
+		"github.com/openai/openai-go",
+		"github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
+	}
+	for _, fn := range []string{"operator", "tick"} {
+		out, err := exec.Command("go", "list", "-deps", "../functions/"+fn).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps ../functions/%s: %v\n%s", fn, err, out)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			for _, h := range heavy {
+				if p == h || strings.HasPrefix(p, h) {
+					t.Errorf("the %s function links %s", fn, p)
+				}
+			}
+		}
+	}
+}

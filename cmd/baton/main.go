@@ -2,6 +2,11 @@
 //
 //	baton dev        the dev server: emulator, demo agent, operator API on 127.0.0.1:8080
 //	baton provision  create the table, bucket and queues at AWS_ENDPOINT_URL
+//	baton init DIR   write a new project that imports baton as a module
+//	                 (-module PATH, -replace BATON_CHECKOUT, -agent NAME)
+//	baton template   print the project's template.yaml and Makefile as
+//	                 this baton derives them; --diff compares them with
+//	                 the files in the current directory, -w rewrites them
 //	baton help       the client commands (sessions, new, send, tail, approve,
 //	                 deny, verdict, cancel) of the operator API
 package main
@@ -23,10 +28,11 @@ import (
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/cli"
 	"github.com/baton-run/baton/pkg/provision"
+	"github.com/baton-run/baton/providers"
 )
 
 func main() {
-	if args := os.Args[1:]; len(args) == 0 || (args[0] != "dev" && args[0] != "provision") {
+	if args := os.Args[1:]; len(args) == 0 || !local[args[0]] {
 		// Every other command is a client of the operator API.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := cli.Run(ctx, args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
@@ -39,11 +45,15 @@ func main() {
 	}
 }
 
-// run runs dev or provision. Asked for help (-h, -help or --help before
-// any "--"), either prints its help to stdout and does nothing else.
+// local are the commands that do not talk to the operator API.
+var local = map[string]bool{"dev": true, "provision": true, "init": true, "template": true}
+
+// run runs dev, provision, init or template. Asked for help (-h, -help or
+// --help before any "--"), dev and provision print their help to stdout and
+// do nothing else.
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: baton dev | baton provision")
+		return fmt.Errorf("usage: baton dev | provision | init DIR | template")
 	}
 	help, _ := cli.Help(args[0])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -74,7 +84,11 @@ func run(args []string, stdout io.Writer) error {
 		opts.Out = os.Stdout
 		// The same Config as the functions': the repository's functions
 		// and its dev server are programs of the public API.
-		return dev.Run(ctx, baton.Config{Tools: baton.DemoTools()}, opts)
+		return dev.Run(ctx, baton.Config{Tools: baton.DemoTools(), Providers: providers.All()}, opts)
+	case "init":
+		return initProject(args[1:], stdout)
+	case "template":
+		return templateCmd(args[1:], ".", stdout)
 	case "provision":
 		fs := flag.NewFlagSet("provision", flag.ContinueOnError)
 		fs.SetOutput(stdout)
@@ -97,7 +111,7 @@ func run(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "BATON_TABLE=%s\nBATON_BUCKET=%s\nBATON_QUEUE_URL=%s\n", res.Table, res.Bucket, res.QueueURL)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q: want dev or provision", args[0])
+	return fmt.Errorf("unknown command %q: want dev, provision, init or template", args[0])
 }
 
 func reexec(dir string) error {

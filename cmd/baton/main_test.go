@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,7 +24,9 @@ func TestHelpTouchesNothing(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	t.Setenv("AWS_MAX_ATTEMPTS", "1")
-	for _, args := range [][]string{{"provision", "--help"}, {"provision", "-h"}, {"dev", "--help"}, {"dev", "-h"}} {
+	t.Chdir(t.TempDir()) // init and template write nothing here either
+	for _, args := range [][]string{{"provision", "--help"}, {"provision", "-h"}, {"dev", "--help"}, {"dev", "-h"},
+		{"init", "--help"}, {"init", "-h", "proj"}, {"template", "--help"}, {"template", "-w", "-h"}} {
 		var out bytes.Buffer
 		if err := run(args, &out); err != nil || !strings.HasPrefix(out.String(), "usage:\n  baton "+args[0]+" ") {
 			t.Errorf("baton %q: %v, out %q", args, err, out.String())
@@ -31,5 +34,8 @@ func TestHelpTouchesNothing(t *testing.T) {
 	}
 	if n := requests.Load(); n != 0 {
 		t.Errorf("help sent %d requests to AWS", n)
+	}
+	if entries, _ := os.ReadDir("."); len(entries) != 0 {
+		t.Errorf("help wrote %d files", len(entries))
 	}
 }

@@ -11,10 +11,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/providers"
 )
 
 func main() {
-	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools()})
+	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools(), Providers: providers.All()})
 	if err != nil {
 		slog.Error("resume: start", "err", err)
 		os.Exit(1)

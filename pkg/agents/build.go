@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"slices"
 
 	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/model"
@@ -111,12 +112,18 @@ func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (tur
 			a.Model = m
 		default:
 			p, ok := deps.Providers[c.Provider]
-			if !ok {
+			if !ok && !slices.Contains(ProviderNames(), c.Provider) {
 				bad("provider", fmt.Errorf("unknown provider %q", c.Provider))
 				break
 			}
 			if c.Model == "" {
 				bad("model", errors.New("missing"))
+				break
+			}
+			if !ok {
+				// A program that runs no model (the operator, the tick)
+				// links no provider; its agents keep their policies.
+				a.Model = unlinked{name: c.Provider}
 				break
 			}
 			var key string

@@ -190,6 +190,9 @@ type Extras struct {
 	Tools []tool.Tool
 	// Agents run besides the file's; a name may not be in both.
 	Agents []*turn.Agent
+	// Providers are the model providers the file's agents may name (see
+	// package providers). A function that runs no model needs none.
+	Providers []Provider
 	// Interceptors wrap every model call, tool call, step and store call
 	// of the App, the first outermost (see package intercept).
 	Interceptors []intercept.Interceptor
@@ -271,7 +274,7 @@ func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x 
 	out := turn.AgentMap{}
 	if src != "" || len(x.Agents) == 0 {
 		var err error
-		if out, err = loadFile(ctx, src, clients, x.Tools); err != nil {
+		if out, err = loadFile(ctx, src, clients, x); err != nil {
 			return nil, err
 		}
 	}
@@ -287,9 +290,9 @@ func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x 
 	return out, nil
 }
 
-func loadFile(ctx context.Context, src string, clients *awsenv.Clients, tools []tool.Tool) (turn.AgentMap, error) {
-	deps := Deps(clients)
-	deps.Tools = tools
+func loadFile(ctx context.Context, src string, clients *awsenv.Clients, x Extras) (turn.AgentMap, error) {
+	deps := Deps(clients, x.Providers)
+	deps.Tools = x.Tools
 	switch {
 	case src == "":
 		// The demo tools are the demo agent's built-ins, and no one else's;

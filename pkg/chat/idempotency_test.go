@@ -50,7 +50,7 @@ func TestChatHonoursIdempotencyKey(t *testing.T) {
 	turn := first[0].MessageID
 	replayed := func(key, body string, want string) []chunk {
 		t.Helper()
-		before := factCount(t, ctx, c, id)
+		before := quiet(t, ctx, c, id)
 		resp := c.keyed(ctx, key, body)
 		if resp.Header.Get("Idempotent-Replayed") != "true" {
 			raw, _ := io.ReadAll(resp.Body)
@@ -67,7 +67,7 @@ func TestChatHonoursIdempotencyKey(t *testing.T) {
 	}
 	replayed("k-ask-"+id, ask, "tool-approval-request")
 
-	before := factCount(t, ctx, c, id)
+	before := quiet(t, ctx, c, id)
 	resp := c.keyed(ctx, "k-ask-"+id, userBody(id, newID("m"), "Something else", ""))
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -90,4 +90,29 @@ func TestChatHonoursIdempotencyKey(t *testing.T) {
 	// The turn has ended: the message is no longer open, and only the key
 	// tells the retry from a new message.
 	replayed("k-ask-"+id, ask, "tool-approval-request")
+}
+
+// quiet is the fact count of session id once the turn has stopped writing:
+// a stream ends at its last part, a moment before the runner's own fact
+// (the suspension or the ending) lands, so a count taken at once could see
+// the runner's write as the retry's.
+func quiet(t *testing.T, ctx context.Context, c client, id string) int {
+	t.Helper()
+	n := factCount(t, ctx, c, id)
+	for {
+		var s sessionView
+		if code, body := c.call(ctx, "GET", "/sessions/"+id, "", &s); code != http.StatusOK {
+			t.Fatalf("session %s: %d %s", id, code, body)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("session %s never stopped writing: %v", id, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+		m := factCount(t, ctx, c, id)
+		if m == n && s.Status != "running" {
+			return n
+		}
+		n = m
+	}
 }

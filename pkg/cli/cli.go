@@ -39,6 +39,8 @@ Local:
   baton dev [--addr A] [--data DIR] [--agents FILE] [--tick D]
                                             run the dev server (emulator, demo agent, API on 127.0.0.1:8080)
   baton provision                           create the table, bucket and queues at AWS_ENDPOINT_URL
+  baton init DIR [-module PATH] [-replace BATON_DIR]   write a new project that imports baton
+  baton template [--diff | -w]              a project's template.yaml and Makefile as this baton derives them
 
 Client of the operator API:
   baton sessions [--json]                   list your sessions: id, agent, status, updated, usage

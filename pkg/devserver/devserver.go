@@ -19,6 +19,7 @@ import (
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/worker"
 )
 
@@ -28,7 +29,7 @@ const LocalOperator = "local"
 // Options configure the dev server.
 type Options struct {
 	Addr    string        // operator API address; default 127.0.0.1:8080
-	DataDir string        // informational: where the emulator persists (KUMO_DATA_DIR)
+	DataDir string        // informational: where the emulator persists (KUMO_DATA_DIR); empty says in memory
 	Agents  string        // agent config; empty for the embedded demo
 	Tick    time.Duration // tick interval; default 10s
 	Out     io.Writer     // where the how-to is printed; nil for nowhere
@@ -117,17 +118,8 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 		_ = srv.Shutdown(sctx)
 	})
 
-	endpoint := "in-process kumo, data in " + o.DataDir
-	if emu.External {
-		endpoint = emu.URL
-	}
 	if o.Out != nil {
-		names := slices.Sorted(maps.Keys(a.Agents))
-		first := "demo"
-		if len(names) > 0 && !a.Agents.Has(first) {
-			first = names[0]
-		}
-		fmt.Fprintf(o.Out, howTo, url, url, endpoint, strings.Join(names, ", "), url, first, url, url, url)
+		fmt.Fprint(o.Out, banner(url, emu, o.DataDir, a.Agents))
 	}
 	if o.Ready != nil {
 		o.Ready(url)
@@ -169,18 +161,44 @@ func functionEnv(tmpl []byte, res provision.Resources, agentFile string) (app.En
 	return env.WithChatFromOS(), nil
 }
 
+// banner is the dev server's how-to: where the API, console and data are,
+// the agents, and the curl commands of a first session. dataDir empty
+// says the data is in memory.
+func banner(url string, emu *emulator.Emulator, dataDir string, agents turn.AgentMap) string {
+	endpoint := "in-process kumo, data in memory (gone when the server stops; KUMO_DATA_DIR=DIR keeps it)"
+	if dataDir == "" {
+		dataDir = emu.DataDir
+	}
+	if dataDir != "" {
+		endpoint = "in-process kumo, data in " + dataDir
+	}
+	if emu.External {
+		endpoint = emu.URL
+	}
+	names := slices.Sorted(maps.Keys(agents))
+	first, text, note := "demo", "Send the team a status update", "\n  (demo is a fixed script: it ignores the text you send, calls its tools, and asks approval to send)"
+	if !agents.Has(first) {
+		first, text, note = "", "Hello", ""
+		if len(names) > 0 {
+			first = names[0]
+		}
+	}
+	return fmt.Sprintf(howTo, url, url, endpoint, strings.Join(names, ", "), note, url, first, url, text, url, url, url, url)
+}
+
 const howTo = `
 baton dev server
   operator API  %s   (you are operator "local"; send X-Baton-Operator to be someone else)
   web console   %s/console/
   AWS endpoint  %s
-  agents        %s
+  agents        %s%s
 
 Try it:
   curl -s -XPOST %s/sessions -H 'content-type: application/json' -d '{"agent":"%s"}'
-  curl -s -XPOST %s/sessions/$ID/messages -H 'content-type: application/json' -d '{"text":"Send the team a status update"}'
+  curl -s -XPOST %s/sessions/$ID/messages -H 'content-type: application/json' -d '{"text":"%s"}'
   curl -s %s/sessions/$ID                      # status, open turn, pending approval
   curl -sN -H 'accept: text/event-stream' %s/sessions/$ID/turns/$TURN/stream
-  curl -s -XPOST .../sessions/$ID/approvals/$APPROVAL -H 'content-type: application/json' -d '{"decision":"approve"}'
+  curl -s -XPOST %s/sessions/$ID/approvals/$APPROVAL -H 'content-type: application/json' -d '{"decision":"approve"}'
+  curl -s -XPOST %s/sessions/$ID/approvals/$APPROVAL -H 'content-type: application/json' -d '{"decision":"deny","reason":"not now"}'
 
 `

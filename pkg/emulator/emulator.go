@@ -15,7 +15,10 @@ type Emulator struct {
 	Clients *awsenv.Clients
 	// External reports whether the endpoint came from AWS_ENDPOINT_URL.
 	External bool
-	srv      *kumo.Server
+	// DataDir is where an in-process kumo keeps its data (KUMO_DATA_DIR);
+	// empty means in memory.
+	DataDir string
+	srv     *kumo.Server
 }
 
 // Start returns the endpoint named by AWS_ENDPOINT_URL when set, otherwise an
@@ -28,7 +31,7 @@ func Start() *Emulator {
 	srv := kumo.NewServer()
 	// kumo listens on 127.0.0.1; the SDK must not resolve "localhost".
 	url := strings.Replace(srv.URL, "localhost", "127.0.0.1", 1)
-	return &Emulator{URL: url, Clients: awsenv.ForEndpoint(url), srv: srv}
+	return &Emulator{URL: url, Clients: awsenv.ForEndpoint(url), srv: srv, DataDir: os.Getenv("KUMO_DATA_DIR")}
 }
 
 // Close stops an in-process server; an external endpoint is left alone.
