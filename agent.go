@@ -140,7 +140,7 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 	if a.MaxToolOutput < 0 {
 		bad("maxToolOutput", errors.New("negative"))
 	}
-	if field, err := checkLimits(a.Limits); err != nil {
+	if field, err := agents.CheckLimits(a.Limits); err != nil {
 		bad(field, err)
 	}
 	if p := a.Price; p != nil && (p.InputPerMTok < 0 || p.OutputPerMTok < 0) {
@@ -187,35 +187,4 @@ func (a Agent) Build(ctx context.Context) (*turn.Agent, error) {
 	return &turn.Agent{Name: a.Name, System: a.System, Model: a.Model, Tools: reg, Remote: remote,
 		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price,
 		Compaction: a.Compaction, Steering: a.Steering}, nil
-}
-
-// checkLimits refuses negative limits and a margin that leaves nothing of
-// the budget.
-func checkLimits(l Limits) (string, error) {
-	for _, d := range []struct {
-		field string
-		neg   bool
-	}{
-		{"limits.Budget", l.Budget < 0}, {"limits.Margin", l.Margin < 0},
-		{"limits.MaxStepsPerInvocation", l.MaxStepsPerInvocation < 0},
-		{"limits.MaxStepsPerTurn", l.MaxStepsPerTurn < 0},
-		{"limits.MaxInvocationsPerTurn", l.MaxInvocationsPerTurn < 0},
-		{"limits.LeaseGrace", l.LeaseGrace < 0}, {"limits.ApprovalTTL", l.ApprovalTTL < 0},
-		{"limits.LiveFlush", l.LiveFlush < 0},
-		{"limits.ModelRetry.Attempts", l.ModelRetry.Attempts < 0}, {"limits.ModelRetry.Backoff", l.ModelRetry.Backoff < 0},
-		{"limits.ModelRetry.MaxBackoff", l.ModelRetry.MaxBackoff < 0}, {"limits.ModelRetry.WakeDelay", l.ModelRetry.WakeDelay < 0},
-		{"limits.ModelRetry.MaxWakeDelay", l.ModelRetry.MaxWakeDelay < 0}, {"limits.ModelRetry.Suspensions", l.ModelRetry.Suspensions < 0},
-		{"limits.Spend.Turn.InputTokens", l.Spend.Turn.InputTokens < 0}, {"limits.Spend.Turn.OutputTokens", l.Spend.Turn.OutputTokens < 0},
-		{"limits.Spend.Turn.Cost", l.Spend.Turn.Cost < 0}, {"limits.Spend.Session.InputTokens", l.Spend.Session.InputTokens < 0},
-		{"limits.Spend.Session.OutputTokens", l.Spend.Session.OutputTokens < 0}, {"limits.Spend.Session.Cost", l.Spend.Session.Cost < 0},
-	} {
-		if d.neg {
-			return d.field, errors.New("negative")
-		}
-	}
-	full := l.WithDefaults()
-	if full.Margin >= full.Budget {
-		return "limits.Margin", fmt.Errorf("margin %s leaves nothing of the budget %s", full.Margin, full.Budget)
-	}
-	return "", nil
 }

@@ -20,8 +20,11 @@
 //
 // Agents defined in Go and agents of the JSON agent file (BATON_AGENTS) run
 // side by side: pass them, and the Go tools the file's agents may name, to
-// app.NewWith in an app.Extras. A JSON agent names a Go tool by its name,
-// as it names a built-in.
+// New in a Config (Config.Agents, Config.Tools). A JSON agent names a Go
+// tool by its name, as it names a built-in. Both kinds of agent pass the
+// same checks: a limit a file refuses (a wakeDelay past what SQS can delay,
+// a maxBackoff below backoff, a negative count) is refused in Go with the
+// same field and reason.
 //
 // # Tools
 //

@@ -26,8 +26,8 @@ func TestAgentSpendAndPrice(t *testing.T) {
 		t.Fatalf("agent price %+v spend %+v", a.Price, a.Limits.Spend)
 	}
 	for field, bad := range map[string]baton.Agent{
-		"limits.Spend.Turn.InputTokens": {Name: "a", Model: m, Limits: baton.Limits{Spend: baton.Spend{Turn: baton.Caps{InputTokens: -1}}}},
-		"limits.Spend.Session.Cost":     {Name: "a", Model: m, Limits: baton.Limits{Spend: baton.Spend{Session: baton.Caps{Cost: -1}}}},
+		"limits.spend.turn.inputTokens": {Name: "a", Model: m, Limits: baton.Limits{Spend: baton.Spend{Turn: baton.Caps{InputTokens: -1}}}},
+		"limits.spend.session.cost":     {Name: "a", Model: m, Limits: baton.Limits{Spend: baton.Spend{Session: baton.Caps{Cost: -1}}}},
 		"price":                         {Name: "a", Model: m, Price: &baton.Price{OutputPerMTok: -1}},
 	} {
 		if _, err := bad.Build(context.Background()); err == nil || !strings.Contains(err.Error(), field) {

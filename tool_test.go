@@ -189,7 +189,7 @@ func TestAgentBuildNamesEveryProblem(t *testing.T) {
 			got[ae.Field] = true
 		}
 	}
-	for _, f := range []string{"name", "model", "tools[1]", "approvals.refund", "approvals.pay", "limits.Margin"} {
+	for _, f := range []string{"name", "model", "tools[1]", "approvals.refund", "approvals.pay", "limits.margin"} {
 		if !got[f] {
 			t.Errorf("no error on %s in %v", f, err)
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
-	"github.com/baton-run/baton/pkg/wake"
 )
 
 //go:embed demo.json demo.script.json
@@ -128,22 +127,9 @@ type Spend struct {
 	OnExceeded string       `json:"onExceeded,omitempty"`
 }
 
-// spend converts and checks the configured spend caps, naming the field at
-// fault.
+// spend converts the configured spend caps and checks onExceeded, naming
+// the field at fault; CheckLimits checks the caps.
 func (s Spend) spend() (turn.Spend, string, error) {
-	for _, c := range []struct {
-		name string
-		caps reducer.Caps
-	}{{"limits.spend.turn", s.Turn}, {"limits.spend.session", s.Session}} {
-		switch {
-		case c.caps.InputTokens < 0:
-			return turn.Spend{}, c.name + ".inputTokens", errors.New("negative")
-		case c.caps.OutputTokens < 0:
-			return turn.Spend{}, c.name + ".outputTokens", errors.New("negative")
-		case c.caps.Cost < 0:
-			return turn.Spend{}, c.name + ".cost", errors.New("negative")
-		}
-	}
 	out := turn.Spend{Turn: s.Turn, Session: s.Session}
 	switch s.OnExceeded {
 	case "", "suspend":
@@ -429,21 +415,6 @@ func (l Limits) limits() (turn.Limits, string, error) {
 			return out, d.field, err
 		}
 	}
-	if l.MaxStepsPerInvocation < 0 {
-		return out, "limits.maxStepsPerInvocation", errors.New("negative")
-	}
-	if l.MaxStepsPerTurn < 0 {
-		return out, "limits.maxStepsPerTurn", errors.New("negative")
-	}
-	if l.MaxInvocationsPerTurn < 0 {
-		return out, "limits.maxInvocationsPerTurn", errors.New("negative")
-	}
-	if l.ModelRetry.Attempts < 0 {
-		return out, "limits.modelRetry.attempts", errors.New("negative")
-	}
-	if l.ModelRetry.MaxSuspensions < 0 {
-		return out, "limits.modelRetry.maxSuspensions", errors.New("negative")
-	}
 	out.MaxStepsPerInvocation, out.MaxStepsPerTurn = l.MaxStepsPerInvocation, l.MaxStepsPerTurn
 	out.MaxInvocationsPerTurn = l.MaxInvocationsPerTurn
 	out.ModelRetry.Attempts, out.ModelRetry.Suspensions = l.ModelRetry.Attempts, l.ModelRetry.MaxSuspensions
@@ -451,22 +422,6 @@ func (l Limits) limits() (turn.Limits, string, error) {
 	if out.Spend, field, err = l.Spend.spend(); err != nil {
 		return out, field, err
 	}
-	full := out.WithDefaults()
-	if full.Margin >= full.Budget {
-		return out, "limits.margin", fmt.Errorf("margin %s leaves nothing of the budget %s", full.Margin, full.Budget)
-	}
-	r := full.ModelRetry
-	switch {
-	case out.ModelRetry.MaxBackoff != 0 && out.ModelRetry.MaxBackoff < r.Backoff:
-		return out, "limits.modelRetry.maxBackoff", fmt.Errorf("maxBackoff %s is below backoff %s", out.ModelRetry.MaxBackoff, r.Backoff)
-	case r.Backoff >= full.Budget:
-		return out, "limits.modelRetry.backoff", fmt.Errorf("backoff %s does not fit the budget %s", r.Backoff, full.Budget)
-	case out.ModelRetry.MaxWakeDelay != 0 && out.ModelRetry.MaxWakeDelay < r.WakeDelay:
-		return out, "limits.modelRetry.maxWakeDelay", fmt.Errorf("maxWakeDelay %s is below wakeDelay %s", out.ModelRetry.MaxWakeDelay, r.WakeDelay)
-	case r.WakeDelay > wake.MaxDelay:
-		return out, "limits.modelRetry.wakeDelay", fmt.Errorf("%s is longer than a wake can be delayed (%s)", r.WakeDelay, wake.MaxDelay)
-	case r.MaxWakeDelay > wake.MaxDelay:
-		return out, "limits.modelRetry.maxWakeDelay", fmt.Errorf("%s is longer than a wake can be delayed (%s)", r.MaxWakeDelay, wake.MaxDelay)
-	}
-	return out, "", nil
+	field, err = CheckLimits(out)
+	return out, field, err
 }

@@ -216,6 +216,7 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 	waker := wake.NewSQS(clients.SQS, env.QueueURL)
 	ss := session.New(dynamo.New(clients.DynamoDB, env.Table), streamStore)
 	ss.Waker = waker
+	ss.Log = log
 	// Posts apply each agent's steering policy.
 	ss.Steering = agentMap.Steering
 	ss = intercept.Store(ss, x.Interceptors)
@@ -240,13 +241,9 @@ func (e Env) StreamStore(client *s3.Client) (*streams.Store, error) {
 	return streams.NewOfType(client, bucket, t), nil
 }
 
-// FromOS builds an App from the process environment and the standard AWS
-// configuration chain, as a Lambda function does.
-func FromOS(ctx context.Context) (*App, error) {
-	return FromOSWith(ctx, Extras{})
-}
-
-// FromOSWith is FromOS for a program that adds its own tools and agents.
+// FromOSWith builds an App from the process environment and the standard
+// AWS configuration chain, as a Lambda function does, with the program's
+// own tools and agents.
 func FromOSWith(ctx context.Context, x Extras) (*App, error) {
 	env, err := EnvFromOS()
 	if err != nil {

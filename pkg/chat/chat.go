@@ -12,7 +12,6 @@ import (
 
 	"github.com/baton-run/baton/pkg/httpjson"
 
-	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
@@ -68,7 +67,7 @@ type Config struct {
 	Identity func(*http.Request) (string, bool)
 	// MaxBody limits request bodies; 0 means DefaultMaxBody.
 	MaxBody int64
-	// Log receives request failures; nil means slog.Default().
+	// Log receives request failures; nil discards them.
 	Log *slog.Logger
 	// Budget bounds how long a request waits on the session store before
 	// its answer starts (and each read of a stream after): past it the
@@ -115,7 +114,7 @@ func New(c Config) http.Handler {
 		h.Budget = httpjson.DefaultBudget
 	}
 	if h.Log == nil {
-		h.Log = slog.Default()
+		h.Log = slog.New(slog.DiscardHandler)
 	}
 	for pattern, f := range h.routes() {
 		h.mux.Handle(pattern, h.authed(f))
@@ -134,42 +133,17 @@ func (h *handler) authed(f httpjson.Handler) http.Handler {
 	return httpjson.Authed(h.Identity, h.fail, f)
 }
 
-// fail answers err: a refusal as it says, known session errors with 404,
-// 409 or 503 (with Retry-After), anything else with a generic 500 whose detail is logged.
+// fail answers err by httpjson's one status table, in the chat's words.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, caller string, err error) {
-	status, msg := http.StatusInternalServerError, "internal error"
-	switch ae, isAPI := errors.AsType[*httpjson.Refusal](err); {
-	case isAPI:
-		status, msg = ae.Status, ae.Msg
-	case errors.Is(err, session.ErrNotFound), errors.Is(err, dynamo.ErrNotFound):
-		status, msg = http.StatusNotFound, "chat not found"
-	case errors.Is(err, session.ErrNotPending):
-		status, msg = http.StatusConflict, "nothing of that id is waiting for an answer"
-	case errors.Is(err, session.ErrNoTurn):
-		status, msg = http.StatusConflict, "the chat has no open turn"
-	case errors.Is(err, session.ErrRejected):
-		status, msg = http.StatusConflict, "the chat's agent takes no message while a turn is open; send it once the turn ends"
-	case errors.Is(err, reducer.ErrIllegal):
-		status, msg = http.StatusConflict, "not allowed in the chat's current state"
-	case errors.Is(err, session.ErrReceiptTaken):
-		status, msg = http.StatusConflict, "a request under this Idempotency-Key is being handled; retry"
-	case errors.Is(err, session.ErrConflict):
-		status, msg = http.StatusConflict, "the chat kept changing while this request was handled; retry"
-	case awsenv.Transient(err):
-		status, msg = http.StatusServiceUnavailable, "the session store is throttled or failing; retry later"
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), r.Context().Err() != nil:
-		status, msg = http.StatusServiceUnavailable, "request cancelled, or the session store did not answer in time; retry"
-	}
-	if status == http.StatusServiceUnavailable {
-		httpjson.Unavailable(w)
-	}
-	level := slog.LevelDebug
-	if status >= 500 {
-		level = slog.LevelError
-	}
-	h.Log.Log(r.Context(), level, "chat: request failed", "method", r.Method, "path", r.URL.Path,
-		"caller", caller, "status", status, "err", err)
-	httpjson.Write(w, status, httpjson.ErrorBody{Error: msg})
+	httpjson.Fail(w, r, h.Log, caller, err, chatWords)
+}
+
+var chatWords = httpjson.Words{
+	Noun:      "chat",
+	Send:      "send",
+	Timeout:   "request cancelled, or the session store did not answer in time; retry",
+	Cancelled: "request cancelled, or the session store did not answer in time; retry",
+	Log:       "chat: request failed",
 }
 
 // validID reports whether s is of the form chat and message ids must have:

@@ -391,22 +391,35 @@ func statusText(s operator.Session) string {
 	return string(s.Status)
 }
 
-func (e *env) show(ctx context.Context, args []string) error {
-	c := e.flags("show", true)
-	pos, err := c.parse(args, 1, false, "SESSION")
+// sessionCall runs command name on its one argument (usage arg): req makes
+// the request from it, and the session answered is returned, unless --json
+// printed it (done).
+func (e *env) sessionCall(ctx context.Context, name, arg string, args []string, req func(string) (method, path string, body any)) (s operator.Session, done bool, err error) {
+	c := e.flags(name, true)
+	pos, err := c.parse(args, 1, false, arg)
 	if err != nil {
-		return err
+		return s, false, err
 	}
 	cl, err := e.client(c)
 	if err != nil {
-		return err
+		return s, false, err
 	}
-	var s operator.Session
-	if err := cl.call(ctx, http.MethodGet, "/sessions/"+seg(pos[0]), nil, &s); err != nil {
-		return err
+	method, path, body := req(pos[0])
+	if err := cl.call(ctx, method, path, body, &s); err != nil {
+		return s, false, err
 	}
 	if c.json {
-		return e.printJSON(s)
+		return s, true, e.printJSON(s)
+	}
+	return s, false, nil
+}
+
+func (e *env) show(ctx context.Context, args []string) error {
+	s, done, err := e.sessionCall(ctx, "show", "SESSION", args, func(id string) (string, string, any) {
+		return http.MethodGet, "/sessions/" + seg(id), nil
+	})
+	if done || err != nil {
+		return err
 	}
 	w := e.stdout
 	fmt.Fprintf(w, "session  %s\nagent    %s\nstatus   %s\nupdated  %s\nturns    %d\n",
@@ -434,21 +447,11 @@ func (e *env) show(ctx context.Context, args []string) error {
 }
 
 func (e *env) newSession(ctx context.Context, args []string) error {
-	c := e.flags("new", true)
-	pos, err := c.parse(args, 1, false, "AGENT")
-	if err != nil {
+	s, done, err := e.sessionCall(ctx, "new", "AGENT", args, func(agent string) (string, string, any) {
+		return http.MethodPost, "/sessions", map[string]string{"agent": agent}
+	})
+	if done || err != nil {
 		return err
-	}
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
-	var s operator.Session
-	if err := cl.call(ctx, http.MethodPost, "/sessions", map[string]string{"agent": pos[0]}, &s); err != nil {
-		return err
-	}
-	if c.json {
-		return e.printJSON(s)
 	}
 	fmt.Fprintln(e.stdout, s.ID)
 	return nil

@@ -100,7 +100,7 @@ func (s *Store) Due(ctx context.Context, shard int, before time.Time, limit int3
 // duePage is one query of shard's heads due in [from, before] (unix
 // milliseconds), oldest first: the heads and whether more may follow.
 func (s *Store) duePage(ctx context.Context, shard int, from, before int64, limit int32) ([]Head, bool, error) {
-	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+	out, err := s.query(ctx, &dynamodb.QueryInput{
 		TableName:                aws.String(s.table),
 		IndexName:                aws.String(IndexByDue),
 		KeyConditionExpression:   aws.String("#shard = :shard AND #due BETWEEN :from AND :before"),
@@ -110,7 +110,7 @@ func (s *Store) duePage(ctx context.Context, shard int, from, before int64, limi
 		},
 		ScanIndexForward: aws.Bool(true),
 		Limit:            aws.Int32(limit),
-	}, s.count.DynamoDB)
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("dynamo: list sessions of due shard %d due by %d: %w", shard, before, err)
 	}
@@ -137,7 +137,7 @@ func (s *Store) dueAt(ctx context.Context, shard int, at int64) ([]Head, int, er
 	}
 	var all []Head
 	for n := 1; ; n++ {
-		out, err := s.client.Query(ctx, in, s.count.DynamoDB)
+		out, err := s.query(ctx, in)
 		if err != nil {
 			return nil, n, fmt.Errorf("dynamo: list sessions of due shard %d due at %d: %w", shard, at, err)
 		}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/faults"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -139,7 +139,7 @@ func BenchmarkAppendLostResponse(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				ft := faults.New(nil, c.rules...)
-				store := New(faults.Clients(testEnv.Emu.URL, ft).DynamoDB, testEnv.Table)
+				store := countingStore(faults.Clients(testEnv.Emu.URL, ft).DynamoDB, testEnv.Table)
 				f := reducer.Fact{Seq: 1, Time: t0, Type: reducer.SessionCreated, Agent: "a",
 					Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "op"}}
 				next, err := (reducer.State{}).Apply(f)

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/ids"
@@ -20,7 +23,25 @@ var testEnv testenv.Env
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &testEnv)) }
 
 // sharedStore is a fresh Store (fresh request counter) on the shared table.
-func sharedStore() *Store { return New(testEnv.Emu.Clients.DynamoDB, testEnv.Table) }
+func sharedStore() *Store { return countingStore(testEnv.Emu.Clients.DynamoDB, testEnv.Table) }
+
+// counters keeps the Counter of each store tests made counting.
+var counters sync.Map // *Store → *Counter
+
+// countingStore is a store on client and table that counts its requests.
+func countingStore(client *dynamodb.Client, table string) *Store {
+	c := &Counter{}
+	s := New(client, table, Counting(c))
+	counters.Store(s, c)
+	return s
+}
+
+// Requests returns how many DynamoDB requests (attempts) s has sent; s must
+// come from countingStore.
+func (s *Store) Requests() int64 {
+	c, _ := counters.Load(s)
+	return c.(*Counter).Count()
+}
 
 // ownTable makes a Store on a new table of the test's own.
 func ownTable(t *testing.T) *Store {

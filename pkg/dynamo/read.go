@@ -23,7 +23,7 @@ func (s *Store) getItem(ctx context.Context, in *dynamodb.GetItemInput) (*dynamo
 	var out *dynamodb.GetItemOutput
 	err := retry.Do(ctx, readPolicy, func() error {
 		var err error
-		out, err = s.client.GetItem(ctx, in, s.count.DynamoDB)
+		out, err = s.client.GetItem(ctx, in, s.count...)
 		return err
 	}, awsenv.Transient)
 	return out, err
@@ -34,7 +34,7 @@ func (s *Store) query(ctx context.Context, in *dynamodb.QueryInput) (*dynamodb.Q
 	var out *dynamodb.QueryOutput
 	err := retry.Do(ctx, readPolicy, func() error {
 		var err error
-		out, err = s.client.Query(ctx, in, s.count.DynamoDB)
+		out, err = s.client.Query(ctx, in, s.count...)
 		return err
 	}, awsenv.Transient)
 	return out, err

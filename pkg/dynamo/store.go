@@ -40,17 +40,28 @@ var ErrNotFound = errors.New("dynamo: session not found")
 type Store struct {
 	client *dynamodb.Client
 	table  string
-	count  *Counter
+	count  []func(*dynamodb.Options) // per-call options: the request counter, when one is set
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// Counting counts every DynamoDB request (attempt) of the store's reads and
+// appends in c. Off unless set: tests turn it on to assert how many requests
+// an operation sends.
+func Counting(c *Counter) Option {
+	return func(s *Store) { s.count = []func(*dynamodb.Options){c.DynamoDB} }
 }
 
 // New returns a store on table. It does not create the table; the SAM
 // template (template.yaml) declares it.
-func New(client *dynamodb.Client, table string) *Store {
-	return &Store{client: client, table: table, count: &Counter{}}
+func New(client *dynamodb.Client, table string, opts ...Option) *Store {
+	s := &Store{client: client, table: table}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
-
-// Requests returns how many DynamoDB requests (attempts) this Store has sent.
-func (s *Store) Requests() int64 { return s.count.Count() }
 
 // Append writes facts, which must carry consecutive seqs, together with the
 // head item derived from next (the state after applying them), in one
@@ -182,7 +193,7 @@ const maxResend = 2
 // timing; conflictPolicy bounds it.
 func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput) error {
 	return retry.Do(ctx, conflictPolicy, func() error {
-		_, err := s.client.TransactWriteItems(ctx, in, s.count.DynamoDB)
+		_, err := s.client.TransactWriteItems(ctx, in, s.count...)
 		return err
 	}, transactionConflict)
 }

@@ -1,5 +1,7 @@
 // Package httpjson holds what baton's HTTP APIs (the operator API and the
-// chat endpoint) answer alike: refusals with a status and a message, JSON
+// chat endpoint) answer alike: refusals with a status and a message, the
+// one table from an error to its status and message (Status, Fail; each API
+// passes its Words), JSON
 // bodies and errors, 404 and 405 in JSON instead of the mux's plain text,
 // the caller check in front of every handler, the Idempotency-Key
 // mechanism (a receipt written with the write it guards), the request

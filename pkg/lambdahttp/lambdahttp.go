@@ -30,13 +30,13 @@ func WithContext(f func(ctx context.Context, e events.APIGatewayV2HTTPRequest) c
 }
 
 // WithLogger sets the logger for events that cannot be served; the default
-// is slog.Default().
+// discards them.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.log = l }
 }
 
 func newOptions(opts []Option) options {
-	o := options{log: slog.Default()}
+	o := options{log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -114,7 +114,7 @@ type Dialer struct {
 	HTTPClient *http.Client
 	// Getenv reads header values; nil means os.Getenv.
 	Getenv func(string) string
-	// Log receives warnings; nil means slog.Default().
+	// Log receives warnings; nil discards them.
 	Log *slog.Logger
 }
 
@@ -122,7 +122,7 @@ func (d Dialer) log() *slog.Logger {
 	if d.Log != nil {
 		return d.Log
 	}
-	return slog.Default()
+	return slog.New(slog.DiscardHandler)
 }
 
 // Tools lists the server's allowed tools and adapts each one to a

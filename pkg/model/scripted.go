@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
-	"os"
 	"strings"
 	"time"
 
@@ -82,19 +81,6 @@ func ParseScript(data []byte) (*Scripted, error) {
 		}
 	}
 	return &Scripted{script: s}, nil
-}
-
-// LoadScript reads a script file.
-func LoadScript(path string) (*Scripted, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("model: read script: %w", err)
-	}
-	m, err := ParseScript(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return m, nil
 }
 
 // WithDelay returns a copy of the script whose every step takes d.

@@ -8,11 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/baton-run/baton/pkg/httpjson"
 
-	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/console"
 	"github.com/baton-run/baton/pkg/dynamo"
@@ -35,8 +33,6 @@ const (
 	MaxReason = 4 << 10
 	// MaxListLimit is the largest page GET /sessions serves.
 	MaxListLimit = 100
-	// maxID is the longest path id looked up; longer ones are not found.
-	maxID = 256
 )
 
 // pollInterval is how often a held stream read looks for new parts.
@@ -67,7 +63,7 @@ type Config struct {
 	// Heartbeat is how often an event stream sends a comment while it
 	// waits; 0 means httpjson.DefaultHeartbeat (15 s).
 	Heartbeat time.Duration
-	// Log receives request failures; nil means slog.Default().
+	// Log receives request failures; nil discards them.
 	Log *slog.Logger
 	// Chat configures the AI SDK chat endpoint served under /chat.
 	Chat chat.Options
@@ -126,7 +122,7 @@ func New(c Config) http.Handler {
 		a.maxBody = DefaultMaxBody
 	}
 	if a.log == nil {
-		a.log = slog.Default()
+		a.log = slog.New(slog.DiscardHandler)
 	}
 	for pattern, h := range a.routes() {
 		if pattern != streamRoute { // a stream spends its budgets itself
@@ -174,65 +170,25 @@ func (a *api) budgeted(h httpjson.Handler) httpjson.Handler {
 // turns a handler's error into an answer.
 func (a *api) authed(h httpjson.Handler) http.Handler { return httpjson.Authed(a.identity, a.fail, h) }
 
-// fail answers err: a refusal as it says, known session errors with 404,
-// 409 or 503 with Retry-After (503 also for a session too busy to write to
-// in time, and for a store that did not answer within the request
-// budget), anything else with a generic 500 whose detail is logged.
+// fail answers err by httpjson's one status table, in the operator API's
+// words.
 func (a *api) fail(w http.ResponseWriter, r *http.Request, caller string, err error) {
-	status, msg := http.StatusInternalServerError, "internal error"
-	var te *reducer.TransitionError
-	switch ae, isAPI := errors.AsType[*httpjson.Refusal](err); {
-	case isAPI:
-		status, msg = ae.Status, ae.Msg
-	case errors.Is(err, session.ErrNotFound), errors.Is(err, dynamo.ErrNotFound):
-		status, msg = http.StatusNotFound, "session not found"
-	case errors.Is(err, session.ErrNotPending):
-		status, msg = http.StatusConflict, "nothing of that id is waiting for an answer"
-	case errors.Is(err, session.ErrNoTurn):
-		status, msg = http.StatusConflict, "the session has no open turn"
-	case errors.Is(err, session.ErrRejected):
-		status, msg = http.StatusConflict, "the session's agent takes no message while a turn is open; post it once the turn ends"
-	case errors.As(err, &te):
-		status, msg = http.StatusConflict, "not allowed now: "+te.Reason
-	case errors.Is(err, reducer.ErrIllegal):
-		status, msg = http.StatusConflict, "not allowed in the session's current state"
-	case errors.Is(err, session.ErrReceiptTaken):
-		status, msg = http.StatusConflict, "a request under this Idempotency-Key is being handled; retry"
-	case errors.Is(err, session.ErrBusy):
-		w.Header().Set("Retry-After", "1")
-		status, msg = http.StatusServiceUnavailable, "the session is busy with other writes; nothing was changed; retry"
-	case errors.Is(err, session.ErrConflict):
-		status, msg = http.StatusConflict, "the session kept changing while this request was handled; retry"
-	case awsenv.Transient(err):
-		status, msg = http.StatusServiceUnavailable, "the session store is throttled or failing; retry later"
-	case errors.Is(err, context.DeadlineExceeded):
-		status, msg = http.StatusServiceUnavailable, "the session store did not answer in time; retry later (under the same Idempotency-Key, a retry of a write that did land is answered as it was)"
-	case errors.Is(err, context.Canceled) || r.Context().Err() != nil:
-		status, msg = http.StatusServiceUnavailable, "request cancelled"
-	}
-	if status == http.StatusServiceUnavailable {
-		httpjson.Unavailable(w)
-	}
-	level := slog.LevelDebug
-	if status >= 500 {
-		level = slog.LevelError
-	}
-	a.log.Log(r.Context(), level, "operator: request failed", "method", r.Method, "path", r.URL.Path,
-		"caller", caller, "status", status, "err", err)
-	httpjson.Write(w, status, Error{Error: msg})
+	httpjson.Fail(w, r, a.log, caller, err, operatorWords)
+}
+
+var operatorWords = httpjson.Words{
+	Noun:      "session",
+	Send:      "post",
+	Timeout:   "the session store did not answer in time; retry later (under the same Idempotency-Key, a retry of a write that did land is answered as it was)",
+	Cancelled: "request cancelled",
+	Log:       "operator: request failed",
 }
 
 // pathID returns the path value name, or a 404 refusal when it cannot name
 // anything stored (empty, too long, or holding control characters).
 func pathID(r *http.Request, name, what string) (string, error) {
 	v := r.PathValue(name)
-	ok := v != "" && len(v) <= maxID && utf8.ValidString(v)
-	for _, c := range v {
-		if c < 0x20 || c == 0x7f || c == '/' {
-			ok = false
-		}
-	}
-	if !ok {
+	if ids.Check(v) != nil {
 		return "", httpjson.Refuse(http.StatusNotFound, "%s not found", what)
 	}
 	return v, nil
@@ -424,15 +380,15 @@ func (a *api) answer(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err := decode(w, r, a.maxBody, &in, false); err != nil {
 		return err
 	}
-	if in.Decision != reducer.Approve && in.Decision != reducer.Deny {
-		return httpjson.Refuse(http.StatusBadRequest, "decision must be %q or %q", reducer.Approve, reducer.Deny)
-	}
 	if err := checkReason(in.Reason); err != nil {
 		return err
 	}
 	answer := always(http.StatusAccepted, Accepted{Status: string(in.Decision)})
 	err = a.writer(r, answer).Answer(r.Context(), id, operatorActor(caller), approval, in.Decision, in.Reason)
-	if errors.Is(err, session.ErrNotPending) {
+	switch { // the reducer decides both
+	case errors.Is(err, reducer.ErrBadAnswer):
+		return httpjson.Refuse(http.StatusBadRequest, "decision must be %q or %q", reducer.Approve, reducer.Deny)
+	case errors.Is(err, session.ErrNotPending):
 		return httpjson.Refuse(http.StatusConflict, "approval %q is not pending", httpjson.Clip(approval))
 	}
 	if err != nil {
@@ -481,12 +437,12 @@ func (a *api) settle(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err := decode(w, r, a.maxBody, &in, false); err != nil {
 		return err
 	}
-	if in.Verdict != reducer.Rerun && in.Verdict != reducer.Abandon {
-		return httpjson.Refuse(http.StatusBadRequest, "verdict must be %q or %q", reducer.Rerun, reducer.Abandon)
-	}
 	answer := always(http.StatusAccepted, Accepted{Status: string(in.Verdict)})
 	err = a.writer(r, answer).Settle(r.Context(), id, operatorActor(caller), execution, in.Verdict)
-	if errors.Is(err, session.ErrNotPending) {
+	switch { // the reducer decides both
+	case errors.Is(err, reducer.ErrBadAnswer):
+		return httpjson.Refuse(http.StatusBadRequest, "verdict must be %q or %q", reducer.Rerun, reducer.Abandon)
+	case errors.Is(err, session.ErrNotPending):
 		return httpjson.Refuse(http.StatusConflict, "execution %q awaits no verdict", httpjson.Clip(execution))
 	}
 	if err != nil {

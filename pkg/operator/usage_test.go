@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/faults"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/operator"

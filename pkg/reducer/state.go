@@ -139,12 +139,27 @@ type State struct {
 // ErrIllegal is matched (with errors.Is) by every *TransitionError.
 var ErrIllegal = errors.New("illegal transition")
 
+// The kinds of TransitionError a caller answering for someone tells apart
+// (with errors.Is): the reducer is the one place that decides them.
+var (
+	// ErrNotPending: an answer or verdict names an approval or execution
+	// that is not waiting for one (unknown, already answered, of another
+	// turn, or the turn is not suspended for it).
+	ErrNotPending = errors.New("reducer: not pending")
+	// ErrBadAnswer: a decision that is not approve or deny, or a verdict
+	// that is not rerun or abandon.
+	ErrBadAnswer = errors.New("reducer: unknown decision or verdict")
+)
+
 // TransitionError rejects a fact that cannot follow the state it was applied to.
 type TransitionError struct {
 	Seq    int64
 	Type   Type
 	Status Status
 	Reason string
+	// Kind, when set, is ErrNotPending or ErrBadAnswer, which the error
+	// then matches besides ErrIllegal.
+	Kind error
 }
 
 func (e *TransitionError) Error() string {
@@ -155,8 +170,19 @@ func (e *TransitionError) Error() string {
 	return fmt.Sprintf("reducer: fact %d (%s) illegal in status %s: %s", e.Seq, e.Type, status, e.Reason)
 }
 
-// Is makes errors.Is(err, ErrIllegal) true.
-func (e *TransitionError) Is(target error) bool { return target == ErrIllegal }
+// Is makes errors.Is(err, ErrIllegal) true, and errors.Is(err, e.Kind).
+func (e *TransitionError) Is(target error) bool {
+	return target == ErrIllegal || (e.Kind != nil && target == e.Kind)
+}
+
+// Holds reports whether the turn mine is still held by the invocation that
+// ran it: s has it running, in the same invocation. A fact that took the
+// turn out of that invocation's hands (a cancel, a suspension, a takeover)
+// makes it false. The one test of it.
+func (s State) Holds(mine *Turn) bool {
+	t := s.Turn
+	return t != nil && mine != nil && s.Status == Running && t.ID == mine.ID && t.Invocations == mine.Invocations
+}
 
 // Reduce folds facts, starting from an empty session.
 func Reduce(facts []Fact) (State, error) {
@@ -210,6 +236,9 @@ func (s *State) apply(f Fact) error {
 	illegal := func(format string, args ...any) error {
 		return &TransitionError{Seq: f.Seq, Type: f.Type, Status: s.Status, Reason: fmt.Sprintf(format, args...)}
 	}
+	refuse := func(kind error, format string, args ...any) error {
+		return &TransitionError{Seq: f.Seq, Type: f.Type, Status: s.Status, Reason: fmt.Sprintf(format, args...), Kind: kind}
+	}
 	if f.Seq != s.LastSeq+1 {
 		return illegal("seq %d does not follow %d", f.Seq, s.LastSeq)
 	}
@@ -223,15 +252,16 @@ func (s *State) apply(f Fact) error {
 		return illegal("negative usage")
 	}
 	// Every turn fact must name the open turn.
-	needTurn := func() error {
+	openTurn := func(kind error) error {
 		if s.Turn == nil {
-			return illegal("no open turn")
+			return refuse(kind, "no open turn")
 		}
 		if f.Turn != s.Turn.ID {
-			return illegal("turn %q is not the open turn %q", f.Turn, s.Turn.ID)
+			return refuse(kind, "turn %q is not the open turn %q", f.Turn, s.Turn.ID)
 		}
 		return nil
 	}
+	needTurn := func() error { return openTurn(nil) }
 
 	switch f.Type {
 	case SessionCreated:
@@ -405,22 +435,22 @@ func (s *State) apply(f Fact) error {
 		s.Turn.Pending = append(s.Turn.Pending, *a)
 
 	case ApprovalAnswered:
-		if err := needTurn(); err != nil {
+		a := f.Answer
+		switch {
+		case a == nil:
+			return refuse(ErrBadAnswer, "no answer")
+		case a.Decision != Approve && a.Decision != Deny:
+			return refuse(ErrBadAnswer, "unknown decision %q", a.Decision)
+		}
+		if err := openTurn(ErrNotPending); err != nil {
 			return err
 		}
-		a := f.Answer
-		if a == nil {
-			return illegal("no answer")
-		}
-		if a.Decision != Approve && a.Decision != Deny {
-			return illegal("unknown decision %q", a.Decision)
-		}
 		if s.Status != Suspended || s.Turn.Cause != CauseApproval {
-			return illegal("the turn is not waiting for approval")
+			return refuse(ErrNotPending, "the turn is not waiting for approval")
 		}
 		i := slices.IndexFunc(s.Turn.Pending, func(p Approval) bool { return p.ID == a.ApprovalID })
 		if i < 0 {
-			return illegal("approval %q is not pending", a.ApprovalID)
+			return refuse(ErrNotPending, "approval %q is not pending", a.ApprovalID)
 		}
 		if a.ToolCallID != s.Turn.Pending[i].ToolCallID {
 			return illegal("approval %q is for tool call %s, not %s", a.ApprovalID, s.Turn.Pending[i].ToolCallID, a.ToolCallID)
@@ -447,15 +477,15 @@ func (s *State) apply(f Fact) error {
 		s.Turn.Executions = append(s.Turn.Executions, *e)
 
 	case ExecutionVerdict:
-		if err := needTurn(); err != nil {
-			return err
-		}
 		if f.Settled == nil || (f.Settled.Verdict != Rerun && f.Settled.Verdict != Abandon) {
-			return illegal("no verdict")
+			return refuse(ErrBadAnswer, "no verdict: want rerun or abandon")
 		}
 		v := *f.Settled // a copy: the fact is the caller's and must not change
+		if err := openTurn(ErrNotPending); err != nil {
+			return err
+		}
 		if s.Status != Suspended || s.Turn.Uncertain == nil || s.Turn.Uncertain.ID != v.ExecutionID {
-			return illegal("execution %q awaits no verdict", v.ExecutionID)
+			return refuse(ErrNotPending, "execution %q awaits no verdict", v.ExecutionID)
 		}
 		v.ToolCallID = s.Turn.Uncertain.ToolCallID
 		s.Turn.Verdicts = append(s.Turn.Verdicts, v)

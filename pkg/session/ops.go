@@ -138,7 +138,7 @@ func (s *Store) closeInterrupted(ctx context.Context, id string, sink *streams.S
 	}
 	if err := s.CloseStream(ctx, sink, streams.Interrupted, "interrupted"); err != nil {
 		// The fact stands; the stream is left open for a reader to time out on.
-		slog.WarnContext(ctx, "interrupt: close stream", "session", id, "stream", sink.Stream(), "err", err)
+		s.log().WarnContext(ctx, "interrupt: close stream", "session", id, "stream", sink.Stream(), "err", err)
 	}
 }
 
@@ -147,28 +147,23 @@ func (s *Store) closeInterrupted(ctx context.Context, id string, sink *streams.S
 // unknown, already answered, or of another turn — fails with ErrNotPending
 // and writes nothing.
 func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) error {
-	if d != reducer.Approve && d != reducer.Deny {
-		return fmt.Errorf("session: decision %q: want approve or deny", d)
-	}
 	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
-		t := cur.Turn
-		if t == nil || cur.Status != reducer.Suspended || t.Cause != reducer.CauseApproval {
-			return reducer.Fact{}, fmt.Errorf("session: approval %s: %w", approvalID, ErrNotPending)
-		}
-		var call string
-		for _, p := range t.Pending {
-			if p.ID == approvalID {
-				call = p.ToolCallID
+		// The reducer decides whether the approval is pending; this only
+		// names its turn and tool call.
+		var turn, call string
+		if t := cur.Turn; t != nil {
+			turn = t.ID
+			for _, p := range t.Pending {
+				if p.ID == approvalID {
+					call = p.ToolCallID
+				}
 			}
 		}
-		if call == "" {
-			return reducer.Fact{}, fmt.Errorf("session: approval %s: %w", approvalID, ErrNotPending)
-		}
-		return reducer.Fact{Type: reducer.ApprovalAnswered, Actor: actor, Turn: t.ID,
+		return reducer.Fact{Type: reducer.ApprovalAnswered, Actor: actor, Turn: turn,
 			Answer: &reducer.Answer{ApprovalID: approvalID, ToolCallID: call, Decision: d, Reason: reason}}, nil
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("session: answer approval %s: %w", approvalID, err)
 	}
 	if len(st.Turn.Pending) == 0 {
 		s.wake(ctx, id, wake.Approval, st.LastSeq, 0)
@@ -179,19 +174,16 @@ func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, appr
 // Settle records an operator's verdict on an uncertain execution and wakes
 // the turn. An execution that awaits no verdict fails with ErrNotPending.
 func (s *Store) Settle(ctx context.Context, id string, actor reducer.Actor, executionID string, v reducer.Verdict) error {
-	if v != reducer.Rerun && v != reducer.Abandon {
-		return fmt.Errorf("session: verdict %q: want rerun or abandon", v)
-	}
 	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
-		t := cur.Turn
-		if t == nil || t.Uncertain == nil || t.Uncertain.ID != executionID || cur.Status != reducer.Suspended {
-			return reducer.Fact{}, fmt.Errorf("session: execution %s: %w", executionID, ErrNotPending)
+		var turn string // the reducer decides whether the execution awaits a verdict
+		if cur.Turn != nil {
+			turn = cur.Turn.ID
 		}
-		return reducer.Fact{Type: reducer.ExecutionVerdict, Actor: actor, Turn: t.ID,
+		return reducer.Fact{Type: reducer.ExecutionVerdict, Actor: actor, Turn: turn,
 			Settled: &reducer.Settled{ExecutionID: executionID, Verdict: v}}, nil
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("session: settle execution %s: %w", executionID, err)
 	}
 	s.wake(ctx, id, wake.Verdict, st.LastSeq, 0)
 	return nil
@@ -324,7 +316,7 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 	}
 	if err := s.CloseStream(ctx, sink, streams.Cancelled, "cancelled"); err != nil {
 		// The fact stands; the stream is left open for a reader to time out on.
-		slog.WarnContext(ctx, "cancel: close stream", "session", id, "stream", sink.Stream(), "err", err)
+		s.log().WarnContext(ctx, "cancel: close stream", "session", id, "stream", sink.Stream(), "err", err)
 	}
 	// Messages that arrived during the turn now start a new one.
 	s.wake(ctx, id, wake.Cancelled, 0, 0)
@@ -379,8 +371,16 @@ func (s *Store) transition(ctx context.Context, id string, next func(reducer.Sta
 	return st, err
 }
 
+// log is the store's logger; without one, what it would log is discarded.
+func (s *Store) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
 // wake sends the session's wake after delay, best effort: a lost one is
 // re-sent by the tick.
 func (s *Store) wake(ctx context.Context, id string, reason wake.Reason, seq int64, delay time.Duration) {
-	wake.Notify(ctx, s.Waker, slog.Default(), wake.Wake{Session: id, Reason: reason, Seq: seq}, delay)
+	wake.Notify(ctx, s.Waker, s.log(), wake.Wake{Session: id, Reason: reason, Seq: seq}, delay)
 }

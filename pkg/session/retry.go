@@ -64,14 +64,21 @@ func (s *Store) enter(ctx context.Context, id string) (l *lane, leave func(), er
 	}
 }
 
-// Bounds on retry.
-const (
-	// RetryBudget is the longest retry keeps trying; a shorter context
-	// deadline bounds it further.
-	RetryBudget = 10 * time.Second
-	backoffBase = 10 * time.Millisecond
-	backoffCap  = time.Second
-)
+// LostRace reports whether err is a write that lost its race: another
+// writer committed first (ErrConflict), or what it committed makes the
+// fact illegal now (reducer.ErrIllegal). The one test of it.
+func LostRace(err error) bool {
+	return errors.Is(err, ErrConflict) || errors.Is(err, reducer.ErrIllegal)
+}
+
+// RetryBudget is the longest retry keeps trying; a shorter context
+// deadline bounds it further.
+const RetryBudget = 10 * time.Second
+
+// RetryPolicy is the one policy for writers that lost a race and try
+// again: the session store's retry and the runner's commits. RetryBudget in
+// all, full jitter under a cap doubling from 10 ms to 1 s.
+var RetryPolicy = retrypkg.Policy{Budget: RetryBudget, Base: 10 * time.Millisecond, Max: time.Second}
 
 // retry runs a load-decide-append cycle again when it lost a race, for
 // transitions that stay legal whoever else commits (a message, an answer to
@@ -89,8 +96,7 @@ const (
 // they queue per session (see lanes), so only writers in other processes
 // and the runner meet the backoff.
 func retry(ctx context.Context, f func() error) error {
-	p := retrypkg.Policy{Budget: RetryBudget, Base: backoffBase, Max: backoffCap}
-	err := retrypkg.Do(ctx, p, f, func(err error) bool { return errors.Is(err, ErrConflict) })
+	err := retrypkg.Do(ctx, RetryPolicy, f, func(err error) bool { return errors.Is(err, ErrConflict) })
 	if errors.Is(err, retrypkg.ErrExhausted) {
 		return fmt.Errorf("%w: %w", ErrBusy, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,8 @@ var (
 	// ErrConflict: another writer committed first; reload and decide again.
 	ErrConflict = dynamo.ErrConflict
 	// ErrNotPending: the approval or execution named is not waiting for an answer.
-	ErrNotPending = errors.New("session: not pending")
+	// It is the reducer's: the reducer alone decides it.
+	ErrNotPending = reducer.ErrNotPending
 	// ErrBadCaps: spend caps that are negative, not finite, or set nothing.
 	ErrBadCaps = errors.New("session: bad caps")
 	// ErrCapNotLifted: a raise that leaves the spend cap the turn reached
@@ -63,7 +65,8 @@ type Session struct {
 // fact log and the stream store it is built on (New) are reached only
 // through its methods, grouped by purpose: loading and committing
 // (session.go), operator transitions (ops.go), chat (chat.go), reads of
-// the fact log (read.go), turn streams (stream.go) and usage (usage.go).
+// the fact log (read.go), turn streams (stream.go), usage (usage.go),
+// and retrying a write that lost its race (retry.go).
 type Store struct {
 	facts   FactLog
 	streams StreamStore
@@ -74,14 +77,17 @@ type Store struct {
 	// Steering, when set, gives an agent's policy for a message that
 	// arrives while a turn is open (see deliver); nil or "" is enqueue.
 	Steering func(agent string) reducer.Steering
+	// Log receives what the store does not return, such as a wake it could
+	// not send; nil discards it.
+	Log *slog.Logger
 
 	receipt *Receipt // see WithReceipt
 	base    *Store   // the store WithReceipt was called on
 	lanes   atomic.Pointer[lanes]
 }
 
-// New is a session store on a fact log and a stream store; set Waker, Now
-// and Steering on it before first use.
+// New is a session store on a fact log and a stream store; set Waker, Now,
+// Steering and Log on it before first use.
 func New(facts FactLog, streams StreamStore) *Store {
 	return &Store{facts: facts, streams: streams}
 }
@@ -102,7 +108,7 @@ type Receipt struct {
 // with an error matching ErrReceiptTaken, writing nothing, when rc's key
 // is already taken.
 func (s *Store) WithReceipt(rc *Receipt) *Store {
-	return &Store{facts: s.facts, streams: s.streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, receipt: rc, base: s.root()}
+	return &Store{facts: s.facts, streams: s.streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, Log: s.Log, receipt: rc, base: s.root()}
 }
 
 func (s *Store) root() *Store {
@@ -174,13 +180,7 @@ func (s *Store) Load(ctx context.Context, id string) (*Session, error) {
 // ErrConflict when another writer got there first. Nothing is written unless
 // everything is.
 func (s *Store) Append(ctx context.Context, id string, st reducer.State, facts ...reducer.Fact) (reducer.State, error) {
-	now := s.now()
-	for i := range facts {
-		facts[i].Seq = st.LastSeq + 1 + int64(i)
-		if facts[i].Time.IsZero() {
-			facts[i].Time = now
-		}
-	}
+	s.number(st, facts)
 	next, err := st.Apply(facts...)
 	if err != nil {
 		return reducer.State{}, err
@@ -189,6 +189,18 @@ func (s *Store) Append(ctx context.Context, id string, st reducer.State, facts .
 		return reducer.State{}, fmt.Errorf("session: append to %s: %w", id, err)
 	}
 	return next, nil
+}
+
+// number is the one home of fact numbering: facts follow st, each the next
+// seq, and those without a time take the store's clock.
+func (s *Store) number(st reducer.State, facts []reducer.Fact) {
+	now := s.now()
+	for i := range facts {
+		facts[i].Seq = st.LastSeq + 1 + int64(i)
+		if facts[i].Time.IsZero() {
+			facts[i].Time = now
+		}
+	}
 }
 
 // End appends a fact that ends the open turn, with a snapshot of the
@@ -213,13 +225,7 @@ func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, 
 	outcome := map[reducer.Type]string{reducer.TurnCompleted: "completed", reducer.TurnFailed: "failed",
 		reducer.TurnCancelled: "cancelled", reducer.TurnInterrupted: "interrupted"}[f.Type]
 	facts := append(slices.Clone(before), f)
-	now := s.now()
-	for i := range facts {
-		facts[i].Seq = st.LastSeq + 1 + int64(i)
-		if facts[i].Time.IsZero() {
-			facts[i].Time = now
-		}
-	}
+	s.number(st, facts)
 	f = facts[len(facts)-1]
 	f.Snapshot = streams.SnapshotKey(sess.ID, f.Seq)
 	u := turn.Usage()
@@ -257,8 +263,10 @@ func (s *Store) Compact(ctx context.Context, sess *Session, history []conversati
 	if st.Turn == nil {
 		return reducer.State{}, ErrNoTurn
 	}
-	f := reducer.Fact{Type: reducer.ContextCompacted, Actor: actor, Turn: st.Turn.ID, Seq: st.LastSeq + 1,
-		Time: s.now(), Snapshot: streams.SnapshotKey(sess.ID, st.LastSeq+1), Compaction: &c}
+	fs := []reducer.Fact{{Type: reducer.ContextCompacted, Actor: actor, Turn: st.Turn.ID, Compaction: &c}}
+	s.number(st, fs)
+	f := fs[0]
+	f.Snapshot = streams.SnapshotKey(sess.ID, f.Seq)
 	next, err := st.Apply(f)
 	if err != nil {
 		return reducer.State{}, err

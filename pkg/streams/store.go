@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/ids"
 )
 
 // Errors callers can test for with errors.Is.
@@ -111,18 +112,8 @@ func parseChunkName(name string) (int, bool) {
 
 // checkID refuses ids that would not map to exactly one key prefix.
 func checkID(what, id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("%w: empty %s id", ErrInvalid, what)
-	case id == "." || id == "..":
-		return fmt.Errorf("%w: %s id %q", ErrInvalid, what, id)
-	case len(id) > 256:
-		return fmt.Errorf("%w: %s id longer than 256 bytes", ErrInvalid, what)
-	}
-	for _, c := range id {
-		if c == '/' || c < 0x20 || c == 0x7f {
-			return fmt.Errorf("%w: %s id %q contains %q", ErrInvalid, what, id, c)
-		}
+	if err := ids.Check(id); err != nil {
+		return fmt.Errorf("%w: %s %w", ErrInvalid, what, err)
 	}
 	return nil
 }

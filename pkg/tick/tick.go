@@ -56,6 +56,7 @@ type Tick struct {
 	ShardConcurrency int
 	// Now is the clock deciding what is due; nil means time.Now.
 	Now func() time.Time
+	// Log receives what the tick does not return; nil discards it.
 	Log *slog.Logger
 }
 
@@ -92,7 +93,7 @@ func (t *Tick) log() *slog.Logger {
 	if t.Log != nil {
 		return t.Log
 	}
-	return slog.Default()
+	return slog.New(slog.DiscardHandler)
 }
 
 func (t *Tick) waker() wake.Waker {
@@ -370,7 +371,7 @@ func (t *Tick) reap(ctx context.Context, id string, st reducer.State, c *counts)
 		f.Usage = &u
 	}
 	next, err := t.Sessions.Append(ctx, id, st, f)
-	if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+	if session.LostRace(err) {
 		t.log().InfoContext(ctx, "tick: the turn moved on before the reap", "session", id, "err", err)
 		return nil
 	}
@@ -422,7 +423,7 @@ func (t *Tick) post(ctx context.Context, id string, st reducer.State, due time.T
 	next, err := t.Sessions.Append(ctx, id, st,
 		reducer.Fact{Type: reducer.ScheduleFired, Actor: actor(), Wake: due},
 		reducer.Fact{Type: reducer.MessageReceived, Actor: actor(), Message: &msg})
-	if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+	if session.LostRace(err) {
 		t.log().InfoContext(ctx, "tick: the session moved on before the schedule fired", "session", id, "err", err)
 		return nil
 	}

@@ -801,8 +801,7 @@ func (ru *run) retry(ctx context.Context, commit func() error) error {
 			theirs = true // not known to be ours: stop
 			return errors.Join(err, lerr)
 		}
-		t, mine := sess.State.Turn, ru.sess.State.Turn
-		if t == nil || sess.State.Status != reducer.Running || t.ID != mine.ID || t.Invocations != mine.Invocations {
+		if !sess.State.Holds(ru.sess.State.Turn) {
 			theirs = true
 			return err
 		}
@@ -815,7 +814,7 @@ func (ru *run) retry(ctx context.Context, commit func() error) error {
 // races: session.RetryBudget in all (the run's deadline bounds it further),
 // full jitter from 10 ms to 1 s. A run that still loses stops as
 // superseded; the tick reaps the turn when its lease runs out.
-var commitPolicy = retry.Policy{Budget: session.RetryBudget, Base: 10 * time.Millisecond, Max: time.Second}
+var commitPolicy = session.RetryPolicy
 
 // closeIfEnded closes the stream when the turn was ended by someone else (a
 // cancel) rather than taken over by another invocation, which owns the
@@ -842,13 +841,12 @@ func (ru *run) stopped(ctx context.Context, err error) (Outcome, error) {
 			ru.r.log().WarnContext(ctx, "store fault: turn suspended", "session", ru.out.Session, "turn", ru.out.Turn, "err", err)
 			return out, nil
 		}
-		if !errors.Is(serr, session.ErrConflict) && !errors.Is(serr, reducer.ErrIllegal) {
+		if !session.LostRace(serr) {
 			return ru.out, fmt.Errorf("turn %s of %s: %w (and suspending it: %w)", ru.out.Turn, ru.out.Session, err, serr)
 		}
 		err = serr
 	}
-	if errors.Is(err, streams.ErrChunkTaken) || errors.Is(err, streams.ErrPoisoned) ||
-		errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+	if errors.Is(err, streams.ErrChunkTaken) || errors.Is(err, streams.ErrPoisoned) || session.LostRace(err) {
 		ru.r.log().InfoContext(ctx, "turn superseded", "session", ru.out.Session, "turn", ru.out.Turn, "err", err)
 		ru.out.Kind = Superseded
 		ru.recordUnwritten(ctx)

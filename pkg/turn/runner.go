@@ -78,7 +78,7 @@ func (r *Runner) log() *slog.Logger {
 	if r.Log != nil {
 		return r.Log
 	}
-	return slog.Default()
+	return slog.New(slog.DiscardHandler)
 }
 
 // run is one invocation's working state.
@@ -141,7 +141,7 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 		if cerr := sink.Close(ctx, streams.Aborted); cerr != nil {
 			r.log().WarnContext(ctx, "close losing stream", "session", id, "err", cerr)
 		}
-		if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+		if session.LostRace(err) {
 			return Outcome{}, fmt.Errorf("turn: start %s: %w", id, ErrLost)
 		}
 		return Outcome{}, err
@@ -187,7 +187,7 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 		Type: reducer.TurnResumed, Actor: agentActor(t.ID), Turn: t.ID, Lease: deadline.Add(lim.LeaseGrace),
 	})
 	if err != nil {
-		if errors.Is(err, session.ErrConflict) || errors.Is(err, reducer.ErrIllegal) {
+		if session.LostRace(err) {
 			return Outcome{}, fmt.Errorf("turn: resume %s: %w", id, ErrLost)
 		}
 		return Outcome{}, err

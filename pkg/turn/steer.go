@@ -36,8 +36,7 @@ func (ru *run) catchUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turn %s: catch up: %w", ru.out.Turn, err)
 	}
-	t, mine := next.Turn, st.Turn
-	if t == nil || next.Status != reducer.Running || t.ID != mine.ID || t.Invocations != mine.Invocations {
+	if !next.Holds(st.Turn) {
 		return fmt.Errorf("turn %s: the turn left this invocation: %w", ru.out.Turn, session.ErrConflict)
 	}
 	ru.sess.State = next

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/faults"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"

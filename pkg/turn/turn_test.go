@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"reflect"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -450,13 +452,18 @@ const slowThree = `{"steps":[
 
 func TestCrashMidStepResumesFromCheckpoint(t *testing.T) {
 	lim := turn.Limits{Budget: 5 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 50 * time.Millisecond}
-	agent := demoAgent(t, script(t, slowThree), lim)
+	// Die in the middle of the second step: 150 ms into its 300 ms.
+	dying, kill := context.WithCancel(context.Background())
+	calls := 0
+	killer := modelFunc(func(ctx context.Context, req model.Request) iter.Seq2[model.Event, error] {
+		if calls++; calls == 2 {
+			time.AfterFunc(150*time.Millisecond, kill)
+		}
+		return script(t, slowThree).Stream(ctx, req)
+	})
+	agent := demoAgent(t, killer, lim)
 	inv := fresh(agent)
 	id := newSession(t, inv, "Go.")
-
-	// Die in the middle of the second step.
-	dying, kill := context.WithCancel(context.Background())
-	time.AfterFunc(450*time.Millisecond, kill)
 	out, err := inv.runner.Start(dying, id)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("killed invocation: %+v, %v", out, err)
@@ -480,11 +487,11 @@ func TestCrashMidStepResumesFromCheckpoint(t *testing.T) {
 		t.Fatalf("checkpoint holds %d steps, want 1", steps)
 	}
 	// The lease still holds: nobody may take over yet.
-	if _, err := fresh(agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
+	if _, err := fresh(demoAgent(t, script(t, slowThree), lim)).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
 		t.Fatalf("resume under a live lease: %v", err)
 	}
 	time.Sleep(time.Until(sess.State.Turn.Lease) + 10*time.Millisecond)
-	out, err = fresh(agent).runner.Resume(ctx, id)
+	out, err = fresh(demoAgent(t, script(t, slowThree), lim)).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed || out.Steps != 2 || out.Usage.Steps != 3 {
 		t.Fatalf("resume after crash: %+v, %v", out, err)
 	}
@@ -757,4 +764,11 @@ func TestCancelWhileRunning(t *testing.T) {
 	if last := ps[len(ps)-1]; last.Type != streams.Finish || last.FinishReason != "cancelled" {
 		t.Fatalf("last part = %+v", last)
 	}
+}
+
+// modelFunc is a model.Model of a function.
+type modelFunc func(ctx context.Context, req model.Request) iter.Seq2[model.Event, error]
+
+func (f modelFunc) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Event, error] {
+	return f(ctx, req)
 }

@@ -63,6 +63,9 @@ func checkSession(s string) error {
 	if strings.TrimSpace(s) == "" || len(s) > MaxSession || !utf8.ValidString(s) {
 		return errors.New("blank, too long or not UTF-8")
 	}
+	if s == "." || s == ".." {
+		return errors.New("a dot path segment")
+	}
 	for _, c := range s {
 		if c < 0x20 || c == 0x7f || c == '/' {
 			return errors.New("control character or slash")

@@ -38,7 +38,7 @@ func ForCause(c reducer.Cause) Reason { return Reason(c) }
 // that was lost (see reducer.Need.Lost).
 func Notify(ctx context.Context, w Waker, log *slog.Logger, wk Wake, delay time.Duration) {
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	if w == nil {
 		log.DebugContext(ctx, "no waker is set; the tick will send the wake", "session", wk.Session, "reason", wk.Reason)

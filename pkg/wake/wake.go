@@ -8,10 +8,11 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/baton-run/baton/pkg/ids"
 )
 
 // MaxDelay is the longest delay SQS supports on a message.
@@ -112,18 +113,14 @@ func Parse(body string) (Wake, error) {
 
 // MaxSession is the longest session id a wake may name, as the operator
 // API and the stream store allow.
-const MaxSession = 256
+const MaxSession = ids.MaxLen
 
 func (w Wake) check() error {
 	switch {
 	case strings.TrimSpace(w.Session) == "":
 		return &ParseError{Reason: "no session"}
-	case len(w.Session) > MaxSession:
-		return &ParseError{Reason: fmt.Sprintf("session id of %d bytes, longer than %d", len(w.Session), MaxSession)}
-	case !utf8.ValidString(w.Session):
-		return &ParseError{Reason: "session id is not UTF-8"}
-	case strings.ContainsFunc(w.Session, func(c rune) bool { return c < 0x20 || c == 0x7f || c == '/' }):
-		return &ParseError{Reason: fmt.Sprintf("session id %q holds a control character or a slash", w.Session)}
+	case ids.Check(w.Session) != nil:
+		return &ParseError{Reason: "session " + ids.Check(w.Session).Error()}
 	case w.Seq < 0:
 		return &ParseError{Reason: fmt.Sprintf("negative seq %d", w.Seq)}
 	}

@@ -44,7 +44,7 @@ const (
 // finished, or an error if the queue's ARN cannot be read at the start.
 func Poll(ctx context.Context, client *sqs.Client, queueURL string, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), log *slog.Logger) error {
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("queue", queueURL)
 	arn, err := queueARN(ctx, client, queueURL)

@@ -49,7 +49,7 @@ func (w *Worker) log() *slog.Logger {
 	if w.Log != nil {
 		return w.Log
 	}
-	return slog.Default()
+	return slog.New(slog.DiscardHandler)
 }
 
 // decide reads what the session needs from its reduced state alone: start

@@ -14,9 +14,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/internal/teststack"
-	"github.com/baton-run/baton/pkg/faults"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/operator"

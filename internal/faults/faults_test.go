@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/faults"
 	"github.com/baton-run/baton/pkg/ids"
 )
 

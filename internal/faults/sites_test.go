@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/faults"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"

@@ -51,6 +51,12 @@ const (
 	// connection drops mid-answer. Meant for reads; on a write, the write
 	// happened.
 	CutShort Kind = "cut"
+	// Conflict answers a DynamoDB write as a lost race would: a
+	// TransactWriteItems with TransactionCanceledException whose reason is
+	// ConditionalCheckFailed, any other write with
+	// ConditionalCheckFailedException. Nothing is written. Meant for
+	// DynamoDB only.
+	Conflict Kind = "conflict"
 )
 
 // Rule injects Fault into the requests it matches.
@@ -293,7 +299,13 @@ func respond(req *http.Request, op string, fault Kind) *http.Response {
 	jsonProto := req.Header.Get("X-Amz-Target") != ""
 	var status int
 	var code string
+	extra := ""
 	switch {
+	case fault == Conflict && op == "dynamodb:TransactWriteItems":
+		status, code = http.StatusBadRequest, "TransactionCanceledException"
+		extra = `,"CancellationReasons":[{"Code":"ConditionalCheckFailed","Message":"The conditional request failed"}]`
+	case fault == Conflict:
+		status, code = http.StatusBadRequest, "ConditionalCheckFailedException"
 	case fault == ServerError && jsonProto:
 		status, code = http.StatusInternalServerError, "InternalServerError"
 	case fault == ServerError:
@@ -313,7 +325,7 @@ func respond(req *http.Request, op string, fault Kind) *http.Response {
 	if jsonProto {
 		h.Set("Content-Type", "application/x-amz-json-1.0")
 		h.Set("X-Amzn-Errortype", code)
-		body = fmt.Sprintf(`{"__type":"com.amazonaws.faults#%s","message":%q}`, code, msg)
+		body = fmt.Sprintf(`{"__type":"com.amazonaws.faults#%s","message":%q%s}`, code, msg, extra)
 	} else {
 		h.Set("Content-Type", "application/xml")
 		body = fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message><RequestId>faults</RequestId></Error>`, code, msg)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/pkg/faults"
+	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/turn"
 )
