@@ -108,8 +108,11 @@ func (a *App) ResumeHandler() func(context.Context, events.SQSEvent) (events.SQS
 // TickHandler is the tick function's handler, run on a schedule: it reaps
 // turns whose invocation died, denies expired approvals and re-sends lost
 // wakes.
-func (a *App) TickHandler() func(context.Context, events.EventBridgeEvent) (tick.Report, error) {
-	return a.Tick().HandleScheduled
+//
+// The daily schedule whose event has detail-type tick.RetentionDetailType
+// runs the retention sweep instead (tick.Retention, BATON_RETENTION_DAYS).
+func (a *App) TickHandler() func(context.Context, events.EventBridgeEvent) (any, error) {
+	return tick.Scheduled(a.Tick(), a.Retention())
 }
 
 // BufferedHold bounds a held chat response or turn stream answered through

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/baton-run/baton/pkg/chat"
 	"io"
 	"net/http"
 	"strings"
@@ -123,7 +124,7 @@ func readChat(t *testing.T, d *harness.Deployed, sub, id, text string) (int, []s
 			v.Type = "[DONE]"
 		}
 		open := false
-		if sess, err := d.Store.Load(ctx, id); err == nil {
+		if sess, err := d.Store.Load(ctx, chat.SessionID(sub, id)); err == nil {
 			open = sess.State.Turn != nil
 		}
 		evs = append(evs, sseEvent{Type: v.Type, Data: data, TurnOpen: open})

@@ -33,6 +33,7 @@ import (
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/provision"
+	"github.com/baton-run/baton/pkg/tick"
 )
 
 // scriptPath is the LocalStack ready hook, relative to this package.
@@ -452,8 +453,12 @@ func TestResumeAndTickEvents(t *testing.T) {
 			schedules = append(schedules, at(ev, "Properties", "Schedule"))
 		}
 	}
-	if !reflect.DeepEqual(schedules, []any{"rate(1 minute)"}) {
-		t.Errorf("TickFunction schedules %v, want [rate(1 minute)]", schedules)
+	slices.SortFunc(schedules, func(a, b any) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	if !reflect.DeepEqual(schedules, []any{"rate(1 day)", "rate(1 minute)"}) {
+		t.Errorf("TickFunction schedules %v, want the tick's rate(1 minute) and the retention sweep's rate(1 day)", schedules)
+	}
+	if in := at(tickEvents["Retention"], "Properties", "Input"); in != `{"detail-type":"`+tick.RetentionDetailType+`"}` {
+		t.Errorf("TickFunction Retention schedule Input %v, want the detail-type %s", in, tick.RetentionDetailType)
 	}
 }
 
@@ -496,18 +501,19 @@ func TestFunctionEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"BATON_TABLE":        "!Ref SessionsTable",
-		"BATON_BUCKET":       "!Ref StreamsBucket",
-		"BATON_QUEUE_URL":    "!Ref WakeQueue",
-		"BATON_AGENTS":       "!Ref AgentsConfig",
-		"BATON_WAKE_GRACE":   "2m",
-		"LOG_FORMAT":         "json",
-		"BATON_CHAT_AGENT":   "!Ref ChatAgent",
-		"BATON_CHAT_ORIGINS": "!Ref ChatOrigins",
-		"BATON_JWT_ISSUER":   "!Ref JwtIssuer",
-		"BATON_JWT_AUDIENCE": "!Ref JwtAudience",
-		"BATON_JWKS_URL":     "!Ref JwksUrl",
-		"BATON_HOLD":         "14m",
+		"BATON_TABLE":          "!Ref SessionsTable",
+		"BATON_BUCKET":         "!Ref StreamsBucket",
+		"BATON_QUEUE_URL":      "!Ref WakeQueue",
+		"BATON_AGENTS":         "!Ref AgentsConfig",
+		"BATON_WAKE_GRACE":     "2m",
+		"LOG_FORMAT":           "json",
+		"BATON_CHAT_AGENT":     "!Ref ChatAgent",
+		"BATON_CHAT_ORIGINS":   "!Ref ChatOrigins",
+		"BATON_JWT_ISSUER":     "!Ref JwtIssuer",
+		"BATON_JWT_AUDIENCE":   "!Ref JwtAudience",
+		"BATON_JWKS_URL":       "!Ref JwksUrl",
+		"BATON_HOLD":           "14m",
+		"BATON_RETENTION_DAYS": "!Ref RetentionDays",
 		// Streams go to the Express directory bucket when the stack says so.
 		"BATON_STREAM_BUCKET":      `!If ["ExpressStreams","!Ref ExpressStreamsBucket","!Ref StreamsBucket"]`,
 		"BATON_STREAM_BUCKET_TYPE": "!Ref StreamBucketType",

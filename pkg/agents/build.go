@@ -58,148 +58,174 @@ func Load(ctx context.Context, fsys fs.FS, name string, deps Deps) (turn.AgentMa
 // Build validates every agent of f and builds them. fsys and name locate
 // files the config refers to (scripts), relative to name's directory.
 func Build(ctx context.Context, fsys fs.FS, name string, f File, deps Deps) (turn.AgentMap, error) {
-	builtins := deps.Builtins
 	getenv := deps.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	dialer := mcp.Dialer{HTTPClient: deps.MCPClient, Getenv: getenv}
-	named, err := namedTools(builtins, deps.Tools)
+	named, err := namedTools(deps.Builtins, deps.Tools)
 	if err != nil {
 		return nil, &ConfigError{File: name, Err: err}
 	}
+	b := &builder{fsys: fsys, name: name, deps: deps, getenv: getenv, named: named,
+		dialer: mcp.Dialer{HTTPClient: deps.MCPClient, Getenv: getenv}}
 	out := turn.AgentMap{}
 	var errs []error
 	for _, an := range f.names() {
-		c := f.Agents[an]
 		bad := func(field string, err error) {
 			errs = append(errs, &ConfigError{File: name, Agent: an, Field: field, Err: err})
 		}
-		a := &turn.Agent{Name: an, System: c.System, MaxTokens: c.MaxOutputTokens, MaxToolOutput: c.MaxToolOutput}
 		if an == "" {
 			bad("", errors.New("an agent has an empty name"))
 			continue
 		}
-		if c.MaxOutputTokens < 0 {
-			bad("maxOutputTokens", errors.New("negative"))
-		}
-		if c.MaxToolOutput < 0 {
-			bad("maxToolOutput", errors.New("negative"))
-		}
-		lim, field, err := c.Limits.limits()
-		if err != nil {
-			bad(field, err)
-		}
-		a.Limits = lim
-		if field, err := pricing(c.Pricing); err != nil {
-			bad(field, err)
-		}
-		a.Price = c.Pricing
-		if err := CheckSteering(c.Steering); err != nil {
-			bad("steering", err)
-		}
-		a.Steering = c.Steering
-
-		// The model.
-		switch c.Provider {
-		case "":
-			bad("provider", errors.New("missing"))
-		case "scripted":
-			m, err := script(fsys, name, c.Script)
-			if err != nil {
-				bad("script", err)
-			}
-			a.Model = m
-		default:
-			p, ok := deps.Providers[c.Provider]
-			if !ok && !slices.Contains(ProviderNames(), c.Provider) {
-				bad("provider", fmt.Errorf("unknown provider %q", c.Provider))
-				break
-			}
-			if c.Model == "" {
-				bad("model", errors.New("missing"))
-				break
-			}
-			if !ok {
-				// A program that runs no model (the operator, the tick)
-				// links no provider; its agents keep their policies.
-				a.Model = unlinked{name: c.Provider}
-				break
-			}
-			var key string
-			if c.APIKeyEnv != "" {
-				if key = getenv(c.APIKeyEnv); key == "" {
-					bad("apiKeyEnv", fmt.Errorf("environment variable %s is empty", c.APIKeyEnv))
-					break
-				}
-			}
-			m, err := p(ctx, c, key)
-			if err != nil {
-				bad("provider", err)
-				break
-			}
-			a.Model = m
-		}
-
-		if c.Compaction != nil {
-			comp, field, err := compaction(ctx, fsys, name, c, deps.Providers[c.Provider], getenv)
-			if err != nil {
-				bad(field, err)
-			}
-			a.Compaction = comp
-		}
-
-		// The tools.
-		var local []Local
-		for i, ref := range c.Tools {
-			field := fmt.Sprintf("tools[%d]", i)
-			var t tool.Tool
-			switch {
-			case ref.Decl != nil:
-				if deps.Declared == nil {
-					bad(field, fmt.Errorf("declared tool %q: no declared tools here", ref.Name))
-					continue
-				}
-				if err := ref.Decl.validate(); err != nil {
-					bad(field, err)
-					continue
-				}
-				dt, err := deps.Declared(*ref.Decl)
-				if err != nil {
-					bad(field, err)
-					continue
-				}
-				t = dt
-				if ref.Decl.Approval != nil {
-					t.NeedsApproval = ref.Decl.Approval.Needs
-				}
-			default:
-				var found bool
-				if t, found = named[ref.Name]; !found {
-					bad(field, fmt.Errorf("unknown tool %q", ref.Name))
-					continue
-				}
-			}
-			local = append(local, Local{Field: field, Tool: t})
-		}
-		var servers []Remote
-		for i, s := range c.MCP {
-			field := fmt.Sprintf("mcp[%d]", i)
-			ms, err := s.server()
-			if err != nil {
-				bad(field+".timeout", err)
-				continue
-			}
-			servers = append(servers, Remote{Field: field, Server: ms})
-		}
-		reg, remote := Assemble(local, servers, c.Approvals, dialer, bad)
-		a.Tools, a.Remote = reg, remote
-		out[an] = a
+		out[an] = b.agent(ctx, an, f.Agents[an], bad)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// builder builds the agents of one file; bad, passed to each method,
+// records a field's error and lets the build go on to find the next.
+type builder struct {
+	fsys   fs.FS
+	name   string // the file
+	deps   Deps
+	getenv func(string) string
+	dialer mcp.Dialer
+	named  map[string]tool.Tool
+}
+
+// agent checks and builds the agent an of config c.
+func (b *builder) agent(ctx context.Context, an string, c Config, bad func(string, error)) *turn.Agent {
+	a := &turn.Agent{Name: an, System: c.System, MaxTokens: c.MaxOutputTokens, MaxToolOutput: c.MaxToolOutput}
+	if c.MaxOutputTokens < 0 {
+		bad("maxOutputTokens", errors.New("negative"))
+	}
+	if c.MaxToolOutput < 0 {
+		bad("maxToolOutput", errors.New("negative"))
+	}
+	lim, field, err := c.Limits.limits()
+	if err != nil {
+		bad(field, err)
+	}
+	a.Limits = lim
+	if field, err := pricing(c.Pricing); err != nil {
+		bad(field, err)
+	}
+	a.Price = c.Pricing
+	if err := CheckSteering(c.Steering); err != nil {
+		bad("steering", err)
+	}
+	a.Steering = c.Steering
+	a.Model = b.model(ctx, c, bad)
+	if c.Compaction != nil {
+		comp, field, err := compaction(ctx, b.fsys, b.name, c, b.deps.Providers[c.Provider], b.getenv)
+		if err != nil {
+			bad(field, err)
+		}
+		a.Compaction = comp
+	}
+	a.Tools, a.Remote = Assemble(b.local(c, bad), b.servers(c, bad), c.Approvals, b.dialer, bad)
+	return a
+}
+
+// model builds c's model: a script, or one of the providers.
+func (b *builder) model(ctx context.Context, c Config, bad func(string, error)) model.Model {
+	switch c.Provider {
+	case "":
+		bad("provider", errors.New("missing"))
+		return nil
+	case "scripted":
+		m, err := script(b.fsys, b.name, c.Script)
+		if err != nil {
+			bad("script", err)
+		}
+		return m
+	}
+	p, ok := b.deps.Providers[c.Provider]
+	if !ok && !slices.Contains(ProviderNames(), c.Provider) {
+		bad("provider", fmt.Errorf("unknown provider %q", c.Provider))
+		return nil
+	}
+	if c.Model == "" {
+		bad("model", errors.New("missing"))
+		return nil
+	}
+	if !ok {
+		// A program that runs no model (the operator, the tick)
+		// links no provider; its agents keep their policies.
+		return unlinked{name: c.Provider}
+	}
+	var key string
+	if c.APIKeyEnv != "" {
+		if key = b.getenv(c.APIKeyEnv); key == "" {
+			bad("apiKeyEnv", fmt.Errorf("environment variable %s is empty", c.APIKeyEnv))
+			return nil
+		}
+	}
+	m, err := p(ctx, c, key)
+	if err != nil {
+		bad("provider", err)
+		return nil
+	}
+	return m
+}
+
+// local resolves c's tools: declared in the file, or named.
+func (b *builder) local(c Config, bad func(string, error)) []Local {
+	var local []Local
+	for i, ref := range c.Tools {
+		field := fmt.Sprintf("tools[%d]", i)
+		t, err := b.tool(ref)
+		if err != nil {
+			bad(field, err)
+			continue
+		}
+		local = append(local, Local{Field: field, Tool: t})
+	}
+	return local
+}
+
+// tool resolves one tool reference.
+func (b *builder) tool(ref ToolRef) (tool.Tool, error) {
+	if ref.Decl == nil {
+		t, found := b.named[ref.Name]
+		if !found {
+			return tool.Tool{}, fmt.Errorf("unknown tool %q", ref.Name)
+		}
+		return t, nil
+	}
+	if b.deps.Declared == nil {
+		return tool.Tool{}, fmt.Errorf("declared tool %q: no declared tools here", ref.Name)
+	}
+	if err := ref.Decl.validate(); err != nil {
+		return tool.Tool{}, err
+	}
+	t, err := b.deps.Declared(*ref.Decl)
+	if err != nil {
+		return tool.Tool{}, err
+	}
+	if ref.Decl.Approval != nil {
+		t.NeedsApproval = ref.Decl.Approval.Needs
+	}
+	return t, nil
+}
+
+// servers checks c's MCP servers.
+func (b *builder) servers(c Config, bad func(string, error)) []Remote {
+	var servers []Remote
+	for i, s := range c.MCP {
+		field := fmt.Sprintf("mcp[%d]", i)
+		ms, err := s.server()
+		if err != nil {
+			bad(field+".timeout", err)
+			continue
+		}
+		servers = append(servers, Remote{Field: field, Server: ms})
+	}
+	return servers
 }
 
 // namedTools indexes the tools agents may name: the built-ins and the

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,13 +62,16 @@ const (
 	// EnvStreamBucketType is that bucket's type: Standard (the default) or
 	// Express, an S3 Express One Zone directory bucket.
 	EnvStreamBucketType = "BATON_STREAM_BUCKET_TYPE"
+	// EnvRetentionDays is how many days an idle session is kept before the
+	// daily retention sweep deletes it; 0 or unset keeps every session.
+	EnvRetentionDays = "BATON_RETENTION_DAYS"
 )
 
 // Vars lists every environment variable baton's code reads, besides the
 // AWS SDK's own (AWS_REGION, AWS_ENDPOINT_URL, credentials).
 func Vars() []string {
 	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace, EnvChatAgent, EnvChatOrigins,
-		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold, EnvStreamBucket, EnvStreamBucketType}
+		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold, EnvStreamBucket, EnvStreamBucketType, EnvRetentionDays}
 }
 
 // Env is baton's configuration.
@@ -95,6 +99,9 @@ type Env struct {
 	// default) or an S3 Express One Zone directory bucket.
 	StreamBucket     string
 	StreamBucketType streams.BucketType
+	// Retention is how long an idle session is kept (BATON_RETENTION_DAYS);
+	// zero keeps every session.
+	Retention time.Duration
 }
 
 // EnvFromOS reads Env from the process environment.
@@ -128,6 +135,13 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 		return Env{}, fmt.Errorf("app: %s: %w", EnvStreamBucketType, err)
 	}
 	e.StreamBucketType = t
+	if r := getenv(EnvRetentionDays); r != "" {
+		n, err := strconv.Atoi(r)
+		if err != nil || n < 0 {
+			return Env{}, fmt.Errorf("app: %s=%q: want a whole number of days, 0 or more", EnvRetentionDays, r)
+		}
+		e.Retention = time.Duration(n) * 24 * time.Hour
+	}
 	if g := getenv(EnvWakeGrace); g != "" {
 		d, err := time.ParseDuration(g)
 		if err != nil || d <= 0 {

@@ -29,6 +29,12 @@ func (a *App) Tick() *tick.Tick {
 	return &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Grace: a.Env.WakeGrace, Now: a.Sessions.Clock, Log: a.Log}
 }
 
+// Retention returns the retention sweep the environment configures
+// (BATON_RETENTION_DAYS).
+func (a *App) Retention() *tick.Retention {
+	return &tick.Retention{Sessions: a.Sessions, After: a.Env.Retention, Log: a.Log}
+}
+
 // Operator returns the operator HTTP API with its chat endpoint. identity
 // names the caller of a request (nil reads it from the request's context,
 // operator.WithIdentity); hold is how long a stream read may wait for new

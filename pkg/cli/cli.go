@@ -30,10 +30,11 @@ const (
 )
 
 // Commands are the subcommands Run knows, besides help.
-var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "verdict", "cancel"}
+var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "verdict", "cancel", "export", "delete", "completion"}
 
 // Usage is the text `baton help` prints.
 const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
+       baton --version
 
 Local:
   baton dev [--addr A] [--data DIR] [--agents FILE] [--tick D]
@@ -43,8 +44,9 @@ Local:
   baton template [--diff | -w]              a project's template.yaml and Makefile as this baton derives them
 
 Client of the operator API:
-  baton sessions [--json]                   list your sessions: id, agent, status, updated, usage
-  baton show SESSION [--json]               a session's status, usage and cost, open turn, pending approvals,
+  baton sessions [-o table|json|yaml]       list your sessions: id, agent, status, updated, usage
+                                            (cost "—" when the agent has no prices); --json is -o json
+  baton show SESSION [-o table|json|yaml]   a session's status, usage and cost, open turn, pending approvals,
                                             uncertain execution, timer, spend limit, schedule
   baton new AGENT                           create a session; prints its id
   baton send SESSION TEXT...                post a message (TEXT "-" reads stdin); prints the message id
@@ -63,6 +65,11 @@ Client of the operator API:
   baton schedule SESSION --cron "M H DoM Mon DoW" --text TEXT
                                             post TEXT at each occurrence (UTC); replaces any schedule
   baton schedule SESSION --clear            remove the schedule
+  baton export SESSION [-f FILE]            every fact and turn stream of the session, one JSON bundle,
+                                            to stdout or FILE
+  baton delete SESSION                      delete the session: facts, streams, snapshots, receipts
+                                            (refused while a turn is open; cancel it first)
+  baton completion bash|zsh|fish            print the shell's completion script
   baton help [COMMAND]                      this text, or COMMAND's help (as COMMAND --help)
 
 Flags go before or after the arguments; "--" ends them. Every client command takes --api.
@@ -185,6 +192,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	global := flag.NewFlagSet("baton", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
 	global.StringVar(&e.api, "api", "", "")
+	version := global.Bool("version", false, "")
 	if err := global.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, Usage)
 		return ExitOK
@@ -193,6 +201,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ExitUsage
 	}
 	args = global.Args()
+	if *version {
+		fmt.Fprintln(stdout, Version())
+		return ExitOK
+	}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, Usage)
 		return ExitUsage
@@ -200,6 +212,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	name := args[0]
 	var err error
 	switch name {
+	case "version":
+		fmt.Fprintln(stdout, Version())
+		return ExitOK
 	case "help", "-h", "--help":
 		if h, ok := Help(strings.Join(args[1:], " ")); ok && len(args) == 2 {
 			fmt.Fprint(stdout, h)
@@ -207,34 +222,60 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprint(stdout, Usage)
 		}
 		return ExitOK
-	case "sessions":
-		err = e.sessions(ctx, args[1:])
-	case "show":
-		err = e.show(ctx, args[1:])
-	case "new":
-		err = e.newSession(ctx, args[1:])
-	case "send":
-		err = e.send(ctx, args[1:])
-	case "tail":
-		err = e.tail(ctx, args[1:])
-	case "approve":
-		err = e.answer(ctx, "approve", args[1:])
-	case "deny":
-		err = e.answer(ctx, "deny", args[1:])
-	case "verdict":
-		err = e.verdict(ctx, args[1:])
-	case "cancel":
-		err = e.cancel(ctx, args[1:])
-	case "raise":
-		err = e.raise(ctx, args[1:])
-	case "wake":
-		err = e.wake(ctx, args[1:])
-	case "schedule":
-		err = e.schedule(ctx, args[1:])
 	default:
-		fmt.Fprintf(stderr, "baton: unknown command %q (see baton help)\n", name)
-		return ExitUsage
+		var known bool
+		if known, err = e.command(ctx, name, args[1:]); !known {
+			fmt.Fprintf(stderr, "baton: unknown command %q (see baton help)\n", name)
+			return ExitUsage
+		}
 	}
+	return e.exit(name, err)
+}
+
+// command runs the client command name with its args; known is false for
+// a command there is none of.
+func (e *env) command(ctx context.Context, name string, args []string) (known bool, err error) {
+	switch name {
+	case "sessions":
+		err = e.sessions(ctx, args)
+	case "show":
+		err = e.show(ctx, args)
+	case "new":
+		err = e.newSession(ctx, args)
+	case "send":
+		err = e.send(ctx, args)
+	case "tail":
+		err = e.tail(ctx, args)
+	case "approve":
+		err = e.answer(ctx, "approve", args)
+	case "deny":
+		err = e.answer(ctx, "deny", args)
+	case "verdict":
+		err = e.verdict(ctx, args)
+	case "cancel":
+		err = e.cancel(ctx, args)
+	case "raise":
+		err = e.raise(ctx, args)
+	case "wake":
+		err = e.wake(ctx, args)
+	case "schedule":
+		err = e.schedule(ctx, args)
+	case "export":
+		err = e.export(ctx, args)
+	case "delete":
+		err = e.remove(ctx, args)
+	case "completion":
+		err = e.completion(args)
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// exit reports how command name ended, on stdout for help asked of it or
+// on stderr for an error, and returns the exit code.
+func (e *env) exit(name string, err error) int {
+	stdout, stderr := e.stdout, e.stderr
 	if err == nil {
 		return ExitOK
 	}
@@ -262,9 +303,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // command is one subcommand's flags and positional arguments.
 type command struct {
-	fs   *flag.FlagSet
-	api  string
-	json bool
+	fs     *flag.FlagSet
+	api    string
+	json   bool
+	output string // -o, where the output is tabular
 }
 
 func (e *env) flags(name string, withJSON bool) *command {
@@ -272,7 +314,7 @@ func (e *env) flags(name string, withJSON bool) *command {
 	c.fs.SetOutput(io.Discard)
 	c.fs.StringVar(&c.api, "api", "", "the operator API")
 	if withJSON {
-		c.fs.BoolVar(&c.json, "json", false, "print JSON")
+		c.fs.BoolVar(&c.json, "json", false, "print JSON (on sessions and show, as -o json)")
 	}
 	return c
 }
@@ -335,7 +377,11 @@ func (e *env) printJSON(v any) error {
 
 func (e *env) sessions(ctx context.Context, args []string) error {
 	c := e.flags("sessions", true)
+	c.outputFlag()
 	if _, err := c.parse(args, 0, false, "no arguments"); err != nil {
+		return err
+	}
+	if _, err := c.format(); err != nil {
 		return err
 	}
 	cl, err := e.client(c)
@@ -371,16 +417,15 @@ func (e *env) sessions(ctx context.Context, args []string) error {
 		}
 		full = append(full, st)
 	}
-	if c.json {
-		return e.printJSON(full)
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tUPDATED\tTURNS\tTOKENS IN/OUT\tSTEPS\tCOST")
-	for _, s := range full {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\n", s.ID, s.Agent, statusText(s), s.Updated.UTC().Format(time.RFC3339),
-			s.Turns, s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.Steps, costText(s.Usage.CostMicroUSD))
-	}
-	return tw.Flush()
+	return e.emit(c, full, func() error {
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tUPDATED\tTURNS\tTOKENS IN/OUT\tSTEPS\tCOST")
+		for _, s := range full {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\n", s.ID, s.Agent, statusText(s), s.Updated.UTC().Format(time.RFC3339),
+				s.Turns, s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.Steps, costText(s.Usage.CostMicroUSD))
+		}
+		return tw.Flush()
+	})
 }
 
 // statusText is a session's status, with the cause of a suspension.
@@ -391,36 +436,29 @@ func statusText(s operator.Session) string {
 	return string(s.Status)
 }
 
-// sessionCall runs command name on its one argument (usage arg): req makes
-// the request from it, and the session answered is returned, unless --json
-// printed it (done).
-func (e *env) sessionCall(ctx context.Context, name, arg string, args []string, req func(string) (method, path string, body any)) (s operator.Session, done bool, err error) {
-	c := e.flags(name, true)
-	pos, err := c.parse(args, 1, false, arg)
+func (e *env) show(ctx context.Context, args []string) error {
+	c := e.flags("show", true)
+	c.outputFlag()
+	pos, err := c.parse(args, 1, false, "SESSION")
 	if err != nil {
-		return s, false, err
+		return err
+	}
+	if _, err := c.format(); err != nil {
+		return err
 	}
 	cl, err := e.client(c)
 	if err != nil {
-		return s, false, err
-	}
-	method, path, body := req(pos[0])
-	if err := cl.call(ctx, method, path, body, &s); err != nil {
-		return s, false, err
-	}
-	if c.json {
-		return s, true, e.printJSON(s)
-	}
-	return s, false, nil
-}
-
-func (e *env) show(ctx context.Context, args []string) error {
-	s, done, err := e.sessionCall(ctx, "show", "SESSION", args, func(id string) (string, string, any) {
-		return http.MethodGet, "/sessions/" + seg(id), nil
-	})
-	if done || err != nil {
 		return err
 	}
+	var s operator.Session
+	if err := cl.call(ctx, http.MethodGet, "/sessions/"+seg(pos[0]), nil, &s); err != nil {
+		return err
+	}
+	return e.emit(c, s, func() error { e.showTable(s); return nil })
+}
+
+// showTable prints a session's state for a person.
+func (e *env) showTable(s operator.Session) {
 	w := e.stdout
 	fmt.Fprintf(w, "session  %s\nagent    %s\nstatus   %s\nupdated  %s\nturns    %d\n",
 		s.ID, s.Agent, statusText(s), s.Updated.UTC().Format(time.RFC3339), s.Turns)
@@ -443,15 +481,24 @@ func (e *env) show(ctx context.Context, args []string) error {
 		fmt.Fprintf(w, "uncertain execution %s of %s, attempt %d (may or may not have run)\n         baton verdict %s %s rerun|abandon\n",
 			u.ExecutionID, u.Tool, max(u.Attempt, 1), s.ID, u.ExecutionID)
 	}
-	return nil
 }
 
 func (e *env) newSession(ctx context.Context, args []string) error {
-	s, done, err := e.sessionCall(ctx, "new", "AGENT", args, func(agent string) (string, string, any) {
-		return http.MethodPost, "/sessions", map[string]string{"agent": agent}
-	})
-	if done || err != nil {
+	c := e.flags("new", true)
+	pos, err := c.parse(args, 1, false, "AGENT")
+	if err != nil {
 		return err
+	}
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	var s operator.Session
+	if err := cl.call(ctx, http.MethodPost, "/sessions", map[string]string{"agent": pos[0]}, &s); err != nil {
+		return err
+	}
+	if c.json {
+		return e.printJSON(s)
 	}
 	fmt.Fprintln(e.stdout, s.ID)
 	return nil

@@ -12,17 +12,19 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
-// usageText is a usage for a person: tokens, steps and, when priced, cost.
+// usageText is a usage for a person: tokens, steps and cost ("—" unpriced).
 func usageText(u reducer.Usage) string {
-	s := fmt.Sprintf("tokens in %d, out %d, steps %d", u.InputTokens, u.OutputTokens, u.Steps)
-	if u.CostMicroUSD != 0 {
-		s += ", cost " + costText(u.CostMicroUSD)
-	}
-	return s
+	return fmt.Sprintf("tokens in %d, out %d, steps %d, cost %s", u.InputTokens, u.OutputTokens, u.Steps, costText(u.CostMicroUSD))
 }
 
-// costText is a cost in micro-dollars as dollars.
-func costText(micro int64) string { return fmt.Sprintf("$%.6f", float64(micro)/1e6) }
+// costText is a cost in micro-dollars as dollars; "—" for none, as when
+// the agent has no prices (its usage then carries no cost).
+func costText(micro int64) string {
+	if micro == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("$%.6f", float64(micro)/1e6)
+}
 
 // capsText is spend caps for a person, "" when there are none.
 func capsText(c reducer.Caps) string {

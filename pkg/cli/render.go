@@ -167,6 +167,24 @@ func (r *renderer) part(e streams.Entry, turn string) {
 		r.line("%s %s", r.style(styleRed, "← error:"), clipText(p.ErrorText, maxShown))
 	case streams.ToolOutputDenied:
 		r.line("%s", r.style(styleYellow, "← denied"))
+	case streams.ToolApprovalRequest, streams.ToolApprovalResponse:
+		r.approval(p)
+	case streams.DataSuspended, streams.DataResumed, streams.DataAbandoned, streams.DataSteered, streams.DataCompacted:
+		r.data(p)
+	case streams.Error:
+		r.line("%s %s", r.style(styleRed, "✗ error:"), p.ErrorText)
+	case streams.Finish:
+		reason := ""
+		if p.FinishReason != "" {
+			reason = " (" + p.FinishReason + ")"
+		}
+		r.line("%s", r.style(styleBold, "── finished"+reason+" ──"))
+	}
+}
+
+// approval shows an approval's request, with how to answer it, or its answer.
+func (r *renderer) approval(p streams.Part) {
+	switch p.Type {
 	case streams.ToolApprovalRequest:
 		call := r.calls[p.ToolCallID]
 		what := "a tool call"
@@ -186,6 +204,12 @@ func (r *renderer) part(e streams.Entry, turn string) {
 			}
 			r.line("%s %s", r.style(styleRed, "✗"), msg)
 		}
+	}
+}
+
+// data shows what a data part says about the turn.
+func (r *renderer) data(p streams.Part) {
+	switch p.Type {
 	case streams.DataSuspended:
 		r.line("%s", r.style(styleDim, "⏸ suspended"+dataSuffix(p.Data, "cause", "")))
 	case streams.DataResumed:
@@ -208,14 +232,6 @@ func (r *renderer) part(e streams.Entry, turn string) {
 		} else {
 			r.line("%s", r.style(styleDim, "⇣ older history summarised"+dataSuffix(p.Data, "turns", "turns: ")))
 		}
-	case streams.Error:
-		r.line("%s %s", r.style(styleRed, "✗ error:"), p.ErrorText)
-	case streams.Finish:
-		reason := ""
-		if p.FinishReason != "" {
-			reason = " (" + p.FinishReason + ")"
-		}
-		r.line("%s", r.style(styleBold, "── finished"+reason+" ──"))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,6 +88,15 @@ const agentsJSON = `{"agents": {
     "tools": ["get_weather"],
     "limits": {"liveFlush": "100ms"}
   },
+  "quick": {
+    "provider": "scripted",
+    "script": {"steps": [
+      {"text": "Checking Lisbon.", "toolCalls": [{"name": "get_weather", "input": {"city": "Lisbon"}}]},
+      {"text": "Emailing the team.", "toolCalls": [{"name": "send_email", "input": {"to": "team@example.com", "subject": "Weather", "body": "Clear."}}]},
+      {"text": "Sent."}
+    ]},
+    "tools": ["get_weather", "send_email"]
+  },
   "notes": {
     "provider": "scripted",
     "script": {"steps": [{"text": "Noted, and filed with the rest of the notes for later."}]},
@@ -98,13 +108,21 @@ const agentsJSON = `{"agents": {
 // resources, the operator API, the resume poller and the tick), with the
 // poller's context in the test's hands so that an invocation can be killed.
 type stack struct {
-	t       *testing.T
-	url     string // the operator API
-	app     *app.App
-	queue   string
-	log     *slog.Logger
-	mu      sync.Mutex
-	stopPol func()
+	t        *testing.T
+	url      string // the operator API
+	app      *app.App
+	queue    string
+	log      *slog.Logger
+	mu       sync.Mutex
+	stopPol  func()
+	requests []string // "METHOD /path" of every request the API served
+}
+
+// served returns the requests the API served so far.
+func (s *stack) served() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
 }
 
 func newStack(t *testing.T, ctx context.Context, chargeURL string, identity func(*http.Request) (string, bool)) *stack {
@@ -128,9 +146,15 @@ func newStack(t *testing.T, ctx context.Context, chargeURL string, identity func
 	}
 	api := operator.New(operator.Config{Sessions: a.Sessions, Agents: a.Agents.Has, Log: log,
 		StreamHold: 10 * time.Second, Identity: identity})
-	srv := httptest.NewServer(api)
+	s := &stack{t: t, app: a, queue: res.QueueURL, log: log}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requests = append(s.requests, r.Method+" "+r.URL.Path)
+		s.mu.Unlock()
+		api.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
-	s := &stack{t: t, url: srv.URL, app: a, queue: res.QueueURL, log: log}
+	s.url = srv.URL
 	s.poll(ctx)
 	tk := &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Log: log}
 	tickCtx, stopTick := context.WithCancel(ctx)

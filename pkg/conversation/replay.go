@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/baton-run/baton/pkg/parts"
@@ -59,6 +60,10 @@ type Turn struct {
 	// Compacting is what the summaries of the turn's steps cost; Usage
 	// counts it.
 	Compacting reducer.Usage
+	// stepUsage is the sum of Steps' usage when summed, as a Replayer
+	// keeps it, so Usage need not walk every step of a long turn.
+	stepUsage reducer.Usage
+	summed    bool
 }
 
 // TurnSummaryPrefix starts the user message that holds the summary of a
@@ -125,6 +130,11 @@ type stepMeta struct {
 	Usage        reducer.Usage  `json:"usage"`
 	TurnUsage    *reducer.Usage `json:"turnUsage,omitempty"`
 	FinishReason string         `json:"finishReason,omitempty"`
+	// StartedAt and FinishedAt are when the step's model call began and
+	// its stream finished, in Unix milliseconds; 0 (absent) in a step
+	// written before the metadata carried them.
+	StartedAt  int64 `json:"startedAt,omitempty"`
+	FinishedAt int64 `json:"finishedAt,omitempty"`
 }
 
 // StepMetadata encodes the message-metadata payload the runner writes at
@@ -133,8 +143,35 @@ type stepMeta struct {
 // its steps' usage so far, so a reader of the stream's end knows the
 // turn's usage without reading it all (see TurnUsage).
 func StepMetadata(step, turn reducer.Usage, finish string) json.RawMessage {
+	return TimedStepMetadata(step, turn, finish, time.Time{}, time.Time{})
+}
+
+// TimedStepMetadata is StepMetadata with the times the step's model call
+// began and finished, which the console draws as the step's model time.
+// A zero time is left out.
+func TimedStepMetadata(step, turn reducer.Usage, finish string, began, ended time.Time) json.RawMessage {
 	step.Steps = 1
-	b, _ := json.Marshal(stepMeta{Usage: step, TurnUsage: &turn, FinishReason: finish}) // plain struct: cannot fail
+	m := stepMeta{Usage: step, TurnUsage: &turn, FinishReason: finish}
+	if !began.IsZero() {
+		m.StartedAt = began.UnixMilli()
+	}
+	if !ended.IsZero() {
+		m.FinishedAt = ended.UnixMilli()
+	}
+	b, _ := json.Marshal(m) // plain struct: cannot fail
+	return b
+}
+
+// Untimed returns a message-metadata payload without the step's times,
+// so that two runs of the same steps compare equal; a payload that is not
+// step metadata is returned as it is.
+func Untimed(meta json.RawMessage) json.RawMessage {
+	var m stepMeta
+	if json.Unmarshal(meta, &m) != nil || (m.StartedAt == 0 && m.FinishedAt == 0) {
+		return meta
+	}
+	m.StartedAt, m.FinishedAt = 0, 0
+	b, _ := json.Marshal(m) // plain struct: cannot fail
 	return b
 }
 
@@ -210,6 +247,7 @@ func Replay(ps []parts.Part) Turn {
 // zero Replayer is an empty turn.
 type Replayer struct {
 	steps      []*Step
+	stepUsage  reducer.Usage // the sum of steps' usage
 	open       *Step
 	blocks     map[string]int     // text/reasoning block id -> index in open.Content
 	builders   []*strings.Builder // text of open.Content[i], nil for non-text
@@ -229,7 +267,7 @@ type Replayer struct {
 // later Adds may give their calls results.
 func (r *Replayer) Turn() Turn {
 	return Turn{Steps: r.steps[:len(r.steps):len(r.steps)], Abandoned: r.open != nil, Steered: r.before[:len(r.before):len(r.before)],
-		Summary: r.summary, Through: r.through, Compacting: r.compacting}
+		Summary: r.summary, Through: r.through, Compacting: r.compacting, stepUsage: r.stepUsage, summed: true}
 }
 
 // Add folds parts into the turn.
@@ -245,8 +283,8 @@ func (r *Replayer) Add(ps ...parts.Part) {
 	}
 }
 
+// add folds one part: step boundaries here, the rest by what they are about.
 func (r *Replayer) add(p parts.Part) {
-	open := r.open
 	switch p.Type {
 	case parts.StartStep:
 		// A step still open here was cut short; it is dropped.
@@ -256,33 +294,64 @@ func (r *Replayer) add(p parts.Part) {
 	case parts.DataAbandoned:
 		r.open = nil
 	case parts.DataCompacted:
-		var d turnCompacted
-		if open != nil || json.Unmarshal(p.Data, &d) != nil || d.Summary == "" || d.Through <= r.through || d.Through > len(r.steps) {
-			return // the history's compaction, or not one that applies here
-		}
-		r.summary, r.through = d.Summary, d.Through
-		r.compacting = r.compacting.Add(d.Usage)
-		r.input.out = nil // the next Build renders anew
+		r.compacted(p)
 	case parts.DataSteered:
-		var d steeredData
-		if json.Unmarshal(p.Data, &d) != nil || len(d.Messages) == 0 {
-			return
+		r.steered(p)
+	case parts.TextStart, parts.ReasoningStart, parts.TextDelta, parts.ReasoningDelta,
+		parts.ReasoningEnd, parts.ToolInputAvailable, parts.MessageMetadata:
+		if r.open != nil {
+			r.content(r.open, p)
 		}
-		msgs := make([]reducer.Message, len(d.Messages))
-		for i, m := range d.Messages {
-			msgs[i] = reducer.Message{ID: m.ID, Text: m.Text}
+	case parts.FinishStep:
+		if r.open != nil {
+			r.finishStep(r.open)
 		}
-		if len(r.steps) == 0 {
-			r.before = append(r.before, msgs...)
-			return
-		}
-		last := r.steps[len(r.steps)-1]
-		last.Steered = append(last.Steered, msgs...)
-		r.stale = min(r.stale, len(r.steps)-1)
+	case parts.ToolApprovalRequest:
+		r.approvalRequested(p)
+	case parts.ToolApprovalResponse:
+		r.approvalAnswered(p)
+	case parts.ToolOutputAvailable, parts.ToolOutputError, parts.ToolOutputDenied:
+		r.output(p)
+	}
+}
+
+// compacted folds a turn's compaction: the summary replaces the steps it
+// covers in the next Build.
+func (r *Replayer) compacted(p parts.Part) {
+	var d turnCompacted
+	if r.open != nil || json.Unmarshal(p.Data, &d) != nil || d.Summary == "" || d.Through <= r.through || d.Through > len(r.steps) {
+		return // the history's compaction, or not one that applies here
+	}
+	r.summary, r.through = d.Summary, d.Through
+	r.compacting = r.compacting.Add(d.Usage)
+	r.input.out = nil // the next Build renders anew
+}
+
+// steered folds messages delivered into the turn: before its first step,
+// or after its newest.
+func (r *Replayer) steered(p parts.Part) {
+	var d steeredData
+	if json.Unmarshal(p.Data, &d) != nil || len(d.Messages) == 0 {
+		return
+	}
+	msgs := make([]reducer.Message, len(d.Messages))
+	for i, m := range d.Messages {
+		msgs[i] = reducer.Message{ID: m.ID, Text: m.Text}
+	}
+	if len(r.steps) == 0 {
+		r.before = append(r.before, msgs...)
+		return
+	}
+	last := r.steps[len(r.steps)-1]
+	last.Steered = append(last.Steered, msgs...)
+	r.stale = min(r.stale, len(r.steps)-1)
+}
+
+// content folds a part of the open step's content: text and reasoning
+// blocks, tool calls and the step's metadata.
+func (r *Replayer) content(open *Step, p parts.Part) {
+	switch p.Type {
 	case parts.TextStart, parts.ReasoningStart:
-		if open == nil {
-			return
-		}
 		typ := Text
 		if p.Type == parts.ReasoningStart {
 			typ = Reasoning
@@ -291,14 +360,11 @@ func (r *Replayer) add(p parts.Part) {
 		open.Content = append(open.Content, Content{Type: typ})
 		r.builders = append(r.builders, &strings.Builder{})
 	case parts.TextDelta, parts.ReasoningDelta:
-		if open == nil {
-			return
-		}
 		if i, ok := r.blocks[p.ID]; ok {
 			r.builders[i].WriteString(p.Delta)
 		}
 	case parts.ReasoningEnd:
-		if open == nil || len(p.ProviderMetadata) == 0 {
+		if len(p.ProviderMetadata) == 0 {
 			return
 		}
 		var m reasoningMeta
@@ -306,9 +372,6 @@ func (r *Replayer) add(p parts.Part) {
 			open.Content[i].Signature = m.Baton.Signature
 		}
 	case parts.ToolInputAvailable:
-		if open == nil {
-			return
-		}
 		// The input and output of a call are folded as they are stored
 		// (parts.Recorded), so the model input built from parts as they are
 		// written is the one built from them read back.
@@ -317,72 +380,85 @@ func (r *Replayer) add(p parts.Part) {
 		open.Content = append(open.Content, Content{Type: ToolCall, ToolCallID: c.ID, ToolName: c.Name, Input: c.Input})
 		r.builders = append(r.builders, nil)
 	case parts.MessageMetadata:
-		if open == nil {
-			return
-		}
 		var m stepMeta
 		if json.Unmarshal(p.MessageMetadata, &m) == nil {
 			open.Usage, open.Finish = m.Usage, m.FinishReason
 		}
-	case parts.FinishStep:
-		if open == nil {
-			return
-		}
-		for i, sb := range r.builders {
-			if sb != nil {
-				open.Content[i].Text = sb.String()
-			}
-		}
-		for _, c := range open.Calls {
-			r.calls[c.ID] = c
-			r.stepOf[c] = len(r.steps)
-		}
-		r.unresolved = append(r.unresolved, open.Calls...)
-		r.steps = append(r.steps, open)
-		r.open = nil
-	case parts.ToolApprovalRequest:
-		if c, ok := r.calls[p.ToolCallID]; ok {
-			if c.ApprovalID != "" {
-				r.byApproval[c.ApprovalID] = slices.DeleteFunc(r.byApproval[c.ApprovalID], func(x *Call) bool { return x == c })
-			}
-			c.ApprovalID = p.ApprovalID
-			if c.ApprovalID != "" {
-				r.byApproval[c.ApprovalID] = append(r.byApproval[c.ApprovalID], c)
-			}
-		}
-	case parts.ToolApprovalResponse:
-		answer := func(c *Call) {
-			c.Answered = true
-			if p.Approved != nil && !*p.Approved {
-				c.denied = p.Reason
-			}
-		}
-		if p.ApprovalID == "" {
-			for _, c := range r.calls {
-				if c.ApprovalID == "" {
-					answer(c)
-				}
-			}
-			return
-		}
-		for _, c := range r.byApproval[p.ApprovalID] {
-			answer(c)
-		}
-	case parts.ToolOutputAvailable:
-		if c, ok := r.calls[p.ToolCallID]; ok {
-			r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: parts.Recorded(p.Output)})
-		}
-	case parts.ToolOutputError, parts.ToolOutputDenied:
-		if c, ok := r.calls[p.ToolCallID]; ok {
-			text := p.ErrorText
-			if p.Type == parts.ToolOutputDenied {
-				text = DeniedResult(c.denied)
-			}
-			// As a stored part reads back: invalid UTF-8 as U+FFFD.
-			out, _ := json.Marshal(strings.ToValidUTF8(text, "\uFFFD")) // a string: cannot fail
-			r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: out, IsError: true})
+	}
+}
+
+// finishStep closes the open step: its text is final and its calls await
+// results.
+func (r *Replayer) finishStep(open *Step) {
+	for i, sb := range r.builders {
+		if sb != nil {
+			open.Content[i].Text = sb.String()
 		}
 	}
+	for _, c := range open.Calls {
+		r.calls[c.ID] = c
+		r.stepOf[c] = len(r.steps)
+	}
+	r.unresolved = append(r.unresolved, open.Calls...)
+	r.steps = append(r.steps, open)
+	r.stepUsage = addStepUsage(r.stepUsage, open.Usage)
+	r.open = nil
+}
+
+// approvalRequested names the approval a call waits for.
+func (r *Replayer) approvalRequested(p parts.Part) {
+	c, ok := r.calls[p.ToolCallID]
+	if !ok {
+		return
+	}
+	if c.ApprovalID != "" {
+		r.byApproval[c.ApprovalID] = slices.DeleteFunc(r.byApproval[c.ApprovalID], func(x *Call) bool { return x == c })
+	}
+	c.ApprovalID = p.ApprovalID
+	if c.ApprovalID != "" {
+		r.byApproval[c.ApprovalID] = append(r.byApproval[c.ApprovalID], c)
+	}
+}
+
+// approvalAnswered marks the calls an answer is for as answered, and
+// records a denial's reason.
+func (r *Replayer) approvalAnswered(p parts.Part) {
+	answer := func(c *Call) {
+		c.Answered = true
+		if p.Approved != nil && !*p.Approved {
+			c.denied = p.Reason
+		}
+	}
+	if p.ApprovalID == "" {
+		for _, c := range r.calls {
+			if c.ApprovalID == "" {
+				answer(c)
+			}
+		}
+		return
+	}
+	for _, c := range r.byApproval[p.ApprovalID] {
+		answer(c)
+	}
+}
+
+// output folds a call's result: its output, its error, or its denial.
+func (r *Replayer) output(p parts.Part) {
+	c, ok := r.calls[p.ToolCallID]
+	if !ok {
+		return
+	}
+	if p.Type == parts.ToolOutputAvailable {
+		r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: parts.Recorded(p.Output)})
+		return
+	}
+	text := p.ErrorText
+	if p.Type == parts.ToolOutputDenied {
+		text = DeniedResult(c.denied)
+	}
+	// As a stored part reads back: invalid UTF-8 as U+FFFD.
+	out, _ := json.Marshal(strings.ToValidUTF8(text, "\uFFFD")) // a string: cannot fail
+	r.result(c, &Content{Type: ToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: out, IsError: true})
 }
 
 // Pending is Turn().Pending(), without looking at the calls it found
@@ -455,16 +531,25 @@ func (t Turn) Pending() []*Call {
 // turn's steps (Compacting). Steps counts the steps, whatever their
 // metadata says (streams written before it said steps 1 say 0).
 func (t Turn) Usage() reducer.Usage {
-	var u reducer.Usage
-	for _, s := range t.Steps {
-		u.InputTokens += s.Usage.InputTokens
-		u.OutputTokens += s.Usage.OutputTokens
-		u.CostMicroUSD += s.Usage.CostMicroUSD
+	u := t.stepUsage
+	if !t.summed {
+		u = reducer.Usage{}
+		for _, s := range t.Steps {
+			u = addStepUsage(u, s.Usage)
+		}
 	}
 	u.Steps = int64(len(t.Steps))
 	u.InputTokens += t.Compacting.InputTokens
 	u.OutputTokens += t.Compacting.OutputTokens
 	u.CostMicroUSD += t.Compacting.CostMicroUSD
+	return u
+}
+
+// addStepUsage adds a step's tokens and cost to u.
+func addStepUsage(u, step reducer.Usage) reducer.Usage {
+	u.InputTokens += step.InputTokens
+	u.OutputTokens += step.OutputTokens
+	u.CostMicroUSD += step.CostMicroUSD
 	return u
 }
 

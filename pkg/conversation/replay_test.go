@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/parts"
@@ -214,5 +215,23 @@ func TestWireIDsAreUniqueInTheModelInput(t *testing.T) {
 	b, _ := json.Marshal(conversation.Build(hist, []reducer.Message{{ID: "m", Text: "x"}}, tr))
 	if !bytes.Equal(a, b) {
 		t.Fatal("two renderings differ")
+	}
+}
+
+// TestTimedStepMetadata: a step's metadata carries when its model call
+// began and finished, and Untimed drops exactly those times.
+func TestTimedStepMetadata(t *testing.T) {
+	u := reducer.Usage{InputTokens: 10, OutputTokens: 2}
+	began, ended := time.UnixMilli(1_700_000_000_000), time.UnixMilli(1_700_000_001_500)
+	timed := conversation.TimedStepMetadata(u, u, "stop", began, ended)
+	var m struct{ StartedAt, FinishedAt int64 }
+	if err := json.Unmarshal(timed, &m); err != nil || m.StartedAt != began.UnixMilli() || m.FinishedAt != ended.UnixMilli() {
+		t.Fatalf("timed metadata %s: %+v, %v", timed, m, err)
+	}
+	if got, want := string(conversation.Untimed(timed)), string(conversation.StepMetadata(u, u, "stop")); got != want {
+		t.Fatalf("Untimed = %s, want %s", got, want)
+	}
+	if tu, ok := conversation.TurnUsage(parts.Part{Type: parts.MessageMetadata, MessageMetadata: timed}); !ok || tu.InputTokens != 10 {
+		t.Fatalf("TurnUsage of timed metadata = %+v, %v", tu, ok)
 	}
 }

@@ -297,3 +297,23 @@ func TestStepUsageCountsEachStepOnce(t *testing.T) {
 		t.Fatalf("turn usage = %+v, want %+v", got, want)
 	}
 }
+
+// A Replayer's turn keeps its steps' usage as they finish; it is the sum a
+// turn built from the same steps computes, and a step cut short (never
+// finished) does not count.
+func TestReplayerTurnUsageIsTheStepsSum(t *testing.T) {
+	var r conversation.Replayer
+	for i := range 5 {
+		step, total := reducer.Usage{InputTokens: int64(10 * (i + 1)), OutputTokens: int64(i + 1), CostMicroUSD: 7}, reducer.Usage{}
+		r.Add(parts.Part{Type: parts.StartStep},
+			parts.Part{Type: parts.MessageMetadata, MessageMetadata: conversation.StepMetadata(step, total, "stop")},
+			parts.Part{Type: parts.FinishStep})
+	}
+	r.Add(parts.Part{Type: parts.StartStep},
+		parts.Part{Type: parts.MessageMetadata, MessageMetadata: conversation.StepMetadata(reducer.Usage{InputTokens: 1000}, reducer.Usage{}, "stop")})
+	got := r.Turn().Usage()
+	want := conversation.Turn{Steps: r.Turn().Steps}.Usage()
+	if got != want || got != (reducer.Usage{InputTokens: 150, OutputTokens: 15, CostMicroUSD: 35, Steps: 5}) {
+		t.Fatalf("replayer's usage %+v, the steps' sum %+v", got, want)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/worker"
 )
@@ -72,12 +73,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 		return fmt.Errorf("devserver: %w", err)
 	}
 
-	api := a.Operator(func(r *http.Request) (string, bool) {
-		if id := r.Header.Get("X-Baton-Operator"); id != "" {
-			return id, true
-		}
-		return LocalOperator, true
-	}, 25*time.Second, "demo")
+	api := a.Operator(operatorID, 25*time.Second, "demo")
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return fmt.Errorf("devserver: listen: %w", err)
@@ -92,25 +88,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 			log.Error("resume poller stopped", "err", err)
 		}
 	})
-	wg.Go(func() {
-		every := time.NewTicker(o.Tick)
-		defer every.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-every.C:
-				tctx, cancel := context.WithTimeout(ctx, o.Tick)
-				rep, err := t.Run(tctx)
-				cancel()
-				if err != nil && ctx.Err() == nil {
-					log.Warn("tick", "err", err)
-				} else if rep.Reaped+rep.Expired+rep.Rewoken > 0 {
-					log.Info("tick", "reaped", rep.Reaped, "expired", rep.Expired, "rewoken", rep.Rewoken)
-				}
-			}
-		}
-	})
+	wg.Go(func() { ticks(ctx, t, o.Tick, log) })
 	wg.Go(func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -134,6 +112,36 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	return err
 }
 
+// operatorID names the caller of the local operator API: the
+// X-Baton-Operator header, or LocalOperator.
+func operatorID(r *http.Request) (string, bool) {
+	if id := r.Header.Get("X-Baton-Operator"); id != "" {
+		return id, true
+	}
+	return LocalOperator, true
+}
+
+// ticks runs the tick every period until ctx ends, logging what it did.
+func ticks(ctx context.Context, t *tick.Tick, period time.Duration, log *slog.Logger) {
+	every := time.NewTicker(period)
+	defer every.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-every.C:
+			tctx, cancel := context.WithTimeout(ctx, period)
+			rep, err := t.Run(tctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				log.Warn("tick", "err", err)
+			} else if rep.Reaped+rep.Expired+rep.Rewoken > 0 {
+				log.Info("tick", "reaped", rep.Reaped, "expired", rep.Expired, "rewoken", rep.Rewoken)
+			}
+		}
+	}
+}
+
 // functionEnv is the environment the template gives the tick function
 // (all three share it), on the provisioned resources, with the dev
 // server's agent file: the dev server runs what the functions run.
@@ -154,6 +162,9 @@ func functionEnv(tmpl []byte, res provision.Resources, agentFile string) (app.En
 	// The chat's settings are the template's parameters: locally, the
 	// process environment's.
 	vars[app.EnvChatAgent], vars[app.EnvChatOrigins] = "", ""
+	// The retention sweep runs on the deployed daily schedule only: locally
+	// every session is kept.
+	vars[app.EnvRetentionDays] = ""
 	env, err := app.EnvFrom(func(k string) string { return vars[k] })
 	if err != nil {
 		return app.Env{}, fmt.Errorf("devserver: template: %w", err)

@@ -31,83 +31,108 @@ var dueWhys = map[reducer.Reason]bool{
 // checkHead checks that item, decoded as h, is one headItem could have
 // written.
 func checkHead(item map[string]types.AttributeValue, h Head) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrCorruptHead, fmt.Sprintf(format, args...))
+	if err := checkHeadAttrs(item, h); err != nil {
+		return err
 	}
+	if err := checkHeadState(h); err != nil {
+		return err
+	}
+	return checkHeadDue(item, h)
+}
+
+// corruptHead is an ErrCorruptHead saying what is wrong.
+func corruptHead(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrCorruptHead, fmt.Sprintf(format, args...))
+}
+
+// checkHeadAttrs checks the item's attributes: only known ones, each of
+// its type, the strings not empty and the counts positive.
+func checkHeadAttrs(item map[string]types.AttributeValue, h Head) error {
 	for name := range item {
 		if !headAttrs[name] {
-			return bad("unexpected attribute %q", name)
+			return corruptHead("unexpected attribute %q", name)
 		}
 	}
 	if sk, ok := item[attrSK].(*types.AttributeValueMemberN); !ok || sk.Value != headSK {
-		return bad("attribute %s is not the number %s", attrSK, headSK)
+		return corruptHead("attribute %s is not the number %s", attrSK, headSK)
 	}
 	for _, name := range []string{attrPK, attrStatus, attrAgent, attrCreated, attrUpdated} {
 		if v, ok := item[name].(*types.AttributeValueMemberS); !ok || v.Value == "" {
-			return bad("attribute %s is missing, empty or not a string", name)
+			return corruptHead("attribute %s is missing, empty or not a string", name)
 		}
 	}
 	for _, name := range []string{attrOwner, attrTurn, attrCause, attrDueShard, attrWhy} {
 		if v, ok := item[name]; ok {
 			if s, isS := v.(*types.AttributeValueMemberS); !isS || s.Value == "" {
-				return bad("attribute %s is not a non-empty string", name)
+				return corruptHead("attribute %s is not a non-empty string", name)
 			}
 		}
 	}
 	for _, a := range usageAttrs(&h.Usage) {
 		if _, ok := item[a.name]; ok && *a.v <= 0 {
-			return bad("attribute %s is %d, not a positive count", a.name, *a.v)
+			return corruptHead("attribute %s is %d, not a positive count", a.name, *a.v)
 		}
 	}
+	return nil
+}
+
+// checkHeadState checks the head's session, status, turn and cause agree.
+func checkHeadState(h Head) error {
 	switch {
 	case h.Session == "":
-		return bad("no session id")
+		return corruptHead("no session id")
 	case h.Agent == "":
-		return bad("no agent")
+		return corruptHead("no agent")
 	case h.LastSeq < 1:
-		return bad("last seq %d", h.LastSeq)
+		return corruptHead("last seq %d", h.LastSeq)
 	}
 	switch h.Status {
 	case reducer.Idle:
 		if h.Turn != "" {
-			return bad("idle with open turn %q", h.Turn)
+			return corruptHead("idle with open turn %q", h.Turn)
 		}
 	case reducer.Running, reducer.Suspended:
 		if h.Turn == "" {
-			return bad("%s without an open turn", h.Status)
+			return corruptHead("%s without an open turn", h.Status)
 		}
 	default:
-		return bad("unknown status %q", h.Status)
+		return corruptHead("unknown status %q", h.Status)
 	}
 	switch {
 	case h.Cause == "":
 		if h.Status == reducer.Suspended {
-			return bad("suspended without a cause")
+			return corruptHead("suspended without a cause")
 		}
 	case h.Cause.Known():
 		if h.Status != reducer.Suspended {
-			return bad("%s with cause %q", h.Status, h.Cause)
+			return corruptHead("%s with cause %q", h.Status, h.Cause)
 		}
 	default:
-		return bad("unknown cause %q", h.Cause)
+		return corruptHead("unknown cause %q", h.Cause)
 	}
+	return nil
+}
+
+// checkHeadDue checks the head's due entry: its shard, due time and reason
+// all present or all absent, and the reason one the status allows.
+func checkHeadDue(item map[string]types.AttributeValue, h Head) error {
 	_, hasShard := item[attrDueShard]
 	_, hasDue := item[attrDue]
 	_, hasWhy := item[attrWhy]
 	switch {
 	case hasShard != hasDue || hasDue != hasWhy:
-		return bad("%s, %s and %s must be all present or all absent", attrDueShard, attrDue, attrWhy)
+		return corruptHead("%s, %s and %s must be all present or all absent", attrDueShard, attrDue, attrWhy)
 	case hasShard && !validShardKey(h.Session, strAttr(item, attrDueShard)):
-		return bad("%s %q is not the session's shard", attrDueShard, strAttr(item, attrDueShard))
+		return corruptHead("%s %q is not the session's shard", attrDueShard, strAttr(item, attrDueShard))
 	case hasWhy && !dueWhys[h.Why]:
-		return bad("unknown %s %q", attrWhy, h.Why)
+		return corruptHead("unknown %s %q", attrWhy, h.Why)
 	case (h.Status == reducer.Running) != (h.Why == reducer.ReasonLease):
-		return bad("%s with %s %q: a running session, and only one, is due for its lease", h.Status, attrWhy, h.Why)
+		return corruptHead("%s with %s %q: a running session, and only one, is due for its lease", h.Status, attrWhy, h.Why)
 	case h.Why == reducer.ReasonApproval && h.Cause != reducer.CauseApproval,
 		(h.Why == reducer.ReasonWake || h.Why == reducer.ReasonFault) && h.Status != reducer.Suspended,
 		h.Why == reducer.ReasonTimer && h.Cause != reducer.CauseTimer,
 		(h.Why == reducer.ReasonInbox || h.Why == reducer.ReasonSchedule) && h.Status != reducer.Idle:
-		return bad("%s with %s %q", h.Status, attrWhy, h.Why)
+		return corruptHead("%s with %s %q", h.Status, attrWhy, h.Why)
 	}
 	return nil
 }

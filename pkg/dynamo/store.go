@@ -94,71 +94,98 @@ func (s *Store) AppendWithReceipt(ctx context.Context, session string, next redu
 			return fmt.Errorf("dynamo: append to %q: %d facts with a receipt, at most %d", session, len(facts), MaxAppend-1)
 		}
 	}
-	first, last := facts[0].Seq, facts[len(facts)-1].Seq
-	writer := newWriter()
-	items := make([]types.TransactWriteItem, 0, len(facts)+1)
+	a := appendTx{session: session, first: facts[0].Seq, last: facts[len(facts)-1].Seq, writer: newWriter(), receipt: rc != nil}
+	items, err := s.appendItems(a, next, rc, facts)
+	if err != nil {
+		return err
+	}
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
+	err = s.transact(ctx, in)
+	if err == nil || !resendable(err) || ctx.Err() != nil {
+		return wrapAppend(err, a.first, a.last, session)
+	}
+	return s.resolveAppend(ctx, a, in, err)
+}
+
+// appendTx names one append's transaction: the session, its facts' seqs,
+// the writer token its fact items carry, and whether a receipt is its last
+// item.
+type appendTx struct {
+	session     string
+	first, last int64
+	writer      string
+	receipt     bool
+}
+
+// appendItems is the transaction's items: each fact, the head moving from
+// the fact before the first, and rc if not nil.
+func (s *Store) appendItems(a appendTx, next reducer.State, rc *Receipt, facts []reducer.Fact) ([]types.TransactWriteItem, error) {
+	items := make([]types.TransactWriteItem, 0, len(facts)+2)
 	for _, f := range facts {
 		body, err := json.Marshal(f)
 		if err != nil {
-			return fmt.Errorf("dynamo: append facts %d..%d of %s: encode fact %d: %w", first, last, session, f.Seq, err)
+			return nil, fmt.Errorf("dynamo: append facts %d..%d of %s: encode fact %d: %w", a.first, a.last, a.session, f.Seq, err)
 		}
 		items = append(items, types.TransactWriteItem{Put: &types.Put{
 			TableName: aws.String(s.table),
 			Item: map[string]types.AttributeValue{
-				attrPK:     str(session),
+				attrPK:     str(a.session),
 				attrSK:     num(f.Seq),
 				attrType:   str(string(f.Type)),
 				attrFact:   str(string(body)),
-				attrWriter: str(writer),
+				attrWriter: str(a.writer),
 			},
 			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 		}})
+		if rc != nil { // so that deleting the session finds its receipts (Purge)
+			items[len(items)-1].Put.Item[attrReceipt] = str(receiptPK(rc.Key))
+		}
 	}
 	head := &types.Put{
 		TableName:                aws.String(s.table),
-		Item:                     headItem(session, next),
+		Item:                     headItem(a.session, next),
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 	}
-	if first > 1 {
+	if a.first > 1 {
 		head.ConditionExpression = aws.String("#lastSeq = :prev")
 		head.ExpressionAttributeNames = map[string]string{"#lastSeq": attrLastSeq}
-		head.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(first - 1)}
+		head.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(a.first - 1)}
 	}
 	items = append(items, types.TransactWriteItem{Put: head})
 	if rc != nil {
 		items = append(items, types.TransactWriteItem{Put: s.receiptPut(rc, time.Now())})
 	}
+	return items, nil
+}
 
-	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
-	err := s.transact(ctx, in)
-	// A transient error or a failed condition does not say the transaction
-	// was not applied: its answer may have been lost, and the SDK's retry of
-	// a write that landed fails its own conditions. The fact item at first
-	// says what happened; one not applied is sent again, up to maxResend
-	// times.
-	resendable := func(err error) bool { return conditionFailed(err) || awsenv.Transient(err) }
-	if err == nil || !resendable(err) || ctx.Err() != nil {
-		return wrapAppend(err, first, last, session)
-	}
+// resendable says whether a send's error leaves its outcome open.
+func resendable(err error) bool { return conditionFailed(err) || awsenv.Transient(err) }
+
+// resolveAppend decides an append whose send failed with err, which does
+// not say the transaction was not applied: its answer may have been lost,
+// and the SDK's retry of a write that landed fails its own conditions. The
+// fact item at first says what happened; one not applied is sent again, up
+// to maxResend times.
+func (s *Store) resolveAppend(ctx context.Context, a appendTx, in *dynamodb.TransactWriteItemsInput, err error) error {
 	var outcome error // the read-back's verdict, once it has one
 	decided := false
 	resent := 0
 	derr := retry.Do(ctx, retry.Policy{Attempts: maxResend + 1}, func() error {
-		mine, found, rerr := s.wrote(ctx, session, first, writer)
+		mine, found, rerr := s.wrote(ctx, a.session, a.first, a.writer)
 		decided = true
 		switch {
 		case rerr != nil:
-			outcome = fmt.Errorf("dynamo: append facts %d..%d of %s: %w (outcome unknown: %w)", first, last, session, err, rerr)
+			outcome = fmt.Errorf("dynamo: append facts %d..%d of %s: %w (outcome unknown: %w)", a.first, a.last, a.session, err, rerr)
 		case found && mine:
 			outcome = nil
-		case rc != nil && receiptTaken(err, len(items)-1):
-			outcome = fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrReceiptTaken, err)
+		case a.receipt && receiptTaken(err, len(in.TransactItems)-1):
+			outcome = fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", a.first, a.last, a.session, ErrReceiptTaken, err)
 		case found || conditionFailed(err):
-			outcome = fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", first, last, session, ErrConflict, err)
+			outcome = fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", a.first, a.last, a.session, ErrConflict, err)
 		case resent >= maxResend:
-			outcome = wrapAppend(err, first, last, session)
+			outcome = wrapAppend(err, a.first, a.last, a.session)
 		default:
 			decided = false
 			resent++
@@ -171,9 +198,9 @@ func (s *Store) AppendWithReceipt(ctx context.Context, session string, next redu
 		return outcome
 	}
 	if ctx.Err() != nil && derr != nil {
-		return wrapAppend(err, first, last, session) // the last send's error
+		return wrapAppend(err, a.first, a.last, a.session) // the last send's error
 	}
-	return wrapAppend(derr, first, last, session)
+	return wrapAppend(derr, a.first, a.last, a.session)
 }
 
 func wrapAppend(err error, first, last int64, session string) error {

@@ -98,7 +98,7 @@ func (m *Scripted) Steps() int { return len(m.script.Steps) }
 // Stream plays the step the conversation has reached.
 func (m *Scripted) Stream(ctx context.Context, req Request) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		step, assistants := position(req.Messages)
+		step, assistants, in := position(req.Messages)
 		if step >= len(m.script.Steps) {
 			yield(Event{}, &Error{Kind: InvalidRequest, Err: fmt.Errorf("script has %d steps; the turn asks for step %d", len(m.script.Steps), step+1)})
 			return
@@ -142,27 +142,29 @@ func (m *Scripted) Stream(ctx context.Context, req Request) iter.Seq2[Event, err
 		if len(st.ToolCalls) > 0 {
 			stop = StopToolCalls
 		}
-		in := 0
-		for _, msg := range req.Messages {
-			for _, c := range msg.Content {
-				in += len(c.Text) + len(c.Input) + len(c.Output)
-			}
-		}
 		yield(Event{Type: Finish, Stop: stop, Usage: Usage{InputTokens: int64(in/4 + 1), OutputTokens: int64(len(st.Text)/4 + 1)}}, nil)
 	}
 }
 
-// position returns the step index within the current turn and the number
-// of assistant messages in the whole conversation.
-func position(msgs []conversation.Message) (step, assistants int) {
-	for _, msg := range msgs {
-		switch msg.Role {
+// position returns the step index within the current turn, the number of
+// assistant messages in the whole conversation, and the bytes of text,
+// input and output in msgs, in one pass that reads each content in place:
+// copying them, or a second pass, would make a step's cost grow with the
+// conversation's length more than it must.
+func position(msgs []conversation.Message) (step, assistants, in int) {
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.Role {
 		case conversation.User:
 			step = 0
 		case conversation.Assistant:
 			step++
 			assistants++
 		}
+		for j := range m.Content {
+			c := &m.Content[j]
+			in += len(c.Text) + len(c.Input) + len(c.Output)
+		}
 	}
-	return step, assistants
+	return step, assistants, in
 }

@@ -1,6 +1,7 @@
 // Package operator serves baton's operator HTTP API as one http.Handler:
 // create, list and inspect sessions, post messages, answer approvals, settle
-// uncertain executions, cancel turns, and read turn streams as JSON or as
+// uncertain executions, cancel turns, export and delete sessions, and read
+// turn streams as JSON or as
 // Server-Sent Events; it mounts pkg/chat's AI SDK chat endpoint under /chat
 // and serves the web console (package console) at /console. A session is
 // visible only to the identity that created it, every request is checked

@@ -88,6 +88,8 @@ type api struct {
 //	POST /sessions                                   create a session → 201
 //	GET  /sessions                                   the caller's sessions (?limit=&cursor=)
 //	GET  /sessions/{id}                              reduced state
+//	DELETE /sessions/{id}                            delete the session → 204 (409 while a turn is open)
+//	GET  /sessions/{id}/export                       every fact and turn stream, one JSON bundle
 //	POST /sessions/{id}/messages                     post a message → 202
 //	GET  /sessions/{id}/facts                        facts after ?after=N
 //	GET  /sessions/{id}/turns/{turn}/stream          stream parts after ?after= (JSON or SSE)
@@ -292,15 +294,19 @@ func (a *api) get(w http.ResponseWriter, r *http.Request, caller string) error {
 	if err != nil {
 		return err
 	}
-	for _, sid := range candidates(id, caller) {
-		sess, err := a.sessions.Load(r.Context(), sid)
-		switch {
-		case err == nil && sess.State.Owner == caller:
-			httpjson.Write(w, http.StatusOK, a.view(r.Context(), sid, sess.State))
-			return nil
-		case err != nil && !errors.Is(err, session.ErrNotFound):
-			return err
-		}
+	// The head first: a session being deleted has lost it already, while
+	// its facts are still being purged.
+	sid, _, err := a.owned(r.Context(), id, caller)
+	if err != nil {
+		return err
+	}
+	sess, err := a.sessions.Load(r.Context(), sid)
+	switch {
+	case err == nil && sess.State.Owner == caller:
+		httpjson.Write(w, http.StatusOK, a.view(r.Context(), sid, sess.State))
+		return nil
+	case err != nil && !errors.Is(err, session.ErrNotFound):
+		return err
 	}
 	return httpjson.Refuse(http.StatusNotFound, "session not found")
 }

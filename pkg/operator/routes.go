@@ -16,6 +16,8 @@ func (a *api) routes() map[string]func(http.ResponseWriter, *http.Request, strin
 		"POST /sessions":                               a.idempotent(a.create),
 		"GET /sessions":                                a.list,
 		"GET /sessions/{id}":                           a.get,
+		"DELETE /sessions/{id}":                        a.remove,
+		"GET /sessions/{id}/export":                    a.export,
 		"POST /sessions/{id}/messages":                 a.idempotent(a.message),
 		"GET /sessions/{id}/facts":                     a.facts,
 		streamRoute:                                    a.stream,

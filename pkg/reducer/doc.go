@@ -5,4 +5,8 @@
 // *TransitionError instead of guessing. Among the rules it enforces: a tool
 // call's execution starts again only after a rerun verdict on its newest
 // execution, as the next attempt, so one verdict allows exactly one more run.
+//
+// Each fact type has its own applier (the appliers table in state.go; the
+// appliers themselves in apply_session.go, apply_turn.go and apply_tools.go):
+// State.apply checks what every fact needs and hands the fact to it.
 package reducer

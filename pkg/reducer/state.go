@@ -232,376 +232,81 @@ func (s *State) clone() State {
 	return c
 }
 
+// appliers holds, for each fact type, the function that checks a fact of
+// that type against the state and folds it in. It is read-only.
+var appliers = map[Type]func(*State, Fact) error{
+	SessionCreated:    (*State).applySessionCreated,
+	MessageReceived:   (*State).applyMessageReceived,
+	MessageSteered:    (*State).applyMessageSteered,
+	TurnStarted:       (*State).applyTurnStarted,
+	TurnSuspended:     (*State).applyTurnSuspended,
+	TurnResumed:       (*State).applyTurnResumed,
+	ApprovalRequested: (*State).applyApprovalRequested,
+	ApprovalAnswered:  (*State).applyApprovalAnswered,
+	ExecutionStarted:  (*State).applyExecutionStarted,
+	ExecutionVerdict:  (*State).applyExecutionVerdict,
+	ScheduleSet:       (*State).applyScheduleSet,
+	UsageRecorded:     (*State).applyUsageRecorded,
+	ScheduleCleared:   (*State).applyScheduleCleared,
+	ScheduleFired:     (*State).applyScheduleFired,
+	ContextCompacted:  (*State).applyContextCompacted,
+	TimerSet:          (*State).applyTimerSet,
+	LimitsRaised:      (*State).applyLimitsRaised,
+	TurnCompleted:     (*State).applyTurnEnded,
+	TurnFailed:        (*State).applyTurnEnded,
+	TurnCancelled:     (*State).applyTurnCancelled,
+	TurnInterrupted:   (*State).applyTurnInterrupted,
+}
+
+// apply checks what every fact needs (the next seq, a created session, an
+// actor), then hands f to its type's applier.
 func (s *State) apply(f Fact) error {
-	illegal := func(format string, args ...any) error {
-		return &TransitionError{Seq: f.Seq, Type: f.Type, Status: s.Status, Reason: fmt.Sprintf(format, args...)}
-	}
-	refuse := func(kind error, format string, args ...any) error {
-		return &TransitionError{Seq: f.Seq, Type: f.Type, Status: s.Status, Reason: fmt.Sprintf(format, args...), Kind: kind}
-	}
 	if f.Seq != s.LastSeq+1 {
-		return illegal("seq %d does not follow %d", f.Seq, s.LastSeq)
+		return s.illegal(f, "seq %d does not follow %d", f.Seq, s.LastSeq)
 	}
 	if f.Type != SessionCreated && s.LastSeq == 0 {
-		return illegal("session not created")
+		return s.illegal(f, "session not created")
 	}
 	if f.Actor.Kind == "" {
-		return illegal("fact has no actor")
+		return s.illegal(f, "fact has no actor")
 	}
 	if (f.Usage != nil && f.Usage.negative()) || (f.Compaction != nil && f.Compaction.Usage.negative()) {
-		return illegal("negative usage")
+		return s.illegal(f, "negative usage")
 	}
-	// Every turn fact must name the open turn.
-	openTurn := func(kind error) error {
-		if s.Turn == nil {
-			return refuse(kind, "no open turn")
-		}
-		if f.Turn != s.Turn.ID {
-			return refuse(kind, "turn %q is not the open turn %q", f.Turn, s.Turn.ID)
-		}
-		return nil
+	applier, ok := appliers[f.Type]
+	if !ok {
+		return s.illegal(f, "unknown fact type")
 	}
-	needTurn := func() error { return openTurn(nil) }
-
-	switch f.Type {
-	case SessionCreated:
-		if s.LastSeq != 0 {
-			return illegal("session already created")
-		}
-		if f.Agent == "" {
-			return illegal("no agent")
-		}
-		s.Agent, s.Owner, s.Created, s.Status = f.Agent, f.Owner, f.Time, Idle
-
-	case MessageReceived:
-		if f.Message == nil || f.Message.ID == "" {
-			return illegal("no message")
-		}
-		m := *f.Message
-		switch d := m.Delivery; {
-		case d == "" || d == SteerEnqueue:
-			s.Inbox = append(s.Inbox, m)
-		case d == SteerReject:
-			return illegal("a rejected message is not received")
-		case !d.Known():
-			return illegal("unknown delivery %q", d)
-		case s.Turn == nil:
-			return illegal("delivery %s needs an open turn", d)
-		case d == SteerSteer:
-			s.Turn.Steer = append(s.Turn.Steer, m)
-		case d == SteerInterrupt:
-			s.Inbox = append(s.Inbox, m)
-			s.Turn.Interrupt = true
-		}
-
-	case MessageSteered:
-		if err := needTurn(); err != nil {
-			return err
-		}
-		if s.Status != Running {
-			return illegal("only a running turn delivers messages")
-		}
-		if len(f.Steered) == 0 {
-			return illegal("no message named")
-		}
-		for _, id := range f.Steered {
-			i := slices.IndexFunc(s.Turn.Steer, func(m Message) bool { return m.ID == id })
-			if i < 0 {
-				return illegal("message %q is not waiting to be steered", id)
-			}
-			s.Turn.Steered = append(s.Turn.Steered, s.Turn.Steer[i])
-			s.Turn.Steer = slices.Delete(s.Turn.Steer, i, i+1)
-		}
-
-	case TurnStarted:
-		if s.Status != Idle {
-			return illegal("a turn is already open")
-		}
-		if f.Turn == "" || f.Stream == "" {
-			return illegal("turn or stream not named")
-		}
-		if len(s.Inbox) == 0 {
-			return illegal("no message to answer")
-		}
-		s.Turn = &Turn{ID: f.Turn, Stream: f.Stream, Started: f.Time, Since: f.Time,
-			Messages: s.Inbox, Lease: f.Lease, Invocations: 1}
-		s.Inbox = nil
-		s.Status = Running
-
-	case TurnSuspended:
-		if err := needTurn(); err != nil {
-			return err
-		}
-		if s.Status != Running {
-			return illegal("only a running turn suspends")
-		}
-		if !f.Cause.Fault() && f.Cause != CauseTimer && (f.Faults != 0 || !f.Wake.IsZero()) {
-			return illegal("a %s suspension carries a fault count or wake time", f.Cause)
-		}
-		if f.Cause == CauseTimer && (f.Wake.IsZero() || f.Faults != 0) {
-			return illegal("a timer suspension needs a wake time and no fault count")
-		}
-		if f.Faults < 0 {
-			return illegal("negative fault count %d", f.Faults)
-		}
-		if f.Limit != nil {
-			if f.Cause != CauseLimit {
-				return illegal("a %s suspension names a spend cap", f.Cause)
-			}
-			if err := f.Limit.Check(); err != nil {
-				return illegal("%v", err)
-			}
-		}
-		if f.Usage != nil {
-			s.Usage = s.Usage.Add(f.Usage.Sub(s.Turn.Usage))
-			s.Turn.Usage = *f.Usage
-		}
-		s.Turn.Wake, s.Turn.Raised, s.Turn.TimerSet = time.Time{}, false, false
-		s.Turn.Limit = Limit{}
-		if f.Limit != nil {
-			s.Turn.Limit = *f.Limit
-		}
-		switch f.Cause {
-		case CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable:
-			s.Turn.Faults, s.Turn.Wake = f.Faults, f.Wake
-		case CauseTimer:
-			s.Turn.Faults, s.Turn.Wake = 0, f.Wake
-		case CauseLease:
-			// The invocation died: neither progress nor a fault.
-		case CauseBudget, CauseLimit:
-			s.Turn.Faults = 0
-		case CauseApproval:
-			if len(s.Turn.Pending) == 0 {
-				return illegal("suspended for approval with none pending")
-			}
-			s.Turn.Faults = 0
-		case CauseUncertain:
-			if f.Execution == nil {
-				return illegal("suspended as uncertain without the execution")
-			}
-			if err := s.Turn.openExecution(*f.Execution); err != nil {
-				return illegal("%v", err)
-			}
-			e := *f.Execution
-			s.Turn.Uncertain = &e
-			s.Turn.Faults = 0
-		default:
-			return illegal("unknown cause %q", f.Cause)
-		}
-		s.Status, s.Turn.Cause, s.Turn.Since, s.Turn.Lease = Suspended, f.Cause, f.Time, time.Time{}
-
-	case TurnResumed:
-		if err := needTurn(); err != nil {
-			return err
-		}
-		switch s.Status {
-		case Suspended:
-			if len(s.Turn.Pending) > 0 {
-				return illegal("%d approval(s) still pending", len(s.Turn.Pending))
-			}
-			if s.Turn.Uncertain != nil {
-				return illegal("execution %s awaits a verdict", s.Turn.Uncertain.ID)
-			}
-		case Running:
-			// Taking over from an invocation that died: only once its lease ran out.
-			if !f.Time.After(s.Turn.Lease) {
-				return illegal("the running invocation's lease holds until %s", s.Turn.Lease.Format(time.RFC3339Nano))
-			}
-		}
-		s.Status, s.Turn.Cause, s.Turn.Since, s.Turn.Lease = Running, "", f.Time, f.Lease
-		s.Turn.Limit = Limit{}
-		s.Turn.Wake = time.Time{}
-		s.Turn.Invocations++
-
-	case ApprovalRequested:
-		if err := needTurn(); err != nil {
-			return err
-		}
-		if s.Status != Running {
-			return illegal("only a running turn requests approval")
-		}
-		a := f.Approval
-		if a == nil || a.ID == "" || a.ToolCallID == "" {
-			return illegal("approval not named")
-		}
-		for _, p := range s.Turn.Pending {
-			if p.ID == a.ID || p.ToolCallID == a.ToolCallID {
-				return illegal("approval %s already pending", a.ID)
-			}
-		}
-		if _, ok := s.Turn.Answer(a.ToolCallID); ok {
-			return illegal("tool call %s already answered", a.ToolCallID)
-		}
-		s.Turn.Pending = append(s.Turn.Pending, *a)
-
-	case ApprovalAnswered:
-		a := f.Answer
-		switch {
-		case a == nil:
-			return refuse(ErrBadAnswer, "no answer")
-		case a.Decision != Approve && a.Decision != Deny:
-			return refuse(ErrBadAnswer, "unknown decision %q", a.Decision)
-		}
-		if err := openTurn(ErrNotPending); err != nil {
-			return err
-		}
-		if s.Status != Suspended || s.Turn.Cause != CauseApproval {
-			return refuse(ErrNotPending, "the turn is not waiting for approval")
-		}
-		i := slices.IndexFunc(s.Turn.Pending, func(p Approval) bool { return p.ID == a.ApprovalID })
-		if i < 0 {
-			return refuse(ErrNotPending, "approval %q is not pending", a.ApprovalID)
-		}
-		if a.ToolCallID != s.Turn.Pending[i].ToolCallID {
-			return illegal("approval %q is for tool call %s, not %s", a.ApprovalID, s.Turn.Pending[i].ToolCallID, a.ToolCallID)
-		}
-		s.Turn.Pending = slices.Delete(s.Turn.Pending, i, i+1)
-		ans := *a
-		ans.By = f.Actor.ID
-		s.Turn.Answers = append(s.Turn.Answers, ans)
-
-	case ExecutionStarted:
-		if err := needTurn(); err != nil {
-			return err
-		}
-		if s.Status != Running {
-			return illegal("only a running turn executes tools")
-		}
-		e := f.Execution
-		if e == nil || e.ID == "" || e.ToolCallID == "" {
-			return illegal("execution not named")
-		}
-		if err := s.Turn.nextExecution(*e); err != nil {
-			return illegal("%v", err)
-		}
-		s.Turn.Executions = append(s.Turn.Executions, *e)
-
-	case ExecutionVerdict:
-		if f.Settled == nil || (f.Settled.Verdict != Rerun && f.Settled.Verdict != Abandon) {
-			return refuse(ErrBadAnswer, "no verdict: want rerun or abandon")
-		}
-		v := *f.Settled // a copy: the fact is the caller's and must not change
-		if err := openTurn(ErrNotPending); err != nil {
-			return err
-		}
-		if s.Status != Suspended || s.Turn.Uncertain == nil || s.Turn.Uncertain.ID != v.ExecutionID {
-			return refuse(ErrNotPending, "execution %q awaits no verdict", v.ExecutionID)
-		}
-		v.ToolCallID = s.Turn.Uncertain.ToolCallID
-		s.Turn.Verdicts = append(s.Turn.Verdicts, v)
-		s.Turn.Uncertain = nil
-
-	case ScheduleSet:
-		if f.Schedule == nil || f.Schedule.Text == "" {
-			return illegal("no schedule or no text")
-		}
-		if _, err := ParseCron(f.Schedule.Cron); err != nil {
-			return illegal("%v", err)
-		}
-		sc := *f.Schedule
-		sc.From = f.Time
-		s.Schedule = &sc
-
-	case UsageRecorded:
-		switch {
-		case f.Turn == "" || f.Usage == nil || *f.Usage == (Usage{}):
-			return illegal("no turn or no usage")
-		case s.Turn != nil && s.Turn.ID == f.Turn:
-			return illegal("the open turn records its usage as it suspends or ends")
-		}
-		s.Usage = s.Usage.Add(*f.Usage)
-
-	case ScheduleCleared:
-		if s.Schedule == nil {
-			return illegal("no schedule to clear")
-		}
-		s.Schedule = nil
-
-	case ScheduleFired:
-		if s.Schedule == nil {
-			return illegal("no schedule to fire")
-		}
-		if f.Wake.IsZero() || !f.Wake.Equal(s.Schedule.Next()) {
-			return illegal("occurrence %v is not the schedule's next", f.Wake)
-		}
-		// Occurrences missed while busy collapse into this one.
-		s.Schedule.From = f.Time
-
-	case ContextCompacted:
-		if err := needTurn(); err != nil {
-			return err
-		}
-		if s.Status != Running {
-			return illegal("only a running turn compacts its context")
-		}
-		if f.Snapshot == "" || f.Compaction == nil {
-			return illegal("no compacted snapshot or no compaction")
-		}
-		if f.Compaction.Messages < 1 || f.Compaction.Turns < 1 || f.Compaction.Kept < 0 {
-			return illegal("a compaction replaces %d messages of %d turns, keeping %d", f.Compaction.Messages, f.Compaction.Turns, f.Compaction.Kept)
-		}
-		s.Usage = s.Usage.Add(f.Compaction.Usage)
-		s.Snapshot, s.SnapshotSeq = f.Snapshot, f.Seq
-		s.Compactions++
-
-	case TimerSet:
-		if err := needTurn(); err != nil {
-			return err
-		}
-		if f.Wake.IsZero() {
-			return illegal("no wake time")
-		}
-		if s.Status != Suspended || s.Turn.Cause != CauseTimer {
-			return illegal("the turn is not suspended on a timer")
-		}
-		s.Turn.Wake, s.Turn.TimerSet = f.Wake, true
-
-	case LimitsRaised:
-		if err := needTurn(); err != nil {
-			return err
-		}
-		if f.Raise == nil {
-			return illegal("no caps")
-		}
-		if s.Status != Suspended || s.Turn.Cause != CauseLimit {
-			return illegal("the turn is not suspended for a limit")
-		}
-		s.Turn.Caps = s.Turn.Caps.Over(f.Raise.Turn)
-		s.Caps = s.Caps.Over(f.Raise.Session)
-		s.Turn.Raised = true
-
-	case TurnCompleted, TurnFailed:
-		if err := needTurn(); err != nil {
-			return err
-		}
-		if s.Status != Running {
-			return illegal("only a running turn ends this way")
-		}
-		if f.Type == TurnFailed && f.Failure == nil {
-			return illegal("failure not described")
-		}
-		s.end(f)
-
-	case TurnCancelled:
-		if err := needTurn(); err != nil {
-			return err
-		}
-		s.end(f)
-
-	case TurnInterrupted:
-		if err := needTurn(); err != nil {
-			return err
-		}
-		if !s.Turn.Interrupt {
-			return illegal("no message interrupted the turn")
-		}
-		s.end(f)
-
-	default:
-		return illegal("unknown fact type")
+	if err := applier(s, f); err != nil {
+		return err
 	}
 	s.LastSeq = f.Seq
 	s.Updated = f.Time
+	return nil
+}
+
+// illegal is the *TransitionError for f in s's current status.
+func (s *State) illegal(f Fact, format string, args ...any) error {
+	return s.refuse(f, nil, format, args...)
+}
+
+// refuse is illegal of a kind (ErrNotPending, ErrBadAnswer; nil for none)
+// that the error then matches.
+func (s *State) refuse(f Fact, kind error, format string, args ...any) error {
+	return &TransitionError{Seq: f.Seq, Type: f.Type, Status: s.Status, Reason: fmt.Sprintf(format, args...), Kind: kind}
+}
+
+// needTurn checks that f names the open turn, as every turn fact must.
+func (s *State) needTurn(f Fact) error { return s.openTurn(f, nil) }
+
+// openTurn is needTurn whose error is of kind.
+func (s *State) openTurn(f Fact, kind error) error {
+	if s.Turn == nil {
+		return s.refuse(f, kind, "no open turn")
+	}
+	if f.Turn != s.Turn.ID {
+		return s.refuse(f, kind, "turn %q is not the open turn %q", f.Turn, s.Turn.ID)
+	}
 	return nil
 }
 

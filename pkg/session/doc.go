@@ -6,8 +6,10 @@
 // the history later loads read (Store.Compact). Every ending of a turn
 // records the usage of its billed steps as its stream holds them, whoever
 // ends it (Store.End, Store.StreamUsage), and a raise of spend caps must
-// lift the cap the turn reached (Store.Raise). The operator API, the chat,
-// the tick and the turn runner all go through it.
+// lift the cap the turn reached (Store.Raise). Store.Delete buries a
+// session (tombstone and head in one transaction) and then purges its facts,
+// receipts, streams and snapshots; Store.Sweep is the retention sweep. The
+// operator API, the chat, the tick and the turn runner all go through it.
 //
 // It is the one way into storage. It declares the two stores it consumes,
 // FactLog (the fact log: tail, facts since a seq, append with a receipt,

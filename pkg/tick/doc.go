@@ -5,5 +5,6 @@
 // (recording the usage of the steps they left in the stream), denies
 // approvals that expired, wakes timers that are due, posts schedules'
 // messages, and re-sends wakes that were lost. It stops short of its own
-// deadline.
+// deadline. Retention is the daily retention sweep the same function runs on
+// its other schedule (Scheduled tells the two events apart).
 package tick

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +33,10 @@ func stepsScript(n int) string {
 // turn's whole cost over its steps), S3 PUTs per step and DynamoDB writes
 // per turn; and marginal-ns/step, a step's cost without the turn's fixed
 // cost (start, end, snapshot), which a one-step turn run untimed beside
-// each timed one measures: (turn - one-step turn) / (steps - 1).
+// each timed one measures: (turn - one-step turn) / (steps - 1). On a
+// loaded machine, compare cpu-ns/step: the process's CPU time (user and
+// system, the emulator's share included) in the timed turns, per step,
+// which other processes' load changes far less than the wall clock.
 func BenchmarkStep(b *testing.B) { benchStep(b, nil) }
 
 // BenchmarkStepIntercepted is BenchmarkStep with a no-op interceptor on
@@ -58,6 +62,7 @@ func benchStep(b *testing.B, ics []intercept.Interceptor) {
 			inv.counter.Reset()
 			b.ReportAllocs()
 			var mallocs uint64
+			var cpu time.Duration // the process's CPU time in the timed turns
 			var base time.Duration
 			var ms runtime.MemStats
 			b.ResetTimer()
@@ -70,9 +75,11 @@ func benchStep(b *testing.B, ics []intercept.Interceptor) {
 				base += time.Since(began)
 				runtime.ReadMemStats(&ms)
 				mallocs -= ms.Mallocs
+				cpu -= cpuTime(b)
 				b.StartTimer()
 				out, err := inv.runner.Start(ctx, ids[i])
 				b.StopTimer()
+				cpu += cpuTime(b)
 				runtime.ReadMemStats(&ms)
 				mallocs += ms.Mallocs
 				if err != nil || out.Kind != turn.Completed || out.Steps != steps {
@@ -85,6 +92,7 @@ func benchStep(b *testing.B, ics []intercept.Interceptor) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/step")
 			b.ReportMetric(float64((b.Elapsed()-base).Nanoseconds())/float64(b.N)/float64(steps-1), "marginal-ns/step")
 			b.ReportMetric(float64(mallocs)/n, "allocs/step")
+			b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/step")
 			b.ReportMetric(float64(inv.counter.Total("s3:PutObject"))/n, "s3-puts/step")
 			b.ReportMetric(float64(inv.counter.Total("dynamodb:TransactWriteItems")+inv.counter.Total("dynamodb:PutItem"))/float64(b.N), "ddb-writes/turn")
 			b.ReportMetric(float64(inv.counter.Total(""))/float64(b.N), "requests/turn")
@@ -131,4 +139,13 @@ func BenchmarkRebuild(b *testing.B) {
 			b.ReportMetric(float64(inv.counter.Total(""))/float64(b.N), "requests/rebuild")
 		})
 	}
+}
+
+// cpuTime is the process's CPU time so far, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -19,6 +19,15 @@
 // execution ledger before it runs; one left uncertain by a crash reruns
 // when idempotent, or waits for an operator's verdict, and a rerun verdict
 // runs it once more as a new execution, recorded like the first.
+//
+// The runner is split by job: loop.go holds the loop and how a turn stops
+// (suspend, complete, fail, stopped); step.go asks the model for a step and
+// translates its events into parts (stepParts), flushes them live, and
+// decides what a failed step means (stepFailed); ledger.go settles a
+// step's tool calls and runs them under the execution ledger (settle,
+// admit, runPlans, ledgered); checks.go holds the spend and timer checks
+// before each step (check, overSpend, fits).
+//
 // Runner.Interceptors wrap its model calls, tool calls and steps (see
 // package intercept); with none the runner makes each call directly.
 package turn

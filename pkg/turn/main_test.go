@@ -109,6 +109,8 @@ func content(ps []streams.Part) []streams.Part {
 		// Baton's call ids name the turn; the rest of each is the same.
 		p.ToolCallID = turnInID.ReplaceAllString(p.ToolCallID, "tc_")
 		p.ApprovalID = turnInID.ReplaceAllString(p.ApprovalID, "tc_")
+		// So are the times of each step.
+		p.MessageMetadata = conversation.Untimed(p.MessageMetadata)
 		out = append(out, p)
 	}
 	return out

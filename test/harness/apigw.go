@@ -179,40 +179,12 @@ func CreateHTTPAPI(ctx context.Context, endpoint, functionARN string, cfg HTTPAP
 	}
 
 	if j := cfg.JWT; j != nil {
-		src := j.IdentitySource
-		if src == "" {
-			src = "$request.header.Authorization"
+		if a.AuthorizerID, err = createAuthorizer(ctx, c, a.ID, cfg.Name, j); err != nil {
+			return nil, err
 		}
-		auth, err := c.CreateAuthorizer(ctx, &apigatewayv2.CreateAuthorizerInput{
-			ApiId:          aws.String(a.ID),
-			Name:           aws.String(cfg.Name + "-jwt"),
-			AuthorizerType: apigwtypes.AuthorizerTypeJwt,
-			IdentitySource: []string{src},
-			JwtConfiguration: &apigwtypes.JWTConfiguration{
-				Issuer:   aws.String(j.Issuer),
-				Audience: j.Audience,
-			},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("harness: CreateAuthorizer: %w", err)
-		}
-		a.AuthorizerID = aws.ToString(auth.AuthorizerId)
 	}
-
-	for _, key := range cfg.Routes {
-		in := &apigatewayv2.CreateRouteInput{
-			ApiId:    aws.String(a.ID),
-			RouteKey: aws.String(key),
-			Target:   aws.String("integrations/" + aws.ToString(integ.IntegrationId)),
-		}
-		if a.AuthorizerID != "" && !slices.Contains(cfg.Public, key) {
-			in.AuthorizationType = apigwtypes.AuthorizationTypeJwt
-			in.AuthorizerId = aws.String(a.AuthorizerID)
-			in.AuthorizationScopes = cfg.JWT.Scopes
-		}
-		if _, err := c.CreateRoute(ctx, in); err != nil {
-			return nil, fmt.Errorf("harness: CreateRoute %q: %w", key, err)
-		}
+	if err := createRoutes(ctx, c, a, aws.ToString(integ.IntegrationId), cfg); err != nil {
+		return nil, err
 	}
 
 	if _, err := c.CreateStage(ctx, &apigatewayv2.CreateStageInput{
@@ -223,6 +195,50 @@ func CreateHTTPAPI(ctx context.Context, endpoint, functionARN string, cfg HTTPAP
 		return nil, fmt.Errorf("harness: CreateStage: %w", err)
 	}
 	return a, nil
+}
+
+// createAuthorizer adds j's JWT authorizer to the API and returns its id.
+func createAuthorizer(ctx context.Context, c *apigatewayv2.Client, apiID, name string, j *JWTAuthorizer) (string, error) {
+	src := j.IdentitySource
+	if src == "" {
+		src = "$request.header.Authorization"
+	}
+	auth, err := c.CreateAuthorizer(ctx, &apigatewayv2.CreateAuthorizerInput{
+		ApiId:          aws.String(apiID),
+		Name:           aws.String(name + "-jwt"),
+		AuthorizerType: apigwtypes.AuthorizerTypeJwt,
+		IdentitySource: []string{src},
+		JwtConfiguration: &apigwtypes.JWTConfiguration{
+			Issuer:   aws.String(j.Issuer),
+			Audience: j.Audience,
+		},
+	})
+	if err != nil {
+		return "", fmt.Errorf("harness: CreateAuthorizer: %w", err)
+	}
+	return aws.ToString(auth.AuthorizerId), nil
+}
+
+// createRoutes adds cfg's routes to the API, each to the integration,
+// behind the authorizer unless public.
+func createRoutes(ctx context.Context, c *apigatewayv2.Client, a *HTTPAPI, integration string, cfg HTTPAPIConfig) error {
+	for _, key := range cfg.Routes {
+		in := &apigatewayv2.CreateRouteInput{
+			ApiId:    aws.String(a.ID),
+			RouteKey: aws.String(key),
+			Target:   aws.String("integrations/" + integration),
+		}
+		if a.AuthorizerID != "" && !slices.Contains(cfg.Public, key) {
+			in.AuthorizationType = apigwtypes.AuthorizationTypeJwt
+			in.AuthorizerId = aws.String(a.AuthorizerID)
+			in.AuthorizationScopes = cfg.JWT.Scopes
+		}
+		if _, err := c.CreateRoute(ctx, in); err != nil {
+			return fmt.Errorf("harness: CreateRoute %q: %w", key, err)
+		}
+	}
+
+	return nil
 }
 
 // NewRequest builds a request for path on the API: sent to Endpoint (plus

@@ -19,19 +19,7 @@ import (
 func (f *Front) streamed(ctx context.Context, w http.ResponseWriter, res *Result) {
 	br := bufio.NewReader(res.Body)
 	if res.ContentType != streamingContentType {
-		// A buffered answer (a function that does not stream).
-		b, err := io.ReadAll(br)
-		var resp events.LambdaFunctionURLResponse
-		if err != nil || res.FunctionError() != "" || json.Unmarshal(b, &resp) != nil || resp.StatusCode == 0 {
-			doorError(w, http.StatusBadGateway, "Bad Gateway")
-			return
-		}
-		body := []byte(resp.Body)
-		if resp.IsBase64Encoded {
-			body, _ = base64.StdEncoding.DecodeString(resp.Body)
-		}
-		writeHead(w, prelude{StatusCode: resp.StatusCode, Headers: resp.Headers, Cookies: resp.Cookies})
-		_, _ = w.Write(body)
+		buffered(w, br, res) // a function that does not stream
 		return
 	}
 	head, err := readPrelude(br)
@@ -43,26 +31,7 @@ func (f *Front) streamed(ctx context.Context, w http.ResponseWriter, res *Result
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 
-	chunks := make(chan []byte)
-	readErr := make(chan error, 1)
-	go func() {
-		for {
-			buf := make([]byte, 32<<10)
-			n, err := br.Read(buf)
-			if n > 0 {
-				select {
-				case chunks <- buf[:n]:
-				case <-ctx.Done():
-					readErr <- ctx.Err()
-					return
-				}
-			}
-			if err != nil {
-				readErr <- err
-				return
-			}
-		}
-	}()
+	chunks, readErr := readChunks(ctx, br)
 	var sent int
 	idle := f.Limits.Idle
 	var idleC <-chan time.Time
@@ -99,6 +68,49 @@ func (f *Front) streamed(ctx context.Context, w http.ResponseWriter, res *Result
 			f.cut()
 		}
 	}
+}
+
+// buffered relays a buffered function URL answer: its status, headers and
+// body, or a 502 when it is not one.
+func buffered(w http.ResponseWriter, br *bufio.Reader, res *Result) {
+	b, err := io.ReadAll(br)
+	var resp events.LambdaFunctionURLResponse
+	if err != nil || res.FunctionError() != "" || json.Unmarshal(b, &resp) != nil || resp.StatusCode == 0 {
+		doorError(w, http.StatusBadGateway, "Bad Gateway")
+		return
+	}
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		body, _ = base64.StdEncoding.DecodeString(resp.Body)
+	}
+	writeHead(w, prelude{StatusCode: resp.StatusCode, Headers: resp.Headers, Cookies: resp.Cookies})
+	_, _ = w.Write(body)
+}
+
+// readChunks reads br in a goroutine, sending what each read returns on
+// the first channel until the read's error, or ctx's, on the second.
+func readChunks(ctx context.Context, br *bufio.Reader) (<-chan []byte, <-chan error) {
+	chunks := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := br.Read(buf)
+			if n > 0 {
+				select {
+				case chunks <- buf[:n]:
+				case <-ctx.Done():
+					readErr <- ctx.Err()
+					return
+				}
+			}
+			if err != nil {
+				readErr <- err
+				return
+			}
+		}
+	}()
+	return chunks, readErr
 }
 
 // pace waits as the bandwidth cap would before n more bytes go out after

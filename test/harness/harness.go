@@ -213,39 +213,10 @@ func StartFunction(ctx context.Context, endpoint, name, bootstrapPath string, en
 		return nil, err
 	}
 
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) {
-		// The process went away mid-poll; nobody reads this answer.
-		w.WriteHeader(http.StatusBadGateway)
-	}
-	f.proxy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/runtime/invocation/next") {
-			f.readyOnce.Do(func() {
-				f.firstPoll = time.Now()
-				close(f.ready)
-			})
-		}
-		rp.ServeHTTP(w, r)
-	}))
+	f.proxy = f.runtimeProxy(target)
 	f.RuntimeAPI = f.proxy.Listener.Addr().String() + "/_runtime/" + name
 
-	procEnv := map[string]string{
-		"PATH":                            os.Getenv("PATH"),
-		"AWS_LAMBDA_FUNCTION_NAME":        name,
-		"AWS_LAMBDA_FUNCTION_VERSION":     "$LATEST",
-		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
-		"_HANDLER":                        "bootstrap",
-		"LAMBDA_TASK_ROOT":                filepath.Dir(bootstrapPath),
-		"AWS_REGION":                      Region,
-		"AWS_DEFAULT_REGION":              Region,
-		"AWS_ENDPOINT_URL":                endpoint,
-		"AWS_ACCESS_KEY_ID":               "test",
-		"AWS_SECRET_ACCESS_KEY":           "test",
-	}
-	for k, v := range env {
-		procEnv[k] = v
-	}
-	procEnv["AWS_LAMBDA_RUNTIME_API"] = f.RuntimeAPI
+	procEnv := processEnv(endpoint, name, bootstrapPath, f.RuntimeAPI, env)
 
 	f.cmd = exec.Command(bootstrapPath)
 	f.cmd.Dir = filepath.Dir(bootstrapPath)
@@ -276,6 +247,48 @@ func StartFunction(ctx context.Context, endpoint, name, bootstrapPath string, en
 		_ = f.Stop()
 		return nil, fmt.Errorf("harness: waiting for %s to poll: %w", name, ctx.Err())
 	}
+}
+
+// runtimeProxy forwards the process's Runtime API calls to target, and
+// closes f.ready at its first poll for an invocation.
+func (f *Function) runtimeProxy(target *url.URL) *httptest.Server {
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) {
+		// The process went away mid-poll; nobody reads this answer.
+		w.WriteHeader(http.StatusBadGateway)
+	}
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/runtime/invocation/next") {
+			f.readyOnce.Do(func() {
+				f.firstPoll = time.Now()
+				close(f.ready)
+			})
+		}
+		rp.ServeHTTP(w, r)
+	}))
+}
+
+// processEnv is a function process's environment: Lambda's own variables,
+// the emulator's endpoint and credentials, then env, then the Runtime API.
+func processEnv(endpoint, name, bootstrapPath, runtimeAPI string, env map[string]string) map[string]string {
+	procEnv := map[string]string{
+		"PATH":                            os.Getenv("PATH"),
+		"AWS_LAMBDA_FUNCTION_NAME":        name,
+		"AWS_LAMBDA_FUNCTION_VERSION":     "$LATEST",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
+		"_HANDLER":                        "bootstrap",
+		"LAMBDA_TASK_ROOT":                filepath.Dir(bootstrapPath),
+		"AWS_REGION":                      Region,
+		"AWS_DEFAULT_REGION":              Region,
+		"AWS_ENDPOINT_URL":                endpoint,
+		"AWS_ACCESS_KEY_ID":               "test",
+		"AWS_SECRET_ACCESS_KEY":           "test",
+	}
+	for k, v := range env {
+		procEnv[k] = v
+	}
+	procEnv["AWS_LAMBDA_RUNTIME_API"] = runtimeAPI
+	return procEnv
 }
 
 func (f *Function) register(ctx context.Context, env map[string]string, timeoutSec int32) (string, error) {

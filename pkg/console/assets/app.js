@@ -5,8 +5,14 @@
 import { call, stream, token, setToken, APIError, AuthError, sessionPath } from './api.js';
 import { el, json, ago, time, badge } from './dom.js';
 import { TurnView } from './turn.js';
+import { renderWaterfall } from './waterfall.js';
 
 const main = document.getElementById('main');
+// The skip link moves focus to the page's content; the routes live in the
+// hash, so it must not change it.
+document.getElementById('skip').addEventListener('click', ev => { ev.preventDefault(); main.focus(); });
+// announce tells a screen reader of a change it would not otherwise hear.
+const announce = text => { document.getElementById('announce').textContent = text; };
 let view = null; // the AbortController of the page on screen
 
 function route() {
@@ -44,7 +50,7 @@ function signIn(why) {
   } },
   el('h1', {}, 'Sign in'),
   el('p', {}, 'The operator API wants a token (', why, '). Paste a JWT (an ID or access token) from your identity provider, issued for this API\'s audience. It is kept in this tab only.'),
-  input, el('div', { class: 'row' }, el('button', { class: 'primary', type: 'submit' }, 'Sign in')));
+  el('label', { for: 'token' }, 'Token'), input, el('div', { class: 'row' }, el('button', { class: 'primary', type: 'submit' }, 'Sign in')));
   main.replaceChildren(form);
   input.focus();
 }
@@ -82,47 +88,71 @@ async function listPage(signal) {
   const more = el('button', { hidden: true }, 'More');
   const agent = el('input', { id: 'agent', placeholder: 'agent', value: 'demo', size: 12 });
   const note = el('span', { class: 'error' });
+  const all = []; // the sessions of the pages loaded, as the listing has them
+  const fStatus = el('select', { id: 'filter-status', onchange: () => draw() }, el('option', { value: '' }, 'any status'));
+  const fAgent = el('select', { id: 'filter-agent', onchange: () => draw() }, el('option', { value: '' }, 'any agent'));
+  const fText = el('input', { id: 'filter-text', type: 'search', placeholder: 'id, agent, status or turn', oninput: () => draw() });
+  const shown = el('span', { id: 'filter-count', class: 'muted', 'aria-live': 'polite' });
   main.replaceChildren(
     el('div', { class: 'row' }, el('h1', {}, 'Sessions'),
-      el('form', { class: 'row', style: 'margin-left:auto', onsubmit: async ev => {
+      el('form', { class: 'row push', onsubmit: async ev => {
         ev.preventDefault();
         try {
           const s = await call('POST', '/sessions', { agent: agent.value.trim() });
           location.hash = '#/s/' + encodeURIComponent(s.id);
         } catch (e) { note.textContent = e.message; }
-      } }, note, agent, el('button', { type: 'submit' }, 'New session'))),
+      } }, note, el('label', { for: 'agent', class: 'sr' }, 'Agent of the new session'), agent, el('button', { type: 'submit' }, 'New session'))),
+    el('form', { class: 'row', id: 'filters', role: 'search', onsubmit: ev => ev.preventDefault() },
+      el('label', {}, 'Status ', fStatus), el('label', {}, 'Agent ', fAgent), el('label', {}, 'Search ', fText), shown),
     el('table', { id: 'sessions' },
       el('thead', {}, el('tr', {}, ['Session', 'Agent', 'Status', 'Turn', 'Updated', 'Usage'].map(h => el('th', {}, h)))),
       rows),
     more);
-  let next = '';
+  // options keeps a select's choices to the values loaded, and its choice.
+  const options = (sel, values) => {
+    const have = new Set([...sel.options].map(o => o.value));
+    for (const v of [...new Set(values)].sort()) if (!have.has(v)) sel.append(el('option', { value: v }, v));
+  };
+  const row = s => el('tr', { 'data-id': s.id, 'data-status': s.status, 'data-agent': s.agent },
+    el('td', {}, el('a', { href: '#/s/' + encodeURIComponent(s.id), class: 'mono' }, s.id)),
+    el('td', {}, s.agent), el('td', {}, statusBadge(s.status, s.cause)),
+    el('td', { class: 'mono' }, s.turn || ''), el('td', { title: s.updated }, ago(s.updated)),
+    el('td', { class: 'usage muted' }, usageText(s.usage)));
+  const matches = s => {
+    const q = fText.value.trim().toLowerCase();
+    return (!fStatus.value || s.status === fStatus.value) && (!fAgent.value || s.agent === fAgent.value) &&
+      (!q || [s.id, s.agent, s.status, s.cause, s.turn].some(v => v && v.toLowerCase().includes(q)));
+  };
+  const draw = () => {
+    const keep = all.filter(matches);
+    rows.replaceChildren(...keep.map(row));
+    if (!keep.length) rows.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, all.length ? 'No session matches.' : 'No sessions yet.')));
+    shown.textContent = all.length === keep.length ? `${all.length} sessions` : `${keep.length} of ${all.length} sessions`;
+  };
+  let next = '', pages = 1;
+  // The listing carries each session's usage: one request per page, none
+  // per row.
   const load = async (cursor, replace) => {
     const q = '/sessions?limit=25' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
     const page = await call('GET', q, undefined, signal);
-    const trs = page.sessions.map(s => {
-      const usage = el('td', { class: 'usage muted' }, '…');
-      // The listing has no usage; each session's state has it.
-      call('GET', sessionPath(s.id), undefined, signal).then(full => { usage.textContent = usageText(full.usage); }, () => { usage.textContent = ''; });
-      return el('tr', { 'data-id': s.id },
-        el('td', {}, el('a', { href: '#/s/' + encodeURIComponent(s.id), class: 'mono' }, s.id)),
-        el('td', {}, s.agent), el('td', {}, statusBadge(s.status, s.cause)),
-        el('td', { class: 'mono' }, s.turn || ''), el('td', { title: s.updated }, ago(s.updated)), usage);
-    });
-    if (replace) rows.replaceChildren(...trs); else rows.append(...trs);
-    if (!rows.children.length) rows.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No sessions yet.')));
+    if (replace) all.length = 0;
+    all.push(...page.sessions);
+    options(fStatus, all.map(s => s.status));
+    options(fAgent, all.map(s => s.agent));
+    draw();
     next = page.next;
     more.hidden = !next;
   };
-  more.onclick = () => load(next, false).catch(e => failed(e, signal));
+  more.onclick = () => { pages++; load(next, false).catch(e => failed(e, signal)); };
   // Refresh the first page while it is the only one shown.
-  await every(5000, signal, () => next && rows.children.length > 25 ? null : load('', true));
+  await every(5000, signal, () => pages > 1 ? null : load('', true));
 }
 
 // ---- session page ----
 
 async function sessionPage(id, signal) {
   const $ = {
-    status: el('span', { id: 'status' }),
+    status: el('span', { id: 'status', role: 'status', 'aria-live': 'polite' }),
     facts: el('div', { class: 'facts' }),
     actions: el('div', { class: 'row' }),
     approvals: el('div', { id: 'approvals' }),
@@ -131,7 +161,10 @@ async function sessionPage(id, signal) {
     timer: el('div', { id: 'timer' }),
     schedule: el('div', { id: 'schedule' }),
     turnHead: el('div', { class: 'row muted' }),
-    turn: el('div', { id: 'turn' }),
+    turns: el('ul', { id: 'turns', 'aria-label': 'Turns of this session' }),
+    turn: el('div', { id: 'turn', 'aria-live': 'polite', 'aria-relevant': 'additions text' }),
+    waterfall: el('div', { id: 'waterfall' }),
+    parts: el('details', { id: 'parts' }),
     timeline: el('ol', { id: 'timeline' }),
   };
   const msg = el('input', { id: 'message', class: 'reason', placeholder: 'Send the session a message' });
@@ -142,16 +175,35 @@ async function sessionPage(id, signal) {
     $.actions,
     $.approvals, $.uncertain, $.limit, $.timer,
     el('div', { class: 'split' },
-      el('div', {}, el('h2', {}, 'Turn'), $.turnHead, $.turn,
+      el('div', {}, el('h2', {}, 'Turns'), $.turns, $.turnHead, $.turn,
         el('form', { class: 'row', onsubmit: async ev => {
           ev.preventDefault();
           if (!msg.value.trim()) return;
           try { await call('POST', sessionPath(id, '/messages'), { text: msg.value }); msg.value = ''; msgNote.textContent = ''; refresh(); } catch (e) { msgNote.textContent = e.message; }
-        } }, msg, el('button', { type: 'submit' }, 'Send'), msgNote)),
+        } }, el('label', { for: 'message', class: 'sr' }, 'Message'), msg, el('button', { type: 'submit' }, 'Send'), msgNote),
+        el('h2', {}, 'Step times'), $.waterfall, $.parts),
       el('div', {}, el('h2', {}, 'Schedule'), $.schedule, el('h2', {}, 'Timeline'), $.timeline)));
 
-  let lastSeq = 0, shown = '', live = null, tv = null;
+  let lastSeq = 0, shown = '', live = null, tv = null, pinned = '', lastStatus = '';
   const turns = []; // turn ids, in order of their turn.started facts
+  const facts = []; // every fact read, in order
+
+  // The turns, each a button that shows it; the latest is followed live.
+  const renderTurns = () => {
+    if ($.turns.children.length === turns.length && $.turns.dataset.shown === shown) return;
+    $.turns.dataset.shown = shown;
+    $.turns.replaceChildren(...turns.map((t, i) => el('li', {}, el('button', { type: 'button', 'data-turn': t,
+      'aria-current': t === shown ? 'true' : 'false', title: t,
+      onclick: () => { pinned = i === turns.length - 1 ? '' : t; showTurn(t); renderTurns(); } }, `Turn ${i + 1}`))));
+  };
+
+  // The stream's parts, each as its JSON, filled in while open.
+  const partLine = p => el('pre', { class: 'part' }, JSON.stringify(p));
+  const renderParts = () => {
+    $.parts.replaceChildren(el('summary', {}, `Stream parts (${tv.parts.length}) as JSON`),
+      ...($.parts.open ? tv.parts.map(partLine) : []));
+  };
+  $.parts.addEventListener('toggle', () => tv && renderParts());
 
   const showTurn = t => {
     if (t === shown) return;
@@ -162,6 +214,11 @@ async function sessionPage(id, signal) {
     $.turn.replaceChildren();
     $.turnHead.replaceChildren(el('span', { class: 'mono' }, t));
     tv = new TurnView($.turn);
+    tv.onPart = p => {
+      if ($.parts.open) $.parts.append(partLine(p));
+      $.parts.firstElementChild.textContent = `Stream parts (${tv.parts.length}) as JSON`;
+    };
+    renderParts();
     stream(id, t, p => tv.add(p), live.signal).catch(e => {
       if (!live.signal.aborted) $.turn.append(el('div', { class: 'marker bad' }, 'Stream: ' + e.message));
     });
@@ -177,7 +234,12 @@ async function sessionPage(id, signal) {
   };
 
   const renderState = s => {
-    $.status.replaceChildren(statusBadge(s.status, s.turn?.cause));
+    const st = s.status + (s.turn?.cause ? ': ' + s.turn.cause : '');
+    if (st !== lastStatus) {
+      $.status.replaceChildren(statusBadge(s.status, s.turn?.cause));
+      if (lastStatus) announce('Session ' + st);
+      lastStatus = st;
+    }
     const f = (k, v) => el('div', {}, el('span', {}, k), v);
     $.facts.replaceChildren(
       f('Agent', s.agent), f('Turns', String(s.turns)),
@@ -192,7 +254,7 @@ async function sessionPage(id, signal) {
       ...(s.lastFailure ? [f('Last failure', el('span', { class: 'error' }, `${s.lastFailure.kind}: ${s.lastFailure.error}`))] : []));
     // Cancel: only while a turn is open.
     if (s.turn && !$.actions.querySelector('#cancel')) {
-      const reason = el('input', { class: 'reason', id: 'cancel-reason', placeholder: 'reason for cancelling (optional)' });
+      const reason = el('input', { class: 'reason', id: 'cancel-reason', placeholder: 'reason for cancelling (optional)', 'aria-label': 'Reason for cancelling the turn' });
       const note = el('span', { class: 'error' });
       const btn = el('button', { class: 'danger', id: 'cancel' }, 'Cancel turn');
       btn.onclick = () => act(btn, note, 'POST', sessionPath(id, '/cancel'), { reason: reason.value });
@@ -205,7 +267,7 @@ async function sessionPage(id, signal) {
     for (const c of [...$.approvals.children]) if (!pending.has(c.dataset.approval)) c.remove();
     for (const p of s.pending) {
       if ($.approvals.querySelector(`[data-approval="${CSS.escape(p.approvalId)}"]`)) continue;
-      const reason = el('input', { class: 'reason', placeholder: 'reason (optional; the model sees it)' });
+      const reason = el('input', { class: 'reason', placeholder: 'reason (optional; the model sees it)', 'aria-label': `Reason for answering ${p.tool} (the model sees it)` });
       const note = el('span', { class: 'error' });
       const answer = decision => ev => act(ev.target, note, 'POST', sessionPath(id, '/approvals/' + encodeURIComponent(p.approvalId)), { decision, reason: reason.value });
       $.approvals.append(el('div', { class: 'card attention approval', 'data-approval': p.approvalId },
@@ -316,17 +378,19 @@ async function sessionPage(id, signal) {
         el('p', { id: 'schedule-now' }, sc
           ? [el('span', { class: 'mono' }, sc.cron), ' (UTC) posts “', sc.text, '”', sc.next ? el('span', { title: sc.next }, ' · next ' + new Date(sc.next).toLocaleString()) : '']
           : el('span', { class: 'muted' }, 'No schedule.')),
-        el('div', { class: 'row' }, cron, text), el('div', { class: 'row' }, save, clear, note));
+        el('div', { class: 'row' }, el('label', {}, 'Cron ', cron), el('label', { class: 'reason row' }, 'Message ', text)), el('div', { class: 'row' }, save, clear, note));
     });
   };
 
   const addFacts = fs => {
     for (const f of fs) {
       lastSeq = Math.max(lastSeq, f.seq);
+      facts.push(f);
       if (f.type === 'turn.started') turns.push(f.turn);
-      $.timeline.prepend(el('li', { 'data-type': f.type },
+      $.timeline.prepend(el('li', { 'data-type': f.type, 'data-seq': f.seq },
         el('span', { class: 'muted' }, '#' + f.seq), el('span', { class: 'muted', title: f.time }, time(f.time)),
-        el('strong', {}, f.type), el('span', {}, describe(f))));
+        el('strong', {}, f.type), el('span', {}, describe(f)),
+        el('details', { class: 'raw' }, el('summary', {}, 'JSON'), el('pre', {}, json(f)))));
     }
   };
 
@@ -337,8 +401,10 @@ async function sessionPage(id, signal) {
     ]);
     addFacts(fs.facts);
     renderState(s);
-    const t = s.turn?.id || turns[turns.length - 1];
+    const t = pinned || s.turn?.id || turns[turns.length - 1];
     if (t) showTurn(t);
+    renderTurns();
+    if (tv) renderWaterfall($.waterfall, tv.steps, facts, shown);
     else if (!shown) $.turn.replaceChildren(el('p', { class: 'muted' }, 'No turn yet.'));
   };
   await every(1000, signal, refresh);

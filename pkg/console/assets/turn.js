@@ -13,6 +13,9 @@ export class TurnView {
     this.tools = new Map();  // tool cards by toolCallId
     this.approvals = new Map(); // toolCallId by approvalId
     this.ended = false;
+    this.parts = [];  // every part, as the stream sent it
+    this.steps = [];  // each finished step's message-metadata, in order
+    this.onPart = null; // called with each part after it is shown
   }
 
   // container is the open step, or the turn itself between steps.
@@ -73,6 +76,12 @@ export class TurnView {
   }
 
   add(p) {
+    this.parts.push(p);
+    this.show(p);
+    this.onPart?.(p);
+  }
+
+  show(p) {
     switch (p.type) {
       case 'start': break;
       case 'start-step': this.startStep(); break;
@@ -84,7 +93,8 @@ export class TurnView {
       case 'reasoning-delta': this.block('reasoning', p.id).append(p.delta || ''); break;
       case 'text-start': this.block('text', p.id); break;
       case 'text-delta': this.block('text', p.id).append(p.delta || ''); break;
-      case 'reasoning-end': case 'text-end': case 'message-metadata': break;
+      case 'message-metadata': if (p.messageMetadata) this.steps.push(p.messageMetadata); break;
+      case 'reasoning-end': case 'text-end': break;
       case 'tool-input-available': {
         const t = this.tool(p.toolCallId, p.toolName);
         t.input.replaceChildren(el('div', { class: 'muted' }, 'input'), el('pre', {}, json(p.input)));

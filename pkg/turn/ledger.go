@@ -1,0 +1,335 @@
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/tool"
+)
+
+// The tool ledger: settling the last step's calls (run.settleLast,
+// run.settle), deciding per call whether it runs now (run.admit), and
+// running the calls (run.runPlans, run.runTool), a side effect recorded in
+// the execution ledger before it runs (ledgered).
+
+// settleLast settles the last step's pending calls, if any, and decides
+// what stops the turn here: a call cut short, a tool's fatal error, an
+// uncertain side effect, approvals to ask for, or a wait_until time ahead.
+func (ru *run) settleLast(ctx context.Context) (stop bool, out Outcome, err error) {
+	pending := ru.rep.Pending()
+	if len(pending) == 0 {
+		return false, Outcome{}, nil
+	}
+	approvals, uncertain, err := ru.settle(ctx, pending)
+	fatal := (*toolFatal)(nil)
+	switch {
+	case errors.Is(err, errCut):
+		if ctx.Err() != nil {
+			return true, ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, ctx.Err())
+		}
+		// A call ran out of this invocation's time: the next settles it.
+		out, err = ru.suspend(ctx, reducer.CauseBudget, 0)
+	case errors.As(err, &fatal):
+		out, err = ru.fail(ctx, reducer.FailTool, fatal)
+	case err != nil:
+		out, err = ru.stopped(ctx, err)
+	case uncertain != nil:
+		out, err = ru.suspend(ctx, reducer.CauseUncertain, 0, reducer.Fact{Type: reducer.TurnSuspended, Execution: uncertain})
+	case len(approvals) > 0:
+		out, err = ru.suspendForApproval(ctx, approvals)
+	case !ru.wait.IsZero():
+		// A wait_until call's time is ahead; on resume after it the
+		// call runs like any other.
+		delay := ru.wait.Sub(ru.r.Sessions.Clock())
+		out, err = ru.suspend(ctx, reducer.CauseTimer, delay, reducer.Fact{Type: reducer.TurnSuspended, Wake: ru.wait})
+	default:
+		ru.replay()
+		return false, Outcome{}, nil
+	}
+	return true, out, err
+}
+
+// plan is a settled call waiting to run or to have its result emitted.
+type plan struct {
+	c      *conversation.Call
+	t      tool.Tool
+	out    chan streams.Part // the result of a read tool running concurrently
+	ledger bool              // record execution.started before running
+	exec   *reducer.Execution
+	err    error // errCut or *toolFatal for the read (set before out is sent)
+}
+
+// settle resolves the pending calls of the last step, in call order. It
+// runs the tools that need no approval or were approved (read-only ones
+// concurrently), records denials and invalid input, and returns the
+// approvals still to request. A side effect that may already have happened
+// and cannot safely rerun is returned as uncertain, and nothing after it is
+// settled.
+func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]reducer.Approval, *reducer.Execution, error) {
+	var requests []reducer.Approval
+	var plans []*plan
+	ru.wait = time.Time{}
+	st := ru.sess.State
+	now := ru.r.Sessions.Clock()
+	for _, c := range pending {
+		t, runs, request := ru.admit(c, st.Turn, now)
+		if request != nil {
+			requests = append(requests, *request)
+		}
+		if !runs {
+			continue
+		}
+		if err := ru.flushBilled(ctx); err != nil {
+			return nil, nil, err
+		}
+		p := &plan{c: c, t: t}
+		if t.SideEffect() {
+			var uncertain *reducer.Execution
+			p.exec, p.ledger, uncertain = ledgered(st.Turn, c, t)
+			if uncertain != nil {
+				// Only an operator can say whether to run it again.
+				if err := ru.runPlans(ctx, plans); err != nil {
+					return nil, nil, err
+				}
+				return requests, uncertain, nil
+			}
+			if p.exec == nil {
+				ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: AbandonedText})
+				continue
+			}
+		} else {
+			p.out = make(chan streams.Part, 1)
+			tc := ru.call(c, nil) // read here: the run's state changes while reads run
+			go func() {
+				part, err := ru.runTool(ctx, t, tc)
+				p.err = err
+				p.out <- part
+			}()
+		}
+		plans = append(plans, p)
+	}
+	// An operator's timer.set ended the calls pending as the turn resumed;
+	// wait_until calls made after them wait as usual.
+	ru.settled = true
+	return requests, nil, ru.runPlans(ctx, plans)
+}
+
+// admit decides whether pending call c runs now, and returns its tool. A
+// call that does not is answered here (an unknown tool, input its schema
+// refuses, a denial: its result is emitted), waits for its wait_until time
+// (ru.wait), or needs an approval, returned to be requested. turn is the
+// open turn as settle began.
+func (ru *run) admit(c *conversation.Call, turn *reducer.Turn, now time.Time) (t tool.Tool, runs bool, request *reducer.Approval) {
+	t, ok := ru.tools.Get(c.Name)
+	if !ok {
+		ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: fmt.Sprintf("unknown tool %q", c.Name)})
+		return t, false, nil
+	}
+	if err := ru.tools.Check(c.Name, c.Input); err != nil {
+		ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
+		return t, false, nil
+	}
+	if c.Name == tool.WaitUntilName {
+		until, err := tool.WaitTime(c.Input)
+		if err != nil {
+			ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
+			return t, false, nil
+		}
+		if now.Add(reducer.WakeSkew).Before(until) && !(turn.TimerSet && !ru.settled) {
+			// Its time is ahead: the turn sleeps until the earliest.
+			if ru.wait.IsZero() || until.Before(ru.wait) {
+				ru.wait = until
+			}
+			return t, false, nil
+		}
+	}
+	if !t.Approval(c.Input) {
+		return t, true, nil
+	}
+	ans, answered := turn.Answer(c.ID)
+	if !answered {
+		id := c.ApprovalID
+		if id == "" {
+			id = "ap_" + c.ID
+			ru.emit(streams.Part{Type: streams.ToolApprovalRequest, ApprovalID: id, ToolCallID: c.ID})
+		}
+		return t, false, &reducer.Approval{ID: id, ToolCallID: c.ID, Tool: c.Name, Input: c.Input,
+			Expires: now.Add(ru.lim.ApprovalTTL)}
+	}
+	if !c.Answered {
+		approved := ans.Decision == reducer.Approve
+		ru.emit(streams.Part{Type: streams.ToolApprovalResponse, ApprovalID: ans.ApprovalID, Approved: &approved, Reason: ans.Reason})
+	}
+	if ans.Decision == reducer.Deny {
+		ru.emit(streams.Part{Type: streams.ToolOutputDenied, ToolCallID: c.ID})
+		return t, false, nil
+	}
+	return t, true, nil
+}
+
+// flushBilled writes the step the model just completed, if the sink still
+// holds it, before its first tool runs: the provider billed that step, and
+// a cancel or a takeover during the tool run would otherwise leave no
+// record of it (the canceller closes the stream after the chunks it read,
+// and this writer's later chunk is refused as stale). Its results follow
+// in the checkpoint before the next step.
+func (ru *run) flushBilled(ctx context.Context) error {
+	if !ru.billed {
+		return nil
+	}
+	if err := ru.sink.Flush(ctx); err != nil {
+		return err
+	}
+	ru.billed = false
+	return nil
+}
+
+// runPlans emits the planned calls' results in call order. Side effects run
+// here, one at a time, each made durable before and after it runs.
+func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
+	for _, p := range plans {
+		if p.out != nil {
+			part := <-p.out
+			if p.err != nil {
+				return ru.toolStopped(part, p.err)
+			}
+			ru.emit(part)
+			continue
+		}
+		if p.ledger {
+			// The execution ledger: the step so far, then the intent, are
+			// durable before the side effect can happen.
+			if err := ru.sink.Flush(ctx); err != nil {
+				return err
+			}
+			err := ru.append(ctx, reducer.Fact{
+				Type: reducer.ExecutionStarted, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Execution: p.exec,
+			})
+			if err != nil {
+				return err
+			}
+		}
+		part, err := ru.runTool(ctx, p.t, ru.call(p.c, p.exec))
+		if err != nil {
+			// errCut: no result, the ledger's start stands, so the next
+			// invocation reruns an idempotent call and asks an operator
+			// about any other, a rerun an operator allowed included.
+			return ru.toolStopped(part, err)
+		}
+		ru.emit(part)
+		// The result is durable before anything else happens.
+		if err := ru.sink.Flush(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toolStopped ends runPlans at a call that stopped the turn: one cut short
+// has no result; a fatal one's result is emitted before the turn fails.
+func (ru *run) toolStopped(part streams.Part, err error) error {
+	if !errors.Is(err, errCut) {
+		ru.emit(part)
+	}
+	return err
+}
+
+// AbandonedText is the result the model sees for a side effect an operator
+// abandoned after it became uncertain.
+const AbandonedText = "The outcome of this tool call is unknown: the run stopped while it executed, and an operator chose not to run it again. It may or may not have taken effect."
+
+// ledgered decides from the ledger how a side-effecting call runs: as the
+// execution to run, and whether to record it as started first. A call
+// never started gets its first execution. One started with no result is
+// uncertain: an idempotent one runs again as the same execution (with the
+// same idempotency key); after an operator's rerun verdict it runs as the
+// call's next attempt, a new execution recorded before it runs, so that
+// one verdict allows exactly one more run; after an abandon verdict, exec
+// is nil and it does not run; and without a verdict it is returned as
+// uncertain, for an operator.
+func ledgered(t *reducer.Turn, c *conversation.Call, tl tool.Tool) (exec *reducer.Execution, record bool, uncertain *reducer.Execution) {
+	ex, started := t.Execution(c.ID)
+	if !started {
+		return &reducer.Execution{ID: reducer.ExecutionID(c.ID, 1), ToolCallID: c.ID, Tool: c.Name, Idempotent: tl.Idempotent}, true, nil
+	}
+	v, settled := t.Verdict(ex.ID)
+	switch {
+	case settled && v.Verdict == reducer.Abandon:
+		return nil, false, nil
+	case settled:
+		next := ex.Next()
+		return &next, true, nil
+	case ex.Idempotent:
+		return &ex, false, nil
+	}
+	return nil, false, &ex
+}
+
+// errCut reports a tool call cut short by the end of the invocation's time:
+// what it did is unknown, so it gets no result and stays pending.
+var errCut = errors.New("turn: a tool call was cut short by the invocation's deadline")
+
+// runTool runs one call under its tool's policy (tool.Invoke) and returns
+// its output part; c is what the tool is told of its call (see call). A
+// tool error is the model's to see, not the turn's failure, unless
+// the tool says it is fatal: then the model's part is returned with a
+// *toolFatal error, and the turn fails. A call that fails because the
+// invocation's deadline (or its end) cut it short has no result: the error
+// is errCut. Output over the agent's cap is truncated, and the truncation
+// marked.
+func (ru *run) runTool(ctx context.Context, t tool.Tool, c tool.Call) (streams.Part, error) {
+	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
+	defer cancel()
+	out, err := ru.invoke(ctx, t, c)
+	if err != nil {
+		if ctx.Err() != nil {
+			return streams.Part{}, errCut
+		}
+		part := streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()}
+		if tool.KindOf(err) == tool.Fatal {
+			return part, &toolFatal{tool: c.Name, err: err}
+		}
+		return part, nil
+	}
+	if len(out) == 0 || !json.Valid(out) {
+		out = mustJSON(string(out))
+	}
+	out, _ = tool.Truncate(out, ru.agent.maxToolOutput())
+	return streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: c.ID, Output: out}, nil
+}
+
+// call is what the tool is told of call c: where it was made, by whose
+// session, its execution (exec, the ledger's record of a side effect; nil
+// for a read) and approval, and its idempotency key, the same for every run
+// of the call.
+func (ru *run) call(c *conversation.Call, exec *reducer.Execution) tool.Call {
+	key := "call_" + c.ID
+	tc := tool.Call{ID: c.ID, Name: c.Name, Input: c.Input, Session: ru.out.Session, Turn: ru.out.Turn,
+		Step: len(ru.turn.Steps), Owner: ru.sess.State.Owner}
+	if exec != nil {
+		key, tc.Execution, tc.Attempt = exec.Key(), exec.ID, exec.Try()
+	}
+	tc.IdempotencyKey = ru.out.Session + "/" + ru.out.Turn + "/" + key
+	if t := ru.sess.State.Turn; t != nil {
+		if a, ok := t.Answer(c.ID); ok && a.Decision == reducer.Approve {
+			tc.Approval = &tool.Approved{ID: a.ApprovalID, Approver: a.By, Reason: a.Reason}
+		}
+	}
+	return tc
+}
+
+// toolFatal is a tool's Fatal error: the turn fails with it.
+type toolFatal struct {
+	tool string
+	err  error
+}
+
+func (e *toolFatal) Error() string { return fmt.Sprintf("tool %s: %v", e.tool, e.err) }
+
+func (e *toolFatal) Unwrap() error { return e.err }
