@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/lambdahttp"
 	"github.com/baton-run/baton/pkg/tick"
 )
@@ -33,11 +34,18 @@ type Config struct {
 	// (the operator, the tick) sets none. Without one, a turn of an agent
 	// with MCP servers fails to list their tools.
 	MCP MCPDialer
+	// Interceptors wrap every model call, tool call, step and store call,
+	// the first outermost: the seam for tracing and metrics (see package
+	// intercept). None adds nothing to the hot path.
+	Interceptors []Interceptor
 }
 
 // Provider is a model provider agents may name; package
 // github.com/baton-run/baton/providers has baton's.
 type Provider = app.Provider
+
+// Interceptor wraps the calls a turn makes; see package intercept.
+type Interceptor = intercept.Interceptor
 
 // App is baton wired for one program: its agents, the session store on
 // the table, bucket and queue, the runner and the waker. A Lambda main
@@ -84,7 +92,7 @@ func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, 
 
 // extras builds the agents of c; every agent's errors are reported.
 func (c Config) extras(ctx context.Context) (app.Extras, error) {
-	x := app.Extras{Tools: c.Tools, Providers: c.Providers, MCP: c.MCP}
+	x := app.Extras{Tools: c.Tools, Providers: c.Providers, MCP: c.MCP, Interceptors: c.Interceptors}
 	var errs []error
 	for _, a := range c.Agents {
 		t, err := a.BuildWith(ctx, c.MCP)

@@ -13,7 +13,9 @@ import (
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
 )
@@ -58,13 +60,16 @@ func TestTurnOnExpressStreamBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The stream store the App is wired on, as a store decorator sees it.
+	var wired session.StreamStore
+	see := intercept.Interceptor{Streams: func(s session.StreamStore) session.StreamStore { wired = s; return s }}
 	a, err := app.NewWith(ctx, env, awsenv.New(cfg, e.URL()), slog.New(slog.NewTextHandler(io.Discard, nil)),
-		app.Extras{Agents: []*turn.Agent{agent}})
+		app.Extras{Agents: []*turn.Agent{agent}, Interceptors: []intercept.Interceptor{see}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := a.Sessions.Streams.Type(); got != streams.Express {
-		t.Fatalf("stream store type = %s, want Express", got)
+	if st, ok := wired.(*streams.Store); !ok || st.Type() != streams.Express {
+		t.Fatalf("stream store %T, want an Express *streams.Store", wired)
 	}
 
 	id := ids.New("s")
@@ -93,7 +98,7 @@ func TestTurnOnExpressStreamBucket(t *testing.T) {
 	if paid != 1 {
 		t.Fatalf("the approved tool ran %d times", paid)
 	}
-	page, err := a.Sessions.Streams.Read(ctx, id, out.Turn, "")
+	page, err := a.Sessions.ReadStream(ctx, id, out.Turn, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +109,7 @@ func TestTurnOnExpressStreamBucket(t *testing.T) {
 	if page.Closed != streams.Completed || !strings.Contains(text.String(), "Paying.") || !strings.Contains(text.String(), "Paid.") {
 		t.Fatalf("stream: closed %q, text %q", page.Closed, text.String())
 	}
-	infos, err := a.Sessions.Streams.Streams(ctx, id)
+	infos, err := a.Sessions.Streams(ctx, id)
 	if err != nil || len(infos) == 0 {
 		t.Fatalf("streams of the session: %+v, %v", infos, err)
 	}

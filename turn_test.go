@@ -303,7 +303,7 @@ func called(s *mcptest.Server) string {
 
 func read(t *testing.T, a *app.App, id, stream string) []streams.Part {
 	t.Helper()
-	page, err := a.Sessions.Streams.Read(context.Background(), id, stream, "")
+	page, err := a.Sessions.ReadStream(context.Background(), id, stream, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func part(ps []streams.Part, typ streams.PartType) *streams.Part {
 // executions lists the tools whose start the ledger recorded, in order.
 func executions(t *testing.T, a *app.App, id string) string {
 	t.Helper()
-	fs, err := a.Sessions.Facts.Facts(context.Background(), id, 0)
+	fs, err := a.Sessions.Facts(context.Background(), id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +415,7 @@ func TestTurnWithAnMCPServerDownAtStartSuspends(t *testing.T) {
 			if n := len(m.requests()); n != 0 {
 				t.Fatalf("the model was asked %d times", n)
 			}
-			fs, err := a.Sessions.Facts.Facts(ctx, id, 0)
+			fs, err := a.Sessions.Facts(ctx, id, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -352,7 +352,7 @@ func (s *Session) Facts() []Fact {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	fs, err := s.kit.App.Sessions.Facts.Facts(ctx, s.ID, 0)
+	fs, err := s.kit.App.Sessions.Facts(ctx, s.ID, 0)
 	s.kit.fatal(err)
 	return fs
 }
@@ -380,7 +380,7 @@ func (s *Session) Parts() []Part {
 		if f.Type != reducer.TurnStarted || f.Stream == "" {
 			continue
 		}
-		page, err := s.kit.App.Sessions.Streams.Read(ctx, s.ID, f.Stream, "")
+		page, err := s.kit.App.Sessions.ReadStream(ctx, s.ID, f.Stream, "")
 		s.kit.fatal(err)
 		for _, e := range page.Entries {
 			out = append(out, e.Part)

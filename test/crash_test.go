@@ -530,7 +530,7 @@ func (rig *crashRig) kill(tr *crashTrial, id string) error {
 	s.resume.Store(f)
 	tr.spawn = time.Since(killed)
 
-	facts, err := s.store.Facts.Facts(s.ctx, id, 0)
+	facts, err := s.store.Facts(s.ctx, id, 0)
 	if err != nil {
 		return fmt.Errorf("read facts of %s: %w", id, err)
 	}
@@ -578,7 +578,7 @@ func (rig *crashRig) drive(tr *crashTrial, id string) *reducer.Fact {
 	var lastTick time.Time
 	answered := map[int64]bool{} // uncertain suspensions answered, by seq
 	for time.Now().Before(deadline) {
-		facts, err := s.store.Facts.Facts(s.ctx, id, 0)
+		facts, err := s.store.Facts(s.ctx, id, 0)
 		if err != nil {
 			rig.t.Fatalf("read facts of %s: %v", id, err)
 		}
@@ -629,7 +629,7 @@ func (rig *crashRig) drive(tr *crashTrial, id string) *reducer.Fact {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	facts, _ := s.store.Facts.Facts(s.ctx, id, 0)
+	facts, _ := s.store.Facts(s.ctx, id, 0)
 	tr.problem("the turn did not end within a minute: %s", summary(facts))
 	return nil
 }
@@ -637,7 +637,7 @@ func (rig *crashRig) drive(tr *crashTrial, id string) *reducer.Fact {
 // refOfStreamCall returns the ref of the call the turn's stream names
 // callID, or "?" if no completed step of the stream calls it.
 func (rig *crashRig) refOfStreamCall(id, stream, callID string) string {
-	page, err := rig.s.store.Streams.Read(rig.s.ctx, id, stream, "")
+	page, err := rig.s.store.ReadStream(rig.s.ctx, id, stream, "")
 	if err != nil {
 		rig.t.Fatalf("read stream %s: %v", stream, err)
 	}
@@ -653,7 +653,7 @@ func (rig *crashRig) refOfStreamCall(id, stream, callID string) string {
 // rebuilt conversation, the stream, and what the tool server saw.
 func (rig *crashRig) check(tr *crashTrial, id string) {
 	s := rig.s
-	facts, err := s.store.Facts.Facts(s.ctx, id, 0)
+	facts, err := s.store.Facts(s.ctx, id, 0)
 	if err != nil {
 		rig.t.Fatalf("read facts of %s: %v", id, err)
 	}
@@ -708,7 +708,7 @@ func (rig *crashRig) check(tr *crashTrial, id string) {
 
 	// The stream: every step completed once, partial ones marked abandoned.
 	turnID := ofType(facts, reducer.TurnStarted)[0].Stream
-	page, err := s.store.Streams.Read(s.ctx, id, turnID, "")
+	page, err := s.store.ReadStream(s.ctx, id, turnID, "")
 	if err != nil {
 		rig.t.Fatalf("read stream %s: %v", turnID, err)
 	}

@@ -205,7 +205,7 @@ func TestReaperAfterSIGKILL(t *testing.T) {
 	var durable []streams.Part
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		page, err := s.store.Streams.Read(s.ctx, id, started.Stream, "")
+		page, err := s.store.ReadStream(s.ctx, id, started.Stream, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func TestReaperAfterSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	facts, err := s.store.Facts.Facts(s.ctx, id, 0)
+	facts, err := s.store.Facts(s.ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestLostAndDuplicateWakes(t *testing.T) {
 			}
 		}
 		time.Sleep(time.Until(susp.Time.Add(wakeGrace + 200*time.Millisecond)))
-		if fs, _ := s.store.Facts.Facts(s.ctx, id, susp.Seq); len(fs) != 0 {
+		if fs, _ := s.store.Facts(s.ctx, id, susp.Seq); len(fs) != 0 {
 			t.Fatalf("the turn moved without its wake: %s", summary(fs))
 		}
 		rep := s.fireTick()
@@ -396,7 +396,7 @@ func TestLostAndDuplicateWakes(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		after, err := s.store.Facts.Facts(s.ctx, id, susp.Seq)
+		after, err := s.store.Facts(s.ctx, id, susp.Seq)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,8 +74,8 @@ func TestExampleResumeBootstrapRunsItsGoTool(t *testing.T) {
 		}
 	}()
 
-	store := &session.Store{Facts: dynamo.New(e.Clients.DynamoDB, res.Table), Streams: streams.New(e.Clients.S3, res.Bucket),
-		Waker: wake.NewSQS(e.Clients.SQS, res.QueueURL)}
+	store := session.New(dynamo.New(e.Clients.DynamoDB, res.Table), streams.New(e.Clients.S3, res.Bucket))
+	store.Waker = wake.NewSQS(e.Clients.SQS, res.QueueURL)
 	id := ids.New("s")
 	if _, err := store.Create(ctx, id, alice, "desk"); err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestExampleResumeBootstrapRunsItsGoTool(t *testing.T) {
 	if strings.Join(executed, ",") != "refund,add_note" {
 		t.Fatalf("executions %v, want refund, add_note", executed)
 	}
-	page, err := store.Streams.Read(ctx, id, fs[2].Stream, "")
+	page, err := store.ReadStream(ctx, id, fs[2].Stream, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func deliverWake(t *testing.T, ctx context.Context, c *sqs.Client, queueURL stri
 
 func exampleFacts(t *testing.T, s *session.Store, id string) []reducer.Fact {
 	t.Helper()
-	fs, err := s.Facts.Facts(context.Background(), id, 0)
+	fs, err := s.Facts(context.Background(), id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func startTurn(t *testing.T, d *harness.Deployed, sub string) (string, string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	for {
-		facts, err := d.Store.Facts.Facts(ctx, s.ID, 0)
+		facts, err := d.Store.Facts(ctx, s.ID, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestDeployedTurnStreamResumes(t *testing.T) {
 		seen[c] = true
 	}
 	// The whole stream, read from the store, is what the client got.
-	page, err := d.Store.Streams.Read(t.Context(), id, streamOf(t, d, id, turn), "")
+	page, err := d.Store.ReadStream(t.Context(), id, streamOf(t, d, id, turn), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestDeployedTurnStreamResumes(t *testing.T) {
 // streamOf is the stream name of a turn, from its turn.started fact.
 func streamOf(t *testing.T, d *harness.Deployed, id, turn string) string {
 	t.Helper()
-	facts, err := d.Store.Facts.Facts(t.Context(), id, 0)
+	facts, err := d.Store.Facts(t.Context(), id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestDeployedWritesPerStep(t *testing.T) {
 				chunks++
 			}
 		}
-		fs, err := d.Store.Facts.Facts(t.Context(), id, 0)
+		fs, err := d.Store.Facts(t.Context(), id, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -361,7 +361,7 @@ func TestDeployedEndToEnd(t *testing.T) {
 		t.Fatalf("approve: %v %v", r, r.hdr)
 	}
 	waitIdle(t, d, s.ID)
-	facts, err := d.Store.Facts.Facts(t.Context(), s.ID, 0)
+	facts, err := d.Store.Facts(t.Context(), s.ID, 0)
 	if err != nil || len(facts) == 0 || facts[len(facts)-1].Type != reducer.TurnCompleted {
 		t.Fatalf("the turn did not complete: %v %d facts", err, len(facts))
 	}

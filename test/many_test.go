@@ -375,7 +375,7 @@ func (r *manyRun) answerAll(ctx context.Context, ids []string) {
 // visit looks at one session: it reports whether its turn ended, and
 // approves its pending approval once.
 func (r *manyRun) visit(ctx context.Context, id string, answered bool, mark func()) (bool, error) {
-	h, err := r.s.store.Facts.Head(ctx, id)
+	h, err := r.s.store.Head(ctx, id)
 	if err != nil {
 		return false, err
 	}
@@ -383,7 +383,7 @@ func (r *manyRun) visit(ctx context.Context, id string, answered bool, mark func
 	if !idle && (answered || h.Status != reducer.Suspended || h.Cause != reducer.CauseApproval) {
 		return false, nil
 	}
-	facts, err := r.s.store.Facts.Facts(ctx, id, 0)
+	facts, err := r.s.store.Facts(ctx, id, 0)
 	if err != nil || idle {
 		return idle && len(facts) > 0 && facts[len(facts)-1].Ends(), err
 	}
@@ -551,7 +551,7 @@ func (r *manyRun) check(ids []string, took time.Duration) {
 	var completed, lost, doubled, requests, leases int
 	var wakeToResume, postToStart []time.Duration
 	for _, id := range ids {
-		facts, err := r.s.store.Facts.Facts(ctx, id, 0)
+		facts, err := r.s.store.Facts(ctx, id, 0)
 		if err != nil {
 			t.Errorf("facts of %s: %v", id, err)
 			lost++

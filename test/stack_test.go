@@ -289,7 +289,7 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 	}
 	res := fresh.Resources
 	s.res = res
-	s.store = &session.Store{Facts: dynamo.New(e.Clients.DynamoDB, res.Table), Streams: streams.New(e.Clients.S3, res.Bucket)}
+	s.store = session.New(dynamo.New(e.Clients.DynamoDB, res.Table), streams.New(e.Clients.S3, res.Bucket))
 	s.env = map[string]string{
 		"BATON_TABLE":        res.Table,
 		"BATON_BUCKET":       res.Bucket,
@@ -604,7 +604,7 @@ func (s *stack) waitFacts(id, what string, timeout time.Duration, ok func([]redu
 	var facts []reducer.Fact
 	for {
 		var err error
-		facts, err = s.store.Facts.Facts(s.ctx, id, 0)
+		facts, err = s.store.Facts(s.ctx, id, 0)
 		if err != nil {
 			s.t.Fatalf("read facts of %s: %v", id, err)
 		}

@@ -160,7 +160,7 @@ var sites = []site{
 		setup: (*stack).session, act: start,
 		landed: func(t *testing.T, s *stack, id string, r result) {
 			once(reducer.TurnCompleted, turn.Completed, 0)(t, s, id, r)
-			page, err := s.sessions.Streams.Read(t.Context(), id, r.out.Turn, "")
+			page, err := s.sessions.ReadStream(t.Context(), id, r.out.Turn, "")
 			if err != nil {
 				t.Fatal(err)
 			}

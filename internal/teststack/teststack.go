@@ -27,11 +27,9 @@ type TB = testenv.TB
 // Sessions is a session store on e's table, bucket and wake queue, whose
 // requests go through c (counted, faulted or plain, as the test needs).
 func Sessions(c *awsenv.Clients, e testenv.Env) *session.Store {
-	return &session.Store{
-		Facts:   dynamo.New(c.DynamoDB, e.Table),
-		Streams: streams.New(c.S3, e.Bucket),
-		Waker:   wake.NewSQS(c.SQS, e.QueueURL),
-	}
+	ss := session.New(dynamo.New(c.DynamoDB, e.Table), streams.New(c.S3, e.Bucket))
+	ss.Waker = wake.NewSQS(c.SQS, e.QueueURL)
+	return ss
 }
 
 // Script parses a scripted model (see model.ParseScript).
@@ -93,7 +91,7 @@ func Load(tb TB, ss *session.Store, id string) reducer.State {
 // Facts are all of the session's facts.
 func Facts(tb TB, ss *session.Store, id string) []reducer.Fact {
 	tb.Helper()
-	fs, err := ss.Facts.Facts(context.Background(), id, 0)
+	fs, err := ss.Facts(context.Background(), id, 0)
 	if err != nil {
 		tb.Fatalf("teststack: facts: %v", err)
 	}
@@ -113,7 +111,7 @@ func Count(fs []reducer.Fact, typ reducer.Type) int {
 
 // Parts reads a whole stream back, with its status.
 func Parts(ctx context.Context, ss *session.Store, id, stream string) ([]streams.Part, streams.Status, error) {
-	page, err := ss.Streams.Read(ctx, id, stream, "")
+	page, err := ss.ReadStream(ctx, id, stream, "")
 	if err != nil {
 		return nil, "", err
 	}

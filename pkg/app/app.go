@@ -21,6 +21,7 @@ import (
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -214,6 +215,9 @@ type Extras struct {
 	// SDK; a turn of an agent with servers then fails to list its tools
 	// (mcp.NoDialerError).
 	MCP mcp.Dialer
+	// Interceptors wrap every model call, tool call, step and store call
+	// of the App, the first outermost (see package intercept).
+	Interceptors []intercept.Interceptor
 }
 
 // New builds an App on clients.
@@ -232,17 +236,15 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 		return nil, err
 	}
 	waker := wake.NewSQS(clients.SQS, env.QueueURL)
-	ss := &session.Store{
-		Facts:   dynamo.New(clients.DynamoDB, env.Table),
-		Streams: streamStore,
-		Waker:   waker,
-		Log:     log,
-		// Posts apply each agent's steering policy.
-		Steering: agentMap.Steering,
-	}
+	ss := session.New(dynamo.New(clients.DynamoDB, env.Table), streamStore)
+	ss.Waker = waker
+	ss.Log = log
+	// Posts apply each agent's steering policy.
+	ss.Steering = agentMap.Steering
+	ss = intercept.Store(ss, x.Interceptors)
 	return &App{
 		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log,
-		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log},
+		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: x.Interceptors},
 	}, nil
 }
 

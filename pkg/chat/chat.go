@@ -188,7 +188,7 @@ func (h *handler) owned(ctx context.Context, r *http.Request, caller string) (st
 		return "", dynamo.Head{}, httpjson.Refuse(http.StatusNotFound, "chat not found")
 	}
 	id := SessionID(caller, chatID)
-	hd, err := h.Sessions.Facts.Head(ctx, id)
+	hd, err := h.Sessions.Head(ctx, id)
 	if err != nil {
 		return "", dynamo.Head{}, err
 	}

@@ -78,7 +78,7 @@ func (h *handler) messages(w http.ResponseWriter, r *http.Request, caller string
 // turn's reply. It costs one DynamoDB query and one stream read per ended
 // turn.
 func (h *handler) history(ctx context.Context, id string, v Version) ([]Message, error) {
-	facts, err := h.Sessions.Facts.Facts(ctx, id, 0)
+	facts, err := h.Sessions.Facts(ctx, id, 0)
 	if err != nil {
 		return nil, fmt.Errorf("chat: history of %s: %w", id, err)
 	}
@@ -89,7 +89,7 @@ func (h *handler) history(ctx context.Context, id string, v Version) ([]Message,
 		if turn == "" {
 			return nil
 		}
-		page, err := h.Sessions.Streams.Read(ctx, id, stream, "")
+		page, err := h.Sessions.ReadStream(ctx, id, stream, "")
 		if err != nil {
 			return fmt.Errorf("chat: history of %s: turn %s: %w", id, turn, err)
 		}

@@ -57,7 +57,7 @@ func (h *handler) replayKeyed(ctx context.Context, w http.ResponseWriter, r *htt
 // replay answers the request with the stream the receipt under k names, if
 // there is one (done true); a key used for another request is a 422.
 func (h *handler) replay(ctx context.Context, w http.ResponseWriter, r *http.Request, k httpjson.Idempotency, v Version) (bool, error) {
-	raw, ok, err := k.Receipt(ctx, h.Sessions.Facts)
+	raw, ok, err := k.Receipt(ctx, h.Sessions)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -71,7 +71,7 @@ func (h *handler) replay(ctx context.Context, w http.ResponseWriter, r *http.Req
 			return false, err
 		}
 	}
-	page, err := h.Sessions.Streams.Read(ctx, at.Session, stream, at.Cursor)
+	page, err := h.Sessions.ReadStream(ctx, at.Session, stream, at.Cursor)
 	if err != nil {
 		return false, err
 	}

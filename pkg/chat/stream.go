@@ -82,7 +82,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 	} else if turn, err = h.nextTurn(ctx, id, st.LastSeq); err != nil {
 		return err
 	}
-	page, err := h.Sessions.Streams.Read(ctx, id, turn, "")
+	page, err := h.Sessions.ReadStream(ctx, id, turn, "")
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func waitsForPerson(st reducer.State) bool {
 func (h *handler) nextTurn(ctx context.Context, id string, seq int64) (string, error) {
 	deadline := time.Now().Add(h.Hold)
 	for {
-		facts, err := h.Sessions.Facts.Facts(ctx, id, seq)
+		facts, err := h.Sessions.Facts(ctx, id, seq)
 		if err != nil {
 			return "", err
 		}
@@ -152,7 +152,7 @@ func (h *handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Req
 		}
 	}
 	// Where the client's copy ends: the turn's last suspension.
-	page, err := h.Sessions.Streams.Read(ctx, id, t.Stream, "")
+	page, err := h.Sessions.ReadStream(ctx, id, t.Stream, "")
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func (h *handler) resume(w http.ResponseWriter, r *http.Request, caller string) 
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	page, err := h.Sessions.Streams.Read(ctx, id, hd.Turn, "")
+	page, err := h.Sessions.ReadStream(ctx, id, hd.Turn, "")
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 			return
 		}
 		rctx, cancel := h.budgeted(ctx)
-		next, err := h.Sessions.Streams.Read(rctx, id, stream, page.Cursor)
+		next, err := h.Sessions.ReadStream(rctx, id, stream, page.Cursor)
 		cancel()
 		if err != nil {
 			end(err)

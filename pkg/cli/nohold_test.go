@@ -24,7 +24,7 @@ func TestTailAgainstAServerThatDoesNotHold(t *testing.T) {
 	ctx := testCtx(t)
 	emu := testenv.Emulator()
 	names := provision.DefaultNames()
-	store := &session.Store{Facts: dynamo.New(emu.Clients.DynamoDB, names.Table), Streams: streams.New(emu.Clients.S3, names.Bucket)}
+	store := session.New(dynamo.New(emu.Clients.DynamoDB, names.Table), streams.New(emu.Clients.S3, names.Bucket))
 	api := operator.New(operator.Config{Sessions: store, Agents: func(string) bool { return true },
 		Identity: func(*http.Request) (string, bool) { return devserver.LocalOperator, true }})
 	var reads atomic.Int64

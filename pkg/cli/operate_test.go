@@ -22,7 +22,7 @@ import (
 func devStore() *session.Store {
 	emu := testenv.Emulator()
 	names := provision.DefaultNames()
-	return &session.Store{Facts: dynamo.New(emu.Clients.DynamoDB, names.Table), Streams: streams.New(emu.Clients.S3, names.Bucket)}
+	return session.New(dynamo.New(emu.Clients.DynamoDB, names.Table), streams.New(emu.Clients.S3, names.Bucket))
 }
 
 // suspendedSession creates a demo session through the CLI and records in
@@ -54,7 +54,7 @@ func suspendedSession(t *testing.T, ctx context.Context, store *session.Store, s
 // if it has none.
 func lastFact(t *testing.T, ctx context.Context, store *session.Store, id string, typ reducer.Type) reducer.Fact {
 	t.Helper()
-	facts, err := store.Facts.Facts(ctx, id, 0)
+	facts, err := store.Facts(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func lastFact(t *testing.T, ctx context.Context, store *session.Store, id string
 // countFacts returns how many facts the session has.
 func countFacts(t *testing.T, ctx context.Context, store *session.Store, id string) int {
 	t.Helper()
-	facts, err := store.Facts.Facts(ctx, id, 0)
+	facts, err := store.Facts(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

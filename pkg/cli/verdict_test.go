@@ -28,7 +28,7 @@ func TestVerdictOnAnUncertainExecution(t *testing.T) {
 
 	emu := testenv.Emulator()
 	names := provision.DefaultNames()
-	store := &session.Store{Facts: dynamo.New(emu.Clients.DynamoDB, names.Table), Streams: streams.New(emu.Clients.S3, names.Bucket)}
+	store := session.New(dynamo.New(emu.Clients.DynamoDB, names.Table), streams.New(emu.Clients.S3, names.Bucket))
 	sess, err := store.Load(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestVerdictOnAnUncertainExecution(t *testing.T) {
 	if out := must(t, ctx, env, "verdict", id, ex.ID, "abandon"); out != "abandoned "+ex.ID+" of session "+id+"\n" {
 		t.Fatalf("verdict printed %q", out)
 	}
-	facts, err := store.Facts.Facts(ctx, id, 0)
+	facts, err := store.Facts(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestShowCountsCompactions(t *testing.T) {
 	}
 	emu := testenv.Emulator()
 	names := provision.DefaultNames()
-	store := &session.Store{Facts: dynamo.New(emu.Clients.DynamoDB, names.Table), Streams: streams.New(emu.Clients.S3, names.Bucket)}
+	store := session.New(dynamo.New(emu.Clients.DynamoDB, names.Table), streams.New(emu.Clients.S3, names.Bucket))
 	sess, err := store.Load(ctx, id)
 	if err != nil {
 		t.Fatal(err)

@@ -195,7 +195,7 @@ func TestDevServerTickReapsAKilledTurn(t *testing.T) {
 	// the dev server's table (kumo's state is process-wide), and no wake.
 	emu := testenv.Emulator()
 	names := provision.DefaultNames()
-	store := &session.Store{Facts: dynamo.New(emu.Clients.DynamoDB, names.Table), Streams: streams.New(emu.Clients.S3, names.Bucket)}
+	store := session.New(dynamo.New(emu.Clients.DynamoDB, names.Table), streams.New(emu.Clients.S3, names.Bucket))
 	loaded, err := store.Load(ctx, sess.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +211,7 @@ func TestDevServerTickReapsAKilledTurn(t *testing.T) {
 	}
 
 	for {
-		facts, err := store.Facts.Facts(ctx, sess.ID, 0)
+		facts, err := store.Facts(ctx, sess.ID, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -67,9 +67,14 @@ func ReadBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 	return body, nil
 }
 
+// Receipts reads stored receipts by idempotency key; *session.Store is one.
+type Receipts interface {
+	Receipt(ctx context.Context, key string) (dynamo.Receipt, bool, error)
+}
+
 // Receipt returns the answer stored under k by the request that took the
 // key, if one did. The key taken by another request is refused with 422.
-func (k Idempotency) Receipt(ctx context.Context, facts *dynamo.Store) ([]byte, bool, error) {
+func (k Idempotency) Receipt(ctx context.Context, facts Receipts) ([]byte, bool, error) {
 	rc, ok, err := facts.Receipt(ctx, k.Key)
 	if err != nil || !ok {
 		return nil, false, err

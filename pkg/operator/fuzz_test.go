@@ -26,7 +26,7 @@ import (
 func FuzzHandler(f *testing.F) {
 	ctx := context.Background()
 	c := shared.Clients()
-	store := &session.Store{Facts: dynamo.New(c.DynamoDB, shared.Table), Streams: streams.New(c.S3, shared.Bucket)}
+	store := session.New(dynamo.New(c.DynamoDB, shared.Table), streams.New(c.S3, shared.Bucket))
 	h := operator.New(operator.Config{
 		Sessions: store,
 		Agents:   func(name string) bool { return name == "demo" },
@@ -50,7 +50,7 @@ func FuzzHandler(f *testing.F) {
 	); err != nil {
 		f.Fatal(err)
 	}
-	sink := store.Streams.Open(id, turn)
+	sink := store.OpenStream(id, turn)
 	if err := sink.Append(streams.Part{Type: streams.Start, MessageID: turn}, streams.Part{Type: streams.StartStep}); err != nil {
 		f.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func FuzzHandler(f *testing.F) {
 		if ct != "" {
 			r.Header.Set("Content-Type", ct)
 		}
-		before, err := store.Facts.Head(ctx, id)
+		before, err := store.Head(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func FuzzHandler(f *testing.F) {
 		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
 			t.Fatalf("%s %s: answer %q is not JSON: %v", rt.method, target, w.Body, err)
 		}
-		after, err := store.Facts.Head(ctx, id)
+		after, err := store.Head(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -109,7 +109,7 @@ func (a *api) idempotent(h func(http.ResponseWriter, *http.Request, string) erro
 // replay answers the request with the receipt under k, if there is one:
 // its stored reply, or 422 if it answered another request.
 func (a *api) replay(w http.ResponseWriter, ctx context.Context, k httpjson.Idempotency) (bool, error) {
-	answer, ok, err := k.Receipt(ctx, a.sessions.Facts)
+	answer, ok, err := k.Receipt(ctx, a.sessions)
 	if err != nil || !ok {
 		return false, err
 	}

@@ -60,11 +60,11 @@ func (a *api) export(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err != nil {
 		return err
 	}
-	facts, err := a.sessions.Facts.Facts(r.Context(), id, 0)
+	facts, err := a.sessions.Facts(r.Context(), id, 0)
 	if err != nil {
 		return err
 	}
-	infos, err := a.sessions.Streams.Streams(r.Context(), id)
+	infos, err := a.sessions.Streams(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (a *api) export(w http.ResponseWriter, r *http.Request, caller string) erro
 		out.Facts = []reducer.Fact{}
 	}
 	for _, in := range infos {
-		page, err := a.sessions.Streams.Read(r.Context(), id, in.ID, "")
+		page, err := a.sessions.ReadStream(r.Context(), id, in.ID, "")
 		if err != nil {
 			return fmt.Errorf("operator: export %s: %w", id, err)
 		}

@@ -67,14 +67,14 @@ func remains(t *testing.T, e *env, id string) (items []string, objects []string)
 func seedObjects(t *testing.T, e *env, id string) {
 	t.Helper()
 	ctx := context.Background()
-	k := e.store.Streams.Open(id, ids.New("turn"))
+	k := e.store.OpenStream(id, ids.New("turn"))
 	if err := k.Append(streams.Part{Type: streams.TextDelta, ID: "t", Delta: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Close(ctx, streams.Completed); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.Streams.PutSnapshot(ctx, streams.SnapshotKey(id, 1), map[string]string{"session": id}); err != nil {
+	if err := streams.New(shared.Clients().S3, shared.Bucket).PutSnapshot(ctx, streams.SnapshotKey(id, 1), map[string]string{"session": id}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -167,8 +167,8 @@ func TestExportBundlesFactsAndStreams(t *testing.T) {
 func TestDeleteCutShortIsFinishedByARetry(t *testing.T) {
 	ft := faults.New(nil)
 	e := newEnv(t, func(c *operator.Config) {
-		c.Sessions = &session.Store{Facts: c.Sessions.Facts, Waker: c.Sessions.Waker,
-			Streams: streams.New(faults.Clients(shared.URL(), ft).S3, shared.Bucket)}
+		s3 := streams.New(faults.Clients(shared.URL(), ft).S3, shared.Bucket)
+		c.Sessions = c.Sessions.Decorate(nil, func(session.StreamStore) session.StreamStore { return s3 })
 	})
 	alice, bob := ids.New("alice"), ids.New("bob")
 	s := e.create(alice)

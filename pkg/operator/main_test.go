@@ -171,7 +171,7 @@ func (e *env) create(user string) operator.Session {
 // facts reads all of a session's facts from the store.
 func (e *env) facts(id string) []reducer.Fact {
 	e.t.Helper()
-	fs, err := e.store.Facts.Facts(e.t.Context(), id, 0)
+	fs, err := e.store.Facts(e.t.Context(), id, 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -40,8 +40,8 @@ const pollInterval = 200 * time.Millisecond
 
 // Config configures the operator API.
 type Config struct {
-	// Sessions commits and loads sessions; Sessions.Facts and
-	// Sessions.Streams are read directly for listings, facts and streams.
+	// Sessions commits and loads sessions, and reads the listings, facts
+	// and streams the API serves.
 	Sessions *session.Store
 	// Agents reports whether an agent name is known. Nil knows none.
 	Agents func(name string) bool
@@ -202,7 +202,7 @@ func pathID(r *http.Request, name, what string) (string, error) {
 // id and head. Another caller's session is not found.
 func (a *api) owned(ctx context.Context, id, caller string) (string, dynamo.Head, error) {
 	for _, sid := range candidates(id, caller) {
-		h, err := a.sessions.Facts.Head(ctx, sid)
+		h, err := a.sessions.Head(ctx, sid)
 		switch {
 		case err == nil && h.Owner == caller:
 			return sid, h, nil
@@ -270,7 +270,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request, caller string) error 
 		}
 		limit = n
 	}
-	heads, next, err := a.sessions.Facts.ByOwner(r.Context(), caller, int32(limit), q.Get("cursor"))
+	heads, next, err := a.sessions.ByOwner(r.Context(), caller, int32(limit), q.Get("cursor"))
 	if errors.Is(err, dynamo.ErrBadCursor) {
 		return httpjson.Refuse(http.StatusBadRequest, "cursor is not one this listing returned")
 	}
@@ -323,7 +323,7 @@ func (a *api) facts(w http.ResponseWriter, r *http.Request, caller string) error
 			return httpjson.Refuse(http.StatusBadRequest, "after must be a fact seq: an integer ≥ 0")
 		}
 	}
-	facts, err := a.sessions.Facts.Facts(r.Context(), id, after)
+	facts, err := a.sessions.Facts(r.Context(), id, after)
 	if err != nil {
 		return err
 	}

@@ -195,7 +195,7 @@ func TestFactsAfter(t *testing.T) {
 // writeStream writes parts as chunks: each inner slice is one flush.
 func writeStream(t *testing.T, e *env, id, stream string, close streams.Status, chunks ...[]streams.Part) *streams.Sink {
 	t.Helper()
-	k := e.store.Streams.Open(id, stream)
+	k := e.store.OpenStream(id, stream)
 	for _, c := range chunks {
 		if err := k.Append(c...); err != nil {
 			t.Fatal(err)
@@ -471,7 +471,7 @@ func TestCancel(t *testing.T) {
 	if st := e.state(s.ID); st.Status != reducer.Idle || st.Turn != nil {
 		t.Errorf("state after cancel %+v", st)
 	}
-	page, err := e.store.Streams.Read(t.Context(), s.ID, stream, "")
+	page, err := e.store.ReadStream(t.Context(), s.ID, stream, "")
 	if err != nil || page.Closed != streams.Cancelled {
 		t.Errorf("stream after cancel: closed %q, err %v", page.Closed, err)
 	}
@@ -711,8 +711,8 @@ func TestStoreFailuresAnswer5xx(t *testing.T) {
 
 	// A store that fails otherwise: a generic 500 that says nothing of it.
 	broken := newEnv(t, func(c *operator.Config) {
-		c.Sessions = &session.Store{Facts: dynamoOn("no-such-table-" + strings.ToLower(ids.New("x"))),
-			Streams: c.Sessions.Streams, Waker: c.Sessions.Waker}
+		dead := dynamoOn("no-such-table-" + strings.ToLower(ids.New("x")))
+		c.Sessions = c.Sessions.Decorate(func(session.FactLog) session.FactLog { return dead }, nil)
 	})
 	got = broken.do(req{method: "GET", path: "/sessions/" + s.ID, user: alice})
 	if got.status != http.StatusInternalServerError || got.errorMessage(t) != "internal error" {

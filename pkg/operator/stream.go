@@ -98,7 +98,7 @@ func (a *api) turnStream(ctx context.Context, id, turn, caller string) (string, 
 }
 
 func (a *api) read(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error) {
-	page, err := a.sessions.Streams.Read(ctx, id, stream, after)
+	page, err := a.sessions.ReadStream(ctx, id, stream, after)
 	if errors.Is(err, streams.ErrBadCursor) {
 		return streams.Page{}, httpjson.Refuse(http.StatusBadRequest, "after names no part of this stream")
 	}

@@ -23,7 +23,7 @@ import (
 // streamUsage sums the usage in the message-metadata of a turn's stream.
 func streamUsage(t *testing.T, e *env, id, stream string) reducer.Usage {
 	t.Helper()
-	page, err := e.store.Streams.Read(t.Context(), id, stream, "")
+	page, err := e.store.ReadStream(t.Context(), id, stream, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,8 +100,8 @@ func TestSessionUsageIncludesTheOpenTurn(t *testing.T) {
 // countStreams makes the API read streams through counter.
 func countStreams(counter *awsenv.Counter) func(*operator.Config) {
 	return func(c *operator.Config) {
-		c.Sessions = &session.Store{Facts: c.Sessions.Facts, Waker: c.Sessions.Waker,
-			Streams: streams.New(faults.Clients(shared.URL(), faults.New(counter)).S3, shared.Bucket)}
+		s3 := streams.New(faults.Clients(shared.URL(), faults.New(counter)).S3, shared.Bucket)
+		c.Sessions = c.Sessions.Decorate(nil, func(session.StreamStore) session.StreamStore { return s3 })
 	}
 }
 
@@ -242,8 +242,8 @@ func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 func TestSessionUsageFallsBackWhenTheStreamCannotBeRead(t *testing.T) {
 	ft := faults.New(nil)
 	e := newEnv(t, func(c *operator.Config) {
-		c.Sessions = &session.Store{Facts: c.Sessions.Facts, Waker: c.Sessions.Waker,
-			Streams: streams.New(faults.Clients(shared.URL(), ft).S3, shared.Bucket)}
+		s3 := streams.New(faults.Clients(shared.URL(), ft).S3, shared.Bucket)
+		c.Sessions = c.Sessions.Decorate(nil, func(session.StreamStore) session.StreamStore { return s3 })
 	})
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -364,7 +364,7 @@ func TestSessionUsageOfALongStream(t *testing.T) {
 			alice := ids.New("alice")
 			s := e.create(alice)
 			_, stream := e.startTurn(s.ID)
-			sink := e.store.Streams.Open(s.ID, stream)
+			sink := e.store.OpenStream(s.ID, stream)
 			var so reducer.Usage
 			for range c.chunks {
 				so = so.Add(reducer.Usage{InputTokens: step.InputTokens, OutputTokens: step.OutputTokens, Steps: 1, CostMicroUSD: step.CostMicroUSD})
@@ -404,7 +404,7 @@ func TestSessionUsageSkipsAnAbandonedStep(t *testing.T) {
 	alice := ids.New("alice")
 	s := e.create(alice)
 	_, stream := e.startTurn(s.ID)
-	sink := e.store.Streams.Open(s.ID, stream)
+	sink := e.store.OpenStream(s.ID, stream)
 	one := reducer.Usage{InputTokens: 10, OutputTokens: 2, Steps: 1}
 	for _, p := range []streams.Part{
 		{Type: streams.StartStep}, {Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(one, one, "tool-calls")}, {Type: streams.FinishStep},

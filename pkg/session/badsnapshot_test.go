@@ -44,7 +44,7 @@ func TestLoadRefusesCorruptSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := good.State.Snapshot
-	out, err := env.Clients().S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Streams.Bucket()), Key: aws.String(key)})
+	out, err := env.Clients().S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(env.Bucket), Key: aws.String(key)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestLoadRefusesCorruptSnapshots(t *testing.T) {
 			t.Fatalf("%s: the mutation changed nothing", name)
 		}
 		if _, err := env.Clients().S3.PutObject(ctx, &s3.PutObjectInput{
-			Bucket: aws.String(s.Streams.Bucket()), Key: aws.String(key), Body: strings.NewReader(c.body),
+			Bucket: aws.String(env.Bucket), Key: aws.String(key), Body: strings.NewReader(c.body),
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ func TestConverse(t *testing.T) {
 	if err != nil || dup || st.LastSeq != 2 || st.Owner != "alice" || st.Agent != "demo" || len(st.Inbox) != 1 {
 		t.Fatalf("first message: %+v dup=%v err=%v", st, dup, err)
 	}
-	facts, err := s.Facts.Facts(ctx, id, 0)
+	facts, err := s.Facts(ctx, id, 0)
 	if err != nil || len(facts) != 2 || facts[0].Type != reducer.SessionCreated || facts[1].Type != reducer.MessageReceived || facts[1].Message.ID != "m1" {
 		t.Fatalf("facts = %+v, %v", facts, err)
 	}
@@ -34,7 +34,7 @@ func TestConverse(t *testing.T) {
 	if _, _, err = s.Converse(ctx, id, "bob", "demo", reducer.Message{ID: "m2", Text: "x"}, func(reducer.State) error { return refused }); !errors.Is(err, refused) {
 		t.Fatalf("check's refusal: %v", err)
 	}
-	if facts, _ := s.Facts.Facts(ctx, id, 0); len(facts) != 2 {
+	if facts, _ := s.Facts(ctx, id, 0); len(facts) != 2 {
 		t.Fatalf("a refusal wrote: %d facts", len(facts))
 	}
 
@@ -57,7 +57,7 @@ func TestConverse(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if facts, _ := s.Facts.Facts(ctx, race, 0); recorded != 1 || len(facts) != 2 {
+	if facts, _ := s.Facts(ctx, race, 0); recorded != 1 || len(facts) != 2 {
 		t.Fatalf("racing first messages: %d recorded, %d facts", recorded, len(facts))
 	}
 }

@@ -9,5 +9,15 @@
 // lift the cap the turn reached (Store.Raise). Store.Delete buries a
 // session (tombstone and head in one transaction) and then purges its facts,
 // receipts, streams and snapshots; Store.Sweep is the retention sweep. The
-// operator API and the turn runner both go through it.
+// operator API, the chat, the tick and the turn runner all go through it.
+//
+// It is the one way into storage. It declares the two stores it consumes,
+// FactLog (the fact log: tail, facts since a seq, append with a receipt,
+// heads by session, by owner and as the due index, receipts; *dynamo.Store)
+// and StreamStore (turn streams and snapshots; *streams.Store), and New
+// builds a Store on them; they are not reachable past it. Callers read
+// through its methods (Facts, Head, ByOwner, Due, Receipt in read.go;
+// OpenStream, ResumeStream, ReadStream, Streams, CloseStream in stream.go),
+// and Decorate wraps either store, the seam package intercept uses for
+// store calls.
 package session

@@ -23,10 +23,10 @@ var ErrTurnOpen = dynamo.ErrTurnOpen
 // purge) or by Sweep. It refuses a session with an open turn with
 // ErrTurnOpen, and answers ErrNotFound for a session that is not owner's.
 func (s *Store) Delete(ctx context.Context, id, owner, by string) error {
-	h, err := s.Facts.Head(ctx, id)
+	h, err := s.facts.Head(ctx, id)
 	switch {
 	case errors.Is(err, dynamo.ErrNotFound):
-		t, terr := s.Facts.Tombstone(ctx, id)
+		t, terr := s.facts.Tombstone(ctx, id)
 		if errors.Is(terr, dynamo.ErrNotFound) || (terr == nil && t.Owner != owner) {
 			return fmt.Errorf("session: delete %s: %w", id, ErrNotFound)
 		}
@@ -43,7 +43,7 @@ func (s *Store) Delete(ctx context.Context, id, owner, by string) error {
 }
 
 func (s *Store) bury(ctx context.Context, h dynamo.Head, by string) error {
-	if err := s.Facts.Bury(ctx, h, by, s.now()); err != nil {
+	if err := s.facts.Bury(ctx, h, by, s.now()); err != nil {
 		return fmt.Errorf("session: delete %s: %w", h.Session, err)
 	}
 	return s.purge(ctx, h.Session)
@@ -51,13 +51,13 @@ func (s *Store) bury(ctx context.Context, h dynamo.Head, by string) error {
 
 // purge removes what a buried session left, then marks its tombstone.
 func (s *Store) purge(ctx context.Context, id string) error {
-	if _, err := s.Facts.Purge(ctx, id); err != nil {
+	if _, err := s.facts.Purge(ctx, id); err != nil {
 		return fmt.Errorf("session: delete %s: %w", id, err)
 	}
-	if _, err := s.Streams.DeleteSession(ctx, id); err != nil {
+	if _, err := s.streams.DeleteSession(ctx, id); err != nil {
 		return fmt.Errorf("session: delete %s: %w", id, err)
 	}
-	if err := s.Facts.MarkPurged(ctx, id, s.now()); err != nil {
+	if err := s.facts.MarkPurged(ctx, id, s.now()); err != nil {
 		return fmt.Errorf("session: delete %s: %w", id, err)
 	}
 	return nil
@@ -87,7 +87,7 @@ func (s *Store) Sweep(ctx context.Context, retention, grace time.Duration) (Swee
 	if retention > 0 {
 		before = now.Add(-retention)
 	}
-	err := s.Facts.Sweep(ctx, before, func(h dynamo.Head) error {
+	err := s.facts.Sweep(ctx, before, func(h dynamo.Head) error {
 		err := s.bury(ctx, h, "retention")
 		if errors.Is(err, ErrTurnOpen) || errors.Is(err, ErrConflict) {
 			return nil // it came back to life meanwhile
@@ -116,12 +116,12 @@ func (s *Store) sweepSnapshots(ctx context.Context, cutoff time.Time) (int, erro
 	n := 0
 	var session string
 	var named map[string]bool
-	err := s.Streams.Snapshots(ctx, func(o streams.SnapshotObject) error {
+	err := s.streams.Snapshots(ctx, func(o streams.SnapshotObject) error {
 		if !o.Modified.Before(cutoff) {
 			return nil
 		}
 		if o.Session != session {
-			facts, err := s.Facts.Facts(ctx, o.Session, 0)
+			facts, err := s.facts.Facts(ctx, o.Session, 0)
 			if err != nil {
 				return err
 			}
@@ -135,7 +135,7 @@ func (s *Store) sweepSnapshots(ctx context.Context, cutoff time.Time) (int, erro
 		if named[o.Key] {
 			return nil
 		}
-		if err := s.Streams.DeleteObject(ctx, o.Key); err != nil {
+		if err := s.streams.DeleteObject(ctx, o.Key); err != nil {
 			return err
 		}
 		n++

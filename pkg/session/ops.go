@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -119,7 +118,7 @@ func (s *Store) receive(ctx context.Context, id string, st reducer.State, actor 
 		return reducer.State{}, nil, fmt.Errorf("session: interrupt %s: the session moved on: %w", id, ErrConflict)
 	}
 	t := st.Turn
-	sink, ps, err := s.Streams.Resume(ctx, id, t.Stream)
+	sink, ps, err := s.streams.Resume(ctx, id, t.Stream)
 	if err != nil {
 		return reducer.State{}, nil, fmt.Errorf("session: interrupt %s: read stream: %w", id, err)
 	}
@@ -137,7 +136,7 @@ func (s *Store) closeInterrupted(ctx context.Context, id string, sink *streams.S
 	if sink == nil {
 		return
 	}
-	if err := CloseStream(ctx, s.Streams, sink, streams.Interrupted, "interrupted"); err != nil {
+	if err := s.CloseStream(ctx, sink, streams.Interrupted, "interrupted"); err != nil {
 		// The fact stands; the stream is left open for a reader to time out on.
 		s.log().WarnContext(ctx, "interrupt: close stream", "session", id, "stream", sink.Stream(), "err", err)
 	}
@@ -303,7 +302,7 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 			return fmt.Errorf("session: cancel %s: %w", id, ErrNoTurn)
 		}
 		var parts []streams.Part
-		sink, parts, err = s.Streams.Resume(ctx, id, t.Stream)
+		sink, parts, err = s.streams.Resume(ctx, id, t.Stream)
 		if err != nil {
 			return fmt.Errorf("session: cancel %s: read stream: %w", id, err)
 		}
@@ -315,38 +314,13 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 	if err != nil {
 		return err
 	}
-	if err := CloseStream(ctx, s.Streams, sink, streams.Cancelled, "cancelled"); err != nil {
+	if err := s.CloseStream(ctx, sink, streams.Cancelled, "cancelled"); err != nil {
 		// The fact stands; the stream is left open for a reader to time out on.
 		s.log().WarnContext(ctx, "cancel: close stream", "session", id, "stream", sink.Stream(), "err", err)
 	}
 	// Messages that arrived during the turn now start a new one.
 	s.wake(ctx, id, wake.Cancelled, 0, 0)
 	return nil
-}
-
-// CloseStream ends a turn's stream with a finish part and status. A live
-// runner may still be flushing steps to it: when a chunk it wrote takes the
-// index, the stream is resumed after it and closed again, a few times.
-func CloseStream(ctx context.Context, st *streams.Store, sink *streams.Sink, status streams.Status, reason string) error {
-	var err error
-	for range 5 {
-		if err = sink.Append(streams.Part{Type: streams.Finish, FinishReason: reason}); err == nil {
-			err = sink.Close(ctx, status)
-		}
-		if errors.Is(err, streams.ErrClosed) || (err == nil) {
-			return nil
-		}
-		if !errors.Is(err, streams.ErrChunkTaken) {
-			return err
-		}
-		if sink, _, err = st.Resume(ctx, sink.Session(), sink.Stream()); err != nil {
-			return err
-		}
-		if sink.Closed() != streams.Open {
-			return nil
-		}
-	}
-	return err
 }
 
 // follow brings st, the state of session id, up to date: a full load the
@@ -366,7 +340,7 @@ func (s *Store) follow(ctx context.Context, id string, st reducer.State, loaded 
 // Follow brings st, a state of session id, up to date with the facts
 // appended since it, in one short read: st itself when there are none.
 func (s *Store) Follow(ctx context.Context, id string, st reducer.State) (reducer.State, error) {
-	facts, err := s.Facts.Facts(ctx, id, st.LastSeq)
+	facts, err := s.facts.Facts(ctx, id, st.LastSeq)
 	if err != nil {
 		return reducer.State{}, fmt.Errorf("session: follow %s: %w", id, err)
 	}

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/reducer"
-	retrypkg "github.com/baton-run/baton/pkg/retry"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/wake"
 )
@@ -63,10 +61,15 @@ type Session struct {
 	History []conversation.Message
 }
 
-// Store loads and commits sessions.
+// Store loads and commits sessions. It is the one way into storage: the
+// fact log and the stream store it is built on (New) are reached only
+// through its methods, grouped by purpose: loading and committing
+// (session.go), operator transitions (ops.go), chat (chat.go), reads of
+// the fact log (read.go), turn streams (stream.go), usage (usage.go),
+// and retrying a write that lost its race (retry.go).
 type Store struct {
-	Facts   *dynamo.Store
-	Streams *streams.Store
+	facts   FactLog
+	streams StreamStore
 	// Waker, when set, is told after commits that need a turn to run.
 	Waker wake.Waker
 	// Now is the clock; nil means time.Now.
@@ -81,6 +84,12 @@ type Store struct {
 	receipt *Receipt // see WithReceipt
 	base    *Store   // the store WithReceipt was called on
 	lanes   atomic.Pointer[lanes]
+}
+
+// New is a session store on a fact log and a stream store; set Waker, Now,
+// Steering and Log on it before first use.
+func New(facts FactLog, streams StreamStore) *Store {
+	return &Store{facts: facts, streams: streams}
 }
 
 // Receipt asks a write to store, in its own transaction, the answer to the
@@ -99,7 +108,7 @@ type Receipt struct {
 // with an error matching ErrReceiptTaken, writing nothing, when rc's key
 // is already taken.
 func (s *Store) WithReceipt(rc *Receipt) *Store {
-	return &Store{Facts: s.Facts, Streams: s.Streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, Log: s.Log, receipt: rc, base: s.root()}
+	return &Store{facts: s.facts, streams: s.streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, Log: s.Log, receipt: rc, base: s.root()}
 }
 
 func (s *Store) root() *Store {
@@ -109,65 +118,16 @@ func (s *Store) root() *Store {
 	return s
 }
 
-// lanes queue this process's posts by session: posts to one session take
-// turns instead of racing each other for its compare-and-set, and only
-// writers elsewhere (other processes, the runner) meet retry's backoff.
-type lanes struct {
-	mu sync.Mutex
-	m  map[string]*lane
-}
-
-type lane struct {
-	turn  chan struct{} // holds a token while a post is in the lane
-	users int           // posts in or waiting for the lane
-	// last is the state the lane's last post committed, for the next post
-	// to catch up from; only the post in the lane touches it.
-	last *reducer.State
-}
-
-// enter waits for session id's lane and returns it, with the function that
-// leaves it.
-func (s *Store) enter(ctx context.Context, id string) (l *lane, leave func(), err error) {
-	root := s.root()
-	ls := root.lanes.Load()
-	if ls == nil {
-		root.lanes.CompareAndSwap(nil, &lanes{m: map[string]*lane{}})
-		ls = root.lanes.Load()
-	}
-	ls.mu.Lock()
-	l = ls.m[id]
-	if l == nil {
-		l = &lane{turn: make(chan struct{}, 1)}
-		ls.m[id] = l
-	}
-	l.users++
-	ls.mu.Unlock()
-	done := func() {
-		ls.mu.Lock()
-		if l.users--; l.users == 0 {
-			delete(ls.m, id)
-		}
-		ls.mu.Unlock()
-	}
-	select {
-	case l.turn <- struct{}{}:
-		return l, func() { <-l.turn; done() }, nil
-	case <-ctx.Done():
-		done()
-		return nil, nil, ctx.Err()
-	}
-}
-
 // appendFacts writes facts and next, with the store's receipt if it has one.
 func (s *Store) appendFacts(ctx context.Context, id string, next reducer.State, facts []reducer.Fact) error {
 	if s.receipt == nil {
-		return s.Facts.Append(ctx, id, next, facts...)
+		return s.facts.Append(ctx, id, next, facts...)
 	}
 	answer, err := s.receipt.Answer(next, facts)
 	if err != nil {
 		return fmt.Errorf("session: receipt answer: %w", err)
 	}
-	return s.Facts.AppendWithReceipt(ctx, id, next, &dynamo.Receipt{
+	return s.facts.AppendWithReceipt(ctx, id, next, &dynamo.Receipt{
 		Key: s.receipt.Key, Request: s.receipt.Request, Answer: answer, Expires: s.receipt.Expires,
 	}, facts...)
 }
@@ -186,7 +146,7 @@ func (s *Store) now() time.Time {
 // the newest snapshot, and that snapshot. It does not read the open turn's
 // stream.
 func (s *Store) Load(ctx context.Context, id string) (*Session, error) {
-	facts, err := s.Facts.Tail(ctx, id)
+	facts, err := s.facts.Tail(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("session: load %s: %w", id, err)
 	}
@@ -197,7 +157,7 @@ func (s *Store) Load(ctx context.Context, id string) (*Session, error) {
 	base := reducer.State{}
 	if snap := facts[0]; snap.Snapshot != "" {
 		var sn Snapshot
-		if err := s.Streams.GetSnapshot(ctx, snap.Snapshot, &sn); err != nil {
+		if err := s.streams.GetSnapshot(ctx, snap.Snapshot, &sn); err != nil {
 			return nil, fmt.Errorf("session: load %s: snapshot at %d: %w", id, snap.Seq, err)
 		}
 		if err := checkSnapshot(id, snap, sn); err != nil {
@@ -280,7 +240,7 @@ func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, 
 		started[e.ToolCallID] = true
 	}
 	snap := Snapshot{Session: sess.ID, State: next, Messages: conversation.Close(sess.History, st.Turn.Messages, turn, outcome, started)}
-	if err := s.Streams.PutSnapshot(ctx, f.Snapshot, snap); err != nil {
+	if err := s.streams.PutSnapshot(ctx, f.Snapshot, snap); err != nil {
 		return reducer.State{}, fmt.Errorf("session: snapshot %s: %w", sess.ID, err)
 	}
 	if err := s.appendFacts(ctx, sess.ID, next, facts); err != nil {
@@ -311,7 +271,7 @@ func (s *Store) Compact(ctx context.Context, sess *Session, history []conversati
 	if err != nil {
 		return reducer.State{}, err
 	}
-	if err := s.Streams.PutSnapshot(ctx, f.Snapshot, Snapshot{Session: sess.ID, State: next, Messages: history}); err != nil {
+	if err := s.streams.PutSnapshot(ctx, f.Snapshot, Snapshot{Session: sess.ID, State: next, Messages: history}); err != nil {
 		return reducer.State{}, fmt.Errorf("session: compacted snapshot of %s: %w", sess.ID, err)
 	}
 	if err := s.appendFacts(ctx, sess.ID, next, []reducer.Fact{f}); err != nil {
@@ -319,43 +279,4 @@ func (s *Store) Compact(ctx context.Context, sess *Session, history []conversati
 	}
 	sess.State, sess.History = next, history
 	return next, nil
-}
-
-// LostRace reports whether err is a write that lost its race: another
-// writer committed first (ErrConflict), or what it committed makes the
-// fact illegal now (reducer.ErrIllegal). The one test of it.
-func LostRace(err error) bool {
-	return errors.Is(err, ErrConflict) || errors.Is(err, reducer.ErrIllegal)
-}
-
-// RetryBudget is the longest retry keeps trying; a shorter context
-// deadline bounds it further.
-const RetryBudget = 10 * time.Second
-
-// RetryPolicy is the one policy for writers that lost a race and try
-// again: the session store's retry and the runner's commits. RetryBudget in
-// all, full jitter under a cap doubling from 10 ms to 1 s.
-var RetryPolicy = retrypkg.Policy{Budget: RetryBudget, Base: 10 * time.Millisecond, Max: time.Second}
-
-// retry runs a load-decide-append cycle again when it lost a race, for
-// transitions that stay legal whoever else commits (a message, an answer to
-// one of several approvals), until it wins, fails otherwise, or runs out of
-// time: then it returns an error matching ErrBusy and ErrConflict.
-//
-// Each compare-and-set round on a session has exactly one winner, so n
-// writers arriving at once need n rounds. A loser waits a random time
-// between zero and a cap that doubles with each loss, from 10 ms up to 1 s
-// (full jitter), so the losers spread out instead of colliding again, and
-// the log keeps dense seqs and reducer-checked facts. This was chosen over
-// an inbox written without the compare-and-set: that would need another
-// writer to move messages into the log, and a message would not yet be a
-// fact when the API accepts it. Posts from one process do not even race:
-// they queue per session (see lanes), so only writers in other processes
-// and the runner meet the backoff.
-func retry(ctx context.Context, f func() error) error {
-	err := retrypkg.Do(ctx, RetryPolicy, f, func(err error) bool { return errors.Is(err, ErrConflict) })
-	if errors.Is(err, retrypkg.ErrExhausted) {
-		return fmt.Errorf("%w: %w", ErrBusy, err)
-	}
-	return err
 }

@@ -26,11 +26,9 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
 
 func store() *session.Store {
 	c := env.Clients()
-	return &session.Store{
-		Facts:   dynamo.New(c.DynamoDB, env.Table),
-		Streams: streams.New(c.S3, env.Bucket),
-		Waker:   wake.NewSQS(c.SQS, env.QueueURL),
-	}
+	s := session.New(dynamo.New(c.DynamoDB, env.Table), streams.New(c.S3, env.Bucket))
+	s.Waker = wake.NewSQS(c.SQS, env.QueueURL)
+	return s
 }
 
 var alice = reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}
@@ -100,7 +98,7 @@ func TestIllegalAppendWritesNothing(t *testing.T) {
 	if !errors.Is(err, reducer.ErrIllegal) {
 		t.Fatalf("append: %v", err)
 	}
-	if fs, _ := s.Facts.Facts(ctx, id, 0); len(fs) != 1 {
+	if fs, _ := s.Facts(ctx, id, 0); len(fs) != 1 {
 		t.Fatalf("%d facts after an illegal append, want 1", len(fs))
 	}
 }
@@ -120,7 +118,7 @@ func TestCancelEndsTurnClosesStreamAndSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := s.Streams.Open(id, turn)
+	sink := s.OpenStream(id, turn)
 	_ = sink.Append(streams.Part{Type: streams.Start, MessageID: turn}, streams.Part{Type: streams.DataSuspended})
 	if err := sink.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -138,7 +136,7 @@ func TestCancelEndsTurnClosesStreamAndSnapshots(t *testing.T) {
 	if len(sess.History) != 1 || sess.History[0].Content[0].Text != "go" {
 		t.Fatalf("history = %+v", sess.History)
 	}
-	page, err := s.Streams.Read(ctx, id, turn, "")
+	page, err := s.ReadStream(ctx, id, turn, "")
 	if err != nil || page.Closed != streams.Cancelled {
 		t.Fatalf("stream closed = %q, %v", page.Closed, err)
 	}

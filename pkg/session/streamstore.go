@@ -26,6 +26,11 @@ type StreamStore interface {
 	Streams(ctx context.Context, session string) ([]streams.Info, error)
 	PutSnapshot(ctx context.Context, key string, v any) error
 	GetSnapshot(ctx context.Context, key string, v any) error
+
+	// Deletion and retention (see Store.Delete and Store.Sweep).
+	DeleteSession(ctx context.Context, session string) (int, error)
+	DeleteObject(ctx context.Context, key string) error
+	Snapshots(ctx context.Context, fn func(streams.SnapshotObject) error) error
 }
 
 var _ StreamStore = (*streams.Store)(nil)

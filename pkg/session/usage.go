@@ -28,7 +28,7 @@ func (s *Store) StreamUsage(ctx context.Context, id, stream string) (u reducer.U
 		found   bool
 		dropped bool // in a step marked abandoned, read backwards
 	)
-	whole, err := s.Streams.ReadBack(ctx, id, stream, MaxUsageChunks, func(p streams.Part) bool {
+	whole, err := s.streams.ReadBack(ctx, id, stream, MaxUsageChunks, func(p streams.Part) bool {
 		newest = append(newest, p)
 		switch p.Type {
 		case streams.DataAbandoned:

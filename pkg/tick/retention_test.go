@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -62,16 +63,16 @@ func TestRetentionSweep(t *testing.T) {
 		t.Fatalf("start recent: %+v, %v", out, err)
 	}
 	orphan := streams.SnapshotKey(recent, 99)
-	if err := inv.sessions.Streams.PutSnapshot(ctx, orphan, map[string]string{"orphan": "yes"}); err != nil {
+	if err := streams.New(s.Clients().S3, s.Bucket).PutSnapshot(ctx, orphan, map[string]string{"orphan": "yes"}); err != nil {
 		t.Fatal(err)
 	}
 	// A delete cut short: buried, never purged.
 	cut := newSession(t, inv, "Bye.")
-	h, err := inv.sessions.Facts.Head(ctx, cut)
+	h, err := inv.sessions.Head(ctx, cut)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := inv.sessions.Facts.Bury(ctx, h, "alice", time.Now()); err != nil {
+	if err := dynamo.New(s.Clients().DynamoDB, s.Table).Bury(ctx, h, "alice", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	_, staleObjects := s.leftOf(t, stale)
@@ -91,7 +92,7 @@ func TestRetentionSweep(t *testing.T) {
 			t.Errorf("%s after the sweep: items %v objects %v, want only its tombstone", id, items, objects)
 		}
 	}
-	tomb, err := inv.sessions.Facts.Tombstone(ctx, stale)
+	tomb, err := dynamo.New(s.Clients().DynamoDB, s.Table).Tombstone(ctx, stale)
 	if err != nil || tomb.By != "retention" || !tomb.Purged {
 		t.Errorf("stale's tombstone %+v, %v", tomb, err)
 	}

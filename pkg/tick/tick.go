@@ -33,8 +33,8 @@ func actor() reducer.Actor { return reducer.Actor{Kind: reducer.ActorSystem, ID:
 // Tick sweeps the sessions that need attention. Its fields are set once; a
 // Tick is safe for concurrent use and keeps nothing between runs.
 type Tick struct {
-	// Sessions loads and commits sessions; Sessions.Facts is queried for
-	// due sessions. Its Waker, when set, sends the wake after an expiry
+	// Sessions loads and commits sessions, and reads the due index
+	// (Sessions.Due). Its Waker, when set, sends the wake after an expiry
 	// leaves nothing pending (Waker does otherwise).
 	Sessions *session.Store
 	// Waker sends the tick's wakes; nil means Sessions.Waker.
@@ -164,7 +164,7 @@ func (c *counts) add(f func(*Report)) {
 // be read or the context ends first; a session that fails is logged,
 // counted in Errors, and tried again by the next run.
 func (t *Tick) Run(ctx context.Context) (Report, error) {
-	if t.Sessions == nil || t.Sessions.Facts == nil {
+	if t.Sessions == nil {
 		return Report{}, errors.New("tick: no session store")
 	}
 	if t.waker() == nil {
@@ -272,7 +272,7 @@ func (t *Tick) page(ctx context.Context, now time.Time, out chan<- dynamo.Head, 
 	for range min(orDefault(t.ShardConcurrency, DefaultShardConcurrency), dynamo.DueShards) {
 		wg.Go(func() {
 			for shard := range shards {
-				pages, err := t.Sessions.Facts.Due(ctx, shard, now, orDefault(t.PageSize, DefaultPageSize), send)
+				pages, err := t.Sessions.Due(ctx, shard, now, orDefault(t.PageSize, DefaultPageSize), send)
 				c.add(func(r *Report) { r.Pages += pages })
 				if err != nil {
 					errs <- err
@@ -338,7 +338,7 @@ func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *count
 // rewake re-sends the wake of a session whose head, read consistently, still
 // says it waits for one and has for longer than grace.
 func (t *Tick) rewake(ctx context.Context, id string, now time.Time, grace time.Duration, c *counts) error {
-	h, err := t.Sessions.Facts.Head(ctx, id)
+	h, err := t.Sessions.Head(ctx, id)
 	if errors.Is(err, dynamo.ErrNotFound) {
 		return nil
 	}

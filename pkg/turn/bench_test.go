@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
 )
@@ -36,12 +37,21 @@ func stepsScript(n int) string {
 // loaded machine, compare cpu-ns/step: the process's CPU time (user and
 // system, the emulator's share included) in the timed turns, per step,
 // which other processes' load changes far less than the wall clock.
-func BenchmarkStep(b *testing.B) {
+func BenchmarkStep(b *testing.B) { benchStep(b, nil) }
+
+// BenchmarkStepIntercepted is BenchmarkStep with a no-op interceptor on
+// every kind of call (model, tool, step, fact log, stream store), for the
+// seam's cost beside BenchmarkStep's run without one.
+func BenchmarkStepIntercepted(b *testing.B) { benchStep(b, []intercept.Interceptor{noop()}) }
+
+func benchStep(b *testing.B, ics []intercept.Interceptor) {
 	for _, steps := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
 			lim := turn.Limits{MaxStepsPerInvocation: steps + 1, MaxStepsPerTurn: steps + 1}
 			inv := fresh(demoAgent(b, script(b, stepsScript(steps)), lim))
 			one := fresh(demoAgent(b, script(b, stepsScript(1)), lim))
+			inv.intercept(ics)
+			one.intercept(ics)
 			ctx := context.Background()
 			ids := make([]string, b.N)
 			ones := make([]string, b.N)

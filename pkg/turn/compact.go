@@ -187,7 +187,7 @@ func (ru *run) summarise(ctx context.Context, c *Compaction, msgs []conversation
 	var b strings.Builder
 	var u reducer.Usage
 	finished := false
-	for ev, err := range m.Stream(ctx, req) {
+	for ev, err := range ru.stream(ctx, m, req) {
 		if err != nil {
 			return "", reducer.Usage{}, fmt.Errorf("turn: summarise %d messages: %w", len(msgs), err)
 		}

@@ -27,4 +27,7 @@
 // step's tool calls and runs them under the execution ledger (settle,
 // admit, runPlans, ledgered); checks.go holds the spend and timer checks
 // before each step (check, overSpend, fits).
+//
+// Runner.Interceptors wrap its model calls, tool calls and steps (see
+// package intercept); with none the runner makes each call directly.
 package turn

@@ -286,7 +286,7 @@ var errCut = errors.New("turn: a tool call was cut short by the invocation's dea
 func (ru *run) runTool(ctx context.Context, t tool.Tool, c tool.Call) (streams.Part, error) {
 	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
-	out, err := tool.Invoke(ctx, t, c)
+	out, err := ru.invoke(ctx, t, c)
 	if err != nil {
 		if ctx.Err() != nil {
 			return streams.Part{}, errCut

@@ -58,7 +58,7 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 			ru.dirty = false
 		}
 		began := time.Now()
-		parts, err := ru.step(ctx)
+		parts, err := ru.runStep(ctx)
 		a.spent += time.Since(began)
 		if err != nil {
 			redo, out, err := ru.stepFailed(ctx, err, &a)
@@ -208,7 +208,7 @@ func (ru *run) closeIfEnded(ctx context.Context) {
 	if err != nil || (sess.State.Turn != nil && sess.State.Turn.ID == ru.out.Turn) {
 		return
 	}
-	if err := session.CloseStream(ctx, ru.r.Sessions.Streams, ru.sink, streams.Cancelled, "cancelled"); err != nil {
+	if err := ru.r.Sessions.CloseStream(ctx, ru.sink, streams.Cancelled, "cancelled"); err != nil {
 		ru.r.log().WarnContext(ctx, "close the stream of an ended turn", "session", ru.out.Session, "err", err)
 	}
 }
@@ -255,7 +255,7 @@ func (ru *run) recordUnwritten(ctx context.Context) {
 		return
 	}
 	id := ru.out.Session
-	fs, err := ru.r.Sessions.Facts.Facts(ctx, id, ru.sess.State.LastSeq)
+	fs, err := ru.r.Sessions.Facts(ctx, id, ru.sess.State.LastSeq)
 	if err != nil {
 		ru.r.log().WarnContext(ctx, "read the facts of an ended turn", "session", id, "err", err)
 		return

@@ -37,7 +37,7 @@ func (c *checking) Stream(ctx context.Context, req model.Request) iter.Seq2[mode
 	}
 	tr := sess.State.Turn
 	var ps []streams.Part
-	if page, err := c.inv().sessions.Streams.Read(ctx, c.id, tr.Stream, ""); err == nil {
+	if page, err := c.inv().sessions.ReadStream(ctx, c.id, tr.Stream, ""); err == nil {
 		for _, e := range page.Entries {
 			ps = append(ps, e.Part)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -66,6 +67,11 @@ type Runner struct {
 	Agents   Agents
 	Waker    wake.Waker
 	Log      *slog.Logger
+	// Interceptors wrap the runner's model calls, tool calls and steps,
+	// the first outermost (see package intercept). Their store decorators
+	// (Facts, Streams) are not applied here: Sessions is the store as
+	// wired, decorated by intercept.Store.
+	Interceptors []intercept.Interceptor
 }
 
 func (r *Runner) log() *slog.Logger {
@@ -95,6 +101,7 @@ type run struct {
 	// compactOff stops compaction for the rest of the invocation, after
 	// one that failed or had nothing to summarise.
 	compactOff bool
+	hooks      hooks // the interceptor chains (see intercept)
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.
@@ -125,7 +132,7 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 	turnID := ids.New("turn")
 	// A stream exists from its first chunk, so a losing Start leaves nothing
 	// behind: its Close writes nothing.
-	sink := r.Sessions.Streams.Open(id, turnID)
+	sink := r.Sessions.OpenStream(id, turnID)
 	next, err := r.Sessions.Append(ctx, id, st, reducer.Fact{
 		Type: reducer.TurnStarted, Actor: agentActor(turnID), Turn: turnID, Stream: turnID,
 		Lease: deadline.Add(lim.LeaseGrace),
@@ -142,6 +149,7 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 	sess.State = next
 	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, deadline: deadline,
 		out: Outcome{Session: id, Turn: turnID}}
+	ru.intercept()
 	ru.emit(streams.Part{Type: streams.Start, MessageID: turnID})
 	return ru.finish(ru.loop(ctx))
 }
@@ -185,12 +193,13 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 		return Outcome{}, err
 	}
 	sess.State = next
-	sink, parts, err := r.Sessions.Streams.Resume(ctx, id, t.Stream)
+	sink, parts, err := r.Sessions.ResumeStream(ctx, id, t.Stream)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("turn: resume %s: %w", id, err)
 	}
 	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, parts: parts, deadline: deadline,
 		out: Outcome{Session: id, Turn: t.ID}}
+	ru.intercept()
 	ru.rep.Add(parts...)
 	ru.replay()
 	if status := sink.Closed(); status != streams.Open {

@@ -44,7 +44,7 @@ func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
 		sp.live = ru.sink.Live(ru.lim.LiveFlush)
 		defer sp.live.Stop() // a failure it reports was reported by push or lost with the step
 	}
-	for ev, err := range ru.agent.Model.Stream(ctx, req) {
+	for ev, err := range ru.stream(ctx, ru.agent.Model, req) {
 		if err != nil {
 			if ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				err = fmt.Errorf("%w (%w)", ctx.Err(), err)

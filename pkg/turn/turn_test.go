@@ -368,7 +368,7 @@ func TestRaceStart(t *testing.T) {
 	if n := count(fs, reducer.TurnStarted); n != 1 || len(won) != 1 {
 		t.Fatalf("%d turn.started facts and %d winners, want 1 and 1", n, len(won))
 	}
-	infos, err := inv.sessions.Streams.Streams(ctx, id)
+	infos, err := inv.sessions.Streams(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -691,7 +691,7 @@ func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
 		Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: tid}, Turn: tid, Stream: tid, Lease: time.Now().Add(50 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
-	sink := inv.sessions.Streams.Open(id, tid)
+	sink := inv.sessions.OpenStream(id, tid)
 	_ = sink.Append(
 		streams.Part{Type: streams.Start, MessageID: tid},
 		streams.Part{Type: streams.StartStep},

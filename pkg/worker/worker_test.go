@@ -45,7 +45,7 @@ func TestWakeStartsAndCompletesTurn(t *testing.T) {
 	if st := teststack.Load(t, inv.sessions, id); st.Status != reducer.Idle || len(st.Inbox) != 0 || st.Turns != 1 {
 		t.Fatalf("state after the turn = %+v", st)
 	}
-	page, err := inv.sessions.Streams.Read(ctx, id, res.Outcomes[0].Turn, "")
+	page, err := inv.sessions.ReadStream(ctx, id, res.Outcomes[0].Turn, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func StartDeployed(t testing.TB, l Limits, opts ...DeployOption) *Deployed {
 	res := fresh.Resources
 	d := &Deployed{
 		Limits: l, Issuer: is, Resources: res, Emulator: emu,
-		Store: &session.Store{Facts: dynamo.New(emu.Clients.DynamoDB, res.Table), Streams: streams.New(emu.Clients.S3, res.Bucket)},
+		Store: session.New(dynamo.New(emu.Clients.DynamoDB, res.Table), streams.New(emu.Clients.S3, res.Bucket)),
 		Env: map[string]string{
 			"BATON_TABLE": res.Table, "BATON_BUCKET": res.Bucket, "BATON_QUEUE_URL": res.QueueURL,
 			"BATON_AGENTS": c.agents, "BATON_WAKE_GRACE": "1s", "LOG_FORMAT": "json",

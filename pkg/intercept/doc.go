@@ -1,0 +1,26 @@
+// Package intercept is baton's one seam around the calls a turn makes:
+// model calls, tool calls, steps, and calls to storage. An Interceptor
+// wraps each kind of call it cares about, in the style of Temporal's
+// interceptors: a function that takes the next handler and returns one
+// that may act before and after calling it (or not call it at all). A
+// tracer or a metrics recorder is then one Interceptor, not an edit
+// across packages.
+//
+//   - Model wraps every model call: one step's request and its stream of
+//     events (a summariser's compaction request too, with Step 0).
+//   - Tool wraps every run of a tool, retries included.
+//   - Step wraps every model step of a turn, from its request to the
+//     parts it produced; the step's model call is inside it.
+//   - Facts and Streams decorate the fact log and the stream store a
+//     session.Store is built on (see session.Store.Decorate), so they see
+//     every call the session layer makes to storage: loads, appends,
+//     head and due reads, stream opens, resumes and reads. A stream's
+//     chunk writes go through the sink the store's Open or Resume
+//     returned, so a Streams decorator sees the opening, not each flush.
+//
+// Interceptors are configured on baton.Config (Interceptors), on
+// app.Extras, or directly on turn.Runner (model, tool and step calls) and
+// with Store (store calls). The first interceptor of a list is the
+// outermost. With none configured, nothing is added on the hot path: the
+// runner calls the model, the tools and its step directly.
+package intercept

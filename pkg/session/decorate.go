@@ -1,0 +1,19 @@
+package session
+
+// Decorate returns a store like s, with the same Waker, Now, Steering and Log,
+// whose fact log is facts(s's fact log) and whose stream store is
+// streams(s's stream store); a nil function keeps that store as it is.
+// It is the seam for store calls: a decorator sees every call the session
+// layer, and so everything above it, makes to storage (tracing, metrics,
+// injected faults), without an edit anywhere else. The copy queues its own
+// posts (see lanes); decorate once, when wiring, not per request.
+func (s *Store) Decorate(facts func(FactLog) FactLog, streams func(StreamStore) StreamStore) *Store {
+	d := &Store{facts: s.facts, streams: s.streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, Log: s.Log}
+	if facts != nil {
+		d.facts = facts(d.facts)
+	}
+	if streams != nil {
+		d.streams = streams(d.streams)
+	}
+	return d
+}
