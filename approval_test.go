@@ -2,9 +2,10 @@ package baton_test
 
 import (
 	"context"
-	"github.com/baton-run/baton/providers"
 	"strings"
 	"testing"
+
+	"github.com/baton-run/baton/providers"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,8 +13,8 @@ import (
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/mcp/mcptest"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
 )
 
@@ -103,9 +104,9 @@ func TestTurnAsksWhenARuleCannotReadItsField(t *testing.T) {
 	asked, errs := 0, []string{}
 	for _, p := range ps {
 		switch p.Type {
-		case streams.ToolApprovalRequest:
+		case parts.ToolApprovalRequest:
 			asked++
-		case streams.ToolOutputError:
+		case parts.ToolOutputError:
 			errs = append(errs, p.ErrorText)
 		}
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/streams"
 )
 
 // counts is what a counting interceptor saw.
@@ -55,7 +55,7 @@ func (c *counts) interceptor() baton.Interceptor {
 			}
 		},
 		Step: func(next intercept.StepFunc) intercept.StepFunc {
-			return func(ctx context.Context, s intercept.Step) ([]streams.Part, error) {
+			return func(ctx context.Context, s intercept.Step) ([]parts.Part, error) {
 				c.steps.Add(1)
 				return next(ctx, s)
 			}
@@ -95,9 +95,9 @@ func TestConfigInterceptors(t *testing.T) {
 	starts, outputs := 0, 0
 	for _, p := range s.Parts() {
 		switch p.Type {
-		case streams.StartStep:
+		case parts.StartStep:
 			starts++
-		case streams.ToolOutputAvailable:
+		case parts.ToolOutputAvailable:
 			outputs++
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/baton-run/baton/providers"
 	"io"
 	"iter"
 	"log/slog"
@@ -17,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/providers"
+
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	baton "github.com/baton-run/baton"
@@ -25,8 +26,8 @@ import (
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/mcp/mcptest"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
@@ -198,7 +199,7 @@ func TestTurnCallsMCPToolsAndWaitsForApproval(t *testing.T) {
 		t.Fatal("the Go tool ran on invalid input")
 	}
 	ps := read(t, a, id, out.Turn)
-	if e := part(ps, streams.ToolOutputError); e == nil || !strings.Contains(e.ErrorText, "invalid input for tool note") {
+	if e := part(ps, parts.ToolOutputError); e == nil || !strings.Contains(e.ErrorText, "invalid input for tool note") {
 		t.Fatalf("note's error result = %+v", e)
 	}
 	// The offered MCP tools are recorded, with their rules, in the turn's
@@ -271,12 +272,12 @@ func TestTurnCallsMCPToolsAndWaitsForApproval(t *testing.T) {
 	}
 	ps = read(t, a, id, out.Turn)
 	var deleted bool
-	var gone *streams.Part
+	var gone *parts.Part
 	for i, p := range ps {
-		if p.Type == streams.ToolOutputAvailable && string(p.Output) == `"deleted /srv/old.log"` {
+		if p.Type == parts.ToolOutputAvailable && string(p.Output) == `"deleted /srv/old.log"` {
 			deleted = true
 		}
-		if p.Type == streams.ToolOutputError && strings.HasSuffix(p.ToolCallID, "_1_0") {
+		if p.Type == parts.ToolOutputError && strings.HasSuffix(p.ToolCallID, "_1_0") {
 			gone = &ps[i]
 		}
 	}
@@ -301,20 +302,20 @@ func called(s *mcptest.Server) string {
 	return strings.Join(out, ",")
 }
 
-func read(t *testing.T, a *app.App, id, stream string) []streams.Part {
+func read(t *testing.T, a *app.App, id, stream string) []parts.Part {
 	t.Helper()
 	page, err := a.Sessions.ReadStream(context.Background(), id, stream, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]streams.Part, len(page.Entries))
+	out := make([]parts.Part, len(page.Entries))
 	for i, e := range page.Entries {
 		out[i] = e.Part
 	}
 	return out
 }
 
-func part(ps []streams.Part, typ streams.PartType) *streams.Part {
+func part(ps []parts.Part, typ parts.Type) *parts.Part {
 	for i := range ps {
 		if ps[i].Type == typ {
 			return &ps[i]
@@ -485,7 +486,7 @@ func TestTurnWithAnMCPServerDownOnResumeGivesTheModelAnError(t *testing.T) {
 	if len(reqs) != 2 || toolsOf(t, reqs[1]) != toolsOf(t, reqs[0]) {
 		t.Fatalf("%d requests; the resumed one offered %s", len(reqs), toolsOf(t, reqs[len(reqs)-1]))
 	}
-	e := part(read(t, a, id, out.Turn), streams.ToolOutputError)
+	e := part(read(t, a, id, out.Turn), parts.ToolOutputError)
 	if e == nil || !strings.Contains(e.ErrorText, `mcp server "files": tool delete_file`) || !strings.Contains(e.ErrorText, "Service Unavailable") {
 		t.Fatalf("error result = %+v", e)
 	}

@@ -5,18 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
+	"github.com/baton-run/baton/pkg/parts"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/wake"
@@ -34,7 +35,7 @@ type TB interface {
 type (
 	Outcome   = turn.Outcome
 	Fact      = reducer.Fact
-	Part      = streams.Part
+	Part      = parts.Part
 	Status    = reducer.Status
 	Approval  = reducer.Approval
 	Execution = reducer.Execution
@@ -394,7 +395,7 @@ func (s *Session) Text() string {
 	s.kit.tb.Helper()
 	var b strings.Builder
 	for _, p := range s.Parts() {
-		if p.Type == streams.TextDelta {
+		if p.Type == parts.TextDelta {
 			b.WriteString(p.Delta)
 		}
 	}
@@ -422,21 +423,21 @@ func (s *Session) ToolCalls() []ToolCall {
 	at := map[string]int{}
 	for _, p := range s.Parts() {
 		switch p.Type {
-		case streams.ToolInputAvailable:
+		case parts.ToolInputAvailable:
 			if _, ok := at[p.ToolCallID]; !ok {
 				at[p.ToolCallID] = len(out)
 				out = append(out, ToolCall{ID: p.ToolCallID, Tool: p.ToolName, Input: p.Input})
 			}
-		case streams.ToolOutputAvailable, streams.ToolOutputError, streams.ToolOutputDenied:
+		case parts.ToolOutputAvailable, parts.ToolOutputError, parts.ToolOutputDenied:
 			i, ok := at[p.ToolCallID]
 			if !ok {
 				continue
 			}
 			c := &out[i]
 			switch p.Type {
-			case streams.ToolOutputAvailable:
+			case parts.ToolOutputAvailable:
 				c.Output = p.Output
-			case streams.ToolOutputError:
+			case parts.ToolOutputError:
 				c.Error = p.ErrorText
 			default:
 				c.Denied = true

@@ -36,6 +36,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
@@ -642,7 +643,7 @@ func (rig *crashRig) refOfStreamCall(id, stream, callID string) string {
 		rig.t.Fatalf("read stream %s: %v", stream, err)
 	}
 	for _, e := range page.Entries {
-		if e.Part.Type == streams.ToolInputAvailable && e.Part.ToolCallID == callID {
+		if e.Part.Type == parts.ToolInputAvailable && e.Part.ToolCallID == callID {
 			return refOfInput(e.Part.Input)
 		}
 	}
@@ -712,22 +713,22 @@ func (rig *crashRig) check(tr *crashTrial, id string) {
 	if err != nil {
 		rig.t.Fatalf("read stream %s: %v", turnID, err)
 	}
-	var parts []streams.Part
+	var ps []parts.Part
 	for _, e := range page.Entries {
-		parts = append(parts, e.Part)
+		ps = append(ps, e.Part)
 	}
 	if page.Closed != streams.Completed {
 		tr.problem("stream closed %q, want completed", page.Closed)
 	}
-	completed, partial, _ := splitSteps(parts)
+	completed, partial, _ := splitSteps(ps)
 	tr.partial = partial
 	if len(completed) != len(rig.sc.Steps) {
-		tr.problem("%d completed steps in the stream, want %d: %s", len(completed), len(rig.sc.Steps), outline(parts))
+		tr.problem("%d completed steps in the stream, want %d: %s", len(completed), len(rig.sc.Steps), outline(ps))
 	}
-	if n := countParts(parts, streams.DataAbandoned); n != partial {
-		tr.problem("%d partial steps but %d data-abandoned markers: %s", partial, n, outline(parts))
+	if n := countParts(ps, parts.DataAbandoned); n != partial {
+		tr.problem("%d partial steps but %d data-abandoned markers: %s", partial, n, outline(ps))
 	}
-	if n := countParts(parts, streams.Finish); n != 1 {
+	if n := countParts(ps, parts.Finish); n != 1 {
 		tr.problem("%d finish parts, want 1", n)
 	}
 	// Each call of a completed step has exactly one result. The stream's
@@ -735,7 +736,7 @@ func (rig *crashRig) check(tr *crashTrial, id string) {
 	streamCalls := map[string]string{} // stream call id -> ref
 	for _, st := range completed {
 		for _, p := range st {
-			if p.Type == streams.ToolInputAvailable {
+			if p.Type == parts.ToolInputAvailable {
 				streamCalls[p.ToolCallID] = refOfInput(p.Input)
 			}
 		}
@@ -749,9 +750,9 @@ func (rig *crashRig) check(tr *crashTrial, id string) {
 		tr.problem("the stream's completed steps call %v, want %v", streamRefs, want)
 	}
 	outputs := map[string]int{}
-	for _, p := range parts {
+	for _, p := range ps {
 		switch p.Type {
-		case streams.ToolOutputAvailable, streams.ToolOutputError, streams.ToolOutputDenied:
+		case parts.ToolOutputAvailable, parts.ToolOutputError, parts.ToolOutputDenied:
 			outputs[p.ToolCallID]++
 			if _, ok := streamCalls[p.ToolCallID]; !ok {
 				tr.problem("a result for %s, which no completed step calls", p.ToolCallID)

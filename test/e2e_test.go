@@ -28,6 +28,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/wake"
@@ -158,15 +159,15 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	turn := turnOf(t, facts)
-	parts, closed := s.readStream(alice, id, turn, 10*time.Second)
+	ps, closed := s.readStream(alice, id, turn, 10*time.Second)
 	if closed != streams.Completed {
 		t.Errorf("stream closed %q, want completed", closed)
 	}
-	checkTranscript(t, parts, sc, outcome{approved: true})
-	if n := countParts(parts, streams.DataSuspended); n != len(budget)+1 {
+	checkTranscript(t, ps, sc, outcome{approved: true})
+	if n := countParts(ps, parts.DataSuspended); n != len(budget)+1 {
 		t.Errorf("%d data-suspended parts, want %d (budget) + 1 (approval)", n, len(budget))
 	}
-	if n := countParts(parts, streams.DataResumed); n != len(budget)+1 {
+	if n := countParts(ps, parts.DataResumed); n != len(budget)+1 {
 		t.Errorf("%d data-resumed parts, want %d", n, len(budget)+1)
 	}
 
@@ -184,7 +185,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	t.Logf("turn of %d steps in %d invocations (%d budget suspensions), %v from message to completion; %d parts; usage %+v",
 		len(sc.Steps), len(ofType(facts, reducer.TurnStarted))+len(ofType(facts, reducer.TurnResumed)),
-		len(budget), took.Round(time.Millisecond), len(parts), sess.Usage)
+		len(budget), took.Round(time.Millisecond), len(ps), sess.Usage)
 }
 
 // TestReaperAfterSIGKILL kills the resume process after the turn's first
@@ -202,7 +203,7 @@ func TestReaperAfterSIGKILL(t *testing.T) {
 	started := ofType(facts, reducer.TurnStarted)[0]
 
 	// The first checkpoint: a finish-step in the durable stream.
-	var durable []streams.Part
+	var durable []parts.Part
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		page, err := s.store.ReadStream(s.ctx, id, started.Stream, "")
@@ -213,7 +214,7 @@ func TestReaperAfterSIGKILL(t *testing.T) {
 		for _, e := range page.Entries {
 			durable = append(durable, e.Part)
 		}
-		if countParts(durable, streams.FinishStep) > 0 {
+		if countParts(durable, parts.FinishStep) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -234,7 +235,7 @@ func TestReaperAfterSIGKILL(t *testing.T) {
 		t.Fatalf("killed too late: the turn had moved on to %s: %s", last.Type, summary(facts))
 	}
 	t.Logf("SIGKILLed %s with %d step(s) checkpointed (%d parts); lease runs out at %s (in %v)",
-		victim.Name, countParts(durable, streams.FinishStep), len(durable),
+		victim.Name, countParts(durable, parts.FinishStep), len(durable),
 		started.Lease.Format(time.RFC3339Nano), time.Until(started.Lease).Round(time.Millisecond))
 
 	// A fresh execution environment, as Lambda would start for the next wake.
@@ -274,15 +275,15 @@ func TestReaperAfterSIGKILL(t *testing.T) {
 	if n := len(suspended(facts, reducer.CauseLease)); n != 1 {
 		t.Errorf("%d lease suspensions, want 1", n)
 	}
-	parts, closed := s.readStream(alice, id, started.Turn, 10*time.Second)
+	ps, closed := s.readStream(alice, id, started.Turn, 10*time.Second)
 	if closed != streams.Completed {
 		t.Errorf("stream closed %q", closed)
 	}
-	checkTranscript(t, parts, sc, outcome{approved: true})
-	_, partial, _ := splitSteps(parts)
+	checkTranscript(t, ps, sc, outcome{approved: true})
+	_, partial, _ := splitSteps(ps)
 	t.Logf("%d partial step(s) left by the victim, marked abandoned and redone", partial)
 	// The durable prefix the victim left is the stream's prefix.
-	if len(parts) < len(durable) || !reflect.DeepEqual(parts[:len(durable)], durable) {
+	if len(ps) < len(durable) || !reflect.DeepEqual(ps[:len(durable)], durable) {
 		t.Errorf("the final stream does not begin with the %d parts checkpointed before the kill", len(durable))
 	}
 }
@@ -333,8 +334,8 @@ func TestLostAndDuplicateWakes(t *testing.T) {
 		if got := s.pump.reasons(id); len(got) < 2 || got[1] != "rewake" {
 			t.Errorf("wakes handled %v, want the tick's rewake after the message's", got)
 		}
-		parts, _ := s.readStream(alice, id, turnOf(t, facts), 10*time.Second)
-		checkTranscript(t, parts, sc, outcome{approved: true})
+		ps, _ := s.readStream(alice, id, turnOf(t, facts), 10*time.Second)
+		checkTranscript(t, ps, sc, outcome{approved: true})
 	})
 
 	t.Run("duplicate", func(t *testing.T) {
@@ -428,8 +429,8 @@ func TestLostAndDuplicateWakes(t *testing.T) {
 		if again := s.facts(alice, id); !reflect.DeepEqual(again, final) {
 			t.Errorf("a late duplicate changed the facts: %s", summary(again))
 		}
-		parts, _ := s.readStream(alice, id, turnOf(t, final), 10*time.Second)
-		checkTranscript(t, parts, sc, outcome{approved: true})
+		ps, _ := s.readStream(alice, id, turnOf(t, final), 10*time.Second)
+		checkTranscript(t, ps, sc, outcome{approved: true})
 	})
 }
 
@@ -481,12 +482,12 @@ func TestApprovalExpiry(t *testing.T) {
 	}
 	checkResumes(t, facts)
 
-	parts, closed := s.readStream(alice, id, turnOf(t, facts), 10*time.Second)
+	ps, closed := s.readStream(alice, id, turnOf(t, facts), 10*time.Second)
 	if closed != streams.Completed {
 		t.Errorf("stream closed %q", closed)
 	}
-	checkTranscript(t, parts, sc, outcome{approved: false, reason: "expired"})
-	if n := countParts(parts, streams.ToolOutputDenied); n != 1 {
+	checkTranscript(t, ps, sc, outcome{approved: false, reason: "expired"})
+	if n := countParts(ps, parts.ToolOutputDenied); n != 1 {
 		t.Errorf("%d tool-output-denied parts, want 1", n)
 	}
 }
@@ -680,13 +681,13 @@ func byService(counts ...map[string]int64) map[string]int64 {
 
 func formatCounts(m map[string]int64) string {
 	keys := slices.Sorted(maps.Keys(m))
-	var parts []string
+	var ps []string
 	var total int64
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+		ps = append(ps, fmt.Sprintf("%s=%d", k, m[k]))
 		total += m[k]
 	}
-	return fmt.Sprintf("%d [%s]", total, strings.Join(parts, " "))
+	return fmt.Sprintf("%d [%s]", total, strings.Join(ps, " "))
 }
 
 // TestDemoRequestCounts runs one turn of the embedded demo agent end to end,
@@ -730,10 +731,10 @@ func TestDemoRequestCounts(t *testing.T) {
 	facts = s.facts(alice, id)
 	readFacts := diffCounts(b, op.Counts())
 	b = op.Counts()
-	parts, _ := s.readStream(alice, id, turnOf(t, facts), 10*time.Second)
+	ps, _ := s.readStream(alice, id, turnOf(t, facts), 10*time.Second)
 	readStream := diffCounts(b, op.Counts())
 	checkApprovedTurn(t, facts, req[0].Approval.ID)
-	checkTranscript(t, parts, sc, outcome{approved: true})
+	checkTranscript(t, ps, sc, outcome{approved: true})
 
 	s.fireTick()
 	tickRun := tk.Counts()

@@ -24,6 +24,7 @@ import (
 	"github.com/baton-run/baton/examples/supportdesk/crm"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
@@ -115,7 +116,7 @@ func TestExampleResumeBootstrapRunsItsGoTool(t *testing.T) {
 	var refunded bool
 	for _, en := range page.Entries {
 		p := en.Part
-		if p.Type == streams.ToolOutputAvailable && string(p.Output) == `{"order":"A-1002","amount":250,"left":0}` {
+		if p.Type == parts.ToolOutputAvailable && string(p.Output) == `{"order":"A-1002","amount":250,"left":0}` {
 			refunded = true
 		}
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
@@ -563,9 +564,9 @@ func (s *stack) waitPending(user, id string, timeout time.Duration) operator.App
 
 // readStream reads a turn's stream through the API as JSON pages, following
 // the cursor until the stream is closed.
-func (s *stack) readStream(user, id, turn string, timeout time.Duration) ([]streams.Part, streams.Status) {
+func (s *stack) readStream(user, id, turn string, timeout time.Duration) ([]parts.Part, streams.Status) {
 	s.t.Helper()
-	var parts []streams.Part
+	var ps []parts.Part
 	var cursor streams.Cursor
 	deadline := time.Now().Add(timeout)
 	for pages := 0; ; pages++ {
@@ -576,18 +577,18 @@ func (s *stack) readStream(user, id, turn string, timeout time.Duration) ([]stre
 		}
 		s.must(http.StatusOK, "GET", path, user, "", &page)
 		for _, e := range page.Parts {
-			parts = append(parts, e.Part)
+			ps = append(ps, e.Part)
 		}
 		if len(page.Parts) > 0 && page.Cursor != page.Parts[len(page.Parts)-1].Cursor {
 			s.t.Fatalf("page cursor %s is not its last part's %s", page.Cursor, page.Parts[len(page.Parts)-1].Cursor)
 		}
 		cursor = page.Cursor
 		if page.Closed != streams.Open {
-			s.t.Logf("stream %s: %d parts in %d pages, closed %s", turn, len(parts), pages+1, page.Closed)
-			return parts, page.Closed
+			s.t.Logf("stream %s: %d parts in %d pages, closed %s", turn, len(ps), pages+1, page.Closed)
+			return ps, page.Closed
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("stream %s still open after %v (%d parts)", turn, timeout, len(parts))
+			s.t.Fatalf("stream %s still open after %v (%d parts)", turn, timeout, len(ps))
 		}
 		if len(page.Parts) == 0 {
 			time.Sleep(100 * time.Millisecond)

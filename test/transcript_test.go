@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // script is a scripted model's file, as far as the tests read it.
@@ -45,9 +45,9 @@ func (s script) calls() []string {
 	return out
 }
 
-func countParts(parts []streams.Part, typ streams.PartType) int {
+func countParts(ps []parts.Part, typ parts.Type) int {
 	n := 0
-	for _, p := range parts {
+	for _, p := range ps {
 		if p.Type == typ {
 			n++
 		}
@@ -56,10 +56,10 @@ func countParts(parts []streams.Part, typ streams.PartType) int {
 }
 
 // blocks returns the text of each text (or reasoning) block, in order.
-func blocks(parts []streams.Part, start, delta streams.PartType) []string {
+func blocks(ps []parts.Part, start, delta parts.Type) []string {
 	var order []string
 	text := map[string]*strings.Builder{}
-	for _, p := range parts {
+	for _, p := range ps {
 		switch p.Type {
 		case start:
 			if _, dup := text[p.ID]; dup {
@@ -91,17 +91,17 @@ func blocks(parts []streams.Part, start, delta streams.PartType) []string {
 // live-flushed before its invocation was cut short, and is redone later.
 // It returns the parts of the completed steps, in order, the number of
 // partial steps, and the parts outside any step.
-func splitSteps(parts []streams.Part) (completed [][]streams.Part, partial int, outside []streams.Part) {
-	var cur []streams.Part
+func splitSteps(ps []parts.Part) (completed [][]parts.Part, partial int, outside []parts.Part) {
+	var cur []parts.Part
 	in := false
-	for _, p := range parts {
+	for _, p := range ps {
 		switch {
-		case p.Type == streams.StartStep:
+		case p.Type == parts.StartStep:
 			if in {
 				partial++
 			}
-			cur, in = []streams.Part{p}, true
-		case p.Type == streams.FinishStep && in:
+			cur, in = []parts.Part{p}, true
+		case p.Type == parts.FinishStep && in:
 			completed = append(completed, append(cur, p))
 			cur, in = nil, false
 		case p.Marker() && in:
@@ -130,33 +130,33 @@ type outcome struct {
 // exactly once: every step (start-step … finish-step), its reasoning and text
 // blocks in order, every tool call with exactly one result, the approval
 // request and the operator's response, and a final finish.
-func checkTranscript(t *testing.T, parts []streams.Part, sc script, ap outcome) {
+func checkTranscript(t *testing.T, ps []parts.Part, sc script, ap outcome) {
 	t.Helper()
-	if len(parts) == 0 {
+	if len(ps) == 0 {
 		t.Fatal("empty stream")
 	}
-	if parts[0].Type != streams.Start {
-		t.Errorf("first part %s, want start", parts[0].Type)
+	if ps[0].Type != parts.Start {
+		t.Errorf("first part %s, want start", ps[0].Type)
 	}
-	if last := parts[len(parts)-1]; last.Type != streams.Finish || last.FinishReason != "stop" {
+	if last := ps[len(ps)-1]; last.Type != parts.Finish || last.FinishReason != "stop" {
 		t.Errorf("last part %+v, want finish(stop)", last)
 	}
-	if n := countParts(parts, streams.Finish); n != 1 {
+	if n := countParts(ps, parts.Finish); n != 1 {
 		t.Errorf("%d finish parts, want 1", n)
 	}
-	completed, partial, _ := splitSteps(parts)
+	completed, partial, _ := splitSteps(ps)
 	steps := len(sc.Steps)
 	if got := len(completed); got != steps {
 		t.Errorf("%d completed steps (start-step … finish-step), want %d (the script's steps): a step was lost or repeated", got, steps)
 	}
-	if got := countParts(parts, streams.FinishStep); got != steps {
+	if got := countParts(ps, parts.FinishStep); got != steps {
 		t.Errorf("%d finish-step parts, want %d", got, steps)
 	}
 	// A partial step is marked abandoned, once.
-	if got := countParts(parts, streams.DataAbandoned); got != partial {
-		t.Errorf("%d partial steps but %d data-abandoned markers: %s", partial, got, outline(parts))
+	if got := countParts(ps, parts.DataAbandoned); got != partial {
+		t.Errorf("%d partial steps but %d data-abandoned markers: %s", partial, got, outline(ps))
 	}
-	var inSteps []streams.Part
+	var inSteps []parts.Part
 	for _, st := range completed {
 		inSteps = append(inSteps, st...)
 	}
@@ -170,21 +170,21 @@ func checkTranscript(t *testing.T, parts []streams.Part, sc script, ap outcome) 
 			wantReasoning = append(wantReasoning, st.Reasoning)
 		}
 	}
-	if got := blocks(inSteps, streams.TextStart, streams.TextDelta); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", wantText) {
+	if got := blocks(inSteps, parts.TextStart, parts.TextDelta); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", wantText) {
 		t.Errorf("text blocks\n got %q\nwant %q", got, wantText)
 	}
-	if got := blocks(inSteps, streams.ReasoningStart, streams.ReasoningDelta); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", wantReasoning) {
+	if got := blocks(inSteps, parts.ReasoningStart, parts.ReasoningDelta); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", wantReasoning) {
 		t.Errorf("reasoning blocks\n got %q\nwant %q", got, wantReasoning)
 	}
 
 	// Tool calls, in script order, each with exactly one result.
 	var names []string
-	results := map[string][]streams.Part{}
+	results := map[string][]parts.Part{}
 	callName := map[string]string{}
 	// Calls of partial steps are not counted: the redone step makes them
 	// again, and only completed steps' calls run.
 	for _, p := range inSteps {
-		if p.Type == streams.ToolInputAvailable {
+		if p.Type == parts.ToolInputAvailable {
 			if _, dup := callName[p.ToolCallID]; dup {
 				t.Errorf("tool call %s made twice", p.ToolCallID)
 			}
@@ -192,9 +192,9 @@ func checkTranscript(t *testing.T, parts []streams.Part, sc script, ap outcome) 
 			names = append(names, p.ToolName)
 		}
 	}
-	for _, p := range parts {
+	for _, p := range ps {
 		switch p.Type {
-		case streams.ToolOutputAvailable, streams.ToolOutputError, streams.ToolOutputDenied:
+		case parts.ToolOutputAvailable, parts.ToolOutputError, parts.ToolOutputDenied:
 			results[p.ToolCallID] = append(results[p.ToolCallID], p)
 		}
 	}
@@ -210,10 +210,10 @@ func checkTranscript(t *testing.T, parts []streams.Part, sc script, ap outcome) 
 		r := rs[0]
 		switch {
 		case name == "send_email" && !ap.approved:
-			if r.Type != streams.ToolOutputDenied {
+			if r.Type != parts.ToolOutputDenied {
 				t.Errorf("denied send_email: result %+v, want tool-output-denied", r)
 			}
-		case r.Type != streams.ToolOutputAvailable:
+		case r.Type != parts.ToolOutputAvailable:
 			t.Errorf("%s: result %+v, want tool-output-available", name, r)
 		case name == "send_email" && !strings.Contains(string(r.Output), `"sent":true`):
 			t.Errorf("send_email output %s", r.Output)
@@ -230,12 +230,12 @@ func checkTranscript(t *testing.T, parts []streams.Part, sc script, ap outcome) 
 	}
 
 	// The approval.
-	var req, resp []streams.Part
-	for _, p := range parts {
+	var req, resp []parts.Part
+	for _, p := range ps {
 		switch p.Type {
-		case streams.ToolApprovalRequest:
+		case parts.ToolApprovalRequest:
 			req = append(req, p)
-		case streams.ToolApprovalResponse:
+		case parts.ToolApprovalResponse:
 			resp = append(resp, p)
 		}
 	}
@@ -252,13 +252,13 @@ func checkTranscript(t *testing.T, parts []streams.Part, sc script, ap outcome) 
 
 // outline renders a stream compactly: the part types, with deltas, blocks
 // and tool parts folded, one step per line.
-func outline(parts []streams.Part) string {
+func outline(ps []parts.Part) string {
 	var b strings.Builder
-	for i, p := range parts {
+	for i, p := range ps {
 		switch p.Type {
-		case streams.TextDelta, streams.ReasoningDelta, streams.TextEnd, streams.ReasoningEnd, streams.MessageMetadata:
+		case parts.TextDelta, parts.ReasoningDelta, parts.TextEnd, parts.ReasoningEnd, parts.MessageMetadata:
 			continue
-		case streams.StartStep:
+		case parts.StartStep:
 			b.WriteString("\n  ")
 		}
 		fmt.Fprintf(&b, "%d:%s", i, p.Type)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
@@ -166,7 +167,7 @@ var sites = []site{
 			}
 			steps := 0
 			for _, e := range page.Entries {
-				if e.Part.Type == streams.StartStep {
+				if e.Part.Type == parts.StartStep {
 					steps++
 				}
 			}

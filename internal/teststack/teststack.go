@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -110,12 +111,12 @@ func Count(fs []reducer.Fact, typ reducer.Type) int {
 }
 
 // Parts reads a whole stream back, with its status.
-func Parts(ctx context.Context, ss *session.Store, id, stream string) ([]streams.Part, streams.Status, error) {
+func Parts(ctx context.Context, ss *session.Store, id, stream string) ([]parts.Part, streams.Status, error) {
 	page, err := ss.ReadStream(ctx, id, stream, "")
 	if err != nil {
 		return nil, "", err
 	}
-	out := make([]streams.Part, len(page.Entries))
+	out := make([]parts.Part, len(page.Entries))
 	for i, e := range page.Entries {
 		out[i] = e.Part
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/chat"
-	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // TestChatBadInput: malformed bodies, a chat id of another caller, an
@@ -109,13 +109,13 @@ func TestChatBadInput(t *testing.T) {
 // TestVersionMap: each major gets only parts it parses.
 func TestVersionMap(t *testing.T) {
 	yes := true
-	parts := []streams.Part{
-		{Type: streams.ToolApprovalRequest, ApprovalID: "ap", ToolCallID: "tc"},
-		{Type: streams.ToolApprovalResponse, ApprovalID: "ap", Approved: &yes},
-		{Type: streams.ToolOutputDenied, ToolCallID: "tc"},
-		{Type: streams.Finish, FinishReason: "cancelled"},
-		{Type: streams.Finish, FinishReason: "stop"},
-		{Type: streams.TextDelta, ID: "t", Delta: "x"},
+	ps := []parts.Part{
+		{Type: parts.ToolApprovalRequest, ApprovalID: "ap", ToolCallID: "tc"},
+		{Type: parts.ToolApprovalResponse, ApprovalID: "ap", Approved: &yes},
+		{Type: parts.ToolOutputDenied, ToolCallID: "tc"},
+		{Type: parts.Finish, FinishReason: "cancelled"},
+		{Type: parts.Finish, FinishReason: "stop"},
+		{Type: parts.TextDelta, ID: "t", Delta: "x"},
 	}
 	want := map[chat.Version]string{
 		chat.V5:          "tool-output-error(denied by the operator) finish(other) finish(stop) text-delta",
@@ -125,7 +125,7 @@ func TestVersionMap(t *testing.T) {
 	}
 	for v, w := range want {
 		var got []string
-		for _, p := range parts {
+		for _, p := range ps {
 			m, ok := v.Map(p)
 			if !ok {
 				continue

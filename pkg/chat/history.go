@@ -7,9 +7,9 @@ import (
 	"net/http"
 
 	"github.com/baton-run/baton/pkg/httpjson"
+	"github.com/baton-run/baton/pkg/parts"
 
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 )
 
 // Message is a chat message as the AI SDK's UIMessage, as GET
@@ -93,11 +93,11 @@ func (h *handler) history(ctx context.Context, id string, v Version) ([]Message,
 		if err != nil {
 			return fmt.Errorf("chat: history of %s: turn %s: %w", id, turn, err)
 		}
-		parts := make([]streams.Part, len(page.Entries))
+		ps := make([]parts.Part, len(page.Entries))
 		for i, e := range page.Entries {
-			parts[i] = e.Part
+			ps[i] = e.Part
 		}
-		out = append(out, Reply(turn, parts, v))
+		out = append(out, Reply(turn, ps, v))
 		out = appendUser(out, steered)
 		turn, stream, steered = "", "", nil
 		return nil

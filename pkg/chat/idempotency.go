@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/baton-run/baton/pkg/httpjson"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -75,9 +76,9 @@ func (h *handler) replay(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if err != nil {
 		return false, err
 	}
-	var first []streams.Part
+	var first []parts.Part
 	if at.Turn != "" {
-		first = []streams.Part{{Type: streams.Start, MessageID: at.Turn}}
+		first = []parts.Part{{Type: parts.Start, MessageID: at.Turn}}
 	}
 	w.Header().Set(httpjson.ReplayedHeader, "true")
 	h.serve(w, r, at.Session, stream, page, v, first)

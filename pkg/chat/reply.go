@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // Reply folds a turn's stream parts into the assistant message an AI SDK
@@ -18,10 +18,10 @@ import (
 // recorded answer as approval-responded until the call's result. Unlike a
 // live client, the reply leaves out a step cut short and redone (the parts
 // before a data-abandoned back to its step-start), and error parts.
-func Reply(turn string, parts []streams.Part, v Version) Message {
+func Reply(turn string, ps []parts.Part, v Version) Message {
 	f := folder{msg: Message{ID: turn, Role: "assistant", Parts: []MessagePart{}}, blocks: map[string]int{}, step: -1}
-	for _, p := range parts {
-		if p.Type == streams.ToolApprovalResponse && v != V5 {
+	for _, p := range ps {
+		if p.Type == parts.ToolApprovalResponse && v != V5 {
 			f.answer(p) // v6 lacks the chunk but has the state
 			continue
 		}
@@ -38,46 +38,46 @@ type folder struct {
 	step   int            // index of the latest step-start part
 }
 
-func (f *folder) add(p streams.Part) {
+func (f *folder) add(p parts.Part) {
 	f.msg.Metadata = mergeJSON(f.msg.Metadata, p.MessageMetadata)
 	switch p.Type {
-	case streams.StartStep:
+	case parts.StartStep:
 		f.step = len(f.msg.Parts)
 		f.push(MessagePart{Type: "step-start"})
-	case streams.TextStart, streams.ReasoningStart:
+	case parts.TextStart, parts.ReasoningStart:
 		kind := "text"
-		if p.Type == streams.ReasoningStart {
+		if p.Type == parts.ReasoningStart {
 			kind = "reasoning"
 		}
 		text := ""
 		f.blocks[kind+"/"+p.ID] = len(f.msg.Parts)
 		f.push(MessagePart{Type: kind, Text: &text, State: "streaming", ProviderMetadata: p.ProviderMetadata})
-	case streams.TextDelta, streams.ReasoningDelta, streams.TextEnd, streams.ReasoningEnd:
+	case parts.TextDelta, parts.ReasoningDelta, parts.TextEnd, parts.ReasoningEnd:
 		f.block(p)
-	case streams.ToolInputAvailable:
+	case parts.ToolInputAvailable:
 		t := f.tool(p.ToolCallID)
 		if t == nil {
 			f.push(MessagePart{Type: "tool-" + p.ToolName, ToolCallID: p.ToolCallID})
 			t = &f.msg.Parts[len(f.msg.Parts)-1]
 		}
 		t.State, t.Input, t.CallProviderMetadata = "input-available", p.Input, p.ProviderMetadata
-	case streams.ToolApprovalRequest:
+	case parts.ToolApprovalRequest:
 		if t := f.tool(p.ToolCallID); t != nil {
 			t.State, t.Approval = "approval-requested", &UIApproval{ID: p.ApprovalID}
 		}
-	case streams.ToolOutputAvailable:
+	case parts.ToolOutputAvailable:
 		if t := f.tool(p.ToolCallID); t != nil {
 			t.State, t.Output = "output-available", p.Output
 		}
-	case streams.ToolOutputError:
+	case parts.ToolOutputError:
 		if t := f.tool(p.ToolCallID); t != nil {
 			t.State, t.ErrorText = "output-error", p.ErrorText
 		}
-	case streams.ToolOutputDenied:
+	case parts.ToolOutputDenied:
 		if t := f.tool(p.ToolCallID); t != nil {
 			t.State = "output-denied"
 		}
-	case streams.DataAbandoned:
+	case parts.DataAbandoned:
 		if f.step >= 0 {
 			f.msg.Parts = f.msg.Parts[:f.step]
 			f.step = -1
@@ -92,9 +92,9 @@ func (f *folder) add(p streams.Part) {
 func (f *folder) push(p MessagePart) { f.msg.Parts = append(f.msg.Parts, p) }
 
 // block adds a delta to, or ends, its text or reasoning part.
-func (f *folder) block(p streams.Part) {
+func (f *folder) block(p parts.Part) {
 	kind := "text"
-	if p.Type == streams.ReasoningDelta || p.Type == streams.ReasoningEnd {
+	if p.Type == parts.ReasoningDelta || p.Type == parts.ReasoningEnd {
 		kind = "reasoning"
 	}
 	i, ok := f.blocks[kind+"/"+p.ID]
@@ -103,7 +103,7 @@ func (f *folder) block(p streams.Part) {
 	}
 	b := &f.msg.Parts[i]
 	switch p.Type {
-	case streams.TextDelta, streams.ReasoningDelta:
+	case parts.TextDelta, parts.ReasoningDelta:
 		text := *b.Text + p.Delta
 		b.Text = &text
 	default:
@@ -115,7 +115,7 @@ func (f *folder) block(p streams.Part) {
 }
 
 // answer records an approval answer on its tool part.
-func (f *folder) answer(p streams.Part) {
+func (f *folder) answer(p parts.Part) {
 	for i := range f.msg.Parts {
 		t := &f.msg.Parts[i]
 		if t.Approval != nil && t.Approval.ID == p.ApprovalID {

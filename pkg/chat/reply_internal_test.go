@@ -4,42 +4,42 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // TestReply folds a turn with a step cut short and redone, a denied call
 // and step metadata, per major.
 func TestReply(t *testing.T) {
 	no := false
-	parts := []streams.Part{
-		{Type: streams.Start, MessageID: "turn_1"},
-		{Type: streams.StartStep},
-		{Type: streams.TextStart, ID: "s0-b0"},
-		{Type: streams.TextDelta, ID: "s0-b0", Delta: "cut "},
-		{Type: streams.DataAbandoned, Data: json.RawMessage(`{}`)},
-		{Type: streams.StartStep},
-		{Type: streams.ReasoningStart, ID: "s0-b0"},
-		{Type: streams.ReasoningDelta, ID: "s0-b0", Delta: "think"},
-		{Type: streams.ReasoningEnd, ID: "s0-b0"},
-		{Type: streams.TextStart, ID: "s0-b1"},
-		{Type: streams.TextDelta, ID: "s0-b1", Delta: "Hello "},
-		{Type: streams.TextDelta, ID: "s0-b1", Delta: "world"},
-		{Type: streams.TextEnd, ID: "s0-b1"},
-		{Type: streams.ToolInputAvailable, ToolCallID: "tc_1", ToolName: "send_email", Input: json.RawMessage(`{"to":"x"}`)},
-		{Type: streams.MessageMetadata, MessageMetadata: json.RawMessage(`{"usage":{"in":1},"finishReason":"tool-calls"}`)},
-		{Type: streams.FinishStep},
-		{Type: streams.ToolApprovalRequest, ToolCallID: "tc_1", ApprovalID: "ap_1"},
-		{Type: streams.DataSuspended, Data: json.RawMessage(`{"cause":"approval"}`)},
-		{Type: streams.ToolApprovalResponse, ApprovalID: "ap_1", Approved: &no, Reason: "no"},
-		{Type: streams.ToolOutputDenied, ToolCallID: "tc_1"},
-		{Type: streams.MessageMetadata, MessageMetadata: json.RawMessage(`{"usage":{"out":2}}`)},
-		{Type: streams.Finish, FinishReason: "stop"},
+	ps := []parts.Part{
+		{Type: parts.Start, MessageID: "turn_1"},
+		{Type: parts.StartStep},
+		{Type: parts.TextStart, ID: "s0-b0"},
+		{Type: parts.TextDelta, ID: "s0-b0", Delta: "cut "},
+		{Type: parts.DataAbandoned, Data: json.RawMessage(`{}`)},
+		{Type: parts.StartStep},
+		{Type: parts.ReasoningStart, ID: "s0-b0"},
+		{Type: parts.ReasoningDelta, ID: "s0-b0", Delta: "think"},
+		{Type: parts.ReasoningEnd, ID: "s0-b0"},
+		{Type: parts.TextStart, ID: "s0-b1"},
+		{Type: parts.TextDelta, ID: "s0-b1", Delta: "Hello "},
+		{Type: parts.TextDelta, ID: "s0-b1", Delta: "world"},
+		{Type: parts.TextEnd, ID: "s0-b1"},
+		{Type: parts.ToolInputAvailable, ToolCallID: "tc_1", ToolName: "send_email", Input: json.RawMessage(`{"to":"x"}`)},
+		{Type: parts.MessageMetadata, MessageMetadata: json.RawMessage(`{"usage":{"in":1},"finishReason":"tool-calls"}`)},
+		{Type: parts.FinishStep},
+		{Type: parts.ToolApprovalRequest, ToolCallID: "tc_1", ApprovalID: "ap_1"},
+		{Type: parts.DataSuspended, Data: json.RawMessage(`{"cause":"approval"}`)},
+		{Type: parts.ToolApprovalResponse, ApprovalID: "ap_1", Approved: &no, Reason: "no"},
+		{Type: parts.ToolOutputDenied, ToolCallID: "tc_1"},
+		{Type: parts.MessageMetadata, MessageMetadata: json.RawMessage(`{"usage":{"out":2}}`)},
+		{Type: parts.Finish, FinishReason: "stop"},
 	}
 	for _, tc := range []struct {
 		v     Version
 		state string
 	}{{V5, "output-error"}, {V6, "output-denied"}, {V7, "output-denied"}} {
-		m := Reply("turn_1", parts, tc.v)
+		m := Reply("turn_1", ps, tc.v)
 		var kinds []string
 		for _, p := range m.Parts {
 			kinds = append(kinds, p.Type)

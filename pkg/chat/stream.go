@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/httpjson"
+	"github.com/baton-run/baton/pkg/parts"
 
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
@@ -158,7 +159,7 @@ func (h *handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Req
 	}
 	at := replayAt{Session: id, Stream: t.Stream, Turn: t.ID}
 	for i := len(page.Entries) - 1; i >= 0; i-- {
-		if page.Entries[i].Part.Type == streams.DataSuspended {
+		if page.Entries[i].Part.Type == parts.DataSuspended {
 			at.Cursor = page.Entries[i].Cursor
 			page.Entries = page.Entries[i+1:]
 			break
@@ -183,7 +184,7 @@ func (h *handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Req
 	}
 	// The client continues its last assistant message: name it, so that
 	// every major keeps the turn's message id.
-	h.serve(w, r, id, t.Stream, page, v, []streams.Part{{Type: streams.Start, MessageID: t.ID}})
+	h.serve(w, r, id, t.Stream, page, v, []parts.Part{{Type: parts.Start, MessageID: t.ID}})
 	return nil
 }
 
@@ -224,7 +225,7 @@ func (h *handler) resume(w http.ResponseWriter, r *http.Request, caller string) 
 // waits for a person, the hold passes, or a read fails or outlasts the
 // request budget. It ends with [DONE], and sends a comment heartbeat every
 // heartbeat interval meanwhile.
-func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream string, page streams.Page, v Version, first []streams.Part) {
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream string, page streams.Page, v Version, first []parts.Part) {
 	ctx := r.Context()
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
@@ -235,7 +236,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 	w.WriteHeader(http.StatusOK)
 	ev := httpjson.StartEvents(w, h.Heartbeat)
 	defer ev.Close()
-	write := func(bw *bufio.Writer, cursor streams.Cursor, p streams.Part) error {
+	write := func(bw *bufio.Writer, cursor streams.Cursor, p parts.Part) error {
 		return writePart(bw, v, cursor, p)
 	}
 	end := func(err error) {
@@ -258,7 +259,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 		return
 	}
 	deadline := time.Now().Add(h.Hold)
-	var last streams.PartType
+	var last parts.Type
 	for {
 		if err := ev.Write(func(bw *bufio.Writer) error {
 			for _, e := range page.Entries {
@@ -276,7 +277,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 			end(nil)
 			return
 		}
-		if len(page.Entries) == 0 && (last == streams.DataSuspended || last == "") {
+		if len(page.Entries) == 0 && (last == parts.DataSuspended || last == "") {
 			// Caught up with a suspension, or with a stream that shows
 			// nothing new yet: stop if the turn waits for a person.
 			if done, err := h.stopsHere(ctx, id, stream); done || err != nil {
@@ -301,7 +302,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 
 // writePart writes p, as major v has it, as one event of the UI message
 // stream, whose id is cursor when there is one.
-func writePart(bw *bufio.Writer, v Version, cursor streams.Cursor, p streams.Part) error {
+func writePart(bw *bufio.Writer, v Version, cursor streams.Cursor, p parts.Part) error {
 	p, ok := v.Map(p)
 	if !ok {
 		return nil

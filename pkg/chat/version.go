@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	"github.com/baton-run/baton/pkg/httpjson"
-
-	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // VersionHeader is the request header in which a client names its AI SDK
@@ -68,21 +67,21 @@ var finishReasons = map[Version][]string{
 
 // Map returns p as the major v parses it, or false when v has no such part
 // and it is left out.
-func (v Version) Map(p streams.Part) (streams.Part, bool) {
+func (v Version) Map(p parts.Part) (parts.Part, bool) {
 	switch p.Type {
-	case streams.ToolApprovalRequest:
+	case parts.ToolApprovalRequest:
 		return p, v != V5
-	case streams.ToolApprovalResponse:
+	case parts.ToolApprovalResponse:
 		return p, v == V7
-	case streams.ToolOutputDenied:
+	case parts.ToolOutputDenied:
 		if v == V5 {
 			text := "denied by the operator"
 			if p.Reason != "" {
 				text += ": " + p.Reason
 			}
-			return streams.Part{Type: streams.ToolOutputError, ToolCallID: p.ToolCallID, ErrorText: text}, true
+			return parts.Part{Type: parts.ToolOutputError, ToolCallID: p.ToolCallID, ErrorText: text}, true
 		}
-	case streams.Finish:
+	case parts.Finish:
 		if p.FinishReason != "" && !slices.Contains(finishReasons[v], p.FinishReason) {
 			if v == V7 && p.FinishReason == "cancelled" {
 				p.FinishReason = "interrupted"

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 )
@@ -36,13 +37,13 @@ type renderer struct {
 	// midLine is whether the last thing written did not end a line.
 	midLine bool
 	// block is the open text or reasoning block's type, "" when none.
-	block streams.PartType
+	block parts.Type
 	// calls remembers each tool call's name and input for its approval.
-	calls map[string]streams.Part
+	calls map[string]parts.Part
 }
 
 func newRenderer(w io.Writer, session string, color, asJSON bool) *renderer {
-	return &renderer{w: w, session: session, color: color, json: asJSON, calls: map[string]streams.Part{}}
+	return &renderer{w: w, session: session, color: color, json: asJSON, calls: map[string]parts.Part{}}
 }
 
 func (r *renderer) style(s, text string) string {
@@ -135,7 +136,7 @@ func (r *renderer) part(e streams.Entry, turn string) {
 		b, err := json.Marshal(struct {
 			Turn   string         `json:"turn"`
 			Cursor streams.Cursor `json:"cursor"`
-			Part   streams.Part   `json:"part"`
+			Part   parts.Part     `json:"part"`
 		}{turn, e.Cursor, e.Part})
 		if err == nil {
 			fmt.Fprintf(r.w, "%s\n", b)
@@ -144,36 +145,36 @@ func (r *renderer) part(e streams.Entry, turn string) {
 	}
 	p := e.Part
 	switch p.Type {
-	case streams.TextStart, streams.ReasoningStart:
+	case parts.TextStart, parts.ReasoningStart:
 		r.endLine()
 		r.block = p.Type
-		if p.Type == streams.ReasoningStart {
+		if p.Type == parts.ReasoningStart {
 			r.inline(r.style(styleDim, "thinking: "))
 		}
-	case streams.TextDelta:
+	case parts.TextDelta:
 		r.inline(p.Delta)
-	case streams.ReasoningDelta:
+	case parts.ReasoningDelta:
 		// Reasoning stays on one dimmed line.
 		r.inline(r.style(styleDim, strings.ReplaceAll(p.Delta, "\n", " ")))
-	case streams.TextEnd, streams.ReasoningEnd:
+	case parts.TextEnd, parts.ReasoningEnd:
 		r.endLine()
 		r.block = ""
-	case streams.ToolInputAvailable:
+	case parts.ToolInputAvailable:
 		r.calls[p.ToolCallID] = p
 		r.line("%s %s(%s)", r.style(styleCyan, "→"), r.style(styleBold, p.ToolName), clipText(compact(p.Input), maxShown))
-	case streams.ToolOutputAvailable:
+	case parts.ToolOutputAvailable:
 		r.line("%s %s", r.style(styleCyan, "←"), clipText(compact(p.Output), maxShown))
-	case streams.ToolOutputError:
+	case parts.ToolOutputError:
 		r.line("%s %s", r.style(styleRed, "← error:"), clipText(p.ErrorText, maxShown))
-	case streams.ToolOutputDenied:
+	case parts.ToolOutputDenied:
 		r.line("%s", r.style(styleYellow, "← denied"))
-	case streams.ToolApprovalRequest, streams.ToolApprovalResponse:
+	case parts.ToolApprovalRequest, parts.ToolApprovalResponse:
 		r.approval(p)
-	case streams.DataSuspended, streams.DataResumed, streams.DataAbandoned, streams.DataSteered, streams.DataCompacted:
+	case parts.DataSuspended, parts.DataResumed, parts.DataAbandoned, parts.DataSteered, parts.DataCompacted:
 		r.data(p)
-	case streams.Error:
+	case parts.Error:
 		r.line("%s %s", r.style(styleRed, "✗ error:"), p.ErrorText)
-	case streams.Finish:
+	case parts.Finish:
 		reason := ""
 		if p.FinishReason != "" {
 			reason = " (" + p.FinishReason + ")"
@@ -183,9 +184,9 @@ func (r *renderer) part(e streams.Entry, turn string) {
 }
 
 // approval shows an approval's request, with how to answer it, or its answer.
-func (r *renderer) approval(p streams.Part) {
+func (r *renderer) approval(p parts.Part) {
 	switch p.Type {
-	case streams.ToolApprovalRequest:
+	case parts.ToolApprovalRequest:
 		call := r.calls[p.ToolCallID]
 		what := "a tool call"
 		if call.ToolName != "" {
@@ -194,7 +195,7 @@ func (r *renderer) approval(p streams.Part) {
 		r.line("%s %s needs approval %s", r.style(styleYellow, "?"), what, r.style(styleBold, p.ApprovalID))
 		r.line("  baton approve %s %s", r.session, p.ApprovalID)
 		r.line("  baton deny %s %s --reason ...", r.session, p.ApprovalID)
-	case streams.ToolApprovalResponse:
+	case parts.ToolApprovalResponse:
 		if p.Approved != nil && *p.Approved {
 			r.line("%s approval %s approved", r.style(styleGreen, "✓"), p.ApprovalID)
 		} else {
@@ -208,15 +209,15 @@ func (r *renderer) approval(p streams.Part) {
 }
 
 // data shows what a data part says about the turn.
-func (r *renderer) data(p streams.Part) {
+func (r *renderer) data(p parts.Part) {
 	switch p.Type {
-	case streams.DataSuspended:
+	case parts.DataSuspended:
 		r.line("%s", r.style(styleDim, "⏸ suspended"+dataSuffix(p.Data, "cause", "")))
-	case streams.DataResumed:
+	case parts.DataResumed:
 		r.line("%s", r.style(styleDim, "▶ resumed"+dataSuffix(p.Data, "invocation", "invocation ")))
-	case streams.DataAbandoned:
+	case parts.DataAbandoned:
 		r.line("%s", r.style(styleDim, "↺ partial step dropped"+dataSuffix(p.Data, "reason", "")))
-	case streams.DataSteered:
+	case parts.DataSteered:
 		var d struct {
 			Messages []struct {
 				Text string `json:"text"`
@@ -226,7 +227,7 @@ func (r *renderer) data(p streams.Part) {
 		for _, m := range d.Messages {
 			r.line("%s %s", r.style(styleBold, "› steered in:"), m.Text)
 		}
-	case streams.DataCompacted:
+	case parts.DataCompacted:
 		if steps := dataSuffix(p.Data, "steps", "steps: "); steps != "" {
 			r.line("%s", r.style(styleDim, "⇣ the turn's earlier steps summarised"+steps))
 		} else {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 )
@@ -265,7 +266,7 @@ func (f *follower) read(ctx context.Context, turn string, cursor *string) (int, 
 			return got, true, nil
 		case ev.data == "":
 		default:
-			var p streams.Part
+			var p parts.Part
 			if err := json.Unmarshal([]byte(ev.data), &p); err != nil {
 				return got, false, fmt.Errorf("stream event %s is not a part: %w", ev.id, err)
 			}

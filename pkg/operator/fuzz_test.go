@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -51,7 +52,7 @@ func FuzzHandler(f *testing.F) {
 		f.Fatal(err)
 	}
 	sink := store.OpenStream(id, turn)
-	if err := sink.Append(streams.Part{Type: streams.Start, MessageID: turn}, streams.Part{Type: streams.StartStep}); err != nil {
+	if err := sink.Append(parts.Part{Type: parts.Start, MessageID: turn}, parts.Part{Type: parts.StartStep}); err != nil {
 		f.Fatal(err)
 	}
 	if err := sink.Flush(ctx); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/httpjson"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -51,7 +52,7 @@ type Export struct {
 type ExportedTurn struct {
 	Turn   string         `json:"turn"`
 	Closed streams.Status `json:"closed,omitempty"`
-	Parts  []streams.Part `json:"parts"`
+	Parts  []parts.Part   `json:"parts"`
 }
 
 // export is GET /sessions/{id}/export.
@@ -77,7 +78,7 @@ func (a *api) export(w http.ResponseWriter, r *http.Request, caller string) erro
 		if err != nil {
 			return fmt.Errorf("operator: export %s: %w", id, err)
 		}
-		t := ExportedTurn{Turn: in.ID, Closed: page.Closed, Parts: make([]streams.Part, 0, len(page.Entries))}
+		t := ExportedTurn{Turn: in.ID, Closed: page.Closed, Parts: make([]parts.Part, 0, len(page.Entries))}
 		for _, e := range page.Entries {
 			t.Parts = append(t.Parts, e.Part)
 		}

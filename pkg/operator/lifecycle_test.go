@@ -15,6 +15,7 @@ import (
 	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 )
@@ -68,7 +69,7 @@ func seedObjects(t *testing.T, e *env, id string) {
 	t.Helper()
 	ctx := context.Background()
 	k := e.store.OpenStream(id, ids.New("turn"))
-	if err := k.Append(streams.Part{Type: streams.TextDelta, ID: "t", Delta: "hello"}); err != nil {
+	if err := k.Append(parts.Part{Type: parts.TextDelta, ID: "t", Delta: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Close(ctx, streams.Completed); err != nil {

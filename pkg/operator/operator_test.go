@@ -14,6 +14,7 @@ import (
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/lambdahttp"
 	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -193,7 +194,7 @@ func TestFactsAfter(t *testing.T) {
 }
 
 // writeStream writes parts as chunks: each inner slice is one flush.
-func writeStream(t *testing.T, e *env, id, stream string, close streams.Status, chunks ...[]streams.Part) *streams.Sink {
+func writeStream(t *testing.T, e *env, id, stream string, close streams.Status, chunks ...[]parts.Part) *streams.Sink {
 	t.Helper()
 	k := e.store.OpenStream(id, stream)
 	for _, c := range chunks {
@@ -213,10 +214,10 @@ func writeStream(t *testing.T, e *env, id, stream string, close streams.Status, 
 }
 
 var (
-	chunk0 = []streams.Part{{Type: streams.Start, MessageID: "m"}, {Type: streams.StartStep},
-		{Type: streams.TextStart, ID: "t1"}, {Type: streams.TextDelta, ID: "t1", Delta: "Hello"}}
-	chunk1 = []streams.Part{{Type: streams.TextEnd, ID: "t1"}, {Type: streams.FinishStep}}
-	closer = []streams.Part{{Type: streams.Finish, FinishReason: "stop"}}
+	chunk0 = []parts.Part{{Type: parts.Start, MessageID: "m"}, {Type: parts.StartStep},
+		{Type: parts.TextStart, ID: "t1"}, {Type: parts.TextDelta, ID: "t1", Delta: "Hello"}}
+	chunk1 = []parts.Part{{Type: parts.TextEnd, ID: "t1"}, {Type: parts.FinishStep}}
+	closer = []parts.Part{{Type: parts.Finish, FinishReason: "stop"}}
 )
 
 func TestStreamJSON(t *testing.T) {
@@ -260,7 +261,7 @@ func TestStreamJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.must(http.StatusOK, req{method: "GET", path: path + "?after=1.1", user: alice}).json(t, &page)
-	if len(page.Parts) != 1 || page.Parts[0].Part.Type != streams.Finish || page.Closed != streams.Completed {
+	if len(page.Parts) != 1 || page.Parts[0].Part.Type != parts.Finish || page.Closed != streams.Completed {
 		t.Errorf("closed: %+v", page)
 	}
 
@@ -316,7 +317,7 @@ func TestStreamSSE(t *testing.T) {
 		t.Fatalf("open stream: %d events %+v", len(evs), evs)
 	}
 	for i, ev := range evs {
-		var p streams.Part
+		var p parts.Part
 		if err := json.Unmarshal([]byte(ev.data), &p); err != nil || ev.name != "" {
 			t.Fatalf("event %d %+v: %v", i, ev, err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/httpjson"
+	"github.com/baton-run/baton/pkg/parts"
 
 	"github.com/baton-run/baton/pkg/streams"
 )
@@ -46,7 +47,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err != nil {
 		return err
 	}
-	shape := func(p streams.Part) (streams.Part, bool) { return p, true }
+	shape := func(p parts.Part) (parts.Part, bool) { return p, true }
 	if r.Header.Get(chat.VersionHeader) != "" {
 		v, err := chat.ParseVersion(r)
 		if err != nil {
@@ -130,7 +131,7 @@ func acceptsEventStream(r *http.Request) bool {
 // ends at the deadline, or when a read fails or outlasts the request
 // budget, and the client reconnects. A comment heartbeat goes out every
 // heartbeat interval meanwhile.
-func (a *api) serveEvents(w http.ResponseWriter, ctx context.Context, id, stream string, page streams.Page, deadline time.Time, shape func(streams.Part) (streams.Part, bool)) {
+func (a *api) serveEvents(w http.ResponseWriter, ctx context.Context, id, stream string, page streams.Page, deadline time.Time, shape func(parts.Part) (parts.Part, bool)) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")

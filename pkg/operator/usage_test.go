@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -29,7 +30,7 @@ func streamUsage(t *testing.T, e *env, id, stream string) reducer.Usage {
 	}
 	var u reducer.Usage
 	for _, en := range page.Entries {
-		if en.Part.Type != streams.MessageMetadata {
+		if en.Part.Type != parts.MessageMetadata {
 			continue
 		}
 		var m struct {
@@ -372,9 +373,9 @@ func TestSessionUsageOfALongStream(t *testing.T) {
 				if c.old {
 					meta = json.RawMessage(`{"usage":{"inputTokens":10,"outputTokens":2,"steps":1,"costMicroUSD":60},"finishReason":"tool-calls"}`)
 				}
-				for _, p := range []streams.Part{{Type: streams.StartStep},
-					{Type: streams.MessageMetadata, MessageMetadata: meta},
-					{Type: streams.FinishStep}} {
+				for _, p := range []parts.Part{{Type: parts.StartStep},
+					{Type: parts.MessageMetadata, MessageMetadata: meta},
+					{Type: parts.FinishStep}} {
 					if err := sink.Append(p); err != nil {
 						t.Fatal(err)
 					}
@@ -406,10 +407,10 @@ func TestSessionUsageSkipsAnAbandonedStep(t *testing.T) {
 	_, stream := e.startTurn(s.ID)
 	sink := e.store.OpenStream(s.ID, stream)
 	one := reducer.Usage{InputTokens: 10, OutputTokens: 2, Steps: 1}
-	for _, p := range []streams.Part{
-		{Type: streams.StartStep}, {Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(one, one, "tool-calls")}, {Type: streams.FinishStep},
-		{Type: streams.StartStep}, {Type: streams.MessageMetadata, MessageMetadata: conversation.StepMetadata(one, one.Add(one), "tool-calls")},
-		{Type: streams.DataAbandoned, Data: json.RawMessage(`{"reason":"cut"}`)},
+	for _, p := range []parts.Part{
+		{Type: parts.StartStep}, {Type: parts.MessageMetadata, MessageMetadata: conversation.StepMetadata(one, one, "tool-calls")}, {Type: parts.FinishStep},
+		{Type: parts.StartStep}, {Type: parts.MessageMetadata, MessageMetadata: conversation.StepMetadata(one, one.Add(one), "tool-calls")},
+		{Type: parts.DataAbandoned, Data: json.RawMessage(`{"reason":"cut"}`)},
 	} {
 		if err := sink.Append(p); err != nil {
 			t.Fatal(err)

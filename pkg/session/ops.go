@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/wake"
@@ -301,12 +302,12 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 		if t == nil {
 			return fmt.Errorf("session: cancel %s: %w", id, ErrNoTurn)
 		}
-		var parts []streams.Part
-		sink, parts, err = s.streams.Resume(ctx, id, t.Stream)
+		var ps []parts.Part
+		sink, ps, err = s.streams.Resume(ctx, id, t.Stream)
 		if err != nil {
 			return fmt.Errorf("session: cancel %s: read stream: %w", id, err)
 		}
-		_, err = s.End(ctx, sess, conversation.Replay(parts), reducer.Fact{
+		_, err = s.End(ctx, sess, conversation.Replay(ps), reducer.Fact{
 			Type: reducer.TurnCancelled, Actor: actor, Turn: t.ID, Reason: reason,
 		})
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -119,7 +120,7 @@ func TestCancelEndsTurnClosesStreamAndSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := s.OpenStream(id, turn)
-	_ = sink.Append(streams.Part{Type: streams.Start, MessageID: turn}, streams.Part{Type: streams.DataSuspended})
+	_ = sink.Append(parts.Part{Type: parts.Start, MessageID: turn}, parts.Part{Type: parts.DataSuspended})
 	if err := sink.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/streams"
 )
 
@@ -18,7 +19,7 @@ func (s *Store) OpenStream(id, stream string) *streams.Sink {
 
 // ResumeStream continues stream of session id after its last chunk, and
 // returns the parts already in it.
-func (s *Store) ResumeStream(ctx context.Context, id, stream string) (*streams.Sink, []streams.Part, error) {
+func (s *Store) ResumeStream(ctx context.Context, id, stream string) (*streams.Sink, []parts.Part, error) {
 	return s.streams.Resume(ctx, id, stream)
 }
 
@@ -38,7 +39,7 @@ func (s *Store) Streams(ctx context.Context, id string) ([]streams.Info, error) 
 func (s *Store) CloseStream(ctx context.Context, sink *streams.Sink, status streams.Status, reason string) error {
 	var err error
 	for range 5 {
-		if err = sink.Append(streams.Part{Type: streams.Finish, FinishReason: reason}); err == nil {
+		if err = sink.Append(parts.Part{Type: parts.Finish, FinishReason: reason}); err == nil {
 			err = sink.Close(ctx, status)
 		}
 		if errors.Is(err, streams.ErrClosed) || (err == nil) {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/streams"
 )
 
@@ -19,10 +20,10 @@ import (
 // against both.
 type StreamStore interface {
 	Open(session, stream string) *streams.Sink
-	Resume(ctx context.Context, session, stream string) (*streams.Sink, []streams.Part, error)
+	Resume(ctx context.Context, session, stream string) (*streams.Sink, []parts.Part, error)
 	Read(ctx context.Context, session, stream string, after streams.Cursor) (streams.Page, error)
 	ReadChunks(ctx context.Context, session, stream string, after streams.Cursor, maxChunks int) (streams.Page, error)
-	ReadBack(ctx context.Context, session, stream string, chunks int, visit func(streams.Part) bool) (whole bool, err error)
+	ReadBack(ctx context.Context, session, stream string, chunks int, visit func(parts.Part) bool) (whole bool, err error)
 	Streams(ctx context.Context, session string) ([]streams.Info, error)
 	PutSnapshot(ctx context.Context, key string, v any) error
 	GetSnapshot(ctx context.Context, key string, v any) error

@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 )
 
 // MaxUsageChunks bounds the chunks of a turn's stream StreamUsage reads
@@ -24,18 +24,18 @@ const MaxUsageChunks = 64
 // MaxUsageChunks chunks.
 func (s *Store) StreamUsage(ctx context.Context, id, stream string) (u reducer.Usage, ok bool, err error) {
 	var (
-		newest  []streams.Part // the parts read, newest first
+		newest  []parts.Part // the parts read, newest first
 		found   bool
 		dropped bool // in a step marked abandoned, read backwards
 	)
-	whole, err := s.streams.ReadBack(ctx, id, stream, MaxUsageChunks, func(p streams.Part) bool {
+	whole, err := s.streams.ReadBack(ctx, id, stream, MaxUsageChunks, func(p parts.Part) bool {
 		newest = append(newest, p)
 		switch p.Type {
-		case streams.DataAbandoned:
+		case parts.DataAbandoned:
 			dropped = true
-		case streams.StartStep:
+		case parts.StartStep:
 			dropped = false
-		case streams.MessageMetadata:
+		case parts.MessageMetadata:
 			if !dropped {
 				u, found = conversation.TurnUsage(p)
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // parseChunk decodes the body of the chunk object at key. A body that is
@@ -18,8 +20,8 @@ func parseChunk(key string, body []byte) (chunkDoc, error) {
 		return corrupt("not a JSON object")
 	}
 	var doc struct {
-		Parts  *[]Part `json:"parts"`
-		Closed Status  `json:"closed"`
+		Parts  *[]parts.Part `json:"parts"`
+		Closed Status        `json:"closed"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return corrupt("decode: %v", err)

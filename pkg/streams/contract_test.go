@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/baton-run/baton/internal/dirbucket"
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // The stream-store contract: every store, on its kind of bucket, passes the
@@ -102,10 +103,10 @@ func TestDirectoryRulesBite(t *testing.T) {
 
 // writeChunks writes a stream of chunks chunks of per parts each, closed
 // with closed unless it is Open, and returns the parts in order.
-func writeChunks(t *testing.T, s *Store, session, stream string, chunks, per int, closed Status) []Part {
+func writeChunks(t *testing.T, s *Store, session, stream string, chunks, per int, closed Status) []parts.Part {
 	t.Helper()
 	k := s.Open(session, stream)
-	var all []Part
+	var all []parts.Part
 	for c := range chunks {
 		for p := range per {
 			part := text(fmt.Sprintf("b%d-%d", c, p), fmt.Sprintf("chunk %d part %d", c, p))
@@ -123,17 +124,17 @@ func writeChunks(t *testing.T, s *Store, session, stream string, chunks, per int
 	return all
 }
 
-func entryParts(es []Entry) []Part {
-	ps := make([]Part, len(es))
+func entryParts(es []Entry) []parts.Part {
+	ps := make([]parts.Part, len(es))
 	for i, e := range es {
 		ps[i] = e.Part
 	}
 	return ps
 }
 
-func samePart(a, b Part) bool { return a.Type == b.Type && a.ID == b.ID && a.Delta == b.Delta }
+func samePart(a, b parts.Part) bool { return a.Type == b.Type && a.ID == b.ID && a.Delta == b.Delta }
 
-func sameParts(t *testing.T, what string, got, want []Part) {
+func sameParts(t *testing.T, what string, got, want []parts.Part) {
 	t.Helper()
 	if !slices.EqualFunc(got, want, samePart) {
 		t.Fatalf("%s: got %d parts %v, want %d %v", what, len(got), got, len(want), want)
@@ -169,7 +170,7 @@ func contractReadAcrossChunks(t *testing.T, c contractStore) {
 func contractReadChunksPages(t *testing.T, c contractStore) {
 	id := session()
 	want := writeChunks(t, c.store, id, "s", 10, 1, Open)
-	var got []Part
+	var got []parts.Part
 	cur := Cursor("")
 	for pages := 0; ; pages++ {
 		if pages > 10 {
@@ -194,15 +195,15 @@ func contractReadChunksPages(t *testing.T, c contractStore) {
 func contractReadBack(t *testing.T, c contractStore) {
 	id := session()
 	want := writeChunks(t, c.store, id, "s", 9, 2, Interrupted)
-	var got []Part
-	whole, err := c.store.ReadBack(t.Context(), id, "s", 100, func(p Part) bool { got = append(got, p); return true })
+	var got []parts.Part
+	whole, err := c.store.ReadBack(t.Context(), id, "s", 100, func(p parts.Part) bool { got = append(got, p); return true })
 	if err != nil || !whole {
 		t.Fatalf("read back: whole %v, %v", whole, err)
 	}
 	slices.Reverse(got)
 	sameParts(t, "read back", got, want)
 	got = nil
-	whole, err = c.store.ReadBack(t.Context(), id, "s", 3, func(p Part) bool { got = append(got, p); return true })
+	whole, err = c.store.ReadBack(t.Context(), id, "s", 3, func(p parts.Part) bool { got = append(got, p); return true })
 	if err != nil || whole {
 		t.Fatalf("read back 3 chunks: whole %v, %v", whole, err)
 	}
@@ -213,11 +214,11 @@ func contractReadBack(t *testing.T, c contractStore) {
 func contractResume(t *testing.T, c contractStore) {
 	id := session()
 	want := writeChunks(t, c.store, id, "s", 12, 1, Open)
-	k, parts, err := c.store.Resume(t.Context(), id, "s")
+	k, ps, err := c.store.Resume(t.Context(), id, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameParts(t, "resumed parts", parts, want)
+	sameParts(t, "resumed parts", ps, want)
 	if k.Next() != 12 || k.Closed() != Open {
 		t.Fatalf("resumed at %d, closed %q", k.Next(), k.Closed())
 	}
@@ -267,7 +268,7 @@ func contractStaleWriter(t *testing.T, c contractStore) {
 		t.Fatal(err)
 	}
 	sameParts(t, "the first writer's parts only", entryParts(page.Entries),
-		[]Part{text("a", "first writer"), text("a2", "second chunk")})
+		[]parts.Part{text("a", "first writer"), text("a2", "second chunk")})
 }
 
 func contractStreams(t *testing.T, c contractStore) {
@@ -368,7 +369,7 @@ func contractGap(t *testing.T, c contractStore) {
 	if _, _, err := c.store.Resume(t.Context(), id, "s"); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("resume over a gap: %v", err)
 	}
-	if _, err := c.store.ReadBack(t.Context(), id, "s", 100, func(Part) bool { return true }); !errors.Is(err, ErrCorrupt) {
+	if _, err := c.store.ReadBack(t.Context(), id, "s", 100, func(parts.Part) bool { return true }); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("read back over a gap: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // chunkSeeds are chunk bodies as the sink writes them.
@@ -106,7 +107,7 @@ func TestReadRefusesCorruptChunks(t *testing.T) {
 	for i, body := range []string{`null`, `{"parts":null}`, `{"parts":[{}]}`, `{"parts":[],"closed":"exploded"}`, `[]`, `{"parts":[]} {}`, "\xff"} {
 		sess := session()
 		good := store.Open(sess, "t")
-		mustAppend(t, good, Part{Type: Start})
+		mustAppend(t, good, parts.Part{Type: parts.Start})
 		mustFlush(t, good)
 		key := ChunkKey(sess, "t", 1)
 		if _, err := testEnv.Emu.Clients.S3.PutObject(ctx, &s3.PutObjectInput{

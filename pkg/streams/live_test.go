@@ -3,6 +3,8 @@ package streams
 import (
 	"testing"
 	"time"
+
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // TestLiveThrottlesWithLeadingAndTrailingEdges: the first Poke flushes at
@@ -17,11 +19,11 @@ func TestLiveThrottlesWithLeadingAndTrailingEdges(t *testing.T) {
 	// An interval no test outlives: only the leading edge can write.
 	k := store.Open(sess, "slow")
 	live := k.Live(time.Hour)
-	k.Append(Part{Type: Start, MessageID: "m"})
+	k.Append(parts.Part{Type: parts.Start, MessageID: "m"})
 	if err := live.Poke(ctx); err != nil || k.Puts() != 1 || k.Buffered() != 0 {
 		t.Fatalf("leading edge: err %v, %d puts, %d buffered", err, k.Puts(), k.Buffered())
 	}
-	k.Append(Part{Type: TextDelta, ID: "b", Delta: "later"})
+	k.Append(parts.Part{Type: parts.TextDelta, ID: "b", Delta: "later"})
 	if err := live.Poke(ctx); err != nil || k.Puts() != 1 || k.Buffered() != 1 {
 		t.Fatalf("within the interval: err %v, %d puts, %d buffered", err, k.Puts(), k.Buffered())
 	}
@@ -33,11 +35,11 @@ func TestLiveThrottlesWithLeadingAndTrailingEdges(t *testing.T) {
 	// nothing else happens.
 	k = store.Open(sess, "fast")
 	live = k.Live(10 * time.Millisecond)
-	k.Append(Part{Type: Start, MessageID: "m"})
+	k.Append(parts.Part{Type: parts.Start, MessageID: "m"})
 	if err := live.Poke(ctx); err != nil {
 		t.Fatal(err)
 	}
-	k.Append(Part{Type: TextDelta, ID: "b", Delta: "paused"})
+	k.Append(parts.Part{Type: parts.TextDelta, ID: "b", Delta: "paused"})
 	if err := live.Poke(ctx); err != nil {
 		t.Fatal(err)
 	}

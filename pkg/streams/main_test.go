@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // testEnv is the emulator and the bucket shared by the package's tests. kumo
@@ -125,11 +126,13 @@ func chunkKeys(t *testing.T, session, stream string) []string {
 	return keys
 }
 
-func text(id, delta string) Part { return Part{Type: TextDelta, ID: id, Delta: delta} }
+func text(id, delta string) parts.Part {
+	return parts.Part{Type: parts.TextDelta, ID: id, Delta: delta}
+}
 
-func mustAppend(t *testing.T, k *Sink, parts ...Part) {
+func mustAppend(t *testing.T, k *Sink, ps ...parts.Part) {
 	t.Helper()
-	if err := k.Append(parts...); err != nil {
+	if err := k.Append(ps...); err != nil {
 		t.Fatalf("append: %v", err)
 	}
 }

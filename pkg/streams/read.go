@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // Cursor names the last part a reader already has: "<chunk>.<part>", both
@@ -72,8 +74,8 @@ func parseIndex(s string, limit int) (int, error) {
 
 // Entry is one part and the cursor that names it.
 type Entry struct {
-	Cursor Cursor `json:"cursor"`
-	Part   Part   `json:"part"`
+	Cursor Cursor     `json:"cursor"`
+	Part   parts.Part `json:"part"`
 }
 
 // Page is what Read returns.
@@ -155,7 +157,7 @@ func (s *Store) ReadChunks(ctx context.Context, session, stream string, after Cu
 // from the last back, one, then two, then four at a time, so a reader that
 // stops in the last chunk costs one ListObjectsV2 (per 1000 chunks) and one
 // GetObject. whole reports that visit saw every part of the stream.
-func (s *Store) ReadBack(ctx context.Context, session, stream string, chunks int, visit func(Part) bool) (whole bool, err error) {
+func (s *Store) ReadBack(ctx context.Context, session, stream string, chunks int, visit func(parts.Part) bool) (whole bool, err error) {
 	fail := func(err error) (bool, error) {
 		return false, fmt.Errorf("streams: read %s/%s back: %w", session, stream, err)
 	}

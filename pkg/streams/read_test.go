@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 func TestParseCursor(t *testing.T) {
@@ -33,9 +35,9 @@ func TestReadRefusesCursorsNamingNoPart(t *testing.T) {
 	store := sharedStore()
 	sess, stream := session(), "r"
 	k := store.Open(sess, stream)
-	mustAppend(t, k, Part{Type: Start}, Part{Type: StartStep})
+	mustAppend(t, k, parts.Part{Type: parts.Start}, parts.Part{Type: parts.StartStep})
 	mustFlush(t, k)
-	mustAppend(t, k, Part{Type: FinishStep})
+	mustAppend(t, k, parts.Part{Type: parts.FinishStep})
 	mustFlush(t, k)
 	for _, c := range []Cursor{"0.2", "1.1", "2.0", "7.0", "garbage"} {
 		if _, err := store.Read(ctx, sess, stream, c); !errors.Is(err, ErrBadCursor) {
@@ -60,19 +62,19 @@ func TestStreamsListsCloseStatus(t *testing.T) {
 	sess := session()
 
 	done := store.Open(sess, "a-done")
-	mustAppend(t, done, Part{Type: Start})
+	mustAppend(t, done, parts.Part{Type: parts.Start})
 	mustFlush(t, done)
-	mustAppend(t, done, Part{Type: Finish})
+	mustAppend(t, done, parts.Part{Type: parts.Finish})
 	if err := done.Close(ctx, Completed); err != nil {
 		t.Fatal(err)
 	}
 	open := store.Open(sess, "b-open")
 	for range 3 {
-		mustAppend(t, open, Part{Type: StartStep})
+		mustAppend(t, open, parts.Part{Type: parts.StartStep})
 		mustFlush(t, open)
 	}
 	failed := store.Open(sess, "c-failed")
-	mustAppend(t, failed, Part{Type: Error, ErrorText: "boom"})
+	mustAppend(t, failed, parts.Part{Type: parts.Error, ErrorText: "boom"})
 	if err := failed.Close(ctx, Failed); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func TestStreamsListsCloseStatus(t *testing.T) {
 	}
 	// Another session sharing a prefix of this one's id is not listed.
 	other := store.Open(sess+"x", "z")
-	mustAppend(t, other, Part{Type: Start})
+	mustAppend(t, other, parts.Part{Type: parts.Start})
 	mustFlush(t, other)
 
 	infos, err := store.Streams(ctx, sess)
@@ -195,7 +197,7 @@ func TestReadBack(t *testing.T) {
 	store, rec := recordedStore(1)
 	sess, stream := session(), "tail"
 	all := func(chunks int) (deltas []string, whole bool) {
-		whole, err := store.ReadBack(ctx, sess, stream, chunks, func(p Part) bool {
+		whole, err := store.ReadBack(ctx, sess, stream, chunks, func(p parts.Part) bool {
 			deltas = append(deltas, p.Delta)
 			return true
 		})
@@ -234,7 +236,7 @@ func TestReadBack(t *testing.T) {
 	// then the two before it at once.
 	rec.reset()
 	var seen []string
-	if whole, err := store.ReadBack(ctx, sess, stream, 10, func(p Part) bool {
+	if whole, err := store.ReadBack(ctx, sess, stream, 10, func(p parts.Part) bool {
 		seen = append(seen, p.Delta)
 		return false
 	}); err != nil || whole || !slices.Equal(seen, want[:1]) {
@@ -243,7 +245,7 @@ func TestReadBack(t *testing.T) {
 	if rec.count("LIST") != 1 || rec.count(http.MethodGet) != 3 {
 		t.Fatalf("stopping in the chunk before the last took %d listings and %d gets, want 1 and 3", rec.count("LIST"), rec.count(http.MethodGet))
 	}
-	if _, err := store.ReadBack(ctx, sess, stream, 0, func(Part) bool { return true }); err == nil {
+	if _, err := store.ReadBack(ctx, sess, stream, 0, func(parts.Part) bool { return true }); err == nil {
 		t.Fatal("reading back 0 chunks: no error")
 	}
 }

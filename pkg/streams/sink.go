@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // Sink writes one stream. It buffers parts in memory and writes them as the
@@ -26,7 +28,7 @@ type Sink struct {
 	mu      sync.Mutex
 	invalid error // a bad session or stream id, reported by every call
 	next    int
-	buf     []Part
+	buf     []parts.Part
 	closed  Status
 	poison  *ChunkTakenError // the lost race that poisoned the sink
 	puts    int
@@ -65,7 +67,7 @@ func (s *Store) Open(session, stream string) *Sink {
 // chunks resumes like Open. It costs one ListObjectsV2 per 1000 chunks and
 // one GetObject per chunk (on Express, no listing, and up to 8 GetObjects
 // more for chunks not yet written).
-func (s *Store) Resume(ctx context.Context, session, stream string) (*Sink, []Part, error) {
+func (s *Store) Resume(ctx context.Context, session, stream string) (*Sink, []parts.Part, error) {
 	k := s.Open(session, stream)
 	if k.invalid != nil {
 		return nil, nil, fmt.Errorf("streams: resume %s/%s: %w", session, stream, k.invalid)
@@ -74,19 +76,19 @@ func (s *Store) Resume(ctx context.Context, session, stream string) (*Sink, []Pa
 	if err != nil {
 		return nil, nil, fmt.Errorf("streams: resume %s/%s: %w", session, stream, err)
 	}
-	var parts []Part
+	var ps []parts.Part
 	for i, d := range docs {
 		if d.Closed != Open && i != len(docs)-1 {
 			return nil, nil, fmt.Errorf("streams: resume %s/%s: %w: chunk %d follows the closing chunk %d",
 				session, stream, ErrCorrupt, i+1, i)
 		}
-		parts = append(parts, d.Parts...)
+		ps = append(ps, d.Parts...)
 	}
 	k.next = len(docs)
 	if len(docs) > 0 {
 		k.closed = docs[len(docs)-1].Closed
 	}
-	return k, parts, nil
+	return k, ps, nil
 }
 
 // Append buffers parts; it does no I/O. A text-delta or reasoning-delta is
@@ -95,7 +97,7 @@ func (s *Store) Resume(ctx context.Context, session, stream string) (*Sink, []Pa
 // set): their Deltas are concatenated. Append refuses parts without a type,
 // and fails with ErrClosed on a closed sink and ErrPoisoned on a poisoned
 // one.
-func (k *Sink) Append(parts ...Part) error {
+func (k *Sink) Append(ps ...parts.Part) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if err := k.usable("append to"); err != nil {
@@ -110,12 +112,12 @@ func (k *Sink) Append(parts ...Part) error {
 				k.session, k.stream, ErrClosed, a.closed)
 		}
 	}
-	for i, p := range parts {
+	for i, p := range ps {
 		if p.Type == "" {
 			return fmt.Errorf("streams: append to %s/%s: %w: part %d has no type", k.session, k.stream, ErrInvalid, i)
 		}
 	}
-	for _, p := range parts {
+	for _, p := range ps {
 		if n := len(k.buf); n > k.frozen() && coalesces(k.buf[n-1], p) {
 			k.buf[n-1].Delta += p.Delta
 			continue
@@ -126,8 +128,8 @@ func (k *Sink) Append(parts ...Part) error {
 }
 
 // coalesces reports whether delta part p can be merged into prev.
-func coalesces(prev, p Part) bool {
-	if p.Type != TextDelta && p.Type != ReasoningDelta {
+func coalesces(prev, p parts.Part) bool {
+	if p.Type != parts.TextDelta && p.Type != parts.ReasoningDelta {
 		return false
 	}
 	return prev.Type == p.Type && prev.ID == p.ID &&
@@ -137,7 +139,7 @@ func coalesces(prev, p Part) bool {
 
 // deltaOnly reports whether p sets nothing a merge would lose: no field but
 // Type, ID, Delta and ProviderMetadata.
-func deltaOnly(p Part) bool {
+func deltaOnly(p parts.Part) bool {
 	return p.MessageID == "" && p.ToolCallID == "" && p.ToolName == "" &&
 		p.Input == nil && p.Output == nil && p.ErrorText == "" &&
 		p.ApprovalID == "" && p.Approved == nil && p.Reason == "" &&
@@ -221,11 +223,11 @@ func (k *Sink) write(ctx context.Context, status Status) error {
 	if k.next >= maxChunks {
 		return fmt.Errorf("streams: %s %s/%s: %w: chunk index %d out of range", op, k.session, k.stream, ErrInvalid, k.next)
 	}
-	parts := k.buf
-	if parts == nil {
-		parts = []Part{}
+	ps := k.buf
+	if ps == nil {
+		ps = []parts.Part{}
 	}
-	body, err := json.Marshal(chunkDoc{Parts: parts, Closed: status})
+	body, err := json.Marshal(chunkDoc{Parts: ps, Closed: status})
 	if err != nil {
 		return fmt.Errorf("streams: %s %s/%s: encode chunk %d: %w", op, k.session, k.stream, k.next, err)
 	}
@@ -273,7 +275,7 @@ func (k *Sink) write(ctx context.Context, status Status) error {
 // committed records that the first n buffered parts landed as chunk
 // k.next, closing the stream with status unless it is Open.
 func (k *Sink) committed(n int, status Status) {
-	k.buf = append([]Part(nil), k.buf[n:]...)
+	k.buf = append([]parts.Part(nil), k.buf[n:]...)
 	if len(k.buf) == 0 {
 		k.buf = nil
 	}

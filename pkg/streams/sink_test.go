@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 func asJSON(t *testing.T, v any) string {
@@ -46,16 +48,16 @@ func TestAppendFlushReadRoundTrip(t *testing.T) {
 
 	// Chunk 0: three text-deltas of block a coalesce into one.
 	mustAppend(t, k,
-		Part{Type: Start, MessageID: "turn-1"},
-		Part{Type: StartStep},
-		Part{Type: TextStart, ID: "a"},
+		parts.Part{Type: parts.Start, MessageID: "turn-1"},
+		parts.Part{Type: parts.StartStep},
+		parts.Part{Type: parts.TextStart, ID: "a"},
 		text("a", "Hel"), text("a", "lo"))
 	mustAppend(t, k, text("a", " world"))
 	if n := k.Buffered(); n != 4 {
 		t.Fatalf("buffered %d parts, want 4 after coalescing", n)
 	}
 	mustFlush(t, k)
-	chunk0 := []Part{{Type: Start, MessageID: "turn-1"}, {Type: StartStep}, {Type: TextStart, ID: "a"}, text("a", "Hello world")}
+	chunk0 := []parts.Part{{Type: parts.Start, MessageID: "turn-1"}, {Type: parts.StartStep}, {Type: parts.TextStart, ID: "a"}, text("a", "Hello world")}
 	if got, want := asJSON(t, decodeChunk(t, rawChunk(t, sess, stream, 0))), asJSON(t, chunkDoc{Parts: chunk0}); got != want {
 		t.Fatalf("chunk 0 =\n%s\nwant\n%s", got, want)
 	}
@@ -70,7 +72,7 @@ func TestAppendFlushReadRoundTrip(t *testing.T) {
 
 	// Chunk 1: a delta after a flush starts a new part; it is not merged
 	// into the durable one.
-	mustAppend(t, k, text("a", "!"), Part{Type: TextEnd, ID: "a"}, Part{Type: FinishStep})
+	mustAppend(t, k, text("a", "!"), parts.Part{Type: parts.TextEnd, ID: "a"}, parts.Part{Type: parts.FinishStep})
 	mustFlush(t, k)
 
 	page, err := store.Read(ctx, sess, stream, "0.3")
@@ -88,10 +90,10 @@ func TestAppendFlushReadRoundTrip(t *testing.T) {
 	}
 
 	// Chunk 2, and chunk 3 which closes the stream.
-	tool := Part{Type: ToolInputAvailable, ToolCallID: "c1", ToolName: "echo", Input: json.RawMessage(`{"x":1}`)}
+	tool := parts.Part{Type: parts.ToolInputAvailable, ToolCallID: "c1", ToolName: "echo", Input: json.RawMessage(`{"x":1}`)}
 	mustAppend(t, k, tool)
 	mustFlush(t, k)
-	mustAppend(t, k, Part{Type: Finish, FinishReason: "stop"})
+	mustAppend(t, k, parts.Part{Type: parts.Finish, FinishReason: "stop"})
 	if err := k.Close(ctx, Completed); err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +101,8 @@ func TestAppendFlushReadRoundTrip(t *testing.T) {
 		t.Fatalf("after close: next %d puts %d closed %q", k.Next(), k.Puts(), k.Closed())
 	}
 
-	all := append(append(chunk0, text("a", "!"), Part{Type: TextEnd, ID: "a"}, Part{Type: FinishStep}, tool),
-		Part{Type: Finish, FinishReason: "stop"})
+	all := append(append(chunk0, text("a", "!"), parts.Part{Type: parts.TextEnd, ID: "a"}, parts.Part{Type: parts.FinishStep}, tool),
+		parts.Part{Type: parts.Finish, FinishReason: "stop"})
 	page, err = store.Read(ctx, sess, stream, "")
 	if err != nil {
 		t.Fatal(err)
@@ -109,11 +111,11 @@ func TestAppendFlushReadRoundTrip(t *testing.T) {
 	if got := entryCursors(page); asJSON(t, got) != asJSON(t, wantCursors) {
 		t.Fatalf("read all: cursors %v, want %v", got, wantCursors)
 	}
-	parts := make([]Part, len(page.Entries))
+	ps := make([]parts.Part, len(page.Entries))
 	for i, e := range page.Entries {
-		parts[i] = e.Part
+		ps[i] = e.Part
 	}
-	if got, want := asJSON(t, parts), asJSON(t, all); got != want {
+	if got, want := asJSON(t, ps), asJSON(t, all); got != want {
 		t.Fatalf("read all: parts\n%s\nwant\n%s", got, want)
 	}
 	if page.Cursor != "3.0" || page.Closed != Completed {
@@ -153,7 +155,7 @@ func TestReadListsOnlyFromTheCursorsChunk(t *testing.T) {
 	sess, stream := session(), "s"
 	k := sharedStore().Open(sess, stream)
 	for i := range 5 {
-		mustAppend(t, k, Part{Type: StartStep}, Part{Type: FinishStep, ID: string(rune('a' + i))})
+		mustAppend(t, k, parts.Part{Type: parts.StartStep}, parts.Part{Type: parts.FinishStep, ID: string(rune('a' + i))})
 		mustFlush(t, k)
 	}
 	store, rec := recordedStore(1)
@@ -187,18 +189,18 @@ func TestResumePagesPastAThousandChunks(t *testing.T) {
 	k := sharedStore().Open(sess, stream)
 	const n = 1003
 	for i := range n {
-		mustAppend(t, k, Part{Type: Data(i)})
+		mustAppend(t, k, parts.Part{Type: Data(i)})
 		mustFlush(t, k)
 	}
 	store, rec := recordedStore(1)
-	r, parts, err := store.Resume(ctx, sess, stream)
+	r, ps, err := store.Resume(ctx, sess, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Next() != n || len(parts) != n {
-		t.Fatalf("resume: next %d, %d parts; want %d", r.Next(), len(parts), n)
+	if r.Next() != n || len(ps) != n {
+		t.Fatalf("resume: next %d, %d parts; want %d", r.Next(), len(ps), n)
 	}
-	for i, p := range parts {
+	for i, p := range ps {
 		if p.Type != Data(i) {
 			t.Fatalf("part %d is %q, want %q", i, p.Type, Data(i))
 		}
@@ -216,27 +218,27 @@ func TestResumePagesPastAThousandChunks(t *testing.T) {
 }
 
 // Data names a distinct part type for ordering checks.
-func Data(i int) PartType { return PartType(fmt.Sprintf("data-n%d", i)) }
+func Data(i int) parts.Type { return parts.Type(fmt.Sprintf("data-n%d", i)) }
 
 func TestCoalescing(t *testing.T) {
 	meta := json.RawMessage(`{"sig":"x"}`)
 	tests := []struct {
 		name  string
-		parts []Part
-		want  []Part
+		parts []parts.Part
+		want  []parts.Part
 	}{
-		{"text deltas of one block", []Part{text("a", "1"), text("a", "2"), text("a", "3")}, []Part{text("a", "123")}},
-		{"reasoning deltas", []Part{{Type: ReasoningDelta, ID: "r", Delta: "th"}, {Type: ReasoningDelta, ID: "r", Delta: "ink"}},
-			[]Part{{Type: ReasoningDelta, ID: "r", Delta: "think"}}},
-		{"different blocks", []Part{text("a", "1"), text("b", "2")}, []Part{text("a", "1"), text("b", "2")}},
-		{"text then reasoning with one id", []Part{text("a", "1"), {Type: ReasoningDelta, ID: "a", Delta: "2"}},
-			[]Part{text("a", "1"), {Type: ReasoningDelta, ID: "a", Delta: "2"}}},
-		{"interrupted by another part", []Part{text("a", "1"), {Type: TextEnd, ID: "a"}, text("a", "2")},
-			[]Part{text("a", "1"), {Type: TextEnd, ID: "a"}, text("a", "2")}},
-		{"provider metadata differs", []Part{{Type: ReasoningDelta, ID: "r", Delta: "1"}, {Type: ReasoningDelta, ID: "r", Delta: "2", ProviderMetadata: meta}},
-			[]Part{{Type: ReasoningDelta, ID: "r", Delta: "1"}, {Type: ReasoningDelta, ID: "r", Delta: "2", ProviderMetadata: meta}}},
-		{"non-delta parts never merge", []Part{{Type: TextStart, ID: "a"}, {Type: TextStart, ID: "a"}},
-			[]Part{{Type: TextStart, ID: "a"}, {Type: TextStart, ID: "a"}}},
+		{"text deltas of one block", []parts.Part{text("a", "1"), text("a", "2"), text("a", "3")}, []parts.Part{text("a", "123")}},
+		{"reasoning deltas", []parts.Part{{Type: parts.ReasoningDelta, ID: "r", Delta: "th"}, {Type: parts.ReasoningDelta, ID: "r", Delta: "ink"}},
+			[]parts.Part{{Type: parts.ReasoningDelta, ID: "r", Delta: "think"}}},
+		{"different blocks", []parts.Part{text("a", "1"), text("b", "2")}, []parts.Part{text("a", "1"), text("b", "2")}},
+		{"text then reasoning with one id", []parts.Part{text("a", "1"), {Type: parts.ReasoningDelta, ID: "a", Delta: "2"}},
+			[]parts.Part{text("a", "1"), {Type: parts.ReasoningDelta, ID: "a", Delta: "2"}}},
+		{"interrupted by another part", []parts.Part{text("a", "1"), {Type: parts.TextEnd, ID: "a"}, text("a", "2")},
+			[]parts.Part{text("a", "1"), {Type: parts.TextEnd, ID: "a"}, text("a", "2")}},
+		{"provider metadata differs", []parts.Part{{Type: parts.ReasoningDelta, ID: "r", Delta: "1"}, {Type: parts.ReasoningDelta, ID: "r", Delta: "2", ProviderMetadata: meta}},
+			[]parts.Part{{Type: parts.ReasoningDelta, ID: "r", Delta: "1"}, {Type: parts.ReasoningDelta, ID: "r", Delta: "2", ProviderMetadata: meta}}},
+		{"non-delta parts never merge", []parts.Part{{Type: parts.TextStart, ID: "a"}, {Type: parts.TextStart, ID: "a"}},
+			[]parts.Part{{Type: parts.TextStart, ID: "a"}, {Type: parts.TextStart, ID: "a"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,7 +258,7 @@ func TestStaleWriterGetsChunkTaken(t *testing.T) {
 	store := sharedStore()
 	sess, stream := session(), "race"
 	first := store.Open(sess, stream)
-	mustAppend(t, first, Part{Type: Start, MessageID: "m"})
+	mustAppend(t, first, parts.Part{Type: parts.Start, MessageID: "m"})
 	mustFlush(t, first)
 
 	a, _, err := store.Resume(ctx, sess, stream)
@@ -307,7 +309,7 @@ func TestStaleWriterGetsChunkTaken(t *testing.T) {
 	}
 
 	// The winner carries on.
-	mustAppend(t, a, Part{Type: Finish})
+	mustAppend(t, a, parts.Part{Type: parts.Finish})
 	if err := a.Close(ctx, Completed); err != nil {
 		t.Fatal(err)
 	}
@@ -325,9 +327,9 @@ func TestCloseIsIdempotent(t *testing.T) {
 	store := sharedStore()
 	sess, stream := session(), "closing"
 	k := store.Open(sess, stream)
-	mustAppend(t, k, Part{Type: Start, MessageID: "m"})
+	mustAppend(t, k, parts.Part{Type: parts.Start, MessageID: "m"})
 	mustFlush(t, k)
-	mustAppend(t, k, text("a", "x"), Part{Type: Finish})
+	mustAppend(t, k, text("a", "x"), parts.Part{Type: parts.Finish})
 	if err := k.Close(ctx, Completed); err != nil {
 		t.Fatal(err)
 	}
@@ -355,17 +357,17 @@ func TestCloseIsIdempotent(t *testing.T) {
 		t.Fatalf("flush of a closed sink with nothing buffered: %v", err)
 	}
 
-	r, parts, err := store.Resume(ctx, sess, stream)
+	r, ps, err := store.Resume(ctx, sess, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Closed() != Completed || len(parts) != 3 || r.Next() != 2 {
-		t.Fatalf("resume of closed stream: closed %q, %d parts, next %d", r.Closed(), len(parts), r.Next())
+	if r.Closed() != Completed || len(ps) != 3 || r.Next() != 2 {
+		t.Fatalf("resume of closed stream: closed %q, %d parts, next %d", r.Closed(), len(ps), r.Next())
 	}
 	if err := r.Close(ctx, Cancelled); err != nil {
 		t.Fatalf("close of resumed closed stream: %v", err)
 	}
-	if err := r.Append(Part{Type: Finish}); !errors.Is(err, ErrClosed) {
+	if err := r.Append(parts.Part{Type: parts.Finish}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("append to resumed closed stream: %v, want ErrClosed", err)
 	}
 	if r.Puts() != 0 {
@@ -394,7 +396,7 @@ func TestCloseOfNeverWrittenSinkWritesNothing(t *testing.T) {
 	if k.Puts() != 0 || k.Closed() != Aborted || k.Next() != 0 {
 		t.Fatalf("puts %d closed %q next %d", k.Puts(), k.Closed(), k.Next())
 	}
-	if err := k.Append(Part{Type: Start}); !errors.Is(err, ErrClosed) {
+	if err := k.Append(parts.Part{Type: parts.Start}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("append: %v, want ErrClosed", err)
 	}
 	infos, err := store.Streams(ctx, sess)
@@ -415,9 +417,9 @@ func TestCloseOfNeverWrittenSinkWritesNothing(t *testing.T) {
 		t.Fatalf("empty page JSON %s", b)
 	}
 	// A resumed stream without chunks behaves like Open.
-	r, parts, err := store.Resume(ctx, sess, "empty")
-	if err != nil || len(parts) != 0 || r.Next() != 0 || r.Closed() != Open {
-		t.Fatalf("resume of no chunks: %v %v %d %q", err, parts, r.Next(), r.Closed())
+	r, ps, err := store.Resume(ctx, sess, "empty")
+	if err != nil || len(ps) != 0 || r.Next() != 0 || r.Closed() != Open {
+		t.Fatalf("resume of no chunks: %v %v %d %q", err, ps, r.Next(), r.Closed())
 	}
 }
 
@@ -426,7 +428,7 @@ func TestCloseWithEmptyBufferAfterFlushWritesMarkerChunk(t *testing.T) {
 	store := sharedStore()
 	sess, stream := session(), "marker"
 	k := store.Open(sess, stream)
-	mustAppend(t, k, Part{Type: Start})
+	mustAppend(t, k, parts.Part{Type: parts.Start})
 	mustFlush(t, k)
 	if err := k.Close(ctx, Failed); err != nil {
 		t.Fatal(err)
@@ -447,7 +449,7 @@ func TestNonConditionalErrorKeepsBuffer(t *testing.T) {
 	ctx := t.Context()
 	store := New(testEnv.Emu.Clients.S3, "no-such-bucket-"+strings.ToLower(session()))
 	k := store.Open(session(), "x")
-	mustAppend(t, k, Part{Type: Start}, text("a", "kept"))
+	mustAppend(t, k, parts.Part{Type: parts.Start}, text("a", "kept"))
 	err := k.Flush(ctx)
 	if err == nil {
 		t.Fatal("flush to a missing bucket succeeded")
@@ -477,7 +479,7 @@ func TestFlushRetryAfterLostResponse(t *testing.T) {
 	store, rec := recordedStore(1)
 	sess, stream := session(), "flaky"
 	k := store.Open(sess, stream)
-	mustAppend(t, k, Part{Type: Start}, text("a", "one"))
+	mustAppend(t, k, parts.Part{Type: parts.Start}, text("a", "one"))
 
 	// The PUT reaches S3 but its answer is lost, and so is the look at
 	// whether it landed.
@@ -500,7 +502,7 @@ func TestFlushRetryAfterLostResponse(t *testing.T) {
 	rec.setFail(nil)
 	// A delta appended meanwhile must not merge into the part that may
 	// already be durable.
-	mustAppend(t, k, text("a", "two"), Part{Type: TextEnd, ID: "a"})
+	mustAppend(t, k, text("a", "two"), parts.Part{Type: parts.TextEnd, ID: "a"})
 	if k.Buffered() != 4 {
 		t.Fatalf("buffered %d, want 4 (no coalescing into the tried chunk)", k.Buffered())
 	}
@@ -511,17 +513,17 @@ func TestFlushRetryAfterLostResponse(t *testing.T) {
 	if rec.count("PUT") != 3 || rec.count("GET") != 1 {
 		t.Fatalf("retry made %v, want 3 puts (lost, taken, next chunk) and 1 get", rec.counts)
 	}
-	_, parts, err := sharedStore().Resume(ctx, sess, stream)
+	_, ps, err := sharedStore().Resume(ctx, sess, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Part{{Type: Start}, text("a", "one"), text("a", "two"), {Type: TextEnd, ID: "a"}}
-	if asJSON(t, parts) != asJSON(t, want) {
-		t.Fatalf("stream %s, want %s", asJSON(t, parts), asJSON(t, want))
+	want := []parts.Part{{Type: parts.Start}, text("a", "one"), text("a", "two"), {Type: parts.TextEnd, ID: "a"}}
+	if asJSON(t, ps) != asJSON(t, want) {
+		t.Fatalf("stream %s, want %s", asJSON(t, ps), asJSON(t, want))
 	}
 
 	// A close whose answer is lost: retrying it finds it landed.
-	mustAppend(t, k, Part{Type: Finish})
+	mustAppend(t, k, parts.Part{Type: parts.Finish})
 	rec.setFail(func(op string) string {
 		switch op {
 		case "PUT":
@@ -535,7 +537,7 @@ func TestFlushRetryAfterLostResponse(t *testing.T) {
 		t.Fatal("close with lost response succeeded")
 	}
 	rec.setFail(nil)
-	if err := k.Append(Part{Type: Finish}); !errors.Is(err, ErrClosed) {
+	if err := k.Append(parts.Part{Type: parts.Finish}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("append while a close may have landed: %v, want ErrClosed", err)
 	}
 	if err := k.Close(ctx, Completed); err != nil {
@@ -550,7 +552,7 @@ func TestSDKRetryOfLandedPutIsNotALostRace(t *testing.T) {
 	store, rec := recordedStore(3)
 	sess, stream := session(), "sdk-retry"
 	k := store.Open(sess, stream)
-	mustAppend(t, k, Part{Type: Start})
+	mustAppend(t, k, parts.Part{Type: parts.Start})
 	lost := false
 	rec.setFail(func(op string) string {
 		if op == "PUT" && !lost {
@@ -571,7 +573,7 @@ func TestRetryAfterUnsentWriteStillDetectsRace(t *testing.T) {
 	store, rec := recordedStore(1)
 	sess, stream := session(), "unsent"
 	a := store.Open(sess, stream)
-	mustAppend(t, a, Part{Type: Start, MessageID: "a"})
+	mustAppend(t, a, parts.Part{Type: parts.Start, MessageID: "a"})
 	rec.setFail(func(op string) string {
 		if op == "PUT" {
 			return "before"
@@ -584,7 +586,7 @@ func TestRetryAfterUnsentWriteStillDetectsRace(t *testing.T) {
 	rec.setFail(nil)
 	// Another writer takes chunk 0 with the same parts.
 	b := sharedStore().Open(sess, stream)
-	mustAppend(t, b, Part{Type: Start, MessageID: "a"})
+	mustAppend(t, b, parts.Part{Type: parts.Start, MessageID: "a"})
 	mustFlush(t, b)
 	err := a.Flush(ctx)
 	if !errors.Is(err, ErrChunkTaken) {
@@ -597,7 +599,7 @@ func TestInvalidArguments(t *testing.T) {
 	store := sharedStore()
 	for _, id := range []string{"", "a/b", "..", "tab\there"} {
 		k := store.Open("s", id)
-		if err := k.Append(Part{Type: Start}); !errors.Is(err, ErrInvalid) {
+		if err := k.Append(parts.Part{Type: parts.Start}); !errors.Is(err, ErrInvalid) {
 			t.Errorf("append to stream %q: %v, want ErrInvalid", id, err)
 		}
 		if err := k.Flush(ctx); !errors.Is(err, ErrInvalid) {
@@ -611,7 +613,7 @@ func TestInvalidArguments(t *testing.T) {
 		}
 	}
 	k := store.Open(session(), "x")
-	if err := k.Append(Part{Type: Start}, Part{}); !errors.Is(err, ErrInvalid) {
+	if err := k.Append(parts.Part{Type: parts.Start}, parts.Part{}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("append of an untyped part: %v, want ErrInvalid", err)
 	}
 	if k.Buffered() != 0 {
@@ -631,7 +633,7 @@ func BenchmarkFlush(b *testing.B) {
 	deltas := 0
 	for b.Loop() {
 		id := "t"
-		if err := k.Append(Part{Type: StartStep}, Part{Type: TextStart, ID: id}); err != nil {
+		if err := k.Append(parts.Part{Type: parts.StartStep}, parts.Part{Type: parts.TextStart, ID: id}); err != nil {
 			b.Fatal(err)
 		}
 		for range 50 {
@@ -640,7 +642,7 @@ func BenchmarkFlush(b *testing.B) {
 			}
 			deltas++
 		}
-		if err := k.Append(Part{Type: TextEnd, ID: id}, Part{Type: FinishStep}); err != nil {
+		if err := k.Append(parts.Part{Type: parts.TextEnd, ID: id}, parts.Part{Type: parts.FinishStep}); err != nil {
 			b.Fatal(err)
 		}
 		if err := k.Flush(b.Context()); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/parts"
 )
 
 // Errors callers can test for with errors.Is.
@@ -120,8 +121,8 @@ func checkID(what, id string) error {
 
 // chunkDoc is the body of a chunk object.
 type chunkDoc struct {
-	Parts  []Part `json:"parts"`
-	Closed Status `json:"closed,omitempty"`
+	Parts  []parts.Part `json:"parts"`
+	Closed Status       `json:"closed,omitempty"`
 }
 
 // listKeys lists the keys under prefix that sort after startAfter (all of

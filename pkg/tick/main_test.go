@@ -13,8 +13,8 @@ import (
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/wake"
@@ -80,8 +80,8 @@ func newSession(t testing.TB, inv *invocation, text string) string {
 	return teststack.NewSession(t, inv.sessions, "demo", text)
 }
 
-// parts reads a whole stream back.
-func parts(t testing.TB, inv *invocation, id, stream string) []streams.Part {
+// readParts reads a whole stream back.
+func readParts(t testing.TB, inv *invocation, id, stream string) []parts.Part {
 	t.Helper()
 	ps, _, err := teststack.Parts(context.Background(), inv.sessions, id, stream)
 	if err != nil {
@@ -99,7 +99,7 @@ func transcript(t testing.TB, inv *invocation, id string) []conversation.Message
 	}
 	msgs := sess.History
 	if tr := sess.State.Turn; tr != nil {
-		msgs = conversation.Build(sess.History, tr.Messages, conversation.Replay(parts(t, inv, id, tr.Stream)))
+		msgs = conversation.Build(sess.History, tr.Messages, conversation.Replay(readParts(t, inv, id, tr.Stream)))
 	}
 	return msgs
 }

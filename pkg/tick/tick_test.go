@@ -13,8 +13,8 @@ import (
 	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/wake"
@@ -229,13 +229,13 @@ func TestExpiredApprovalIsDenied(t *testing.T) {
 		t.Fatalf("worker: %+v, %v", res, err)
 	}
 	var response, denied, ran bool
-	for _, p := range parts(t, inv, id, out.Turn) {
+	for _, p := range readParts(t, inv, id, out.Turn) {
 		switch {
-		case p.Type == streams.ToolApprovalResponse && p.ApprovalID == ap.ID && p.Approved != nil && !*p.Approved && p.Reason == "expired":
+		case p.Type == parts.ToolApprovalResponse && p.ApprovalID == ap.ID && p.Approved != nil && !*p.Approved && p.Reason == "expired":
 			response = true
-		case p.Type == streams.ToolOutputDenied && p.ToolCallID == ap.ToolCallID:
+		case p.Type == parts.ToolOutputDenied && p.ToolCallID == ap.ToolCallID:
 			denied = true
-		case p.Type == streams.ToolOutputAvailable && p.ToolCallID == ap.ToolCallID:
+		case p.Type == parts.ToolOutputAvailable && p.ToolCallID == ap.ToolCallID:
 			ran = true
 		}
 	}

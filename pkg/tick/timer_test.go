@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/teststack"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/wake"
@@ -107,8 +107,8 @@ func TestTimerResumesOnceAtItsTime(t *testing.T) {
 		t.Fatalf("after the wake: %s, facts %+v", st.Status, teststack.Facts(t, inv.sessions, id))
 	}
 	var got string
-	for _, p := range parts(t, inv, id, stream) {
-		if p.Type == streams.ToolOutputAvailable {
+	for _, p := range readParts(t, inv, id, stream) {
+		if p.Type == parts.ToolOutputAvailable {
 			got = string(p.Output)
 		}
 	}

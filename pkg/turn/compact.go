@@ -9,8 +9,8 @@ import (
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 )
 
 // request is the model input of the turn's next step on history.
@@ -86,7 +86,7 @@ func (ru *run) compact(ctx context.Context, spent time.Duration) (stop bool, out
 		out, err := ru.stopped(ctx, err)
 		return true, out, err
 	}
-	ru.emit(streams.Part{Type: streams.DataCompacted, Data: mustJSON(rec)})
+	ru.emit(parts.Part{Type: parts.DataCompacted, Data: mustJSON(rec)})
 	ru.r.log().InfoContext(ctx, "context compacted", "session", ru.out.Session, "turn", ru.out.Turn,
 		"turns", turns, "before", before, "after", after)
 	return false, Outcome{}, nil
@@ -120,7 +120,7 @@ func (ru *run) compactTurn(ctx context.Context, c *Compaction, spent time.Durati
 			"session", ru.out.Session, "turn", ru.out.Turn, "before", est, "after", after)
 		return false, Outcome{}, nil
 	}
-	ru.emit(streams.Part{Type: streams.DataCompacted, Data: conversation.TurnCompactedData(through, summary, before, after, usage)})
+	ru.emit(parts.Part{Type: parts.DataCompacted, Data: conversation.TurnCompactedData(through, summary, before, after, usage)})
 	ru.replay()
 	ru.r.log().InfoContext(ctx, "the turn's earlier steps compacted", "session", ru.out.Session, "turn", ru.out.Turn,
 		"steps", through, "before", before, "after", after)

@@ -16,6 +16,7 @@ import (
 	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
@@ -163,7 +164,7 @@ func TestCompactionKeepsInputUnderBudget(t *testing.T) {
 		t.Errorf("%d messages recorded, want %d", got, turns)
 	}
 	first := ofType(fs, reducer.TurnStarted)[0]
-	if ps, st := parts(t, inv, id, first.Stream); st != streams.Completed || len(ps) == 0 {
+	if ps, st := readParts(t, inv, id, first.Stream); st != streams.Completed || len(ps) == 0 {
 		t.Errorf("the first turn's stream: %d parts, status %q", len(ps), st)
 	}
 	// A compacting turn marks it in its stream.
@@ -171,9 +172,9 @@ func TestCompactionKeepsInputUnderBudget(t *testing.T) {
 	var marked bool
 	for _, f := range fs {
 		if f.Type == reducer.TurnStarted && f.Turn == c.Turn {
-			ps, _ := parts(t, inv, id, f.Stream)
+			ps, _ := readParts(t, inv, id, f.Stream)
 			for _, p := range ps {
-				if p.Type == streams.DataCompacted {
+				if p.Type == parts.DataCompacted {
 					var got reducer.Compaction
 					if err := json.Unmarshal(p.Data, &got); err != nil || got != *c.Compaction {
 						t.Errorf("data-compacted %s (%v), want the fact's %+v", p.Data, err, *c.Compaction)
@@ -570,10 +571,10 @@ func (s *stepper) Stream(ctx context.Context, _ model.Request) iter.Seq2[model.E
 
 // turnSummaries are the data-compacted parts of a stream that summarise
 // its turn's steps.
-func turnSummaries(ps []streams.Part) []streams.Part {
-	var out []streams.Part
+func turnSummaries(ps []parts.Part) []parts.Part {
+	var out []parts.Part
 	for _, p := range ps {
-		if p.Type == streams.DataCompacted && strings.Contains(string(p.Data), `"summary"`) {
+		if p.Type == parts.DataCompacted && strings.Contains(string(p.Data), `"summary"`) {
 			out = append(out, p)
 		}
 	}
@@ -600,7 +601,7 @@ func TestCompactionOfALongTurn(t *testing.T) {
 			t.Errorf("request %d: %d input tokens, over the budget of %d", i, n, budget)
 		}
 	}
-	ps, _ := parts(t, inv, id, out.Turn)
+	ps, _ := readParts(t, inv, id, out.Turn)
 	sums := turnSummaries(ps)
 	if len(sums) < 2 {
 		t.Fatalf("%d summaries of the turn's steps, want several", len(sums))

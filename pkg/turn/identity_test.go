@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
 )
 
@@ -96,20 +96,20 @@ func TestRepeatedToolCallIDsAreKeptApart(t *testing.T) {
 
 			// The stream: the denied call has a denial, each approved one
 			// its own output, sent to its own recipient under its own key.
-			ps, _ := parts(t, inv, sid, tid)
-			results := map[string][]streams.Part{}
+			ps, _ := readParts(t, inv, sid, tid)
+			results := map[string][]parts.Part{}
 			for _, p := range ps {
 				switch p.Type {
-				case streams.ToolOutputAvailable, streams.ToolOutputDenied, streams.ToolOutputError:
+				case parts.ToolOutputAvailable, parts.ToolOutputDenied, parts.ToolOutputError:
 					results[p.ToolCallID] = append(results[p.ToolCallID], p)
 				}
 			}
-			if r := results[calls[0]]; len(r) != 1 || r[0].Type != streams.ToolOutputDenied {
+			if r := results[calls[0]]; len(r) != 1 || r[0].Type != parts.ToolOutputDenied {
 				t.Fatalf("result of the denied call = %+v", r)
 			}
 			for i, to := range map[int]string{1: "b@example.com", 2: "c@example.com"} {
 				want := `{"messageId":"msg-` + sid + "/" + tid + "/ex_" + calls[i] + `","sent":true,"to":"` + to + `"}`
-				if r := results[calls[i]]; len(r) != 1 || r[0].Type != streams.ToolOutputAvailable || string(r[0].Output) != want {
+				if r := results[calls[i]]; len(r) != 1 || r[0].Type != parts.ToolOutputAvailable || string(r[0].Output) != want {
 					t.Fatalf("result of %s = %+v, want %s", calls[i], r, want)
 				}
 			}

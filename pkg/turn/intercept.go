@@ -6,7 +6,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/model"
-	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/tool"
 )
 
@@ -31,7 +31,7 @@ func (ru *run) intercept() {
 	ru.hooks.tool = intercept.Tool(ics, func(ctx context.Context, c intercept.ToolCall) ([]byte, error) {
 		return tool.Invoke(ctx, c.Tool, c.Call)
 	})
-	ru.hooks.step = intercept.Steps(ics, func(ctx context.Context, _ intercept.Step) ([]streams.Part, error) {
+	ru.hooks.step = intercept.Steps(ics, func(ctx context.Context, _ intercept.Step) ([]parts.Part, error) {
 		return ru.step(ctx)
 	})
 }
@@ -53,7 +53,7 @@ func (ru *run) invoke(ctx context.Context, t tool.Tool, c tool.Call) ([]byte, er
 }
 
 // runStep runs the next step, through the step interceptors.
-func (ru *run) runStep(ctx context.Context) ([]streams.Part, error) {
+func (ru *run) runStep(ctx context.Context) ([]parts.Part, error) {
 	if ru.hooks.step == nil {
 		return ru.step(ctx)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -32,7 +33,7 @@ func noop() intercept.Interceptor {
 			return func(ctx context.Context, c intercept.ToolCall) ([]byte, error) { return next(ctx, c) }
 		},
 		Step: func(next intercept.StepFunc) intercept.StepFunc {
-			return func(ctx context.Context, s intercept.Step) ([]streams.Part, error) { return next(ctx, s) }
+			return func(ctx context.Context, s intercept.Step) ([]parts.Part, error) { return next(ctx, s) }
 		},
 		Facts:   func(next session.FactLog) session.FactLog { return struct{ session.FactLog }{next} },
 		Streams: func(next session.StreamStore) session.StreamStore { return struct{ session.StreamStore }{next} },
@@ -102,7 +103,7 @@ func (t *tally) interceptor() intercept.Interceptor {
 			}
 		},
 		Step: func(next intercept.StepFunc) intercept.StepFunc {
-			return func(ctx context.Context, s intercept.Step) ([]streams.Part, error) {
+			return func(ctx context.Context, s intercept.Step) ([]parts.Part, error) {
 				t.steps.Add(1)
 				t.inStep.Store(true)
 				defer t.inStep.Store(false)
@@ -128,13 +129,13 @@ func TestInterceptorSeesEveryCall(t *testing.T) {
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("Start: %+v %v", out, err)
 	}
-	ps, _ := parts(t, inv, id, out.Turn)
+	ps, _ := readParts(t, inv, id, out.Turn)
 	starts, outputs := 0, 0
 	for _, p := range ps {
 		switch p.Type {
-		case streams.StartStep:
+		case parts.StartStep:
 			starts++
-		case streams.ToolOutputAvailable:
+		case parts.ToolOutputAvailable:
 			outputs++
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
 )
 
@@ -59,8 +59,8 @@ func (ru *run) settleLast(ctx context.Context) (stop bool, out Outcome, err erro
 type plan struct {
 	c      *conversation.Call
 	t      tool.Tool
-	out    chan streams.Part // the result of a read tool running concurrently
-	ledger bool              // record execution.started before running
+	out    chan parts.Part // the result of a read tool running concurrently
+	ledger bool            // record execution.started before running
 	exec   *reducer.Execution
 	err    error // errCut or *toolFatal for the read (set before out is sent)
 }
@@ -100,11 +100,11 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 				return requests, uncertain, nil
 			}
 			if p.exec == nil {
-				ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: AbandonedText})
+				ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: AbandonedText})
 				continue
 			}
 		} else {
-			p.out = make(chan streams.Part, 1)
+			p.out = make(chan parts.Part, 1)
 			tc := ru.call(c, nil) // read here: the run's state changes while reads run
 			go func() {
 				part, err := ru.runTool(ctx, t, tc)
@@ -128,17 +128,17 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 func (ru *run) admit(c *conversation.Call, turn *reducer.Turn, now time.Time) (t tool.Tool, runs bool, request *reducer.Approval) {
 	t, ok := ru.tools.Get(c.Name)
 	if !ok {
-		ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: fmt.Sprintf("unknown tool %q", c.Name)})
+		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: fmt.Sprintf("unknown tool %q", c.Name)})
 		return t, false, nil
 	}
 	if err := ru.tools.Check(c.Name, c.Input); err != nil {
-		ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
+		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
 		return t, false, nil
 	}
 	if c.Name == tool.WaitUntilName {
 		until, err := tool.WaitTime(c.Input)
 		if err != nil {
-			ru.emit(streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
+			ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
 			return t, false, nil
 		}
 		if now.Add(reducer.WakeSkew).Before(until) && !(turn.TimerSet && !ru.settled) {
@@ -157,17 +157,17 @@ func (ru *run) admit(c *conversation.Call, turn *reducer.Turn, now time.Time) (t
 		id := c.ApprovalID
 		if id == "" {
 			id = "ap_" + c.ID
-			ru.emit(streams.Part{Type: streams.ToolApprovalRequest, ApprovalID: id, ToolCallID: c.ID})
+			ru.emit(parts.Part{Type: parts.ToolApprovalRequest, ApprovalID: id, ToolCallID: c.ID})
 		}
 		return t, false, &reducer.Approval{ID: id, ToolCallID: c.ID, Tool: c.Name, Input: c.Input,
 			Expires: now.Add(ru.lim.ApprovalTTL)}
 	}
 	if !c.Answered {
 		approved := ans.Decision == reducer.Approve
-		ru.emit(streams.Part{Type: streams.ToolApprovalResponse, ApprovalID: ans.ApprovalID, Approved: &approved, Reason: ans.Reason})
+		ru.emit(parts.Part{Type: parts.ToolApprovalResponse, ApprovalID: ans.ApprovalID, Approved: &approved, Reason: ans.Reason})
 	}
 	if ans.Decision == reducer.Deny {
-		ru.emit(streams.Part{Type: streams.ToolOutputDenied, ToolCallID: c.ID})
+		ru.emit(parts.Part{Type: parts.ToolOutputDenied, ToolCallID: c.ID})
 		return t, false, nil
 	}
 	return t, true, nil
@@ -233,7 +233,7 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 
 // toolStopped ends runPlans at a call that stopped the turn: one cut short
 // has no result; a fatal one's result is emitted before the turn fails.
-func (ru *run) toolStopped(part streams.Part, err error) error {
+func (ru *run) toolStopped(part parts.Part, err error) error {
 	if !errors.Is(err, errCut) {
 		ru.emit(part)
 	}
@@ -283,15 +283,15 @@ var errCut = errors.New("turn: a tool call was cut short by the invocation's dea
 // invocation's deadline (or its end) cut it short has no result: the error
 // is errCut. Output over the agent's cap is truncated, and the truncation
 // marked.
-func (ru *run) runTool(ctx context.Context, t tool.Tool, c tool.Call) (streams.Part, error) {
+func (ru *run) runTool(ctx context.Context, t tool.Tool, c tool.Call) (parts.Part, error) {
 	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
 	out, err := ru.invoke(ctx, t, c)
 	if err != nil {
 		if ctx.Err() != nil {
-			return streams.Part{}, errCut
+			return parts.Part{}, errCut
 		}
-		part := streams.Part{Type: streams.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()}
+		part := parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()}
 		if tool.KindOf(err) == tool.Fatal {
 			return part, &toolFatal{tool: c.Name, err: err}
 		}
@@ -301,7 +301,7 @@ func (ru *run) runTool(ctx context.Context, t tool.Tool, c tool.Call) (streams.P
 		out = mustJSON(string(out))
 	}
 	out, _ = tool.Truncate(out, ru.agent.maxToolOutput())
-	return streams.Part{Type: streams.ToolOutputAvailable, ToolCallID: c.ID, Output: out}, nil
+	return parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: c.ID, Output: out}, nil
 }
 
 // call is what the tool is told of call c: where it was made, by whose

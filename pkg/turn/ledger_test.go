@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
@@ -87,10 +87,10 @@ func killMidExecution(t *testing.T, idempotent bool) (*turn.Agent, *charger, *in
 }
 
 // outputsFor returns the tool results for call; call "" means every call.
-func outputsFor(ps []streams.Part, call string) []streams.Part {
-	var out []streams.Part
+func outputsFor(ps []parts.Part, call string) []parts.Part {
+	var out []parts.Part
 	for _, p := range ps {
-		if (call == "" || p.ToolCallID == call) && (p.Type == streams.ToolOutputAvailable || p.Type == streams.ToolOutputError) {
+		if (call == "" || p.ToolCallID == call) && (p.Type == parts.ToolOutputAvailable || p.Type == parts.ToolOutputError) {
 			out = append(out, p)
 		}
 	}
@@ -106,8 +106,8 @@ func TestLedgerIdempotentToolRerunsWithSameKey(t *testing.T) {
 	if len(ch.keys) != 2 || ch.keys[0] != ch.keys[1] {
 		t.Fatalf("runs = %v, want two runs with one key", ch.keys)
 	}
-	ps, _ := parts(t, inv, id, out.Turn)
-	if got := outputsFor(ps, turn.CallID(out.Turn, 0, 0)); len(got) != 1 || got[0].Type != streams.ToolOutputAvailable {
+	ps, _ := readParts(t, inv, id, out.Turn)
+	if got := outputsFor(ps, turn.CallID(out.Turn, 0, 0)); len(got) != 1 || got[0].Type != parts.ToolOutputAvailable {
 		t.Fatalf("outputs = %+v", got)
 	}
 }
@@ -209,8 +209,8 @@ func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
 	if s, v := count(fs, reducer.ExecutionStarted), count(fs, reducer.ExecutionVerdict); s != 3 || v != 2 {
 		t.Fatalf("%d execution.started and %d verdicts, want 3 and 2", s, v)
 	}
-	ps, _ := parts(t, inv, id, out.Turn)
-	if got := outputsFor(ps, first.ToolCallID); len(got) != 1 || got[0].Type != streams.ToolOutputAvailable {
+	ps, _ := readParts(t, inv, id, out.Turn)
+	if got := outputsFor(ps, first.ToolCallID); len(got) != 1 || got[0].Type != parts.ToolOutputAvailable {
 		t.Fatalf("outputs = %+v, want one result", got)
 	}
 }
@@ -232,9 +232,9 @@ func TestLedgerUncertainAbandon(t *testing.T) {
 	if len(ch.keys) != 1 {
 		t.Fatalf("an abandoned tool ran again: %v", ch.keys)
 	}
-	ps, _ := parts(t, inv, id, out.Turn)
+	ps, _ := readParts(t, inv, id, out.Turn)
 	got := outputsFor(ps, turn.CallID(out.Turn, 0, 0))
-	if len(got) != 1 || got[0].Type != streams.ToolOutputError || got[0].ErrorText != turn.AbandonedText {
+	if len(got) != 1 || got[0].Type != parts.ToolOutputError || got[0].ErrorText != turn.AbandonedText {
 		t.Fatalf("outputs = %+v", got)
 	}
 	// The model saw the unknown outcome, and no call is left without a result.
@@ -265,7 +265,7 @@ func TestLedgerCallCutByTheDeadline(t *testing.T) {
 			if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseBudget {
 				t.Fatalf("start: %+v %v, want suspended for the budget", out, err)
 			}
-			ps, _ := parts(t, inv, id, out.Turn)
+			ps, _ := readParts(t, inv, id, out.Turn)
 			if got := outputsFor(ps, ""); len(got) != 0 {
 				t.Fatalf("the cut call has results %+v, want none", got)
 			}
@@ -285,8 +285,8 @@ func TestLedgerCallCutByTheDeadline(t *testing.T) {
 			if len(ch.keys) != 2 || ch.keys[0] != ch.keys[1] {
 				t.Fatalf("runs = %v, want two runs with one key", ch.keys)
 			}
-			ps, _ = parts(t, inv, id, out.Turn)
-			if got := outputsFor(ps, ""); len(got) != 1 || got[0].Type != streams.ToolOutputAvailable {
+			ps, _ = readParts(t, inv, id, out.Turn)
+			if got := outputsFor(ps, ""); len(got) != 1 || got[0].Type != parts.ToolOutputAvailable {
 				t.Fatalf("outputs = %+v", got)
 			}
 		})
@@ -317,7 +317,7 @@ func TestParallelApprovalsEitherOrder(t *testing.T) {
 			if len(pend) != 2 {
 				t.Fatalf("%d approvals requested at once, want 2", len(pend))
 			}
-			ps, _ := parts(t, inv, id, out.Turn)
+			ps, _ := readParts(t, inv, id, out.Turn)
 			if len(outputsFor(ps, turn.CallID(out.Turn, 0, 1))) != 1 {
 				t.Fatal("the read tool did not run before the suspension")
 			}

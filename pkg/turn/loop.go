@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/retry"
 	"github.com/baton-run/baton/pkg/session"
@@ -58,7 +59,7 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 			ru.dirty = false
 		}
 		began := time.Now()
-		parts, err := ru.runStep(ctx)
+		ps, err := ru.runStep(ctx)
 		a.spent += time.Since(began)
 		if err != nil {
 			redo, out, err := ru.stepFailed(ctx, err, &a)
@@ -68,7 +69,7 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 			return out, err
 		}
 		a.tries, a.fault = 0, nil
-		ru.emit(parts...)
+		ru.emit(ps...)
 		ru.out.Steps++
 	}
 }
@@ -77,7 +78,7 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 // suspension, and for a cause that needs no operator (not approval,
 // uncertain or limit), sends the wake.
 func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Duration, extra ...reducer.Fact) (Outcome, error) {
-	ru.emit(streams.Part{Type: streams.DataSuspended, Data: mustJSON(map[string]string{"cause": string(cause)})})
+	ru.emit(parts.Part{Type: parts.DataSuspended, Data: mustJSON(map[string]string{"cause": string(cause)})})
 	if err := ru.sink.Flush(ctx); err != nil {
 		return ru.stopped(ctx, err)
 	}
@@ -111,7 +112,7 @@ func (ru *run) suspendForApproval(ctx context.Context, approvals []reducer.Appro
 
 // complete closes the stream, then records the outcome with a snapshot.
 func (ru *run) complete(ctx context.Context) (Outcome, error) {
-	ru.emit(streams.Part{Type: streams.Finish, FinishReason: "stop"})
+	ru.emit(parts.Part{Type: parts.Finish, FinishReason: "stop"})
 	if err := ru.sink.Close(ctx, streams.Completed); err != nil {
 		return ru.stopped(ctx, err)
 	}
@@ -120,7 +121,7 @@ func (ru *run) complete(ctx context.Context) (Outcome, error) {
 
 // fail closes the stream with an error part and records the failure.
 func (ru *run) fail(ctx context.Context, kind reducer.FailureKind, cause error) (Outcome, error) {
-	ru.emit(streams.Part{Type: streams.Error, ErrorText: cause.Error()}, streams.Part{Type: streams.Finish, FinishReason: "error"})
+	ru.emit(parts.Part{Type: parts.Error, ErrorText: cause.Error()}, parts.Part{Type: parts.Finish, FinishReason: "error"})
 	if err := ru.sink.Close(ctx, streams.Failed); err != nil {
 		return ru.stopped(ctx, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -63,8 +64,8 @@ func types(fs []reducer.Fact) []reducer.Type {
 	return out
 }
 
-// parts reads a whole stream back.
-func parts(t testing.TB, inv *invocation, id, stream string) ([]streams.Part, streams.Status) {
+// readParts reads a whole stream back.
+func readParts(t testing.TB, inv *invocation, id, stream string) ([]parts.Part, streams.Status) {
 	t.Helper()
 	ps, st, err := teststack.Parts(context.Background(), inv.sessions, id, stream)
 	if err != nil {
@@ -83,7 +84,7 @@ func transcript(t testing.TB, inv *invocation, id string) []byte {
 	}
 	msgs := sess.History
 	if tr := sess.State.Turn; tr != nil {
-		ps, _ := parts(t, inv, id, tr.Stream)
+		ps, _ := readParts(t, inv, id, tr.Stream)
 		msgs = conversation.Build(sess.History, tr.Messages, conversation.Replay(ps))
 	}
 	b, err := json.Marshal(msgs)
@@ -97,13 +98,13 @@ func transcript(t testing.TB, inv *invocation, id string) []byte {
 // turn id in start, so two runs of one script compare equal.
 var turnInID = regexp.MustCompile(`tc_[0-9a-f]+_`)
 
-func content(ps []streams.Part) []streams.Part {
-	var out []streams.Part
+func content(ps []parts.Part) []parts.Part {
+	var out []parts.Part
 	for _, p := range ps {
 		if p.Marker() {
 			continue
 		}
-		if p.Type == streams.Start {
+		if p.Type == parts.Start {
 			p.MessageID = ""
 		}
 		// Baton's call ids name the turn; the rest of each is the same.
@@ -118,10 +119,10 @@ func content(ps []streams.Part) []streams.Part {
 
 // mergeDeltas joins consecutive text deltas, which chunking coalesces
 // differently depending on where flushes fell.
-func mergeDeltas(ps []streams.Part) []streams.Part {
-	var out []streams.Part
+func mergeDeltas(ps []parts.Part) []parts.Part {
+	var out []parts.Part
 	for _, p := range ps {
-		if n := len(out); n > 0 && (p.Type == streams.TextDelta || p.Type == streams.ReasoningDelta) &&
+		if n := len(out); n > 0 && (p.Type == parts.TextDelta || p.Type == parts.ReasoningDelta) &&
 			out[n-1].Type == p.Type && out[n-1].ID == p.ID {
 			out[n-1].Delta += p.Delta
 			continue

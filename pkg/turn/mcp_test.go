@@ -12,8 +12,8 @@ import (
 	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"github.com/baton-run/baton/pkg/mcp/mcptest"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
 )
 
@@ -59,8 +59,8 @@ func TestRecordingTheToolsCostsNoWrite(t *testing.T) {
 		}
 		counts[kind] = [2]int64{inv.counter.Total("s3:PutObject"),
 			inv.counter.Total("dynamodb:TransactWriteItems") + inv.counter.Total("dynamodb:PutItem")}
-		ps, _ := parts(t, inv, id, out.Turn)
-		var rec *streams.Part
+		ps, _ := readParts(t, inv, id, out.Turn)
+		var rec *parts.Part
 		for i := range ps {
 			if ps[i].Type == turn.DataTools {
 				rec = &ps[i]
@@ -73,7 +73,7 @@ func TestRecordingTheToolsCostsNoWrite(t *testing.T) {
 			b, _ := json.Marshal(rec)
 			record = len(b)
 			// The record comes before the first step, in the first chunk.
-			if ps[0].Type != streams.Start || ps[1].Type != turn.DataTools || ps[2].Type != streams.StartStep {
+			if ps[0].Type != parts.Start || ps[1].Type != turn.DataTools || ps[2].Type != parts.StartStep {
 				t.Fatalf("stream begins %s, %s, %s", ps[0].Type, ps[1].Type, ps[2].Type)
 			}
 		}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
 )
 
@@ -36,7 +36,7 @@ func (c *checking) Stream(ctx context.Context, req model.Request) iter.Seq2[mode
 		c.t.Fatal(err)
 	}
 	tr := sess.State.Turn
-	var ps []streams.Part
+	var ps []parts.Part
 	if page, err := c.inv().sessions.ReadStream(ctx, c.id, tr.Stream, ""); err == nil {
 		for _, e := range page.Entries {
 			ps = append(ps, e.Part)
@@ -55,7 +55,7 @@ func (c *checking) Stream(ctx context.Context, req model.Request) iter.Seq2[mode
 
 // replaysAlike checks that folding a real stream part by part gives the
 // turn Replay gives at every point, and the same model input.
-func replaysAlike(t *testing.T, ps []streams.Part) {
+func replaysAlike(t *testing.T, ps []parts.Part) {
 	t.Helper()
 	var r conversation.Replayer
 	user := []reducer.Message{{ID: "m", Text: "go"}}
@@ -97,7 +97,7 @@ func TestIncrementalInputMatchesBuildAcrossResumes(t *testing.T) {
 		if err != nil || out.Kind != turn.Completed || out.Usage.Steps != 4 {
 			t.Fatalf("turn: %+v, %v", out, err)
 		}
-		ps, _ := parts(t, inv, m.id, out.Turn)
+		ps, _ := readParts(t, inv, m.id, out.Turn)
 		replaysAlike(t, ps)
 		sess, err := inv.sessions.Load(ctx, m.id)
 		if err != nil {
@@ -130,7 +130,7 @@ func TestIncrementalInputMatchesBuildAfterApprovals(t *testing.T) {
 			if err != nil || out.Kind != turn.Completed || m.steps != 1 {
 				t.Fatalf("resume: %+v, %v (%d steps asked)", out, err, m.steps)
 			}
-			ps, _ := parts(t, inv, id, out.Turn)
+			ps, _ := readParts(t, inv, id, out.Turn)
 			replaysAlike(t, ps)
 		})
 	}

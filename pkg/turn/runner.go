@@ -11,6 +11,7 @@ import (
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/intercept"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -88,7 +89,7 @@ type run struct {
 	agent    *Agent
 	lim      Limits
 	sink     *streams.Sink
-	parts    []streams.Part        // the turn's durable parts plus this invocation's
+	parts    []parts.Part          // the turn's durable parts plus this invocation's
 	rep      conversation.Replayer // parts folded so far; see replay
 	turn     conversation.Turn     // the turn as of the last replay
 	deadline time.Time
@@ -150,7 +151,7 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, deadline: deadline,
 		out: Outcome{Session: id, Turn: turnID}}
 	ru.intercept()
-	ru.emit(streams.Part{Type: streams.Start, MessageID: turnID})
+	ru.emit(parts.Part{Type: parts.Start, MessageID: turnID})
 	return ru.finish(ru.loop(ctx))
 }
 
@@ -193,14 +194,14 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 		return Outcome{}, err
 	}
 	sess.State = next
-	sink, parts, err := r.Sessions.ResumeStream(ctx, id, t.Stream)
+	sink, prior, err := r.Sessions.ResumeStream(ctx, id, t.Stream)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("turn: resume %s: %w", id, err)
 	}
-	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, parts: parts, deadline: deadline,
+	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, parts: prior, deadline: deadline,
 		out: Outcome{Session: id, Turn: t.ID}}
 	ru.intercept()
-	ru.rep.Add(parts...)
+	ru.rep.Add(prior...)
 	ru.replay()
 	if status := sink.Closed(); status != streams.Open {
 		// The last invocation closed the stream and died before recording
@@ -208,9 +209,9 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 		return ru.finish(ru.finishClosed(ctx, status))
 	}
 	if ru.turn.Abandoned {
-		ru.emit(streams.Part{Type: streams.DataAbandoned, Data: json.RawMessage(`{"reason":"the invocation ended mid-step; the step is redone"}`)})
+		ru.emit(parts.Part{Type: parts.DataAbandoned, Data: json.RawMessage(`{"reason":"the invocation ended mid-step; the step is redone"}`)})
 	}
-	ru.emit(streams.Part{Type: streams.DataResumed, Data: json.RawMessage(fmt.Sprintf(`{"invocation":%d}`, next.Turn.Invocations))})
+	ru.emit(parts.Part{Type: parts.DataResumed, Data: json.RawMessage(fmt.Sprintf(`{"invocation":%d}`, next.Turn.Invocations))})
 	if n := next.Turn.Invocations; n > lim.MaxInvocationsPerTurn {
 		return ru.finish(ru.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn was resumed %d times without finishing (cap %d)", n-1, lim.MaxInvocationsPerTurn)))
 	}
@@ -244,19 +245,19 @@ func (ru *run) finish(out Outcome, err error) (Outcome, error) {
 
 // emit buffers parts in the sink and folds them into the run's view of the
 // turn.
-func (ru *run) emit(parts ...streams.Part) {
-	for _, p := range parts {
-		if p.Type != streams.Start && p.Type != DataTools && !p.Marker() {
+func (ru *run) emit(ps ...parts.Part) {
+	for _, p := range ps {
+		if p.Type != parts.Start && p.Type != DataTools && !p.Marker() {
 			ru.dirty = true
 		}
-		if p.Type == streams.FinishStep {
+		if p.Type == parts.FinishStep {
 			ru.billed = true
 		}
 	}
-	ru.rep.Add(parts...)
+	ru.rep.Add(ps...)
 	// Append fails only on a poisoned or closed sink; the next Flush or
 	// Close reports that, so the error here adds nothing.
-	_ = ru.sink.Append(parts...)
+	_ = ru.sink.Append(ps...)
 }
 
 // replay brings the run's view of the turn up to the parts emitted so far.

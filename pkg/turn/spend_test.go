@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/internal/teststack"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -18,10 +19,10 @@ import (
 // stream: what each step reported.
 func metaUsage(t *testing.T, inv *invocation, id, stream string) reducer.Usage {
 	t.Helper()
-	ps, _ := parts(t, inv, id, stream)
+	ps, _ := readParts(t, inv, id, stream)
 	var sum reducer.Usage
 	for _, p := range ps {
-		if p.Type != streams.MessageMetadata {
+		if p.Type != parts.MessageMetadata {
 			continue
 		}
 		var m struct {
@@ -61,8 +62,8 @@ func TestTurnTokenCapSuspendsAndRaiseResumes(t *testing.T) {
 		t.Fatalf("need = %+v, want to wait for an operator", n)
 	}
 	// No step was cut: the stream holds one whole step and the marker.
-	ps, closed := parts(t, inv, id, out.Turn)
-	if closed != streams.Open || ps[len(ps)-1].Type != streams.DataSuspended || !strings.Contains(string(ps[len(ps)-1].Data), `"limit"`) {
+	ps, closed := readParts(t, inv, id, out.Turn)
+	if closed != streams.Open || ps[len(ps)-1].Type != parts.DataSuspended || !strings.Contains(string(ps[len(ps)-1].Data), `"limit"`) {
 		t.Fatalf("stream: closed=%q last=%+v", closed, ps[len(ps)-1])
 	}
 	if got := metaUsage(t, inv, id, out.Turn); got != st.Usage || got.Steps != 1 || got.InputTokens < 1 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -65,7 +66,7 @@ func (ru *run) deliver(ctx context.Context) error {
 		}
 	}
 	if len(fresh) > 0 {
-		ru.emit(streams.Part{Type: streams.DataSteered, Data: conversation.SteeredData(fresh)})
+		ru.emit(parts.Part{Type: parts.DataSteered, Data: conversation.SteeredData(fresh)})
 	}
 	if ru.dirty {
 		if err := ru.sink.Flush(ctx); err != nil {
@@ -82,7 +83,7 @@ func (ru *run) deliver(ctx context.Context) error {
 // result get conversation.Unresolved's. The message waits in the inbox
 // (Outcome.Waiting) to start the next turn.
 func (ru *run) interrupt(ctx context.Context) (Outcome, error) {
-	ru.emit(streams.Part{Type: streams.Finish, FinishReason: "interrupted"})
+	ru.emit(parts.Part{Type: parts.Finish, FinishReason: "interrupted"})
 	if err := ru.sink.Close(ctx, streams.Interrupted); err != nil {
 		return ru.stopped(ctx, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -211,10 +212,10 @@ func TestSteeringSteerDeliversIntoTheRunningTurn(t *testing.T) {
 	if s := fs[4]; !reflect.DeepEqual(s.Steered, []string{p.msg}) || s.Turn != out.Turn || s.Actor.Kind != reducer.ActorAgent {
 		t.Fatalf("message.steered = %+v", s)
 	}
-	ps, _ := parts(t, inv, id, out.Turn)
+	ps, _ := readParts(t, inv, id, out.Turn)
 	n := 0
 	for _, p := range ps {
-		if p.Type == streams.DataSteered {
+		if p.Type == parts.DataSteered {
 			n++
 		}
 	}
@@ -293,7 +294,7 @@ func TestSteeringSteerSurvivesACrashBeforeTheFact(t *testing.T) {
 	if tr := sess.State.Turn; sess.State.Status != reducer.Running || len(tr.Steer) != 1 || tr.Steer[0].ID != p.msg {
 		t.Fatalf("after the crash: %s, steer %+v; want running with the message waiting", sess.State.Status, tr.Steer)
 	}
-	ps, _ := parts(t, inv, id, out.Turn)
+	ps, _ := readParts(t, inv, id, out.Turn)
 	if d := conversation.Replay(ps).Delivered(); len(d) != 1 || d[0].ID != p.msg {
 		t.Fatalf("the stream delivered %+v, want the message (flushed before the crash)", d)
 	}
@@ -326,10 +327,10 @@ func TestSteeringSteerSurvivesACrashBeforeTheFact(t *testing.T) {
 	if n := count(fs, reducer.MessageSteered); n != 1 {
 		t.Fatalf("%d message.steered facts, want 1", n)
 	}
-	ps, _ = parts(t, inv, id, out.Turn)
+	ps, _ = readParts(t, inv, id, out.Turn)
 	n := 0
 	for _, p := range ps {
-		if p.Type == streams.DataSteered {
+		if p.Type == parts.DataSteered {
 			n++
 		}
 	}
@@ -366,7 +367,7 @@ func TestSteeringInterruptEndsTheTurnAndStartsANewOne(t *testing.T) {
 	if e := fs[4]; e.Snapshot == "" || e.Usage == nil || e.Usage.Steps != 1 || e.Turn != out.Turn {
 		t.Fatalf("turn.interrupted = %+v", e)
 	}
-	if _, closed := parts(t, inv, id, out.Turn); closed != streams.Interrupted {
+	if _, closed := readParts(t, inv, id, out.Turn); closed != streams.Interrupted {
 		t.Fatalf("stream closed %q, want interrupted", closed)
 	}
 	next, err := inv.runner.Start(ctx, id)
@@ -400,7 +401,7 @@ func TestSteeringInterruptEndsASuspendedTurn(t *testing.T) {
 		last.Type != reducer.TurnInterrupted || last.Actor != teststack.Alice || last.Snapshot == "" {
 		t.Fatalf("last facts %+v, %+v", prev, last)
 	}
-	if _, closed := parts(t, inv, id, out.Turn); closed != streams.Interrupted {
+	if _, closed := readParts(t, inv, id, out.Turn); closed != streams.Interrupted {
 		t.Fatalf("stream closed %q, want interrupted", closed)
 	}
 	sess, err := inv.sessions.Load(ctx, id)

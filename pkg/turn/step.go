@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 )
@@ -32,14 +33,14 @@ type attempt struct {
 
 // step asks the model for one step and returns its parts, from start-step
 // to finish-step. Nothing reaches the sink unless the step completes.
-func (ru *run) step(ctx context.Context) ([]streams.Part, error) {
+func (ru *run) step(ctx context.Context) ([]parts.Part, error) {
 	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
 	req := ru.request(ru.sess.History)
 	so := ru.turn.Usage() // the turn's usage before this step
 	so.Steps++
 	sp := &stepParts{n: len(ru.turn.Steps), turn: ru.out.Turn, so: so, price: ru.agent.Price,
-		parts: []streams.Part{{Type: streams.StartStep}}, began: time.Now()}
+		parts: []parts.Part{{Type: parts.StartStep}}, began: time.Now()}
 	if ru.lim.LiveFlush > 0 {
 		sp.live = ru.sink.Live(ru.lim.LiveFlush)
 		defer sp.live.Stop() // a failure it reports was reported by push or lost with the step
@@ -83,10 +84,10 @@ type stepParts struct {
 	turn  string        // the turn's id, for the calls' ids
 	so    reducer.Usage // the turn's usage before this step, this step counted
 	price *reducer.Price
-	parts []streams.Part
+	parts []parts.Part
 	began time.Time // when the model call began: the step's model time, in its metadata
 
-	open               streams.PartType // the open block's start type, if any
+	open               parts.Type // the open block's start type, if any
 	blockID, signature string
 	blocks, calls      int
 	finished           bool
@@ -101,18 +102,18 @@ type stepParts struct {
 func (sp *stepParts) event(ev model.Event) {
 	switch ev.Type {
 	case model.ReasoningDelta:
-		sp.openBlock(streams.ReasoningStart)
-		sp.parts = append(sp.parts, streams.Part{Type: streams.ReasoningDelta, ID: sp.blockID, Delta: ev.Text})
+		sp.openBlock(parts.ReasoningStart)
+		sp.parts = append(sp.parts, parts.Part{Type: parts.ReasoningDelta, ID: sp.blockID, Delta: ev.Text})
 	case model.ReasoningSignature:
-		if sp.open == streams.ReasoningStart {
+		if sp.open == parts.ReasoningStart {
 			sp.signature += ev.Text
 		}
 	case model.TextDelta:
-		sp.openBlock(streams.TextStart)
-		sp.parts = append(sp.parts, streams.Part{Type: streams.TextDelta, ID: sp.blockID, Delta: ev.Text})
+		sp.openBlock(parts.TextStart)
+		sp.parts = append(sp.parts, parts.Part{Type: parts.TextDelta, ID: sp.blockID, Delta: ev.Text})
 	case model.ToolCall:
 		sp.closeBlock()
-		sp.parts = append(sp.parts, streams.Part{Type: streams.ToolInputAvailable, ToolCallID: CallID(sp.turn, sp.n, sp.calls),
+		sp.parts = append(sp.parts, parts.Part{Type: parts.ToolInputAvailable, ToolCallID: CallID(sp.turn, sp.n, sp.calls),
 			ToolName: ev.Call.Name, Input: normalizeInput(ev.Call.Input), ProviderMetadata: conversation.CallMetadata(ev.Call.ID)})
 		sp.calls++
 	case model.Finish:
@@ -122,14 +123,14 @@ func (sp *stepParts) event(ev model.Event) {
 			u.CostMicroUSD = sp.price.Cost(u.InputTokens, u.OutputTokens)
 		}
 		sp.parts = append(sp.parts,
-			streams.Part{Type: streams.MessageMetadata, MessageMetadata: conversation.TimedStepMetadata(u, sp.so.Add(u), string(ev.Stop), sp.began, time.Now())},
-			streams.Part{Type: streams.FinishStep})
+			parts.Part{Type: parts.MessageMetadata, MessageMetadata: conversation.TimedStepMetadata(u, sp.so.Add(u), string(ev.Stop), sp.began, time.Now())},
+			parts.Part{Type: parts.FinishStep})
 		sp.finished = true
 	}
 }
 
 // openBlock starts a block of type t unless one is open.
-func (sp *stepParts) openBlock(t streams.PartType) {
+func (sp *stepParts) openBlock(t parts.Type) {
 	if sp.open == t {
 		return
 	}
@@ -137,17 +138,17 @@ func (sp *stepParts) openBlock(t streams.PartType) {
 	sp.open = t
 	sp.blockID = fmt.Sprintf("s%d-b%d", sp.n, sp.blocks)
 	sp.blocks++
-	sp.parts = append(sp.parts, streams.Part{Type: t, ID: sp.blockID})
+	sp.parts = append(sp.parts, parts.Part{Type: t, ID: sp.blockID})
 }
 
 // closeBlock ends the open block, if any: a reasoning block with its
 // signature.
 func (sp *stepParts) closeBlock() {
 	switch sp.open {
-	case streams.TextStart:
-		sp.parts = append(sp.parts, streams.Part{Type: streams.TextEnd, ID: sp.blockID})
-	case streams.ReasoningStart:
-		p := streams.Part{Type: streams.ReasoningEnd, ID: sp.blockID}
+	case parts.TextStart:
+		sp.parts = append(sp.parts, parts.Part{Type: parts.TextEnd, ID: sp.blockID})
+	case parts.ReasoningStart:
+		p := parts.Part{Type: parts.ReasoningEnd, ID: sp.blockID}
 		if sp.signature != "" {
 			p.ProviderMetadata = conversation.SignatureMetadata(sp.signature)
 		}
@@ -182,9 +183,9 @@ func (ru *run) push(ctx context.Context, sp *stepParts) error {
 
 // abandon ends a step that failed with err: parts of it already pushed are
 // marked abandoned.
-func (ru *run) abandon(sp *stepParts, err error) ([]streams.Part, error) {
+func (ru *run) abandon(sp *stepParts, err error) ([]parts.Part, error) {
 	if sp.pushed > 0 {
-		ru.emit(streams.Part{Type: streams.DataAbandoned, Data: json.RawMessage(`{"reason":"the step was cut short and will be redone"}`)})
+		ru.emit(parts.Part{Type: parts.DataAbandoned, Data: json.RawMessage(`{"reason":"the step was cut short and will be redone"}`)})
 	}
 	return nil, err
 }

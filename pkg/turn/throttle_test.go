@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
@@ -103,7 +104,7 @@ func TestTransientFaultRedoesTheStep(t *testing.T) {
 			if out.Kind != turn.Completed || out.Steps != 1 || m.calls != 3 {
 				t.Fatalf("outcome %+v after %d calls, want completed in 1 step after 3 calls", out, m.calls)
 			}
-			ps, closed := parts(t, inv, id, out.Turn)
+			ps, closed := readParts(t, inv, id, out.Turn)
 			if closed != streams.Completed {
 				t.Fatalf("stream %s", closed)
 			}
@@ -111,11 +112,11 @@ func TestTransientFaultRedoesTheStep(t *testing.T) {
 			finished, abandoned := 0, 0
 			for _, p := range ps {
 				switch p.Type {
-				case streams.FinishStep:
+				case parts.FinishStep:
 					finished++
-				case streams.DataAbandoned:
+				case parts.DataAbandoned:
 					abandoned++
-				case streams.TextDelta:
+				case parts.TextDelta:
 					text.WriteString(p.Delta)
 				}
 			}

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
 )
 
@@ -17,7 +17,7 @@ import (
 // first checkpoint, in the same chunk as its first step, so it costs no
 // write of its own; every later invocation of the turn offers the tools it
 // records.
-const DataTools streams.PartType = "data-tools"
+const DataTools parts.Type = "data-tools"
 
 // toolsRecord is a DataTools part's data.
 type toolsRecord struct {
@@ -45,7 +45,7 @@ func (ru *run) offer(ctx context.Context) error {
 		if listed == nil {
 			listed = []tool.Listed{}
 		}
-		rec = streams.Part{Type: DataTools, Data: mustJSON(toolsRecord{Tools: listed})}
+		rec = parts.Part{Type: DataTools, Data: mustJSON(toolsRecord{Tools: listed})}
 	}
 	// The tools are made from the record's bytes, fresh or not, so every
 	// invocation of the turn makes the same ones.
@@ -70,13 +70,13 @@ func (ru *run) offer(ctx context.Context) error {
 
 // recorded finds the turn's record of its listed tools: the last
 // DataTools part.
-func recorded(parts []streams.Part) (streams.Part, bool) {
-	for i := len(parts) - 1; i >= 0; i-- {
-		if parts[i].Type == DataTools {
-			return parts[i], true
+func recorded(ps []parts.Part) (parts.Part, bool) {
+	for i := len(ps) - 1; i >= 0; i-- {
+		if ps[i].Type == DataTools {
+			return ps[i], true
 		}
 	}
-	return streams.Part{}, false
+	return parts.Part{}, false
 }
 
 // unoffered ends an invocation whose tools could not be fixed: a source

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
 )
@@ -71,7 +72,7 @@ func TestLiveFlushHasATrailingEdge(t *testing.T) {
 			}
 			stream = sess.State.Turn.Stream
 		}
-		ps, _ := parts(t, inv, id, stream)
+		ps, _ := readParts(t, inv, id, stream)
 		if text(ps) == "held back?" {
 			break
 		}
@@ -82,16 +83,16 @@ func TestLiveFlushHasATrailingEdge(t *testing.T) {
 		t.Fatal(err)
 	}
 	done <- nil
-	ps, st := parts(t, inv, id, stream)
+	ps, st := readParts(t, inv, id, stream)
 	if st != streams.Completed || text(ps) != "held back?" {
 		t.Fatalf("stream %s: text %q", st, text(ps))
 	}
 }
 
-func text(ps []streams.Part) string {
+func text(ps []parts.Part) string {
 	var b strings.Builder
 	for _, p := range ps {
-		if p.Type == streams.TextDelta {
+		if p.Type == parts.TextDelta {
 			b.WriteString(p.Delta)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -52,18 +53,18 @@ func TestThreeStepTurnCompletes(t *testing.T) {
 		t.Fatalf("turn.completed = %+v", done)
 	}
 
-	ps, closed := parts(t, inv, id, out.Turn)
+	ps, closed := readParts(t, inv, id, out.Turn)
 	if closed != streams.Completed {
 		t.Fatalf("stream closed = %q, want completed", closed)
 	}
 	var seq []string
 	for _, p := range ps {
 		switch p.Type {
-		case streams.Start, streams.StartStep, streams.FinishStep, streams.Finish:
+		case parts.Start, parts.StartStep, parts.FinishStep, parts.Finish:
 			seq = append(seq, string(p.Type))
-		case streams.ToolInputAvailable:
+		case parts.ToolInputAvailable:
 			seq = append(seq, "call:"+p.ToolName)
-		case streams.ToolOutputAvailable:
+		case parts.ToolOutputAvailable:
 			seq = append(seq, "result:"+p.ToolCallID)
 		}
 	}
@@ -75,7 +76,7 @@ func TestThreeStepTurnCompletes(t *testing.T) {
 	}
 	var text strings.Builder
 	for _, p := range ps {
-		if p.Type == streams.TextDelta {
+		if p.Type == parts.TextDelta {
 			text.WriteString(p.Delta)
 		}
 	}
@@ -84,7 +85,7 @@ func TestThreeStepTurnCompletes(t *testing.T) {
 	}
 	var weather map[string]any
 	for _, p := range ps {
-		if p.Type == streams.ToolOutputAvailable && p.ToolCallID == turn.CallID(out.Turn, 0, 0) {
+		if p.Type == parts.ToolOutputAvailable && p.ToolCallID == turn.CallID(out.Turn, 0, 0) {
 			if err := json.Unmarshal(p.Output, &weather); err != nil {
 				t.Fatal(err)
 			}
@@ -170,8 +171,8 @@ func TestDeadlineSuspendsAndResumesByteForByte(t *testing.T) {
 		t.Fatal("two rebuilds of one session differ")
 	}
 
-	pa, _ := parts(t, whole, id, out.Turn)
-	pb, _ := parts(t, whole, other, wout.Turn)
+	pa, _ := readParts(t, whole, id, out.Turn)
+	pb, _ := readParts(t, whole, other, wout.Turn)
 	if ca, cb := mergeDeltas(content(pa)), mergeDeltas(content(pb)); !reflect.DeepEqual(ca, cb) {
 		ja, _ := json.Marshal(ca)
 		jb, _ := json.Marshal(cb)
@@ -179,7 +180,7 @@ func TestDeadlineSuspendsAndResumesByteForByte(t *testing.T) {
 	}
 	markers := 0
 	for _, p := range pa {
-		if p.Type == streams.DataSuspended || p.Type == streams.DataResumed {
+		if p.Type == parts.DataSuspended || p.Type == parts.DataResumed {
 			markers++
 		}
 	}
@@ -216,8 +217,8 @@ func suspendOnApproval(t *testing.T) (*invocation, string, reducer.Approval) {
 	if ap.Tool != "send_email" || !strings.Contains(string(ap.Input), "team@example.com") || !ap.Expires.After(time.Now()) {
 		t.Fatalf("pending approval = %+v", ap)
 	}
-	ps, closed := parts(t, inv, id, out.Turn)
-	if closed != streams.Open || ps[len(ps)-1].Type != streams.DataSuspended {
+	ps, closed := readParts(t, inv, id, out.Turn)
+	if closed != streams.Open || ps[len(ps)-1].Type != parts.DataSuspended {
 		t.Fatalf("stream after approval suspension: closed=%q last=%+v", closed, ps[len(ps)-1])
 	}
 	// Resume before an answer does nothing.
@@ -257,13 +258,13 @@ func TestApprovalApproveRunsTool(t *testing.T) {
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after approve: %+v, %v", out, err)
 	}
-	ps, _ := parts(t, inv, id, out.Turn)
+	ps, _ := readParts(t, inv, id, out.Turn)
 	var sawResponse, sawOutput bool
 	for _, p := range ps {
-		if p.Type == streams.ToolApprovalResponse && p.ApprovalID == ap.ID && p.Approved != nil && *p.Approved {
+		if p.Type == parts.ToolApprovalResponse && p.ApprovalID == ap.ID && p.Approved != nil && *p.Approved {
 			sawResponse = true
 		}
-		if p.Type == streams.ToolOutputAvailable && p.ToolCallID == ap.ToolCallID && strings.Contains(string(p.Output), `"sent":true`) {
+		if p.Type == parts.ToolOutputAvailable && p.ToolCallID == ap.ToolCallID && strings.Contains(string(p.Output), `"sent":true`) {
 			sawOutput = true
 		}
 	}
@@ -291,9 +292,9 @@ func TestApprovalDenyTellsTheModel(t *testing.T) {
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after deny: %+v, %v", out, err)
 	}
-	ps, _ := parts(t, inv, id, out.Turn)
+	ps, _ := readParts(t, inv, id, out.Turn)
 	for _, p := range ps {
-		if p.Type == streams.ToolOutputAvailable && p.ToolCallID == ap.ToolCallID {
+		if p.Type == parts.ToolOutputAvailable && p.ToolCallID == ap.ToolCallID {
 			t.Fatal("a denied tool ran")
 		}
 	}
@@ -476,10 +477,10 @@ func TestCrashMidStepResumesFromCheckpoint(t *testing.T) {
 	if sess.State.Status != reducer.Running {
 		t.Fatalf("after the crash the session is %s, want still running", sess.State.Status)
 	}
-	ps, _ := parts(t, inv, id, sess.State.Turn.Stream)
+	ps, _ := readParts(t, inv, id, sess.State.Turn.Stream)
 	steps := 0
 	for _, p := range ps {
-		if p.Type == streams.FinishStep {
+		if p.Type == parts.FinishStep {
 			steps++
 		}
 	}
@@ -578,13 +579,13 @@ func TestLiveFlushStreamsMidStepAndAbandonsOnCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, _ := parts(t, inv, id, sess.State.Turn.Stream)
+	ps, _ := readParts(t, inv, id, sess.State.Turn.Stream)
 	var text strings.Builder
 	for _, p := range ps {
-		if p.Type == streams.TextDelta {
+		if p.Type == parts.TextDelta {
 			text.WriteString(p.Delta)
 		}
-		if p.Type == streams.FinishStep {
+		if p.Type == parts.FinishStep {
 			t.Fatal("the step finished before the reader looked")
 		}
 	}
@@ -600,10 +601,10 @@ func TestLiveFlushStreamsMidStepAndAbandonsOnCrash(t *testing.T) {
 	if err != nil || out.Kind != turn.Completed || out.Usage.Steps != 2 {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
-	ps, _ = parts(t, inv, id, out.Turn)
+	ps, _ = readParts(t, inv, id, out.Turn)
 	abandoned := 0
 	for _, p := range ps {
-		if p.Type == streams.DataAbandoned {
+		if p.Type == parts.DataAbandoned {
 			abandoned++
 		}
 	}
@@ -641,9 +642,9 @@ func TestRunawayStepIsAbortedAtTheDeadline(t *testing.T) {
 	if out.Kind != turn.Suspended || out.Cause != reducer.CauseBudget || out.Steps != 0 {
 		t.Fatalf("outcome = %+v, want suspended for budget after no step", out)
 	}
-	ps, _ := parts(t, inv, id, out.Turn)
+	ps, _ := readParts(t, inv, id, out.Turn)
 	for _, p := range ps {
-		if p.Type == streams.StartStep || p.Type == streams.TextDelta {
+		if p.Type == parts.StartStep || p.Type == parts.TextDelta {
 			t.Fatalf("the aborted step reached the stream: %+v", p)
 		}
 	}
@@ -693,13 +694,13 @@ func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
 	}
 	sink := inv.sessions.OpenStream(id, tid)
 	_ = sink.Append(
-		streams.Part{Type: streams.Start, MessageID: tid},
-		streams.Part{Type: streams.StartStep},
-		streams.Part{Type: streams.TextStart, ID: "a"},
-		streams.Part{Type: streams.TextDelta, ID: "a", Delta: "All done."},
-		streams.Part{Type: streams.TextEnd, ID: "a"},
-		streams.Part{Type: streams.FinishStep},
-		streams.Part{Type: streams.Finish, FinishReason: "stop"},
+		parts.Part{Type: parts.Start, MessageID: tid},
+		parts.Part{Type: parts.StartStep},
+		parts.Part{Type: parts.TextStart, ID: "a"},
+		parts.Part{Type: parts.TextDelta, ID: "a", Delta: "All done."},
+		parts.Part{Type: parts.TextEnd, ID: "a"},
+		parts.Part{Type: parts.FinishStep},
+		parts.Part{Type: parts.Finish, FinishReason: "stop"},
 	)
 	if err := sink.Close(ctx, streams.Completed); err != nil {
 		t.Fatal(err)
@@ -716,7 +717,7 @@ func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
 	if tr := string(transcript(t, inv, id)); !strings.Contains(tr, "All done.") {
 		t.Fatalf("the snapshot lacks the turn: %s", tr)
 	}
-	if ps, _ := parts(t, inv, id, tid); len(ps) != 7 {
+	if ps, _ := readParts(t, inv, id, tid); len(ps) != 7 {
 		t.Fatalf("the closed stream changed: %d parts", len(ps))
 	}
 }
@@ -757,11 +758,11 @@ func TestCancelWhileRunning(t *testing.T) {
 	if last.Type != reducer.TurnCancelled || last.Actor != operator {
 		t.Fatalf("the cancel fact = %+v", last)
 	}
-	ps, closed := parts(t, inv, id, out.Turn)
+	ps, closed := readParts(t, inv, id, out.Turn)
 	if closed != streams.Cancelled {
 		t.Fatalf("stream closed = %q, want cancelled", closed)
 	}
-	if last := ps[len(ps)-1]; last.Type != streams.Finish || last.FinishReason != "cancelled" {
+	if last := ps[len(ps)-1]; last.Type != parts.Finish || last.FinishReason != "cancelled" {
 		t.Fatalf("last part = %+v", last)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
 )
 
@@ -26,11 +26,11 @@ func TestStepMetadataCarriesTheTurnsUsage(t *testing.T) {
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("turn: %+v, %v", out, err)
 	}
-	ps, _ := parts(t, inv, id, out.Turn)
+	ps, _ := readParts(t, inv, id, out.Turn)
 	var sum reducer.Usage
 	steps := 0
 	for _, p := range ps {
-		if p.Type != streams.MessageMetadata {
+		if p.Type != parts.MessageMetadata {
 			continue
 		}
 		var m struct {

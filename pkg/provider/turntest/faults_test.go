@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	pt "github.com/baton-run/baton/pkg/provider/providertest"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
@@ -161,10 +162,10 @@ func TestTransientFaultsRedoTheStep(t *testing.T) {
 					t.Fatalf("facts %v", got)
 				}
 				ps := checkOneCleanStep(t, inv, id, out.Turn)
-				abandoned := slices.IndexFunc(ps, func(p streams.Part) bool { return p.Type == streams.DataAbandoned })
+				abandoned := slices.IndexFunc(ps, func(p parts.Part) bool { return p.Type == parts.DataAbandoned })
 				if f.partial {
 					// The cut try's text reached the stream, then the marker.
-					if abandoned < 0 || slices.IndexFunc(ps[:abandoned], func(p streams.Part) bool { return p.Type == streams.TextDelta }) < 0 {
+					if abandoned < 0 || slices.IndexFunc(ps[:abandoned], func(p parts.Part) bool { return p.Type == parts.TextDelta }) < 0 {
 						t.Fatalf("no text of the cut try before a data-abandoned part: %+v", ps)
 					}
 				} else if abandoned >= 0 {
@@ -178,7 +179,7 @@ func TestTransientFaultsRedoTheStep(t *testing.T) {
 // checkOneCleanStep checks that the turn's stream holds exactly one
 // completed step, the final answer, and that the snapshot holds that
 // answer once: no part of a cut step was kept.
-func checkOneCleanStep(t *testing.T, inv *invocation, id, turnID string) []streams.Part {
+func checkOneCleanStep(t *testing.T, inv *invocation, id, turnID string) []parts.Part {
 	t.Helper()
 	ps, closed, err := readParts(ctxT(t), inv, id, turnID)
 	if err != nil {
@@ -189,7 +190,7 @@ func checkOneCleanStep(t *testing.T, inv *invocation, id, turnID string) []strea
 	}
 	finished := 0
 	for _, p := range ps {
-		if p.Type == streams.FinishStep {
+		if p.Type == parts.FinishStep {
 			finished++
 		}
 	}

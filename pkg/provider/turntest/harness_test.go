@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	pt "github.com/baton-run/baton/pkg/provider/providertest"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
@@ -165,18 +166,18 @@ func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	if got := providerIDs(t, ps); !slices.Equal(got, []string{weatherCall + "=" + w.weatherID, emailCall + "=" + w.emailID}) {
 		t.Fatalf("tool calls in the stream (baton id=provider id) = %q", got)
 	}
-	if closed != streams.Open || ps[len(ps)-1].Type != streams.DataSuspended {
+	if closed != streams.Open || ps[len(ps)-1].Type != parts.DataSuspended {
 		t.Fatalf("stream after Start: closed=%q, last part %+v", closed, ps[len(ps)-1])
 	}
 	// The read tool already ran; the email waits.
-	if o := output(ps, weatherCall); o == nil || o.Type != streams.ToolOutputAvailable || string(o.Output) != weatherOut {
+	if o := output(ps, weatherCall); o == nil || o.Type != parts.ToolOutputAvailable || string(o.Output) != weatherOut {
 		t.Fatalf("get_weather result before the suspension = %+v, want %s", o, weatherOut)
 	}
 	if o := output(ps, emailCall); o != nil {
 		t.Fatalf("send_email has a result before its approval: %+v", o)
 	}
-	if !slices.ContainsFunc(ps, func(p streams.Part) bool {
-		return p.Type == streams.ToolApprovalRequest && p.ToolCallID == emailCall && p.ApprovalID == ap.ID
+	if !slices.ContainsFunc(ps, func(p parts.Part) bool {
+		return p.Type == parts.ToolApprovalRequest && p.ToolCallID == emailCall && p.ApprovalID == ap.ID
 	}) {
 		t.Fatal("no tool-approval-request for send_email in the stream")
 	}
@@ -207,10 +208,10 @@ func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if closed != streams.Completed || ps[len(ps)-1].Type != streams.Finish {
+	if closed != streams.Completed || ps[len(ps)-1].Type != parts.Finish {
 		t.Fatalf("final stream: closed=%q, last part %+v", closed, ps[len(ps)-1])
 	}
-	if o := output(ps, weatherCall); o == nil || o.Type != streams.ToolOutputAvailable || string(o.Output) != weatherOut {
+	if o := output(ps, weatherCall); o == nil || o.Type != parts.ToolOutputAvailable || string(o.Output) != weatherOut {
 		t.Fatalf("final stream: get_weather result = %+v", o)
 	}
 	emailOut := `{"messageId":"msg-` + id + "/" + out.Turn + "/ex_" + emailCall + `","sent":true,"to":"team@example.com"}`
@@ -218,14 +219,14 @@ func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	executions := count(facts(t, b, id), reducer.ExecutionStarted)
 	switch d {
 	case reducer.Approve:
-		if email == nil || email.Type != streams.ToolOutputAvailable || string(email.Output) != emailOut {
+		if email == nil || email.Type != parts.ToolOutputAvailable || string(email.Output) != emailOut {
 			t.Fatalf("final stream: send_email result = %+v, want output %s", email, emailOut)
 		}
 		if executions != 1 {
 			t.Fatalf("%d execution.started facts for the approved email, want 1", executions)
 		}
 	case reducer.Deny:
-		if email == nil || email.Type != streams.ToolOutputDenied {
+		if email == nil || email.Type != parts.ToolOutputDenied {
 			t.Fatalf("final stream: send_email result = %+v, want tool-output-denied", email)
 		}
 		if executions != 0 {
@@ -236,11 +237,11 @@ func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	var sigs []string
 	for _, p := range ps {
 		switch p.Type {
-		case streams.ReasoningDelta:
+		case parts.ReasoningDelta:
 			reasoning.WriteString(p.Delta)
-		case streams.TextDelta:
+		case parts.TextDelta:
 			text.WriteString(p.Delta)
-		case streams.ReasoningEnd:
+		case parts.ReasoningEnd:
 			var m struct {
 				Baton struct {
 					Signature string `json:"signature"`
@@ -341,11 +342,11 @@ func checkRecorded(t *testing.T, inv string, r *recorder, n int) {
 }
 
 // providerIDs lists the stream's tool calls as "baton id=provider id".
-func providerIDs(t testing.TB, ps []streams.Part) []string {
+func providerIDs(t testing.TB, ps []parts.Part) []string {
 	t.Helper()
 	var out []string
 	for _, p := range ps {
-		if p.Type != streams.ToolInputAvailable {
+		if p.Type != parts.ToolInputAvailable {
 			continue
 		}
 		var m struct {
@@ -364,10 +365,10 @@ func providerIDs(t testing.TB, ps []streams.Part) []string {
 }
 
 // output returns the result part of a tool call, or nil.
-func output(ps []streams.Part, callID string) *streams.Part {
+func output(ps []parts.Part, callID string) *parts.Part {
 	for i, p := range ps {
 		switch p.Type {
-		case streams.ToolOutputAvailable, streams.ToolOutputError, streams.ToolOutputDenied:
+		case parts.ToolOutputAvailable, parts.ToolOutputError, parts.ToolOutputDenied:
 			if p.ToolCallID == callID {
 				return &ps[i]
 			}

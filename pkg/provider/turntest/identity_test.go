@@ -10,9 +10,9 @@ import (
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	pt "github.com/baton-run/baton/pkg/provider/providertest"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
@@ -365,7 +365,7 @@ func identityTurn(t *testing.T, w idWire, providerID string, ds [2]reducer.Decis
 	}
 	var asked []string
 	for _, p := range ps {
-		if p.Type == streams.ToolApprovalRequest {
+		if p.Type == parts.ToolApprovalRequest {
 			asked = append(asked, p.ToolCallID)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
@@ -60,7 +61,7 @@ func newSession(t testing.TB, inv *invocation, text string) string {
 }
 
 // readParts reads a whole stream back.
-func readParts(ctx context.Context, inv *invocation, id, stream string) ([]streams.Part, streams.Status, error) {
+func readParts(ctx context.Context, inv *invocation, id, stream string) ([]parts.Part, streams.Status, error) {
 	return teststack.Parts(ctx, inv.sessions, id, stream)
 }
 
