@@ -29,7 +29,7 @@ func keyDeps(env map[string]string, built *[]string) agents.Deps {
 		},
 		Getenv: func(k string) string { return env[k] },
 		Keys: apikey.NewCache(keyStore{
-			{Store: apikey.SecretsManager, ID: "baton/fake"}: "sk-from-secret",
+			{Store: apikey.SecretsManager, ID: "baton/fake"}:  "sk-from-secret",
 			{Store: apikey.ParameterStore, ID: "/baton/fake"}: "sk-from-parameter",
 		}),
 	}

@@ -126,7 +126,7 @@ func TestCacheFailures(t *testing.T) {
 type keyed struct {
 	key         string
 	valid       *string // what the API accepts now
-	refuseAfter *int // events streamed before an answer
+	refuseAfter *int    // events streamed before an answer
 	calls       *atomic.Int64
 }
 
