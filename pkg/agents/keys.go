@@ -52,7 +52,13 @@ func (b *builder) keyed(c Config, p Provider) (func(context.Context, Config) (mo
 			return nil, "apiKeyEnv", fmt.Errorf("environment variable %s is empty", c.APIKeyEnv)
 		}
 	}
-	return func(ctx context.Context, named Config) (model.Model, error) { return p(ctx, named, key) }, "", nil
+	return func(ctx context.Context, named Config) (model.Model, error) {
+		m, err := p(ctx, named, key)
+		if err != nil {
+			return nil, err
+		}
+		return apikey.Redacted(m, key), nil
+	}, "", nil
 }
 
 // secretRef reads the secret c's key is in: its apiKeySecret, or when it

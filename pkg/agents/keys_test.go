@@ -2,6 +2,8 @@ package agents_test
 
 import (
 	"context"
+	"errors"
+	"iter"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -116,5 +118,36 @@ func TestAPIKeySecretErrors(t *testing.T) {
 				t.Fatalf("err = %v, want one error at a's apiKeySecret saying %q", err, tc.msg)
 			}
 		})
+	}
+}
+
+// quoting is a provider's model that refuses its key, quoting it.
+type quoting struct{ key string }
+
+func (q quoting) Stream(context.Context, model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) {
+		yield(model.Event{}, &model.Error{Kind: model.Auth, Status: 401, Err: errors.New("Incorrect API key provided: " + q.key)})
+	}
+}
+
+// TestAPIKeyRedacted checks that a provider's error quoting the key has it
+// redacted, for a key from apiKeyEnv as for one from a secret.
+func TestAPIKeyRedacted(t *testing.T) {
+	for _, body := range []string{
+		`{"provider":"quoting","model":"x","apiKeyEnv":"FAKE_KEY"}`,
+		`{"provider":"quoting","model":"x","apiKeySecret":"baton/fake"}`,
+	} {
+		var built []string
+		d := keyDeps(map[string]string{"FAKE_KEY": "sk-from-env"}, &built)
+		d.Providers["quoting"] = func(_ context.Context, _ agents.Config, key string) (model.Model, error) { return quoting{key}, nil }
+		m, err := loadKeyed(t, one(body), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range m.Stream(context.Background(), model.Request{}) {
+			if model.KindOf(err) != model.Auth || strings.Contains(err.Error(), "sk-from") || !strings.Contains(err.Error(), "[redacted]") {
+				t.Errorf("%s: %v, want model.Auth with the key redacted", body, err)
+			}
+		}
 	}
 }
