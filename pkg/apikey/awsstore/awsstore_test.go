@@ -72,6 +72,10 @@ func TestStoreReadsParameterStoreOnKumo(t *testing.T) {
 	if got, err := s.Fetch(ctx, ref); err != nil || got != "sk-two" {
 		t.Fatalf("after overwrite Fetch = %q, %v; want sk-two", got, err)
 	}
+	// By ARN (the template's parameters name one) the store sends the ARN
+	// as GetParameter's Name, which SSM takes (and needs for a parameter
+	// shared from another account); kumo v0.33.1 finds parameters by name
+	// only, so that path is not run here.
 }
 
 // TestStoreMissingIsPermanent checks that a secret or parameter that does
