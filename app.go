@@ -38,11 +38,21 @@ type Config struct {
 	// the first outermost: the seam for tracing and metrics (see package
 	// intercept). None adds nothing to the hot path.
 	Interceptors []Interceptor
+	// KeyStore is where agents' model keys named by secret are fetched
+	// from (an agent's apiKeySecret, or BATON_<PROVIDER>_KEY_SECRET, which
+	// template.yaml sets from AnthropicKeySecret and OpenAIKeySecret):
+	// providers.KeyStore() reads Secrets Manager and SSM Parameter Store.
+	// Only a program that sets it links those clients; a function that
+	// runs no model sets none.
+	KeyStore KeyStore
 }
 
 // Provider is a model provider agents may name; package
 // github.com/baton-run/baton/providers has baton's.
 type Provider = app.Provider
+
+// KeyStore makes the secret store of model keys; see Config.KeyStore.
+type KeyStore = app.KeyStore
 
 // Interceptor wraps the calls a turn makes; see package intercept.
 type Interceptor = intercept.Interceptor
@@ -92,7 +102,7 @@ func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, 
 
 // extras builds the agents of c; every agent's errors are reported.
 func (c Config) extras(ctx context.Context) (app.Extras, error) {
-	x := app.Extras{Tools: c.Tools, Providers: c.Providers, MCP: c.MCP, Interceptors: c.Interceptors}
+	x := app.Extras{Tools: c.Tools, Providers: c.Providers, MCP: c.MCP, Interceptors: c.Interceptors, KeyStore: c.KeyStore}
 	var errs []error
 	for _, a := range c.Agents {
 		t, err := a.BuildWith(ctx, c.MCP)

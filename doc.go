@@ -118,7 +118,13 @@
 // are registered by the program, in Config.Providers (package providers:
 // providers.All(), or the ones it uses), so a program links only those.
 // The resume function runs the models; the operator and the tick register
-// none and link no provider SDK.
+// none and link no provider SDK. An agent's key may be in Secrets Manager or
+// SSM Parameter Store (its apiKeySecret, or BATON_<PROVIDER>_KEY_SECRET,
+// which template.yaml sets from its AnthropicKeySecret and OpenAIKeySecret
+// parameters): the program that runs models registers the store too,
+// Config.KeyStore: providers.KeyStore(). A key is fetched once per
+// container, again when the provider refuses it, and never logged or stored
+// (package pkg/apikey).
 //
 // Package dev runs the same Config on one machine, with the emulator, and
 // package batontest runs it in tests. The repository's own functions and

@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/providers/anthropic"
 	"github.com/baton-run/baton/providers/bedrock"
+	"github.com/baton-run/baton/providers/keystore"
 	pmcp "github.com/baton-run/baton/providers/mcp"
 	"github.com/baton-run/baton/providers/openai"
 )
@@ -40,3 +41,8 @@ func Bedrock() app.Provider { return bedrock.Provider() }
 // MCP is baton's MCP client, for baton.Config.MCP; see package
 // providers/mcp.
 func MCP() mcp.Dialer { return pmcp.Client() }
+
+// KeyStore is baton's store of model keys, on Secrets Manager and SSM
+// Parameter Store, for baton.Config.KeyStore; see package
+// providers/keystore.
+func KeyStore() app.KeyStore { return keystore.AWS() }

@@ -42,6 +42,10 @@ func TestOperatorAndTickLinkNoProvider(t *testing.T) {
 		"github.com/baton-run/baton/pkg/mcp/mcpsdk",
 		"github.com/modelcontextprotocol/go-sdk",
 		"github.com/yosida95/uritemplate",
+		// The model key store (providers.KeyStore()).
+		"github.com/baton-run/baton/pkg/apikey/awsstore",
+		"github.com/aws/aws-sdk-go-v2/service/secretsmanager",
+		"github.com/aws/aws-sdk-go-v2/service/ssm",
 	}
 	for _, fn := range []string{"operator", "tick"} {
 		out, err := exec.Command("go", "list", "-deps", "../functions/"+fn).CombinedOutput()

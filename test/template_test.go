@@ -237,6 +237,8 @@ func checkStatements(t *testing.T, where string, doc any, resources map[string]a
 func TestNoWildcardIAM(t *testing.T) {
 	tr := tree(t)
 	resources, _ := tr["Resources"].(map[string]any)
+	// A parameter that can only be one ARN scopes a statement as a resource does.
+	resources = withARNParameters(t, tr, resources)
 	checked := 0
 	for id, r := range resourcesOfType(tr, "AWS::IAM::Role") {
 		for i, p := range asList(at(r, "Properties", "Policies")) {
@@ -519,6 +521,11 @@ func TestFunctionEnv(t *testing.T) {
 		"BATON_STREAM_BUCKET_TYPE": "!Ref StreamBucketType",
 	}
 	for _, fn := range []string{"OperatorFunction", "ResumeFunction", "TickFunction"} {
+		want := want
+		if fn == "ResumeFunction" {
+			want = maps.Clone(want)
+			maps.Copy(want, resumeKeyEnv)
+		}
 		if got := env[fn]; !maps.Equal(got, want) {
 			t.Errorf("%s environment\n got %v\nwant %v", fn, got, want)
 		}
@@ -558,7 +565,7 @@ func assertEnvContract(t *testing.T, reads map[string][]string) {
 func TestEnvContract(t *testing.T) {
 	vars := app.Vars()
 	assertEnvContract(t, map[string][]string{
-		"OperatorFunction": vars, "ResumeFunction": vars, "TickFunction": vars,
+		"OperatorFunction": vars, "ResumeFunction": append(slices.Clone(vars), slices.Collect(maps.Keys(resumeKeyEnv))...), "TickFunction": vars,
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/baton-run/baton/pkg/apikey"
 	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/tool"
@@ -43,6 +44,10 @@ type Deps struct {
 	Declared func(d Decl) (tool.Tool, error)
 	// Getenv reads API keys; nil means os.Getenv.
 	Getenv func(string) string
+	// Keys fetches and caches the keys agents name by secret (apiKeySecret,
+	// or BATON_<PROVIDER>_KEY_SECRET). Nil means no secret store: such an
+	// agent is a configuration error where its provider is registered.
+	Keys *apikey.Cache
 }
 
 // Load reads, validates and builds the agents of the file name in fsys.
@@ -122,7 +127,7 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 	a.Steering = c.Steering
 	a.Model = b.model(ctx, c, bad)
 	if c.Compaction != nil {
-		comp, field, err := compaction(ctx, b.fsys, b.name, c, b.deps.Providers[c.Provider], b.getenv)
+		comp, field, err := b.compaction(ctx, c)
 		if err != nil {
 			bad(field, err)
 		}
@@ -154,19 +159,17 @@ func (b *builder) model(ctx context.Context, c Config, bad func(string, error)) 
 		bad("model", errors.New("missing"))
 		return nil
 	}
+	keyed, field, err := b.keyed(c, p)
+	if err != nil {
+		bad(field, err)
+		return nil
+	}
 	if !ok {
 		// A program that runs no model (the operator, the tick)
 		// links no provider; its agents keep their policies.
 		return unlinked{name: c.Provider}
 	}
-	var key string
-	if c.APIKeyEnv != "" {
-		if key = b.getenv(c.APIKeyEnv); key == "" {
-			bad("apiKeyEnv", fmt.Errorf("environment variable %s is empty", c.APIKeyEnv))
-			return nil
-		}
-	}
-	m, err := p(ctx, c, key)
+	m, err := keyed(ctx, c)
 	if err != nil {
 		bad("provider", err)
 		return nil
@@ -322,10 +325,23 @@ func DeclaredTools(lambdaClient tool.LambdaInvoker, httpClient *http.Client) fun
 	}
 }
 
-// script loads a scripted model from a path next to the config, or inline.
-// compaction builds c's compaction policy; p is c's provider, nil for the
-// scripted one. It returns the field at fault with an error.
-func compaction(ctx context.Context, fsys fs.FS, name string, c Config, p Provider, getenv func(string) string) (*turn.Compaction, string, error) {
+// compaction builds c's compaction policy. It returns the field at fault
+// with an error.
+func (b *builder) compaction(ctx context.Context, c Config) (*turn.Compaction, string, error) {
+	var keyed func(context.Context, Config) (model.Model, error)
+	if p := b.deps.Providers[c.Provider]; p != nil && c.Provider != "scripted" {
+		var err error
+		if keyed, _, err = b.keyed(c, p); err != nil {
+			keyed = nil // reported with the agent's own model
+		}
+	}
+	return compaction(b.fsys, b.name, c, func(named Config) (model.Model, error) { return keyed(ctx, named) }, keyed != nil)
+}
+
+// compaction builds c's compaction policy; build makes a model of c's
+// provider with c's key, when linked. It returns the field at fault with
+// an error.
+func compaction(fsys fs.FS, name string, c Config, build func(Config) (model.Model, error), linked bool) (*turn.Compaction, string, error) {
 	cc := c.Compaction
 	out := &turn.Compaction{InputTokens: cc.InputTokens, KeepTurns: cc.KeepTurns, KeepSteps: cc.KeepSteps, Prompt: cc.Prompt,
 		MaxTokens: cc.MaxOutputTokens, Price: cc.Pricing}
@@ -358,14 +374,10 @@ func compaction(ctx context.Context, fsys fs.FS, name string, c Config, p Provid
 	if len(cc.Script) > 0 {
 		return nil, "compaction.script", errors.New("only a scripted agent has a summariser script")
 	}
-	if cc.Model != "" && p != nil {
-		var key string
-		if c.APIKeyEnv != "" {
-			key = getenv(c.APIKeyEnv) // checked with the agent's own model
-		}
+	if cc.Model != "" && linked {
 		named := c
 		named.Model = cc.Model
-		m, err := p(ctx, named, key)
+		m, err := build(named)
 		if err != nil {
 			return nil, "compaction.model", err
 		}
@@ -374,6 +386,7 @@ func compaction(ctx context.Context, fsys fs.FS, name string, c Config, p Provid
 	return out, "", nil
 }
 
+// script loads a scripted model from a path next to the config, or inline.
 func script(fsys fs.FS, name string, raw json.RawMessage) (*model.Scripted, error) {
 	if len(raw) == 0 {
 		return nil, errors.New("missing")

@@ -42,6 +42,12 @@ type Config struct {
 	BaseURL string `json:"baseURL,omitempty"`
 	// APIKeyEnv names the environment variable holding the API key.
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	// APIKeySecret names the secret holding the API key (see package
+	// apikey for the form: an ARN, ssm:<parameter name>, or a Secrets
+	// Manager secret's name). Without it or APIKeyEnv, the reference in
+	// the environment variable BATON_<PROVIDER>_KEY_SECRET is used when
+	// set (SecretEnv). The key is fetched on the agent's first model call.
+	APIKeySecret string `json:"apiKeySecret,omitempty"`
 	// EchoReasoning sends reasoning back to OpenAI-compatible servers that
 	// require it with tool calls (DeepSeek-style thinking).
 	EchoReasoning bool   `json:"echoReasoning,omitempty"`

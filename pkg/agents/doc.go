@@ -6,4 +6,10 @@
 // the file, the agent and the field of every error, and builds the
 // turn.Agents the runner uses. Its approval rules are package tool's Rule,
 // which fails closed on input it cannot read.
+//
+// An agent's API key is read from the environment variable its apiKeyEnv
+// names, or fetched from the secret its apiKeySecret names (or, when it
+// names neither, the one in SecretEnv(provider)), through Deps.Keys and
+// package apikey: on the first model call, once per process, and again
+// when the provider refuses it.
 package agents

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/baton-run/baton/pkg/agents"
+	"github.com/baton-run/baton/pkg/apikey"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/dynamo"
@@ -218,6 +219,11 @@ type Extras struct {
 	// Interceptors wrap every model call, tool call, step and store call
 	// of the App, the first outermost (see package intercept).
 	Interceptors []intercept.Interceptor
+	// KeyStore is where the file's agents' keys named by secret are
+	// (apiKeySecret, BATON_<PROVIDER>_KEY_SECRET): providers.KeyStore().
+	// Each key is fetched once per App, on first use, and again when its
+	// provider refuses it. Nil means none.
+	KeyStore KeyStore
 }
 
 // New builds an App on clients.
@@ -311,6 +317,9 @@ func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x 
 
 func loadFile(ctx context.Context, src string, clients *awsenv.Clients, x Extras) (turn.AgentMap, error) {
 	deps := Deps(clients, x.Providers)
+	if x.KeyStore != nil {
+		deps.Keys = apikey.NewCache(x.KeyStore(clients))
+	}
 	deps.Tools, deps.MCP = x.Tools, x.MCP
 	switch {
 	case src == "":

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/baton-run/baton/pkg/agents"
+	"github.com/baton-run/baton/pkg/apikey"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/tool"
 )
@@ -22,6 +23,12 @@ type Provider struct {
 	// model calls share.
 	Build func(clients *awsenv.Clients, httpClient *http.Client) agents.Provider
 }
+
+// KeyStore makes the secret store agents' keys are fetched from
+// (apikey.Fetcher) on the app's AWS clients. providers.KeyStore() is
+// baton's, on Secrets Manager and SSM Parameter Store: only a program that
+// registers it (the resume function, the dev server) links those clients.
+type KeyStore func(clients *awsenv.Clients) apikey.Fetcher
 
 // Deps are the providers and declared tools agents may use. A provider's
 // transient faults are the turn runner's to ride out, under each agent's
