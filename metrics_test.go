@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -252,5 +253,58 @@ func drain(ctx context.Context, t *testing.T, q *sqs.Client, url string) []sqsty
 			}
 		}
 		all = append(all, r.Messages...)
+	}
+}
+
+// TestMetricsOfAReapAndDroppedWakes: a turn whose invocation dies in a
+// tool is reaped by the tick, which counts it in its report's line (Reaps)
+// as the fact counts a suspension for its lease; and SQS records the
+// resume worker cannot use (a body that is no wake, a wake for a session
+// that does not exist) are counted as dropped, by reason.
+func TestMetricsOfAReapAndDroppedWakes(t *testing.T) {
+	ctx := context.Background()
+	started := make(chan struct{})
+	var once sync.Once
+	slow := baton.Func("slow", "Look slowly.", func(ctx context.Context, _ struct{}) (string, error) {
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			close(started)
+			<-ctx.Done() // the invocation dies here
+			return "", ctx.Err()
+		}
+		return "found", nil
+	}, baton.Read())
+	out := &lines{}
+	kit := batontest.New(t, baton.Config{Metrics: out, Agents: []baton.Agent{{Name: "looker", Tools: []baton.Tool{slow},
+		Model: batontest.Script(t, `{"steps":[{"toolCalls":[{"name":"slow","input":{}}]},{"text":"Found."}]}`)}}})
+	s := kit.Session("looker")
+	s.Post("Look.")
+	s.RunKilled(started)
+	if rep := kit.Tick(); rep.Reaped != 1 {
+		t.Fatalf("tick = %+v, want one turn reaped", rep)
+	}
+	ev := wake.Event(nil, "arn:aws:sqs:us-east-1:000000000000:wakes", "us-east-1")
+	ev.Records = append(ev.Records,
+		events.SQSMessage{MessageId: "m1", Body: `not a wake`},
+		events.SQSMessage{MessageId: "m2", Body: `{"session":"s_gone","reason":"message"}`})
+	if resp, err := kit.App.Worker().HandleSQS(ctx, ev); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("resume = %+v, %v; want both records dropped", resp, err)
+	}
+
+	ss := parseEMF(t, out.String())
+	if v, n := sum(ss, metrics.Reaps); v != 1 || n != 1 {
+		t.Errorf("reaps = %v in %d tick lines, want 1 in 1", v, n)
+	}
+	if v, _ := sum(ss, metrics.Suspensions, metrics.DimCause, string(reducer.CauseLease), metrics.DimAgent, "looker"); v != 1 {
+		t.Errorf("suspensions for the lease = %v, want 1", v)
+	}
+	for _, reason := range []string{"invalid", "unknown-session"} {
+		if v, _ := sum(ss, metrics.WakesDropped, metrics.DimReason, reason); v != 1 {
+			t.Errorf("wakes dropped as %s = %v, want 1", reason, v)
+		}
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Logf("EMF lines:\n%s", out)
 	}
 }
