@@ -3,6 +3,7 @@ package baton
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/lambdahttp"
+	"github.com/baton-run/baton/pkg/metrics"
 	"github.com/baton-run/baton/pkg/tick"
 )
 
@@ -45,6 +47,12 @@ type Config struct {
 	// Only a program that sets it links those clients; a function that
 	// runs no model sets none.
 	KeyStore KeyStore
+	// Metrics, when set, receives the App's metrics as CloudWatch Embedded
+	// Metric Format lines (package metrics): a Lambda main passes os.Stderr,
+	// where its logger writes, and CloudWatch Logs extracts them, with no
+	// API call. Their Function dimension is AWS_LAMBDA_FUNCTION_NAME
+	// ("local" outside Lambda). Nil records none, at no cost.
+	Metrics io.Writer
 }
 
 // Provider is a model provider agents may name; package
@@ -102,7 +110,7 @@ func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, 
 
 // extras builds the agents of c; every agent's errors are reported.
 func (c Config) extras(ctx context.Context) (app.Extras, error) {
-	x := app.Extras{Tools: c.Tools, Providers: c.Providers, MCP: c.MCP, Interceptors: c.Interceptors, KeyStore: c.KeyStore}
+	x := app.Extras{Tools: c.Tools, Providers: c.Providers, MCP: c.MCP, Interceptors: c.Interceptors, KeyStore: c.KeyStore, Metrics: metrics.Lambda(c.Metrics)}
 	var errs []error
 	for _, a := range c.Agents {
 		t, err := a.BuildWith(ctx, c.MCP)

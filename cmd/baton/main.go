@@ -71,6 +71,7 @@ func run(args []string, stdout io.Writer) error {
 		fs.StringVar(&opts.DataDir, "data", ".baton/data", "where the embedded emulator keeps its data")
 		fs.StringVar(&opts.AgentFile, "agents", "", "agent config file (default: the embedded demo agent)")
 		fs.DurationVar(&opts.Tick, "tick", 10*time.Second, "how often the tick runs")
+		emf := fs.Bool("metrics", false, "write the metrics as CloudWatch EMF lines to stderr (off by default)")
 		if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
 			return nil
 		} else if err != nil {
@@ -84,7 +85,11 @@ func run(args []string, stdout io.Writer) error {
 		opts.Out = os.Stdout
 		// The same Config as the functions': the repository's functions
 		// and its dev server are programs of the public API.
-		return dev.Run(ctx, baton.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore()}, opts)
+		cfg := baton.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore()}
+		if *emf {
+			cfg.Metrics = os.Stderr
+		}
+		return dev.Run(ctx, cfg, opts)
 	case "init":
 		return initProject(args[1:], stdout)
 	case "template":

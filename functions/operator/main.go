@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools()})
+	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools(), Metrics: os.Stderr})
 	if err != nil {
 		slog.Error("operator: start", "err", err)
 		os.Exit(1)

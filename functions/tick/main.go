@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools()})
+	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools(), Metrics: os.Stderr})
 	if err != nil {
 		slog.Error("tick: start", "err", err)
 		os.Exit(1)

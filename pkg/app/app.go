@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/mcp"
+	"github.com/baton-run/baton/pkg/metrics"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tool"
@@ -180,6 +182,8 @@ type App struct {
 	Runner   *turn.Runner
 	Waker    wake.Waker
 	Log      *slog.Logger
+	// Metrics is the App's metrics recorder, nil when it records none.
+	Metrics *metrics.Recorder
 }
 
 // ChatOptions are the chat endpoint's settings from the environment;
@@ -224,6 +228,10 @@ type Extras struct {
 	// Each key is fetched once per App, on first use, and again when its
 	// provider refuses it. Nil means none.
 	KeyStore KeyStore
+	// Metrics records the App's metrics as CloudWatch EMF lines (package
+	// metrics), innermost of the interceptors; nil records none and adds
+	// nothing.
+	Metrics *metrics.Recorder
 }
 
 // New builds an App on clients.
@@ -241,6 +249,9 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
+	if x.Metrics != nil {
+		x.Interceptors = append(slices.Clip(x.Interceptors), x.Metrics.Interceptor(prices(agentMap)))
+	}
 	waker := wake.NewSQS(clients.SQS, env.QueueURL)
 	ss := session.New(dynamo.New(clients.DynamoDB, env.Table), streamStore)
 	ss.Waker = waker
@@ -249,7 +260,7 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 	ss.Steering = agentMap.Steering
 	ss = intercept.Store(ss, x.Interceptors)
 	return &App{
-		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log,
+		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Metrics: x.Metrics,
 		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: x.Interceptors},
 	}, nil
 }

@@ -19,14 +19,14 @@ import (
 // Worker returns the resume worker: it takes wakes and starts, resumes or
 // skips turns.
 func (a *App) Worker() *worker.Worker {
-	return &worker.Worker{Sessions: a.Sessions, Runner: a.Runner, Log: a.Log}
+	return &worker.Worker{Sessions: a.Sessions, Runner: a.Runner, Log: a.Log, Metrics: a.Metrics}
 }
 
 // Tick returns the tick: it reaps dead invocations, expires approvals and
 // re-sends wakes lost for longer than Env.WakeGrace. Its clock is the
 // session store's.
 func (a *App) Tick() *tick.Tick {
-	return &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Grace: a.Env.WakeGrace, Now: a.Sessions.Clock, Log: a.Log}
+	return &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Grace: a.Env.WakeGrace, Now: a.Sessions.Clock, Log: a.Log, Metrics: a.Metrics}
 }
 
 // Retention returns the retention sweep the environment configures

@@ -37,8 +37,9 @@ const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
        baton --version
 
 Local:
-  baton dev [--addr A] [--data DIR] [--agents FILE] [--tick D]
-                                            run the dev server (emulator, demo agent, API on 127.0.0.1:8080)
+  baton dev [--addr A] [--data DIR] [--agents FILE] [--tick D] [--metrics]
+                                            run the dev server (emulator, demo agent, API on 127.0.0.1:8080);
+                                            --metrics writes CloudWatch EMF metric lines to stderr
   baton provision                           create the table, bucket and queues at AWS_ENDPOINT_URL
   baton init DIR [-module PATH] [-replace BATON_DIR]   write a new project that imports baton
   baton template [--diff | -w]              a project's template.yaml and Makefile as this baton derives them

@@ -173,11 +173,12 @@ func TestConsoleHistoryAndAccess(t *testing.T) {
 
 	within(t, b, "waterfall", func(b *browser) {
 		type row struct {
-			Model, Tools, Suspended int
-			Text                    string
+			Model, Tools, Checkpoint, Suspended int
+			Text                                string
 		}
 		rows := eval[[]row](b, `[...document.querySelectorAll('#waterfall .wf-row')].map(r => ({
 			Model: r.querySelectorAll('.bar.model').length, Tools: r.querySelectorAll('.bar.tools').length,
+			Checkpoint: r.querySelectorAll('.bar.checkpoint').length,
 			Suspended: r.querySelectorAll('.bar.suspended').length, Text: r.lastElementChild.textContent}))`)
 		if len(rows) != 3 {
 			b.fail("the waterfall has %d steps, want 3: %+v", len(rows), rows)
@@ -191,6 +192,18 @@ func TestConsoleHistoryAndAccess(t *testing.T) {
 		// checkpoint, which may take under a millisecond.
 		if rows[0].Tools != 1 || rows[0].Suspended != 0 || rows[1].Suspended != 1 || rows[2].Suspended != 0 {
 			b.fail("waterfall = %+v, want the weather tool's time after step 1 and the approval's suspension after step 2", rows)
+		}
+		// Each step's model time, tool time and checkpoint are segments of
+		// their own: the first step's three (a read tool, then the write of
+		// the step and its result), the approved tool's step likewise, and
+		// the last step's checkpoint, the turn's ending.
+		for i, want := range []row{{Model: 1, Tools: 1, Checkpoint: 1}, {Model: 1, Tools: 1, Checkpoint: 1}, {Model: 1, Checkpoint: 1}} {
+			if r := rows[i]; r.Model != want.Model || r.Tools != want.Tools || r.Checkpoint != want.Checkpoint {
+				b.fail("waterfall step %d = %+v, want %d model, %d tools and %d checkpoint segments", i+1, r, want.Model, want.Tools, want.Checkpoint)
+			}
+			if !strings.Contains(rows[i].Text, "checkpoint ") {
+				b.fail("waterfall step %d says %q, want its checkpoint time", i+1, rows[i].Text)
+			}
 		}
 		b.shot("10-turn-history-waterfall")
 	})
@@ -309,8 +322,39 @@ func TestWaterfallSegments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `["model:1000-1400 tools:1400-1500","model:1500-1700 tools:1700-1800 suspended:1800-5800 tools:5800-6000","model:6000-6300 tools:6300-6350"]`
+	want := `["model:1000-1400 gap:1400-1500","model:1500-1700 gap:1700-1800 suspended:1800-5800 gap:5800-6000","model:6000-6300 gap:6300-6350"]`
 	if got != want {
-		t.Fatalf("segments\n got %s\nwant %s", got, want)
+		t.Fatalf("segments of steps without tool and checkpoint times\n got %s\nwant %s", got, want)
+	}
+
+	// The same turn as the runner now writes it: each step's metadata says
+	// when the tools since the step before ran and when the checkpoint
+	// before it began. Step 1's tool runs 1410-1480 and the checkpoint
+	// 1490-1500; step 2's approved tool runs after the resume, 5810-5900,
+	// and the checkpoint 5950-6000; a tool under a millisecond and the
+	// last step's ending still show.
+	got, err = chromedp.Run(b.ctx, chromedp.Evaluate[string](`import('./waterfall.js').then(({ segments }) => {
+		const iso = ms => new Date(ms).toISOString();
+		const facts = [
+			{type: 'turn.started', turn: 't1', time: iso(900)},
+			{type: 'turn.suspended', turn: 't1', time: iso(1800)},
+			{type: 'turn.resumed', turn: 't1', time: iso(5800)},
+			{type: 'turn.completed', turn: 't1', time: iso(6350)},
+		];
+		const steps = [
+			{startedAt: 1000, finishedAt: 1400, checkpointAt: 990},
+			{startedAt: 1500, finishedAt: 1700, toolsStartedAt: 1410, toolsFinishedAt: 1480, checkpointAt: 1490},
+			{startedAt: 6000, finishedAt: 6300, toolsStartedAt: 5810, toolsFinishedAt: 5810, checkpointAt: 5950},
+		];
+		return JSON.stringify(segments(steps, facts, 't1').map(bars => bars.map(b => b.kind + ':' + b.from + '-' + b.to).join(' ')));
+	})`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `["model:1000-1400 other:1400-1410 tools:1410-1480 other:1480-1490 checkpoint:1490-1500",` +
+		`"model:1500-1700 other:1700-1800 suspended:1800-5800 other:5800-5810 tools:5810-5810 other:5810-5950 checkpoint:5950-6000",` +
+		`"model:6000-6300 checkpoint:6300-6350"]`
+	if got != want {
+		t.Fatalf("segments of steps with tool and checkpoint times\n got %s\nwant %s", got, want)
 	}
 }

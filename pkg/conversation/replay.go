@@ -135,6 +135,33 @@ type stepMeta struct {
 	// written before the metadata carried them.
 	StartedAt  int64 `json:"startedAt,omitempty"`
 	FinishedAt int64 `json:"finishedAt,omitempty"`
+	// ToolsStartedAt and ToolsFinishedAt span the tool runs since the step
+	// before (those answering its calls) in this invocation, and
+	// CheckpointAt is when the checkpoint before this step (the write
+	// that made the step before and its results durable) began; 0
+	// (absent) when none ran, or in a step written before the metadata
+	// carried them.
+	ToolsStartedAt  int64 `json:"toolsStartedAt,omitempty"`
+	ToolsFinishedAt int64 `json:"toolsFinishedAt,omitempty"`
+	CheckpointAt    int64 `json:"checkpointAt,omitempty"`
+}
+
+// StepTimes are the times a step's metadata carries (see stepMeta): its
+// model call's start and finish, the span of the tool runs since the step
+// before, and the start of the checkpoint just before it. A zero time is
+// left out.
+type StepTimes struct {
+	Began, Ended           time.Time
+	ToolsBegan, ToolsEnded time.Time
+	Checkpoint             time.Time
+}
+
+// unixMilli is t in Unix milliseconds, 0 for the zero time.
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // StepMetadata encodes the message-metadata payload the runner writes at
@@ -143,21 +170,16 @@ type stepMeta struct {
 // its steps' usage so far, so a reader of the stream's end knows the
 // turn's usage without reading it all (see TurnUsage).
 func StepMetadata(step, turn reducer.Usage, finish string) json.RawMessage {
-	return TimedStepMetadata(step, turn, finish, time.Time{}, time.Time{})
+	return TimedStepMetadata(step, turn, finish, StepTimes{})
 }
 
-// TimedStepMetadata is StepMetadata with the times the step's model call
-// began and finished, which the console draws as the step's model time.
-// A zero time is left out.
-func TimedStepMetadata(step, turn reducer.Usage, finish string, began, ended time.Time) json.RawMessage {
+// TimedStepMetadata is StepMetadata with the step's times, which the
+// console draws as its waterfall: model time, tool time and checkpoint.
+func TimedStepMetadata(step, turn reducer.Usage, finish string, t StepTimes) json.RawMessage {
 	step.Steps = 1
-	m := stepMeta{Usage: step, TurnUsage: &turn, FinishReason: finish}
-	if !began.IsZero() {
-		m.StartedAt = began.UnixMilli()
-	}
-	if !ended.IsZero() {
-		m.FinishedAt = ended.UnixMilli()
-	}
+	m := stepMeta{Usage: step, TurnUsage: &turn, FinishReason: finish,
+		StartedAt: unixMilli(t.Began), FinishedAt: unixMilli(t.Ended),
+		ToolsStartedAt: unixMilli(t.ToolsBegan), ToolsFinishedAt: unixMilli(t.ToolsEnded), CheckpointAt: unixMilli(t.Checkpoint)}
 	b, _ := json.Marshal(m) // plain struct: cannot fail
 	return b
 }
@@ -167,10 +189,10 @@ func TimedStepMetadata(step, turn reducer.Usage, finish string, began, ended tim
 // step metadata is returned as it is.
 func Untimed(meta json.RawMessage) json.RawMessage {
 	var m stepMeta
-	if json.Unmarshal(meta, &m) != nil || (m.StartedAt == 0 && m.FinishedAt == 0) {
+	if json.Unmarshal(meta, &m) != nil || (m.StartedAt == 0 && m.FinishedAt == 0 && m.CheckpointAt == 0 && m.ToolsStartedAt == 0) {
 		return meta
 	}
-	m.StartedAt, m.FinishedAt = 0, 0
+	m.StartedAt, m.FinishedAt, m.ToolsStartedAt, m.ToolsFinishedAt, m.CheckpointAt = 0, 0, 0, 0, 0
 	b, _ := json.Marshal(m) // plain struct: cannot fail
 	return b
 }

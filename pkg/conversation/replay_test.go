@@ -219,13 +219,16 @@ func TestWireIDsAreUniqueInTheModelInput(t *testing.T) {
 }
 
 // TestTimedStepMetadata: a step's metadata carries when its model call
-// began and finished, and Untimed drops exactly those times.
+// began and finished, the span of the tool runs before it and when the
+// checkpoint before it began, and Untimed drops exactly those times.
 func TestTimedStepMetadata(t *testing.T) {
 	u := reducer.Usage{InputTokens: 10, OutputTokens: 2}
-	began, ended := time.UnixMilli(1_700_000_000_000), time.UnixMilli(1_700_000_001_500)
-	timed := conversation.TimedStepMetadata(u, u, "stop", began, ended)
-	var m struct{ StartedAt, FinishedAt int64 }
-	if err := json.Unmarshal(timed, &m); err != nil || m.StartedAt != began.UnixMilli() || m.FinishedAt != ended.UnixMilli() {
+	ms := func(n int64) time.Time { return time.UnixMilli(1_700_000_000_000 + n) }
+	timed := conversation.TimedStepMetadata(u, u, "stop", conversation.StepTimes{
+		Began: ms(1000), Ended: ms(1500), ToolsBegan: ms(100), ToolsEnded: ms(700), Checkpoint: ms(800)})
+	var m struct{ StartedAt, FinishedAt, ToolsStartedAt, ToolsFinishedAt, CheckpointAt int64 }
+	if err := json.Unmarshal(timed, &m); err != nil || m.StartedAt != ms(1000).UnixMilli() || m.FinishedAt != ms(1500).UnixMilli() ||
+		m.ToolsStartedAt != ms(100).UnixMilli() || m.ToolsFinishedAt != ms(700).UnixMilli() || m.CheckpointAt != ms(800).UnixMilli() {
 		t.Fatalf("timed metadata %s: %+v, %v", timed, m, err)
 	}
 	if got, want := string(conversation.Untimed(timed)), string(conversation.StepMetadata(u, u, "stop")); got != want {

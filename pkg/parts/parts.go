@@ -14,7 +14,7 @@ import "encoding/json"
 //	reasoning                   reasoning-start, reasoning-delta…, reasoning-end
 //	text                        text-start, text-delta…, text-end
 //	tool call (complete input)  tool-input-available{toolCallId, toolName, input, providerMetadata}
-//	step usage and times        message-metadata{messageMetadata: {usage, turnUsage, finishReason, startedAt, finishedAt}}
+//	step usage and times        message-metadata{messageMetadata: {usage, turnUsage, finishReason, startedAt, finishedAt, toolsStartedAt, toolsFinishedAt, checkpointAt}}
 //	model step ends             finish-step
 //	tool needs approval         tool-approval-request{approvalId, toolCallId}
 //	operator answered           tool-approval-response{approvalId, approved, reason}

@@ -26,7 +26,9 @@ func (s *State) applyApprovalRequested(f Fact) error {
 	if _, ok := s.Turn.Answer(a.ToolCallID); ok {
 		return s.illegal(f, "tool call %s already answered", a.ToolCallID)
 	}
-	s.Turn.Pending = append(s.Turn.Pending, *a)
+	p := *a
+	p.Requested = f.Time
+	s.Turn.Pending = append(s.Turn.Pending, p)
 	return nil
 }
 
@@ -52,9 +54,10 @@ func (s *State) applyApprovalAnswered(f Fact) error {
 	if a.ToolCallID != s.Turn.Pending[i].ToolCallID {
 		return s.illegal(f, "approval %q is for tool call %s, not %s", a.ApprovalID, s.Turn.Pending[i].ToolCallID, a.ToolCallID)
 	}
+	requested := s.Turn.Pending[i].Requested
 	s.Turn.Pending = slices.Delete(s.Turn.Pending, i, i+1)
 	ans := *a
-	ans.By = f.Actor.ID
+	ans.By, ans.Requested = f.Actor.ID, requested
 	s.Turn.Answers = append(s.Turn.Answers, ans)
 	return nil
 }

@@ -189,6 +189,9 @@ type Approval struct {
 	Tool       string          `json:"tool"`
 	Input      json.RawMessage `json:"input"`
 	Expires    time.Time       `json:"expires"`
+	// Requested is when the approval was requested: the time of its
+	// approval.requested fact, set when the fact is folded.
+	Requested time.Time `json:"requested,omitzero"`
 }
 
 // Answer is an operator's decision on one approval.
@@ -200,6 +203,9 @@ type Answer struct {
 	// By is who answered: the answering fact's actor, set when the fact
 	// is folded (whatever the fact's own answer says).
 	By string `json:"by,omitempty"`
+	// Requested is when the answered approval was requested, set when
+	// the fact is folded (see Approval.Requested).
+	Requested time.Time `json:"requested,omitzero"`
 }
 
 // Execution is one run of a side-effecting tool call, made durable before

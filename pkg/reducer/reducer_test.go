@@ -200,8 +200,10 @@ func TestLegalTransitions(t *testing.T) {
 			check: func(t *testing.T, _, s reducer.State, fs []reducer.Fact) {
 				wantStatus(t, s, reducer.Running, "")
 				wantPending(t, s, "a1")
-				if !reflect.DeepEqual(s.Turn.Pending[0], *fs[0].Approval) {
-					t.Errorf("pending %+v, want %+v", s.Turn.Pending[0], *fs[0].Approval)
+				want := *fs[0].Approval
+				want.Requested = fs[0].Time // folded from the fact's time
+				if !reflect.DeepEqual(s.Turn.Pending[0], want) {
+					t.Errorf("pending %+v, want %+v", s.Turn.Pending[0], want)
 				}
 			},
 		},
@@ -468,9 +470,16 @@ func answering(name string, d reducer.Decision, ids ...string) legalCase {
 			}
 			wantPending(t, s, left...)
 			var want []reducer.Answer
-			for _, f := range fs {
+			for i, f := range fs {
 				a := *f.Answer
 				a.By = f.Actor.ID // the answer records who gave it
+				if i < len(s.Turn.Answers) {
+					// and when its approval was requested: before the answer
+					if r := s.Turn.Answers[i].Requested; r.IsZero() || r.After(f.Time) {
+						t.Errorf("answer %s: requested %v, want a time before the answer's %v", a.ApprovalID, r, f.Time)
+					}
+					a.Requested = s.Turn.Answers[i].Requested
+				}
 				want = append(want, a)
 			}
 			if !reflect.DeepEqual(s.Turn.Answers, want) {

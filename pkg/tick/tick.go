@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/pkg/metrics"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/wake"
@@ -58,6 +59,9 @@ type Tick struct {
 	Now func() time.Time
 	// Log receives what the tick does not return; nil discards it.
 	Log *slog.Logger
+	// Metrics records each run's report (reaps, expiries, re-sent wakes,
+	// errors); nil records nothing.
+	Metrics *metrics.Recorder
 }
 
 // Report counts what one run did.
@@ -225,6 +229,7 @@ func (t *Tick) Run(ctx context.Context) (Report, error) {
 	}
 
 	rep := c.rep
+	t.Metrics.Tick(rep.Reaped, rep.Expired, rep.Rewoken, rep.Errors)
 	switch {
 	case ctx.Err() != nil:
 		return rep, fmt.Errorf("tick: %w", ctx.Err())

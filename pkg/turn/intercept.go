@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"iter"
+	"time"
 
 	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/model"
@@ -46,6 +47,7 @@ func (ru *run) stream(ctx context.Context, m model.Model, req model.Request) ite
 
 // invoke runs tool t for call c, through the tool interceptors.
 func (ru *run) invoke(ctx context.Context, t tool.Tool, c tool.Call) ([]byte, error) {
+	defer ru.timing.tool(time.Now())
 	if ru.hooks.tool == nil {
 		return tool.Invoke(ctx, t, c)
 	}

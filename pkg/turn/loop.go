@@ -52,6 +52,7 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		// The checkpoint. A buffer holding only the turn's start or
 		// resumption markers waits for the first step, so a step costs one
 		// write.
+		ru.timing.checkpointed()
 		if ru.dirty {
 			if err := ru.sink.Flush(ctx); err != nil {
 				return ru.stopped(ctx, err)
@@ -71,6 +72,7 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		a.tries, a.fault = 0, nil
 		ru.emit(ps...)
 		ru.out.Steps++
+		ru.timing.reset()
 	}
 }
 

@@ -102,7 +102,8 @@ type run struct {
 	// compactOff stops compaction for the rest of the invocation, after
 	// one that failed or had nothing to summarise.
 	compactOff bool
-	hooks      hooks // the interceptor chains (see intercept)
+	hooks      hooks  // the interceptor chains (see intercept)
+	timing     timing // the tool runs and checkpoint since the last step, for the next's metadata
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.

@@ -40,7 +40,7 @@ func (ru *run) step(ctx context.Context) ([]parts.Part, error) {
 	so := ru.turn.Usage() // the turn's usage before this step
 	so.Steps++
 	sp := &stepParts{n: len(ru.turn.Steps), turn: ru.out.Turn, so: so, price: ru.agent.Price,
-		parts: []parts.Part{{Type: parts.StartStep}}, began: time.Now()}
+		parts: []parts.Part{{Type: parts.StartStep}}, times: ru.timing.times(time.Now())}
 	if ru.lim.LiveFlush > 0 {
 		sp.live = ru.sink.Live(ru.lim.LiveFlush)
 		defer sp.live.Stop() // a failure it reports was reported by push or lost with the step
@@ -85,7 +85,7 @@ type stepParts struct {
 	so    reducer.Usage // the turn's usage before this step, this step counted
 	price *reducer.Price
 	parts []parts.Part
-	began time.Time // when the model call began: the step's model time, in its metadata
+	times conversation.StepTimes // when the model call began, and what came before it: in its metadata
 
 	open               parts.Type // the open block's start type, if any
 	blockID, signature string
@@ -122,8 +122,9 @@ func (sp *stepParts) event(ev model.Event) {
 		if sp.price != nil {
 			u.CostMicroUSD = sp.price.Cost(u.InputTokens, u.OutputTokens)
 		}
+		sp.times.Ended = time.Now()
 		sp.parts = append(sp.parts,
-			parts.Part{Type: parts.MessageMetadata, MessageMetadata: conversation.TimedStepMetadata(u, sp.so.Add(u), string(ev.Stop), sp.began, time.Now())},
+			parts.Part{Type: parts.MessageMetadata, MessageMetadata: conversation.TimedStepMetadata(u, sp.so.Add(u), string(ev.Stop), sp.times)},
 			parts.Part{Type: parts.FinishStep})
 		sp.finished = true
 	}

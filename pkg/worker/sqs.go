@@ -2,10 +2,13 @@ package worker
 
 import (
 	"context"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/baton-run/baton/pkg/metrics"
 	"github.com/baton-run/baton/pkg/wake"
 )
 
@@ -26,6 +29,7 @@ type group struct {
 	wake    wake.Wake
 	first   string // the messageId of the record handled
 	records int
+	sent    string // the record's SentTimestamp attribute (Unix ms), if any
 }
 
 // batch handles ev with handle; HandleSQS passes w.Handle.
@@ -37,13 +41,14 @@ func (w *Worker) batch(ctx context.Context, ev events.SQSEvent, handle func(cont
 		wk, err := wake.Parse(rec.Body)
 		if err != nil {
 			log.ErrorContext(ctx, "not a wake; dropped", "messageId", rec.MessageId, "err", err)
+			w.Metrics.WakeDropped(DropInvalid)
 			continue
 		}
 		if g, ok := bySession[wk.Session]; ok {
 			g.records++
 			continue
 		}
-		g := &group{wake: wk, first: rec.MessageId, records: 1}
+		g := &group{wake: wk, first: rec.MessageId, records: 1, sent: rec.Attributes["SentTimestamp"]}
 		bySession[wk.Session] = g
 		groups = append(groups, g)
 	}
@@ -61,7 +66,7 @@ func (w *Worker) batch(ctx context.Context, ev events.SQSEvent, handle func(cont
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if _, err := handle(ctx, g.wake); err != nil {
+			if _, err := handle(w.sentCtx(ctx, g.sent), g.wake); err != nil {
 				log.ErrorContext(ctx, "wake failed; SQS will deliver it again", "session", g.wake.Session,
 					"messageId", g.first, "err", err)
 				failed[i] = true
@@ -78,5 +83,19 @@ func (w *Worker) batch(ctx context.Context, ev events.SQSEvent, handle func(cont
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: g.first})
 		}
 	}
+	w.Metrics.WakesRetried(len(resp.BatchItemFailures))
 	return resp
+}
+
+// sentCtx is ctx carrying the wake's send time (an SQS SentTimestamp,
+// Unix milliseconds) for the metrics' WakeToResume, when it records any.
+func (w *Worker) sentCtx(ctx context.Context, sent string) context.Context {
+	if w.Metrics == nil || sent == "" {
+		return ctx
+	}
+	ms, err := strconv.ParseInt(sent, 10, 64)
+	if err != nil || ms <= 0 {
+		return ctx
+	}
+	return metrics.WithWakeSent(ctx, time.UnixMilli(ms))
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/baton-run/baton/pkg/metrics"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/turn"
@@ -24,6 +25,13 @@ const (
 	maxRuns = 16
 )
 
+// Why a wake was dropped (the metrics' Reason of WakesDropped).
+const (
+	DropInvalid        = "invalid"         // the record's body is not a wake
+	DropUnknownSession = "unknown-session" // the session does not exist
+	DropUnknownAgent   = "unknown-agent"   // the session's agent is not deployed
+)
+
 // Worker handles wakes. Its fields are set once; a Worker is safe for
 // concurrent use and keeps nothing between calls.
 type Worker struct {
@@ -36,6 +44,9 @@ type Worker struct {
 	// Reserve is the least time that must be left before the context's
 	// deadline to run again after a run; 0 means DefaultReserve.
 	Reserve time.Duration
+	// Metrics counts the wakes dropped and handed back for redelivery,
+	// and times each wake's send to its resume; nil records nothing.
+	Metrics *metrics.Recorder
 }
 
 // Result says what one Handle call ran.
@@ -90,6 +101,7 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 		switch {
 		case errors.Is(err, session.ErrNotFound):
 			log.WarnContext(ctx, "wake for a session that does not exist; dropped")
+			w.Metrics.WakeDropped(DropUnknownSession)
 			return res, nil
 		case err != nil && res.Runs > 0:
 			// The wake did its work; the tick finds anything left over.
@@ -129,6 +141,7 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 			return res, nil
 		case errors.Is(err, turn.ErrUnknownAgent):
 			log.ErrorContext(ctx, "the session's agent is not deployed; wake dropped", "agent", sess.State.Agent, "err", err)
+			w.Metrics.WakeDropped(DropUnknownAgent)
 			return res, nil
 		case err != nil:
 			return res, fmt.Errorf("worker: %s %s: %w", act, wk.Session, err)
