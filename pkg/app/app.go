@@ -191,13 +191,6 @@ func (e Env) ChatOptions(defaultAgent string) chat.Options {
 	return o
 }
 
-// WithChatFromOS returns e with the chat settings of the process
-// environment, for a server that makes its own resources (the dev server).
-func (e Env) WithChatFromOS() Env {
-	e.ChatAgent, e.ChatOrigins = os.Getenv(EnvChatAgent), chat.ParseOrigins(os.Getenv(EnvChatOrigins))
-	return e
-}
-
 // Extras are what a Go program adds to the agent file: Go tools its JSON
 // agents may name, and agents built in Go.
 type Extras struct {

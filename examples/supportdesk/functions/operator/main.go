@@ -2,10 +2,7 @@
 package main
 
 import (
-	"context"
 	"log"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/examples/supportdesk"
@@ -16,9 +13,5 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	app, err := baton.New(context.Background(), cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
-	lambda.Start(app.OperatorHandler())
+	baton.Main(baton.OperatorFunction, cfg)
 }

@@ -2,14 +2,11 @@
 package main
 
 import (
-	"context"
-	"github.com/baton-run/baton/providers/mcp"
 	"log"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/examples/supportdesk"
+	"github.com/baton-run/baton/providers/mcp"
 )
 
 func main() {
@@ -18,9 +15,5 @@ func main() {
 		log.Fatal(err)
 	}
 	cfg.MCP = mcp.Client() // the CRM's tools are reached over MCP
-	app, err := baton.New(context.Background(), cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
-	lambda.Start(app.ResumeHandler())
+	baton.Main(baton.ResumeFunction, cfg)
 }
