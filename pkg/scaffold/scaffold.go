@@ -33,7 +33,7 @@ type Options struct {
 // data is what the file templates see.
 type data struct {
 	Options
-	Package, GoVersion      string
+	Package, GoVersion   string
 	Function, Role, Kind string
 }
 
