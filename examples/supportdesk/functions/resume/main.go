@@ -2,18 +2,11 @@
 package main
 
 import (
-	"log"
-
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/examples/supportdesk"
 	"github.com/baton-run/baton/providers/mcp"
 )
 
 func main() {
-	cfg, err := supportdesk.FromEnv()
-	if err != nil {
-		log.Fatal(err)
-	}
-	cfg.MCP = mcp.Client() // the CRM's tools are reached over MCP
-	baton.Main(baton.ResumeFunction, cfg)
+	supportdesk.Main(baton.ResumeFunction, mcp.Client()) // the CRM's tools are reached over MCP
 }

@@ -2,16 +2,10 @@
 package main
 
 import (
-	"log"
-
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/examples/supportdesk"
 )
 
 func main() {
-	cfg, err := supportdesk.FromEnv()
-	if err != nil {
-		log.Fatal(err)
-	}
-	baton.Main(baton.TickFunction, cfg)
+	supportdesk.Main(baton.TickFunction, nil)
 }
