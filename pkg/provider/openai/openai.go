@@ -89,36 +89,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.E
 			yield(model.Event{}, err)
 			return
 		}
-		stream := m.client.Chat.Completions.NewStreaming(ctx, params)
-		defer stream.Close()
-
-		var st state
-		for stream.Next() {
-			if ctx.Err() != nil {
-				yield(model.Event{}, provider.Canceled(name, ctx.Err()))
-				return
-			}
-			chunk := stream.Current()
-			for _, e := range st.handle(&chunk) {
-				if !yield(e, nil) {
-					return
-				}
-			}
-		}
-		if err := stream.Err(); err != nil {
-			yield(model.Event{}, classify(ctx, err))
-			return
-		}
-		evs, err := st.finish()
-		if err != nil {
-			yield(model.Event{}, err)
-			return
-		}
-		for _, e := range evs {
-			if !yield(e, nil) {
-				return
-			}
-		}
+		provider.Relay(ctx, name, m.client.Chat.Completions.NewStreaming(ctx, params), &state{}, classify, yield)
 	}
 }
 
@@ -138,6 +109,15 @@ type state struct {
 	usage    model.Usage
 	out      []model.Event
 }
+
+// Fold implements provider.Folder: the step ends only with the stream
+// (End), as its usage arrives in a chunk after the finish reason.
+func (s *state) Fold(c *sdk.ChatCompletionChunk) ([]model.Event, bool, error) {
+	return s.handle(c), false, nil
+}
+
+// End implements provider.Folder.
+func (s *state) End() ([]model.Event, error) { return s.finish() }
 
 func (s *state) handle(c *sdk.ChatCompletionChunk) []model.Event {
 	s.out = s.out[:0]
