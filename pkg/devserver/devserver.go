@@ -59,7 +59,7 @@ type App interface {
 func build(ctx context.Context, vars map[string]string, cfg aws.Config, log *slog.Logger) (App, error) {
 	env, err := app.EnvFrom(func(k string) string { return vars[k] })
 	if err != nil {
-		return nil, fmt.Errorf("devserver: template: %w", err)
+		return nil, fmt.Errorf("template: %w", err) // Run prefixes "devserver: "
 	}
 	return app.New(ctx, env, awsenv.FromConfig(cfg), log)
 }
