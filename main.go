@@ -63,7 +63,7 @@ func Main(f Function, c Config) {
 		h, err = a.Handler(f)
 	}
 	if err != nil {
-		app.Logger(os.Getenv(app.EnvLogFormat), os.Stderr).Error(f.String()+": start", "err", err)
+		app.LoggerFromOS().Error(f.String()+": start", "err", err)
 		os.Exit(1)
 	}
 	lambda.Start(h)

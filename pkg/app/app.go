@@ -162,6 +162,17 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 	return e, nil
 }
 
+// LoggerFromOS is the logger of the process environment's LOG_FORMAT, on
+// stderr, for a main that fails before its App has one.
+func LoggerFromOS() *slog.Logger { return Logger(os.Getenv(EnvLogFormat), os.Stderr) }
+
+// SetChatFromOS sets the chat's variables in vars (BATON_CHAT_AGENT,
+// BATON_CHAT_ORIGINS) to the process environment's, for a server that
+// makes its own resources (the dev server).
+func SetChatFromOS(vars map[string]string) {
+	vars[EnvChatAgent], vars[EnvChatOrigins] = os.Getenv(EnvChatAgent), os.Getenv(EnvChatOrigins)
+}
+
 // Logger returns a JSON logger for "json" (Lambda) and a text one otherwise.
 func Logger(format string, w io.Writer) *slog.Logger {
 	if format == "json" {

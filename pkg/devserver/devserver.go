@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -181,7 +180,7 @@ func functionEnv(tmpl []byte, res provision.Resources, agentFile string) (map[st
 	vars[app.EnvStreamBucket], vars[app.EnvStreamBucketType] = res.Bucket, string(streams.Standard)
 	// The chat's settings are the template's parameters: locally, the
 	// process environment's.
-	vars[app.EnvChatAgent], vars[app.EnvChatOrigins] = os.Getenv(app.EnvChatAgent), os.Getenv(app.EnvChatOrigins)
+	app.SetChatFromOS(vars)
 	// The retention sweep runs on the deployed daily schedule only: locally
 	// every session is kept.
 	vars[app.EnvRetentionDays] = ""
