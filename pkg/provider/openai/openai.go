@@ -67,18 +67,14 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai: config: model is required")
 	}
-	opts := []option.RequestOption{option.WithMaxRetries(0)}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	opts = append(opts, cfg.Options...)
+	opts := sdkOptions.For(cfg.APIKey, cfg.BaseURL, cfg.HTTPClient, cfg.Options)
 	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+}
+
+// sdkOptions are the SDK's spellings of the options every provider sets.
+var sdkOptions = provider.SDKOptions[option.RequestOption]{
+	NoRetries: option.WithMaxRetries(0), APIKey: option.WithAPIKey, BaseURL: option.WithBaseURL,
+	HTTPClient: func(c *http.Client) option.RequestOption { return option.WithHTTPClient(c) },
 }
 
 // Stream implements model.Model.
