@@ -3,12 +3,14 @@ package baton
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
@@ -67,12 +69,12 @@ type Interceptor = intercept.Interceptor
 
 // App is baton wired for one program: its agents, the session store on
 // the table, bucket and queue, the runner and the waker. A Lambda main
-// starts one of its handlers; the dev server and batontest run the same
-// parts. The embedded *app.App gives access to those parts.
+// starts one of its handlers (or calls Main); the dev server and batontest
+// run the same parts through its other methods.
 //
 // When the program brings agents and names no agent file, the embedded
 // demo agent is left out.
-type App struct{ *app.App }
+type App struct{ a *app.App }
 
 // New builds the App of a deployed function from the process environment
 // (the variables template.yaml sets: BATON_TABLE, BATON_BUCKET,
@@ -91,17 +93,62 @@ func New(ctx context.Context, c Config) (*App, error) {
 	return &App{a}, nil
 }
 
-// NewOn builds the App on the given resources and clients, as the dev
-// server and batontest do. log nil discards.
-func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, log *slog.Logger) (*App, error) {
+// Resources are what an App runs on when the program makes them itself,
+// as the dev server and batontest do: the resources template.yaml creates
+// and the settings it gives the functions.
+type Resources struct {
+	// Table, Bucket and QueueURL are the sessions table, the bucket and
+	// the wake queue; all three are required.
+	Table, Bucket, QueueURL string
+	// StreamBucket holds turn streams and snapshots (Bucket when empty);
+	// StreamBucketType is "Standard" (the default) or "Express", an S3
+	// Express One Zone directory bucket.
+	StreamBucket, StreamBucketType string
+	// AgentFile is an agent file whose agents run besides the Config's: a
+	// path, an s3://bucket/key URL, or empty for none (the embedded demo
+	// agent when the Config brings no agents).
+	AgentFile string
+	// Settings are the functions' other environment variables by name, as
+	// template.yaml sets them (BATON_WAKE_GRACE, BATON_HOLD,
+	// BATON_CHAT_AGENT, BATON_CHAT_ORIGINS, BATON_JWT_ISSUER,
+	// BATON_JWT_AUDIENCE, BATON_JWKS_URL, BATON_RETENTION_DAYS); one that
+	// is missing takes its default. A field above that is set wins over
+	// its variable here.
+	Settings map[string]string
+}
+
+// env reads r as the environment of a function, with the same checks.
+func (r Resources) env() (app.Env, error) {
+	fields := map[string]string{app.EnvTable: r.Table, app.EnvBucket: r.Bucket, app.EnvQueueURL: r.QueueURL,
+		app.EnvStreamBucket: r.StreamBucket, app.EnvStreamBucketType: r.StreamBucketType, app.EnvAgents: r.AgentFile}
+	e, err := app.EnvFrom(func(name string) string {
+		if v := fields[name]; v != "" {
+			return v
+		}
+		return r.Settings[name]
+	})
+	if err != nil {
+		return app.Env{}, fmt.Errorf("baton: resources: %w", err)
+	}
+	return e, nil
+}
+
+// NewOn builds the App on the given resources, reached with cfg (an
+// emulator's when cfg.BaseEndpoint is set: S3 is then addressed by path),
+// as the dev server and batontest do. log nil discards.
+func NewOn(ctx context.Context, c Config, r Resources, cfg aws.Config, log *slog.Logger) (*App, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	env, err := r.env()
+	if err != nil {
+		return nil, err
 	}
 	x, err := c.extras(ctx)
 	if err != nil {
 		return nil, err
 	}
-	a, err := app.NewWith(ctx, env, clients, log, x)
+	a, err := app.NewWith(ctx, env, awsenv.FromConfig(cfg), log, x)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +173,7 @@ func (c Config) extras(ctx context.Context) (app.Extras, error) {
 // ResumeHandler is the resume function's handler: SQS wakes in, batch
 // item failures out for redelivery.
 func (a *App) ResumeHandler() func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
-	return a.Worker().HandleSQS
+	return a.a.Worker().HandleSQS
 }
 
 // TickHandler is the tick function's handler, run on a schedule: it reaps
@@ -136,7 +183,7 @@ func (a *App) ResumeHandler() func(context.Context, events.SQSEvent) (events.SQS
 // The daily schedule whose event has detail-type tick.RetentionDetailType
 // runs the retention sweep instead (tick.Retention, BATON_RETENTION_DAYS).
 func (a *App) TickHandler() func(context.Context, events.EventBridgeEvent) (any, error) {
-	return tick.Scheduled(a.Tick(), a.Retention())
+	return tick.Scheduled(a.a.Tick(), a.a.Retention())
 }
 
 // BufferedHold bounds a held chat response or turn stream answered through
@@ -153,19 +200,20 @@ const BufferedHold = 25 * time.Second
 // BATON_JWT_AUDIENCE, BATON_JWKS_URL) before any read or write; without
 // that configuration every session route answers 401.
 func (a *App) OperatorHandler() func(context.Context, events.APIGatewayV2HTTPRequest) (any, error) {
+	w := a.a
 	identity := func(*http.Request) (string, bool) { return "", false }
-	if v, err := a.Verifier(); err != nil {
-		a.Log.Error("operator: callers cannot be verified; every session route answers 401", "err", err)
+	if v, err := w.Verifier(); err != nil {
+		w.Log.Error("operator: callers cannot be verified; every session route answers 401", "err", err)
 	} else {
 		identity = v.Identity
 	}
-	streamed := lambdahttp.StreamingHandler(a.Operator(identity, a.Env.Hold, ""), lambdahttp.WithLogger(a.Log))
-	short := *a.App
+	streamed := lambdahttp.StreamingHandler(w.Operator(identity, w.Env.Hold, ""), lambdahttp.WithLogger(w.Log))
+	short := *w
 	short.Env.Hold = BufferedHold
-	if a.Env.Hold > 0 {
-		short.Env.Hold = min(a.Env.Hold, BufferedHold)
+	if w.Env.Hold > 0 {
+		short.Env.Hold = min(w.Env.Hold, BufferedHold)
 	}
-	buffered := lambdahttp.Handler(short.Operator(identity, 0, ""), lambdahttp.WithLogger(a.Log))
+	buffered := lambdahttp.Handler(short.Operator(identity, 0, ""), lambdahttp.WithLogger(w.Log))
 	return func(ctx context.Context, e events.APIGatewayV2HTTPRequest) (any, error) {
 		if lambdahttp.FunctionURL(e) {
 			return streamed(ctx, e)

@@ -104,15 +104,17 @@
 //
 // # Programs
 //
-// A program owns its mains. New builds the App of a deployed function
-// from the environment template.yaml sets and a Config of the program's
-// agents and tools; a main then starts one of its handlers:
+// A program owns its mains. Main is a whole main: it builds the App of a
+// deployed function from the environment template.yaml sets and a Config
+// of the program's agents and tools (New), and starts the function's
+// handler:
 //
-//	app, err := baton.New(ctx, baton.Config{Agents: []baton.Agent{desk}})
-//	if err != nil {
-//		log.Fatal(err)
+//	func main() {
+//		baton.Main(baton.ResumeFunction, baton.Config{Agents: []baton.Agent{desk}})
 //	}
-//	lambda.Start(app.ResumeHandler()) // or OperatorHandler, TickHandler
+//
+// A main that wants the App itself calls New and starts one of its
+// handlers (OperatorHandler, ResumeHandler, TickHandler) with lambda.Start.
 //
 // Model providers an agent file names ("anthropic", "bedrock", "openai")
 // are registered by the program, in Config.Providers (package providers:
@@ -126,8 +128,12 @@
 // container, again when the provider refuses it, and never logged or stored
 // (package pkg/apikey).
 //
-// Package dev runs the same Config on one machine, with the emulator, and
-// package batontest runs it in tests. The repository's own functions and
+// NewOn builds the App on Resources the program makes itself (the table,
+// bucket, queue, stream bucket, agent file and the functions' other
+// settings) and an aws.Config that reaches them. Package dev runs a Config
+// that way on one machine, with the emulator: it serves the App's Operator
+// and feeds its Worker and Tick. Package batontest runs it in tests through
+// the App's Sessions, Worker and Tick. The repository's own functions and
 // baton dev are programs of this API. The demo agent's tools (DemoTools)
 // belong to the embedded demo agent; a program that brings its own agents
 // and no agent file runs its agents only.

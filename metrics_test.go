@@ -168,7 +168,7 @@ func TestMetricsOfATurn(t *testing.T) {
 	if o := s.Run(); o.Cause != reducer.CauseApproval || lookups != 1 {
 		t.Fatalf("first run: %+v, %d lookups; want a suspension for approval after one lookup", o, lookups)
 	}
-	q, queue := kit.App.Clients.SQS, kit.App.Env.QueueURL
+	q, queue := sqs.NewFromConfig(kit.AWS), kit.Resources.QueueURL
 	drain(ctx, t, q, queue) // the post's wake: the kit ran its turn
 	kit.Skip(time.Minute)
 	s.Approve(s.Pending()[0].ID)

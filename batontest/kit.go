@@ -10,12 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"github.com/baton-run/baton/pkg/parts"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/tick"
@@ -81,11 +81,16 @@ type Options struct {
 
 // Kit is one baton for a test, on resources of its own.
 type Kit struct {
-	// App is the baton under test; its parts (App.Sessions, App.Runner)
-	// are there for what the kit does not cover.
-	App     *baton.App
-	tb      TB
-	timeout time.Duration
+	// App is the baton under test; its parts (App.Sessions(),
+	// App.Runner()) are there for what the kit does not cover.
+	App *baton.App
+	// Resources and AWS are what App was built on: a second App on them
+	// (baton.NewOn) is another container of the same deployment, and AWS
+	// reaches the kit's emulator with the AWS SDK.
+	Resources baton.Resources
+	AWS       aws.Config
+	tb        TB
+	timeout   time.Duration
 
 	mu   sync.Mutex
 	skew time.Duration
@@ -146,16 +151,17 @@ func NewWith(tb TB, c baton.Config, o Options) *Kit {
 	if err != nil {
 		tb.Fatalf("batontest: %v", err)
 	}
-	a, err := baton.NewOn(ctx, c, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, Agents: o.Agents},
-		res.Clients(), o.Log)
+	rs := baton.Resources{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, AgentFile: o.Agents}
+	cfg := res.Clients().Config
+	a, err := baton.NewOn(ctx, c, rs, cfg, o.Log)
 	if err != nil {
 		tb.Fatalf("batontest: %v", err)
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = time.Minute
 	}
-	k := &Kit{App: a, tb: tb, timeout: o.Timeout}
-	a.Sessions.Now = k.Now
+	k := &Kit{App: a, Resources: rs, AWS: cfg, tb: tb, timeout: o.Timeout}
+	a.Sessions().Now = k.Now
 	return k
 }
 
@@ -185,7 +191,7 @@ func (k *Kit) Session(agent string) *Session {
 	ctx, cancel := k.ctx()
 	defer cancel()
 	id := ids.New("s")
-	_, err := k.App.Sessions.Create(ctx, id, Owner, agent)
+	_, err := k.App.Sessions().Create(ctx, id, Owner, agent)
 	k.fatal(err)
 	return &Session{ID: id, kit: k}
 }
@@ -199,7 +205,7 @@ func (s *Session) Post(text string) {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	_, err := s.kit.App.Sessions.Post(ctx, s.ID, s.operator(Owner), text)
+	_, err := s.kit.App.Sessions().Post(ctx, s.ID, s.operator(Owner), text)
 	s.kit.fatal(err)
 }
 
@@ -291,7 +297,7 @@ func (s *Session) State() reducer.State {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	sess, err := s.kit.App.Sessions.Load(ctx, s.ID)
+	sess, err := s.kit.App.Sessions().Load(ctx, s.ID)
 	s.kit.fatal(err)
 	return sess.State
 }
@@ -335,7 +341,7 @@ func (s *Session) answer(id string, d reducer.Decision, reason string) {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	s.kit.fatal(s.kit.App.Sessions.Answer(ctx, s.ID, s.operator("approver"), id, d, reason))
+	s.kit.fatal(s.kit.App.Sessions().Answer(ctx, s.ID, s.operator("approver"), id, d, reason))
 }
 
 // Verdict settles an uncertain execution: Rerun runs the tool once more,
@@ -345,7 +351,7 @@ func (s *Session) Verdict(executionID string, v Verdict) {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	s.kit.fatal(s.kit.App.Sessions.Settle(ctx, s.ID, s.operator("approver"), executionID, v))
+	s.kit.fatal(s.kit.App.Sessions().Settle(ctx, s.ID, s.operator("approver"), executionID, v))
 }
 
 // Facts are the session's facts, in order.
@@ -353,7 +359,7 @@ func (s *Session) Facts() []Fact {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	fs, err := s.kit.App.Sessions.Facts(ctx, s.ID, 0)
+	fs, err := s.kit.App.Sessions().Facts(ctx, s.ID, 0)
 	s.kit.fatal(err)
 	return fs
 }
@@ -381,7 +387,7 @@ func (s *Session) Parts() []Part {
 		if f.Type != reducer.TurnStarted || f.Stream == "" {
 			continue
 		}
-		page, err := s.kit.App.Sessions.ReadStream(ctx, s.ID, f.Stream, "")
+		page, err := s.kit.App.Sessions().ReadStream(ctx, s.ID, f.Stream, "")
 		s.kit.fatal(err)
 		for _, e := range page.Entries {
 			out = append(out, e.Part)

@@ -8,9 +8,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/devserver"
 )
 
@@ -54,12 +55,8 @@ func Run(ctx context.Context, c baton.Config, o Options) error {
 	err := devserver.Run(ctx, devserver.Options{
 		Addr: o.Addr, DataDir: o.DataDir, Agents: o.AgentFile, Tick: o.Tick, Out: o.Out, Ready: o.Ready,
 		Template: baton.Template(),
-		Build: func(ctx context.Context, env app.Env, clients *awsenv.Clients, log *slog.Logger) (*app.App, error) {
-			a, err := baton.NewOn(ctx, c, env, clients, log)
-			if err != nil {
-				return nil, err
-			}
-			return a.App, nil
+		Build: func(ctx context.Context, vars map[string]string, cfg aws.Config, log *slog.Logger) (devserver.App, error) {
+			return baton.NewOn(ctx, c, baton.Resources{Settings: vars}, cfg, log)
 		},
 	}, log)
 	if err != nil {

@@ -1,6 +1,7 @@
 package supportdesk
 
 import (
+	"log"
 	"os"
 
 	baton "github.com/baton-run/baton"
@@ -20,3 +21,16 @@ func SettingsFromEnv() Settings {
 // FromEnv is the Config of a deployed function: the settings of the
 // environment and a fresh shop.
 func FromEnv() (baton.Config, error) { return Config(SettingsFromEnv(), NewShop()) }
+
+// Main is the whole main of the desk's function f: the Config of the
+// environment (FromEnv) with dialer as its MCP client (the resume
+// function reaches the CRM's tools with one; the operator and the tick
+// pass nil and link no MCP SDK), started by baton.Main.
+func Main(f baton.Function, dialer baton.MCPDialer) {
+	cfg, err := FromEnv()
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.MCP = dialer
+	baton.Main(f, cfg)
+}

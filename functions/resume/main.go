@@ -4,21 +4,12 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/providers"
 )
 
 func main() {
-	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools(), Metrics: os.Stderr, Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore()})
-	if err != nil {
-		slog.Error("resume: start", "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(app.ResumeHandler())
+	baton.Main(baton.ResumeFunction, baton.Config{Tools: baton.DemoTools(), Metrics: os.Stderr, Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore()})
 }

@@ -3,20 +3,11 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	baton "github.com/baton-run/baton"
 )
 
 func main() {
-	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools(), Metrics: os.Stderr})
-	if err != nil {
-		slog.Error("tick: start", "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(app.TickHandler())
+	baton.Main(baton.TickFunction, baton.Config{Tools: baton.DemoTools(), Metrics: os.Stderr})
 }

@@ -165,6 +165,17 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 	return e, nil
 }
 
+// LoggerFromOS is the logger of the process environment's LOG_FORMAT, on
+// stderr, for a main that fails before its App has one.
+func LoggerFromOS() *slog.Logger { return Logger(os.Getenv(EnvLogFormat), os.Stderr) }
+
+// SetChatFromOS sets the chat's variables in vars (BATON_CHAT_AGENT,
+// BATON_CHAT_ORIGINS) to the process environment's, for a server that
+// makes its own resources (the dev server).
+func SetChatFromOS(vars map[string]string) {
+	vars[EnvChatAgent], vars[EnvChatOrigins] = os.Getenv(EnvChatAgent), os.Getenv(EnvChatOrigins)
+}
+
 // Logger returns a JSON logger for "json" (Lambda) and a text one otherwise.
 func Logger(format string, w io.Writer) *slog.Logger {
 	if format == "json" {
@@ -194,13 +205,6 @@ func (e Env) ChatOptions(defaultAgent string) chat.Options {
 		o.DefaultAgent = e.ChatAgent
 	}
 	return o
-}
-
-// WithChatFromOS returns e with the chat settings of the process
-// environment, for a server that makes its own resources (the dev server).
-func (e Env) WithChatFromOS() Env {
-	e.ChatAgent, e.ChatOrigins = os.Getenv(EnvChatAgent), chat.ParseOrigins(os.Getenv(EnvChatOrigins))
-	return e
 }
 
 // Extras are what a Go program adds to the agent file: Go tools its JSON

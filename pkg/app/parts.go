@@ -2,10 +2,12 @@ package app
 
 import (
 	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
 
 	"github.com/baton-run/baton/pkg/auth"
-	"net/http"
-	"time"
 
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/tick"
@@ -55,3 +57,6 @@ func (a *App) Verifier() (*auth.Verifier, error) {
 	}
 	return v, nil
 }
+
+// AgentNames are the names of the App's agents, sorted.
+func (a *App) AgentNames() []string { return slices.Sorted(maps.Keys(a.Agents)) }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/apikey"
 	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/tool"
 )
 
@@ -48,4 +50,20 @@ func Deps(clients *awsenv.Clients, ps []Provider) agents.Deps {
 		d.Providers[p.Name] = p.Build(clients, httpClient)
 	}
 	return d
+}
+
+// ProviderOf is the Provider name whose model for an agent's config and
+// key newModel makes, on the app's AWS clients and the HTTP client model
+// calls share: the one adapter of every provider package. A model that
+// fails to build is a nil model.Model with the error, never a typed nil.
+func ProviderOf[M model.Model](name string, newModel func(clients *awsenv.Clients, hc *http.Client, c agents.Config, key string) (M, error)) Provider {
+	return Provider{Name: name, Build: func(clients *awsenv.Clients, hc *http.Client) agents.Provider {
+		return func(_ context.Context, c agents.Config, key string) (model.Model, error) {
+			m, err := newModel(clients, hc, c, key)
+			if err != nil {
+				return nil, err
+			}
+			return m, nil
+		}
+	}}
 }

@@ -117,3 +117,7 @@ func Transient(err error) bool {
 	}
 	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err).Bool()
 }
+
+// FromConfig returns the clients of cfg, an emulator's when
+// cfg.BaseEndpoint is set (as Load does for AWS_ENDPOINT_URL).
+func FromConfig(cfg aws.Config) *Clients { return New(cfg, aws.ToString(cfg.BaseEndpoint)) }

@@ -1,14 +1,10 @@
 package chat
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/baton-run/baton/pkg/httpjson"
 
@@ -69,30 +65,17 @@ type answer struct {
 // message, or the approval answers, never both.
 func decodeRequest(w http.ResponseWriter, r *http.Request, max int64) (Request, *reducer.Message, []answer, error) {
 	var in Request
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	body, err := httpjson.ReadBody(w, r, max)
 	if err != nil {
-		if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return in, nil, nil, httpjson.Refuse(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", tooBig.Limit)
-		}
-		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "cannot read the request body")
+		return in, nil, nil, err
 	}
 	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return in, nil, nil, httpjson.Refuse(http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 	} else if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
 		return in, nil, nil, httpjson.Refuse(http.StatusUnsupportedMediaType, "request body must be UTF-8, not charset %q", cs)
 	}
-	if !utf8.Valid(body) {
-		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "request body is not valid UTF-8")
-	}
-	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "request body must be a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&in); err != nil {
-		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "invalid request body: %s", httpjson.DescribeJSONError(err))
-	}
-	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
-		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "invalid request body: unexpected data after the JSON object")
+	if err := httpjson.DecodeObject(body, &in, false); err != nil {
+		return in, nil, nil, err
 	}
 	switch {
 	case in.ID == "":

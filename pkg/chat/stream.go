@@ -227,14 +227,7 @@ func (h *handler) resume(w http.ResponseWriter, r *http.Request, caller string) 
 // heartbeat interval meanwhile.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream string, page streams.Page, v Version, first []parts.Part) {
 	ctx := r.Context()
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("Connection", "keep-alive")
-	hd.Set("X-Accel-Buffering", "no")
-	hd.Set("X-Vercel-AI-UI-Message-Stream", "v1")
-	w.WriteHeader(http.StatusOK)
-	ev := httpjson.StartEvents(w, h.Heartbeat)
+	ev := httpjson.StartUIStream(w, h.Heartbeat, "Connection", "keep-alive")
 	defer ev.Close()
 	write := func(bw *bufio.Writer, cursor streams.Cursor, p parts.Part) error {
 		return writePart(bw, v, cursor, p)

@@ -236,41 +236,19 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // command runs the client command name with its args; known is false for
 // a command there is none of.
 func (e *env) command(ctx context.Context, name string, args []string) (known bool, err error) {
-	switch name {
-	case "sessions":
-		err = e.sessions(ctx, args)
-	case "show":
-		err = e.show(ctx, args)
-	case "new":
-		err = e.newSession(ctx, args)
-	case "send":
-		err = e.send(ctx, args)
-	case "tail":
-		err = e.tail(ctx, args)
-	case "approve":
-		err = e.answer(ctx, "approve", args)
-	case "deny":
-		err = e.answer(ctx, "deny", args)
-	case "verdict":
-		err = e.verdict(ctx, args)
-	case "cancel":
-		err = e.cancel(ctx, args)
-	case "raise":
-		err = e.raise(ctx, args)
-	case "wake":
-		err = e.wake(ctx, args)
-	case "schedule":
-		err = e.schedule(ctx, args)
-	case "export":
-		err = e.export(ctx, args)
-	case "delete":
-		err = e.remove(ctx, args)
-	case "completion":
-		err = e.completion(args)
-	default:
+	answer := func(decision string) func(context.Context, []string) error {
+		return func(ctx context.Context, args []string) error { return e.answer(ctx, decision, args) }
+	}
+	run, ok := map[string]func(context.Context, []string) error{
+		"sessions": e.sessions, "show": e.show, "new": e.newSession, "send": e.send, "tail": e.tail,
+		"approve": answer("approve"), "deny": answer("deny"), "verdict": e.verdict, "cancel": e.cancel,
+		"raise": e.raise, "wake": e.wake, "schedule": e.schedule, "export": e.export, "delete": e.remove,
+		"completion": func(_ context.Context, args []string) error { return e.completion(args) },
+	}[name]
+	if !ok {
 		return false, nil
 	}
-	return true, err
+	return true, run(ctx, args)
 }
 
 // exit reports how command name ended, on stdout for help asked of it or
@@ -370,6 +348,16 @@ func (e *env) client(c *command) (*client, error) {
 	return newClient(base, e.getenv("BATON_TOKEN"), e.getenv("BATON_OPERATOR"))
 }
 
+// call makes one request of the API of command c (see client) and decodes
+// its answer into out.
+func (e *env) call(ctx context.Context, c *command, method, path string, in, out any) error {
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	return cl.call(ctx, method, path, in, out)
+}
+
 func (e *env) printJSON(v any) error {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
@@ -447,12 +435,8 @@ func (e *env) show(ctx context.Context, args []string) error {
 	if _, err := c.format(); err != nil {
 		return err
 	}
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
 	var s operator.Session
-	if err := cl.call(ctx, http.MethodGet, "/sessions/"+seg(pos[0]), nil, &s); err != nil {
+	if err := e.call(ctx, c, http.MethodGet, "/sessions/"+seg(pos[0]), nil, &s); err != nil {
 		return err
 	}
 	return e.emit(c, s, func() error { e.showTable(s); return nil })
@@ -490,12 +474,8 @@ func (e *env) newSession(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
 	var s operator.Session
-	if err := cl.call(ctx, http.MethodPost, "/sessions", map[string]string{"agent": pos[0]}, &s); err != nil {
+	if err := e.call(ctx, c, http.MethodPost, "/sessions", map[string]string{"agent": pos[0]}, &s); err != nil {
 		return err
 	}
 	if c.json {
@@ -522,12 +502,8 @@ func (e *env) send(ctx context.Context, args []string) error {
 	if strings.TrimSpace(text) == "" {
 		return usagef("TEXT is blank")
 	}
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
 	var out operator.MessageAccepted
-	if err := cl.call(ctx, http.MethodPost, "/sessions/"+seg(pos[0])+"/messages", map[string]string{"text": text}, &out); err != nil {
+	if err := e.call(ctx, c, http.MethodPost, "/sessions/"+seg(pos[0])+"/messages", map[string]string{"text": text}, &out); err != nil {
 		return err
 	}
 	if c.json {
@@ -545,16 +521,12 @@ func (e *env) answer(ctx context.Context, decision string, args []string) error 
 	if err != nil {
 		return err
 	}
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
 	in := map[string]string{"decision": decision}
 	if reason != "" {
 		in["reason"] = reason
 	}
 	path := "/sessions/" + seg(pos[0]) + "/approvals/" + seg(pos[1])
-	if err := cl.call(ctx, http.MethodPost, path, in, nil); err != nil {
+	if err := e.call(ctx, c, http.MethodPost, path, in, nil); err != nil {
 		return err
 	}
 	past := map[string]string{"approve": "approved", "deny": "denied"}[decision]
@@ -572,12 +544,8 @@ func (e *env) verdict(ctx context.Context, args []string) error {
 	if v != string(reducer.Rerun) && v != string(reducer.Abandon) {
 		return usagef("the verdict must be %s or %s, not %q", reducer.Rerun, reducer.Abandon, v)
 	}
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
 	path := "/sessions/" + seg(pos[0]) + "/executions/" + seg(pos[1])
-	if err := cl.call(ctx, http.MethodPost, path, map[string]string{"verdict": v}, nil); err != nil {
+	if err := e.call(ctx, c, http.MethodPost, path, map[string]string{"verdict": v}, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "%s %s of session %s\n", map[string]string{"rerun": "rerunning", "abandon": "abandoned"}[v], pos[1], pos[0])
@@ -592,15 +560,11 @@ func (e *env) cancel(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
 	var in any
 	if reason != "" {
 		in = map[string]string{"reason": reason}
 	}
-	if err := cl.call(ctx, http.MethodPost, "/sessions/"+seg(pos[0])+"/cancel", in, nil); err != nil {
+	if err := e.call(ctx, c, http.MethodPost, "/sessions/"+seg(pos[0])+"/cancel", in, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "cancelled the open turn of session %s\n", pos[0])

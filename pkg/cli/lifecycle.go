@@ -20,12 +20,8 @@ func (e *env) export(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
 	var raw json.RawMessage
-	if err := cl.call(ctx, http.MethodGet, "/sessions/"+seg(pos[0])+"/export", nil, &raw); err != nil {
+	if err := e.call(ctx, c, http.MethodGet, "/sessions/"+seg(pos[0])+"/export", nil, &raw); err != nil {
 		return err
 	}
 	var b bytes.Buffer
@@ -72,11 +68,7 @@ func (e *env) remove(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
-	if err := cl.call(ctx, http.MethodDelete, "/sessions/"+seg(pos[0]), nil, nil); err != nil {
+	if err := e.call(ctx, c, http.MethodDelete, "/sessions/"+seg(pos[0]), nil, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "deleted session %s\n", pos[0])

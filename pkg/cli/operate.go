@@ -120,11 +120,7 @@ func (e *env) raise(ctx context.Context, args []string) error {
 	if in.Turn == (reducer.Caps{}) && in.Session == (reducer.Caps{}) {
 		return usagef("name a cap to raise: --turn-input-tokens, --turn-output-tokens, --turn-cost, --session-input-tokens, --session-output-tokens or --session-cost")
 	}
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
-	if err := cl.call(ctx, http.MethodPost, "/sessions/"+seg(pos[0])+"/limits", in, nil); err != nil {
+	if err := e.call(ctx, c, http.MethodPost, "/sessions/"+seg(pos[0])+"/limits", in, nil); err != nil {
 		return err
 	}
 	var what []string
@@ -155,11 +151,7 @@ func (e *env) wake(ctx context.Context, args []string) error {
 		}
 		in.At = &t
 	}
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
-	if err := cl.call(ctx, http.MethodPost, "/sessions/"+seg(pos[0])+"/wake", in, nil); err != nil {
+	if err := e.call(ctx, c, http.MethodPost, "/sessions/"+seg(pos[0])+"/wake", in, nil); err != nil {
 		return err
 	}
 	if in.At == nil {
@@ -188,19 +180,15 @@ func (e *env) schedule(ctx context.Context, args []string) error {
 	case !clear && (strings.TrimSpace(in.Cron) == "" || strings.TrimSpace(in.Text) == ""):
 		return usagef("want --cron and --text, or --clear")
 	}
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
 	path := "/sessions/" + seg(pos[0]) + "/schedule"
 	if clear {
-		if err := cl.call(ctx, http.MethodDelete, path, nil, nil); err != nil {
+		if err := e.call(ctx, c, http.MethodDelete, path, nil, nil); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "cleared the schedule of session %s\n", pos[0])
 		return nil
 	}
-	if err := cl.call(ctx, http.MethodPut, path, in, nil); err != nil {
+	if err := e.call(ctx, c, http.MethodPut, path, in, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "scheduled session %s: %q\n", pos[0], in.Cron)

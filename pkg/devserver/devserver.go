@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -14,13 +13,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/emulator"
 	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/tick"
-	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/worker"
 )
 
@@ -38,9 +38,29 @@ type Options struct {
 	Ready func(url string)
 	// Template is the SAM template whose resources are created. Required.
 	Template []byte
-	// Build makes the App on the provisioned resources; nil means app.New
-	// (the agent file's agents, no Go extras).
-	Build func(ctx context.Context, env app.Env, clients *awsenv.Clients, log *slog.Logger) (*app.App, error)
+	// Build makes the App on the provisioned resources: vars is the
+	// environment the template gives the functions, on those resources
+	// (BATON_TABLE, BATON_BUCKET, ...), and cfg reaches the emulator. Nil
+	// means app.New (the agent file's agents, no Go extras).
+	Build func(ctx context.Context, vars map[string]string, cfg aws.Config, log *slog.Logger) (App, error)
+}
+
+// App is what the dev server runs: the operator API, the resume worker and
+// the tick of one App (*app.App and *baton.App are).
+type App interface {
+	Operator(identity func(*http.Request) (string, bool), hold time.Duration, chatAgent string) http.Handler
+	Worker() *worker.Worker
+	Tick() *tick.Tick
+	AgentNames() []string
+}
+
+// build is Build's default: the agent file's agents, no Go extras.
+func build(ctx context.Context, vars map[string]string, cfg aws.Config, log *slog.Logger) (App, error) {
+	env, err := app.EnvFrom(func(k string) string { return vars[k] })
+	if err != nil {
+		return nil, fmt.Errorf("template: %w", err) // Run prefixes "devserver: "
+	}
+	return app.New(ctx, env, awsenv.FromConfig(cfg), log)
 }
 
 // Run serves until ctx is done.
@@ -54,9 +74,8 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	if len(o.Template) == 0 {
 		return errors.New("devserver: no template")
 	}
-	build := o.Build
-	if build == nil {
-		build = app.New
+	if o.Build == nil {
+		o.Build = build
 	}
 	emu := emulator.Start()
 	defer emu.Close()
@@ -64,11 +83,11 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("devserver: provision: %w", err)
 	}
-	env, err := functionEnv(o.Template, res, o.Agents)
+	vars, err := functionEnv(o.Template, res, o.Agents)
 	if err != nil {
 		return err
 	}
-	a, err := build(ctx, env, emu.Clients, log)
+	a, err := o.Build(ctx, vars, emu.Clients.Config, log)
 	if err != nil {
 		return fmt.Errorf("devserver: %w", err)
 	}
@@ -97,7 +116,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	})
 
 	if o.Out != nil {
-		fmt.Fprint(o.Out, banner(url, emu, o.DataDir, a.Agents))
+		fmt.Fprint(o.Out, banner(url, emu, o.DataDir, a.AgentNames()))
 	}
 	if o.Ready != nil {
 		o.Ready(url)
@@ -145,14 +164,14 @@ func ticks(ctx context.Context, t *tick.Tick, period time.Duration, log *slog.Lo
 // functionEnv is the environment the template gives the tick function
 // (all three share it), on the provisioned resources, with the dev
 // server's agent file: the dev server runs what the functions run.
-func functionEnv(tmpl []byte, res provision.Resources, agentFile string) (app.Env, error) {
+func functionEnv(tmpl []byte, res provision.Resources, agentFile string) (map[string]string, error) {
 	fns, err := provision.FunctionEnv(tmpl)
 	if err != nil {
-		return app.Env{}, fmt.Errorf("devserver: template: %w", err)
+		return nil, fmt.Errorf("devserver: template: %w", err)
 	}
 	vars, ok := fns["TickFunction"]
 	if !ok {
-		return app.Env{}, errors.New("devserver: template: no TickFunction")
+		return nil, errors.New("devserver: template: no TickFunction")
 	}
 	vars[app.EnvTable], vars[app.EnvBucket], vars[app.EnvQueueURL] = res.Table, res.Bucket, res.QueueURL
 	vars[app.EnvAgents], vars[app.EnvLogFormat] = agentFile, "text"
@@ -161,21 +180,17 @@ func functionEnv(tmpl []byte, res provision.Resources, agentFile string) (app.En
 	vars[app.EnvStreamBucket], vars[app.EnvStreamBucketType] = res.Bucket, string(streams.Standard)
 	// The chat's settings are the template's parameters: locally, the
 	// process environment's.
-	vars[app.EnvChatAgent], vars[app.EnvChatOrigins] = "", ""
+	app.SetChatFromOS(vars)
 	// The retention sweep runs on the deployed daily schedule only: locally
 	// every session is kept.
 	vars[app.EnvRetentionDays] = ""
-	env, err := app.EnvFrom(func(k string) string { return vars[k] })
-	if err != nil {
-		return app.Env{}, fmt.Errorf("devserver: template: %w", err)
-	}
-	return env.WithChatFromOS(), nil
+	return vars, nil
 }
 
 // banner is the dev server's how-to: where the API, console and data are,
 // the agents, and the curl commands of a first session. dataDir empty
 // says the data is in memory.
-func banner(url string, emu *emulator.Emulator, dataDir string, agents turn.AgentMap) string {
+func banner(url string, emu *emulator.Emulator, dataDir string, names []string) string {
 	endpoint := "in-process kumo, data in memory (gone when the server stops; KUMO_DATA_DIR=DIR keeps it)"
 	if dataDir == "" {
 		dataDir = emu.DataDir
@@ -186,9 +201,8 @@ func banner(url string, emu *emulator.Emulator, dataDir string, agents turn.Agen
 	if emu.External {
 		endpoint = emu.URL
 	}
-	names := slices.Sorted(maps.Keys(agents))
 	first, text, note := "demo", "Send the team a status update", "\n  (demo is a fixed script: it ignores the text you send, calls its tools, and asks approval to send)"
-	if !agents.Has(first) {
+	if !slices.Contains(names, first) {
 		first, text, note = "", "Hello", ""
 		if len(names) > 0 {
 			first = names[0]

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/app"
@@ -243,9 +245,13 @@ func TestDevServerTakesTheFunctionsEnvironment(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Template: baton.Template(),
-			Build: func(ctx context.Context, env app.Env, c *awsenv.Clients, log *slog.Logger) (*app.App, error) {
+			Build: func(ctx context.Context, vars map[string]string, cfg aws.Config, log *slog.Logger) (devserver.App, error) {
+				env, err := app.EnvFrom(func(k string) string { return vars[k] })
+				if err != nil {
+					return nil, err
+				}
 				got <- env
-				return app.New(ctx, env, c, log)
+				return app.New(ctx, env, awsenv.FromConfig(cfg), log)
 			},
 			Ready: func(string) { cancel() }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()

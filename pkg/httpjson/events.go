@@ -48,6 +48,23 @@ type Events struct {
 	done chan struct{}
 }
 
+// StartUIStream answers 200 with the headers of an AI SDK UI message
+// stream (server-sent events, not cached, not buffered by a proxy) and any
+// extra ones in kv (name, value pairs), and starts its heartbeat as
+// StartEvents does. Close it.
+func StartUIStream(w http.ResponseWriter, interval time.Duration, kv ...string) *Events {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Vercel-AI-UI-Message-Stream", "v1")
+	w.WriteHeader(http.StatusOK)
+	return StartEvents(w, interval)
+}
+
 // StartEvents starts the heartbeat of w, whose headers the caller has
 // sent, every interval (0 or less means DefaultHeartbeat). Close it.
 func StartEvents(w http.ResponseWriter, interval time.Duration) *Events {

@@ -53,28 +53,24 @@ func (p RetryPolicy) WithDefaults() RetryPolicy {
 	if p.Attempts <= 0 {
 		p.Attempts = d.Attempts
 	}
-	if p.Backoff <= 0 {
-		p.Backoff = d.Backoff
-	}
-	if p.MaxBackoff <= 0 {
-		p.MaxBackoff = max(d.MaxBackoff, p.Backoff)
-	}
-	if p.MaxBackoff < p.Backoff {
-		p.MaxBackoff = p.Backoff
-	}
-	if p.WakeDelay <= 0 {
-		p.WakeDelay = d.WakeDelay
-	}
-	if p.MaxWakeDelay <= 0 {
-		p.MaxWakeDelay = max(d.MaxWakeDelay, p.WakeDelay)
-	}
-	if p.MaxWakeDelay < p.WakeDelay {
-		p.MaxWakeDelay = p.WakeDelay
-	}
+	p.Backoff, p.MaxBackoff = bounded(p.Backoff, p.MaxBackoff, d.Backoff, d.MaxBackoff)
+	p.WakeDelay, p.MaxWakeDelay = bounded(p.WakeDelay, p.MaxWakeDelay, d.WakeDelay, d.MaxWakeDelay)
 	if p.Suspensions <= 0 {
 		p.Suspensions = d.Suspensions
 	}
 	return p
+}
+
+// bounded fills a zero wait and its bound from their defaults, and keeps
+// the bound at or above the wait.
+func bounded(wait, bound, defWait, defBound time.Duration) (time.Duration, time.Duration) {
+	if wait <= 0 {
+		wait = defWait
+	}
+	if bound <= 0 {
+		bound = max(defBound, wait)
+	}
+	return wait, max(bound, wait)
 }
 
 // Wait is the wait before try n+1 of a step (n = 1 after the first

@@ -1,14 +1,9 @@
 package operator
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/baton-run/baton/pkg/httpjson"
 )
@@ -35,21 +30,7 @@ func decode(w http.ResponseWriter, r *http.Request, max int64, dst any, optional
 	if len(body) == 0 {
 		return httpjson.Refuse(http.StatusBadRequest, "request body is required: a JSON object")
 	}
-	if !utf8.Valid(body) {
-		return httpjson.Refuse(http.StatusBadRequest, "request body is not valid UTF-8")
-	}
-	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
-		return httpjson.Refuse(http.StatusBadRequest, "request body must be a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return httpjson.Refuse(http.StatusBadRequest, "invalid request body: %s", httpjson.DescribeJSONError(err))
-	}
-	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
-		return httpjson.Refuse(http.StatusBadRequest, "invalid request body: unexpected data after the JSON object")
-	}
-	return nil
+	return httpjson.DecodeObject(body, dst, true)
 }
 
 // checkJSONType accepts application/json, with parameters, in UTF-8.

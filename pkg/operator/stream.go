@@ -132,13 +132,7 @@ func acceptsEventStream(r *http.Request) bool {
 // budget, and the client reconnects. A comment heartbeat goes out every
 // heartbeat interval meanwhile.
 func (a *api) serveEvents(w http.ResponseWriter, ctx context.Context, id, stream string, page streams.Page, deadline time.Time, shape func(parts.Part) (parts.Part, bool)) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	h.Set("X-Vercel-AI-UI-Message-Stream", "v1")
-	w.WriteHeader(http.StatusOK)
-	ev := httpjson.StartEvents(w, a.beat)
+	ev := httpjson.StartUIStream(w, a.beat)
 	defer ev.Close()
 	send := func(p streams.Page) error {
 		return ev.Write(func(bw *bufio.Writer) error {

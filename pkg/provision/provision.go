@@ -126,26 +126,18 @@ func TableDiff(want *dynamodb.CreateTableInput, got *ddbtypes.TableDescription) 
 	if a, b := attrsString(want.AttributeDefinitions), attrsString(got.AttributeDefinitions); a != b {
 		diffs = append(diffs, fmt.Sprintf("attributes %s, template %s", b, a))
 	}
-	wantGSI := map[string]string{}
-	for _, g := range want.GlobalSecondaryIndexes {
-		wantGSI[aws.ToString(g.IndexName)] = indexString(g.KeySchema, g.Projection)
+	gsi := func(g ddbtypes.GlobalSecondaryIndex) index { return index{g.IndexName, g.KeySchema, g.Projection} }
+	gotGSI := func(g ddbtypes.GlobalSecondaryIndexDescription) index {
+		return index{g.IndexName, g.KeySchema, g.Projection}
 	}
-	gotGSI := map[string]string{}
-	for _, g := range got.GlobalSecondaryIndexes {
-		gotGSI[aws.ToString(g.IndexName)] = indexString(g.KeySchema, g.Projection)
-	}
-	if a, b := mapString(wantGSI), mapString(gotGSI); a != b {
+	if a, b := indexesString(want.GlobalSecondaryIndexes, gsi), indexesString(got.GlobalSecondaryIndexes, gotGSI); a != b {
 		diffs = append(diffs, fmt.Sprintf("global secondary indexes %s, template %s", b, a))
 	}
-	wantLSI := map[string]string{}
-	for _, l := range want.LocalSecondaryIndexes {
-		wantLSI[aws.ToString(l.IndexName)] = indexString(l.KeySchema, l.Projection)
+	lsi := func(l ddbtypes.LocalSecondaryIndex) index { return index{l.IndexName, l.KeySchema, l.Projection} }
+	gotLSI := func(l ddbtypes.LocalSecondaryIndexDescription) index {
+		return index{l.IndexName, l.KeySchema, l.Projection}
 	}
-	gotLSI := map[string]string{}
-	for _, l := range got.LocalSecondaryIndexes {
-		gotLSI[aws.ToString(l.IndexName)] = indexString(l.KeySchema, l.Projection)
-	}
-	if a, b := mapString(wantLSI), mapString(gotLSI); a != b {
+	if a, b := indexesString(want.LocalSecondaryIndexes, lsi), indexesString(got.LocalSecondaryIndexes, gotLSI); a != b {
 		diffs = append(diffs, fmt.Sprintf("local secondary indexes %s, template %s", b, a))
 	}
 	return strings.Join(diffs, "; ")
@@ -166,6 +158,24 @@ func attrsString(as []ddbtypes.AttributeDefinition) string {
 	}
 	slices.Sort(parts)
 	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// index is a secondary index's name, keys and projection, of whichever
+// type holds them (a table's input or its description).
+type index struct {
+	name       *string
+	keys       []ddbtypes.KeySchemaElement
+	projection *ddbtypes.Projection
+}
+
+// indexesString is the indexes ixs by name, each as indexString writes it.
+func indexesString[I any](ixs []I, of func(I) index) string {
+	m := map[string]string{}
+	for _, ix := range ixs {
+		i := of(ix)
+		m[aws.ToString(i.name)] = indexString(i.keys, i.projection)
+	}
+	return mapString(m)
 }
 
 func indexString(ks []ddbtypes.KeySchemaElement, p *ddbtypes.Projection) string {

@@ -33,14 +33,14 @@ type Options struct {
 // data is what the file templates see.
 type data struct {
 	Options
-	Package, GoVersion      string
-	Function, Role, Handler string
+	Package, GoVersion   string
+	Function, Role, Kind string
 }
 
-var functions = []struct{ name, role, handler string }{
-	{"operator", "the operator HTTP API", "OperatorHandler"},
-	{"resume", "runs turns on SQS wakes", "ResumeHandler"},
-	{"tick", "the scheduled reaper", "TickHandler"},
+var functions = []struct{ name, role, kind string }{
+	{"operator", "the operator HTTP API", "OperatorFunction"},
+	{"resume", "runs turns on SQS wakes", "ResumeFunction"},
+	{"tick", "the scheduled reaper", "TickFunction"},
 }
 
 // Files returns the project's files by slash path.
@@ -78,7 +78,7 @@ func Files(o Options) (map[string][]byte, error) {
 	}
 	for _, f := range functions {
 		fd := d
-		fd.Function, fd.Role, fd.Handler = f.name, f.role, f.handler
+		fd.Function, fd.Role, fd.Kind = f.name, f.role, f.kind
 		if err := one(path.Join("functions", f.name, "main.go"), "main.go.tmpl", fd); err != nil {
 			return nil, err
 		}

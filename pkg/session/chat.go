@@ -10,6 +10,10 @@ import (
 	"github.com/baton-run/baton/pkg/wake"
 )
 
+// This file holds the chat's operations: Converse records a message,
+// creating the session in the same write when there is none, and
+// HasMessage tells whether a message id is already recorded.
+
 // Converse records msg from owner in session id, creating the session for
 // owner with agent, in the same write, when there is none; then it wakes
 // the session. The message is delivered as the agent's steering policy

@@ -1,5 +1,8 @@
 package session
 
+// This file holds Decorate, the seam for store calls: it wraps either of
+// the store's stores.
+
 // Decorate returns a store like s, with the same Waker, Now, Steering and Log,
 // whose fact log is facts(s's fact log) and whose stream store is
 // streams(s's stream store); a nil function keeps that store as it is.

@@ -20,4 +20,20 @@
 // OpenStream, ResumeStream, ReadStream, Streams, CloseStream in stream.go),
 // and Decorate wraps either store, the seam package intercept uses for
 // store calls.
+//
+// Store's methods are grouped by purpose, a file each (each file's header
+// names its group):
+//   - the store and its transitions (session.go): New, Load, Append, End,
+//     Compact, Clock;
+//   - the operator's operations (ops.go): Create, Post, Answer, Settle,
+//     Raise, SetTimer, SetSchedule, ClearSchedule, Cancel, Follow;
+//   - the chat's (chat.go): Converse, HasMessage;
+//   - reads of the fact log (read.go): Facts, Head, ByOwner, Due, Receipt;
+//   - turn streams (stream.go): OpenStream, ResumeStream, ReadStream,
+//     Streams, CloseStream; and their usage (usage.go): StreamUsage;
+//   - the end of a session's life (lifecycle.go): Delete, Sweep;
+//   - retries of a lost compare-and-set (retry.go): LostRace and the
+//     per-session lanes;
+//   - the seam (decorate.go): Decorate; and the consumed stores
+//     (factlog.go: FactLog; streamstore.go: StreamStore).
 package session

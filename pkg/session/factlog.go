@@ -8,6 +8,9 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
+// This file holds FactLog, the fact log the store consumes
+// (*dynamo.Store is one).
+
 // FactLog is what the session layer needs of a session's fact log: read
 // the facts back to the newest snapshot (Tail) or after a seq (Facts),
 // append facts with the compare-and-set, alone or with an idempotency

@@ -10,6 +10,9 @@ import (
 	"github.com/baton-run/baton/pkg/streams"
 )
 
+// This file holds the end of a session's life: Delete buries a session
+// and purges what it stored, and Sweep is the retention sweep.
+
 // ErrTurnOpen is matched when a session to delete has an open turn: cancel
 // it (or let it end) first. Nothing was deleted.
 var ErrTurnOpen = dynamo.ErrTurnOpen

@@ -15,6 +15,11 @@ import (
 	"github.com/baton-run/baton/pkg/wake"
 )
 
+// This file holds the operator's operations on a session: Create, Post
+// (as the agent's steering policy says), Answer an approval, Settle an
+// uncertain execution, Raise spend caps, SetTimer, SetSchedule and
+// ClearSchedule, Cancel the open turn, and Follow a turn's end.
+
 // Create starts a new session for owner with agent. It fails with
 // ErrConflict if the id is taken.
 func (s *Store) Create(ctx context.Context, id, owner, agent string) (reducer.State, error) {

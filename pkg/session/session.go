@@ -16,6 +16,10 @@ import (
 	"github.com/baton-run/baton/pkg/wake"
 )
 
+// This file holds the store itself: New builds it on its two stores, and
+// Load, Append, End and Compact rebuild a session and commit its
+// transitions (with Clock, the store's time).
+
 // Errors callers can tell apart.
 var (
 	// ErrNotFound: no such session.

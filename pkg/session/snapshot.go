@@ -8,6 +8,9 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
+// This file holds the check of a snapshot read back against the fact that
+// names it.
+
 // ErrCorruptSnapshot is matched when a snapshot read back is not the one
 // End wrote for the fact that names it.
 var ErrCorruptSnapshot = errors.New("session: corrupt snapshot")

@@ -7,6 +7,9 @@ import (
 	"github.com/baton-run/baton/pkg/streams"
 )
 
+// This file holds StreamStore, the turn-stream store the store consumes
+// (*streams.Store is one).
+
 // StreamStore is what the session layer needs of a turn-stream store: open
 // a new stream, resume one after its last chunk, read parts after a
 // cursor, read the newest parts back, list a session's streams, and keep

@@ -9,6 +9,9 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
+// This file holds StreamUsage: the usage of a turn's billed steps, read
+// back from its stream.
+
 // MaxUsageChunks bounds the chunks of a turn's stream StreamUsage reads
 // back: to the latest step's metadata, or over the whole stream when its
 // steps do not say the turn's usage (streams written before they did).

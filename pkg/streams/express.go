@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
@@ -192,32 +190,4 @@ func (s *Store) getIfPresent(ctx context.Context, key string) (doc chunkDoc, fou
 		return chunkDoc{}, false, nil
 	}
 	return doc, err == nil, err
-}
-
-// listKeysUnordered is listKeys for a directory bucket: it lists every key
-// under prefix (no StartAfter), then sorts them and keeps those after
-// startAfter, at most limit+1 of them when limit is positive.
-func (s *Store) listKeysUnordered(ctx context.Context, prefix, startAfter string, limit int) ([]string, error) {
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)}
-	var keys []string
-	for page := 1; ; page++ {
-		out, err := s.client.ListObjectsV2(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("list %s (page %d): %w", prefix, page, err)
-		}
-		for _, o := range out.Contents {
-			if k := aws.ToString(o.Key); k > startAfter {
-				keys = append(keys, k)
-			}
-		}
-		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
-			break
-		}
-		in.ContinuationToken = out.NextContinuationToken
-	}
-	slices.Sort(keys)
-	if limit > 0 && len(keys) > limit+1 {
-		keys = keys[:limit+1]
-	}
-	return keys, nil
 }

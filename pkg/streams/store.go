@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,18 +129,18 @@ type chunkDoc struct {
 // listKeys lists the keys under prefix that sort after startAfter (all of
 // them when it is empty), in order, one ListObjectsV2 request per 1000
 // keys. A positive limit stops the listing once it has more than limit
-// keys. On a directory bucket it lists every key under prefix and sorts
-// and filters them here.
+// keys. A directory bucket lists in no order and takes no StartAfter: there
+// every key under prefix is listed, then sorted and filtered here, and at
+// most limit+1 of them kept when limit is positive.
 func (s *Store) listKeys(ctx context.Context, prefix, startAfter string, limit int) ([]string, error) {
-	if s.directory {
-		return s.listKeysUnordered(ctx, prefix, startAfter, limit)
-	}
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)}
-	if startAfter != "" {
-		in.StartAfter = aws.String(startAfter)
-	}
-	if limit > 0 && limit < 1000 {
-		in.MaxKeys = aws.Int32(int32(limit + 1))
+	if !s.directory {
+		if startAfter != "" {
+			in.StartAfter = aws.String(startAfter)
+		}
+		if limit > 0 && limit < 1000 {
+			in.MaxKeys = aws.Int32(int32(limit + 1))
+		}
 	}
 	var keys []string
 	for page := 1; ; page++ {
@@ -148,13 +149,23 @@ func (s *Store) listKeys(ctx context.Context, prefix, startAfter string, limit i
 			return nil, fmt.Errorf("list %s (page %d): %w", prefix, page, err)
 		}
 		for _, o := range out.Contents {
-			keys = append(keys, aws.ToString(o.Key))
+			if k := aws.ToString(o.Key); k > startAfter {
+				keys = append(keys, k)
+			}
 		}
-		if (limit > 0 && len(keys) > limit) || !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
-			return keys, nil
+		enough := !s.directory && limit > 0 && len(keys) > limit
+		if enough || !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+			break
 		}
 		in.ContinuationToken = out.NextContinuationToken
 	}
+	if s.directory {
+		slices.Sort(keys)
+		if limit > 0 && len(keys) > limit+1 {
+			keys = keys[:limit+1]
+		}
+	}
+	return keys, nil
 }
 
 // listChunks lists a stream's chunks after chunk first-1, in order, and

@@ -4,25 +4,17 @@
 package anthropic
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/provider/anthropic"
 )
 
 // Provider is the "anthropic" provider.
 func Provider() app.Provider {
-	return app.Provider{Name: "anthropic", Build: func(_ *awsenv.Clients, hc *http.Client) agents.Provider {
-		return func(_ context.Context, c agents.Config, key string) (model.Model, error) {
-			m, err := anthropic.New(anthropic.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL, HTTPClient: hc})
-			if err != nil {
-				return nil, err
-			}
-			return m, nil
-		}
-	}}
+	return app.ProviderOf("anthropic", func(_ *awsenv.Clients, hc *http.Client, c agents.Config, key string) (*anthropic.Model, error) {
+		return anthropic.New(anthropic.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL, HTTPClient: hc})
+	})
 }

@@ -5,7 +5,6 @@
 package bedrock
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -13,19 +12,12 @@ import (
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/provider/bedrock"
 )
 
 // Provider is the "bedrock" provider.
 func Provider() app.Provider {
-	return app.Provider{Name: "bedrock", Build: func(clients *awsenv.Clients, _ *http.Client) agents.Provider {
-		return func(_ context.Context, c agents.Config, _ string) (model.Model, error) {
-			m, err := bedrock.New(bedrockruntime.NewFromConfig(clients.Config), bedrock.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens})
-			if err != nil {
-				return nil, err
-			}
-			return m, nil
-		}
-	}}
+	return app.ProviderOf("bedrock", func(clients *awsenv.Clients, _ *http.Client, c agents.Config, _ string) (*bedrock.Model, error) {
+		return bedrock.New(bedrockruntime.NewFromConfig(clients.Config), bedrock.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens})
+	})
 }

@@ -243,11 +243,11 @@ func TestKeyFromSecretsManagerRotated(t *testing.T) {
 	}
 
 	// Another container: its own App fetches the key once.
-	other, err := baton.NewOn(ctx, cfg, kit.App.Env, kit.App.Clients, log)
+	other, err := baton.NewOn(ctx, cfg, kit.Resources, kit.AWS, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.Sessions.Post(ctx, s.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "From a new container."); err != nil {
+	if _, err := other.Sessions().Post(ctx, s.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "From a new container."); err != nil {
 		t.Fatal(err)
 	}
 	res, err := other.Worker().Handle(ctx, wake.Wake{Session: s.ID, Reason: "test"})
@@ -264,7 +264,7 @@ func TestKeyFromSecretsManagerRotated(t *testing.T) {
 			t.Errorf("a key is in the logs")
 		}
 	}
-	noKeyStored(t, kit.App, true, oldKey, newKey)
+	noKeyStored(t, kit, true, oldKey, newKey)
 }
 
 // TestKeyFromParameterStoreByProviderDefault is the template's way: the
@@ -338,7 +338,7 @@ func TestKeyFromParameterStoreByProviderDefault(t *testing.T) {
 			t.Errorf("a key is in the logs")
 		}
 	}
-	noKeyStored(t, kit.App, false, oldKey, newKey)
+	noKeyStored(t, kit, false, oldKey, newKey)
 }
 
 func must[T any](v T, _ int) T { return v }
@@ -370,11 +370,12 @@ func facts(s *batontest.Session, typ reducer.Type) int {
 
 // noKeyStored scans the whole table and reads every object of the bucket,
 // failing when one holds a key; wantSnapshot wants a snapshot among them.
-func noKeyStored(t *testing.T, a *baton.App, wantSnapshot bool, keys ...string) {
+func noKeyStored(t *testing.T, kit *batontest.Kit, wantSnapshot bool, keys ...string) {
 	t.Helper()
+	c, res := awsenv.FromConfig(kit.AWS), kit.Resources
 	ctx := context.Background()
 	items := 0
-	p := dynamodb.NewScanPaginator(a.Clients.DynamoDB, &dynamodb.ScanInput{TableName: aws.String(a.Env.Table)})
+	p := dynamodb.NewScanPaginator(c.DynamoDB, &dynamodb.ScanInput{TableName: aws.String(res.Table)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -394,7 +395,7 @@ func noKeyStored(t *testing.T, a *baton.App, wantSnapshot bool, keys ...string) 
 		}
 	}
 	objects, snapshots := 0, 0
-	lp := s3.NewListObjectsV2Paginator(a.Clients.S3, &s3.ListObjectsV2Input{Bucket: aws.String(a.Env.Bucket)})
+	lp := s3.NewListObjectsV2Paginator(c.S3, &s3.ListObjectsV2Input{Bucket: aws.String(res.Bucket)})
 	for lp.HasMorePages() {
 		page, err := lp.NextPage(ctx)
 		if err != nil {
@@ -405,7 +406,7 @@ func noKeyStored(t *testing.T, a *baton.App, wantSnapshot bool, keys ...string) 
 			if strings.HasPrefix(aws.ToString(o.Key), "snapshots/") {
 				snapshots++
 			}
-			out, err := a.Clients.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Env.Bucket), Key: o.Key})
+			out, err := c.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(res.Bucket), Key: o.Key})
 			if err != nil {
 				t.Fatalf("get %s: %v", aws.ToString(o.Key), err)
 			}

@@ -4,26 +4,18 @@
 package openai
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/provider/openai"
 )
 
 // Provider is the "openai" provider.
 func Provider() app.Provider {
-	return app.Provider{Name: "openai", Build: func(_ *awsenv.Clients, hc *http.Client) agents.Provider {
-		return func(_ context.Context, c agents.Config, key string) (model.Model, error) {
-			m, err := openai.New(openai.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL,
-				EchoReasoning: c.EchoReasoning, HTTPClient: hc})
-			if err != nil {
-				return nil, err
-			}
-			return m, nil
-		}
-	}}
+	return app.ProviderOf("openai", func(_ *awsenv.Clients, hc *http.Client, c agents.Config, key string) (*openai.Model, error) {
+		return openai.New(openai.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL,
+			EchoReasoning: c.EchoReasoning, HTTPClient: hc})
+	})
 }

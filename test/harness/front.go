@@ -207,11 +207,17 @@ func (f *Front) buffered(ctx context.Context, w http.ResponseWriter, res *Result
 		doorError(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}
-	b := []byte(resp.Body)
-	if resp.IsBase64Encoded {
-		b, _ = base64.StdEncoding.DecodeString(resp.Body)
+	writeAnswer(w, prelude{StatusCode: resp.StatusCode, Headers: resp.Headers, Cookies: resp.Cookies}, resp.Body, resp.IsBase64Encoded)
+}
+
+// writeAnswer writes a function's answer: its head, then its body,
+// base64-decoded when the answer says it is encoded.
+func writeAnswer(w http.ResponseWriter, head prelude, body string, encoded bool) {
+	b := []byte(body)
+	if encoded {
+		b, _ = base64.StdEncoding.DecodeString(body)
 	}
-	writeHead(w, prelude{StatusCode: resp.StatusCode, Headers: resp.Headers, Cookies: resp.Cookies})
+	writeHead(w, head)
 	_, _ = w.Write(b)
 }
 

@@ -3,7 +3,6 @@ package harness
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -79,12 +78,7 @@ func buffered(w http.ResponseWriter, br *bufio.Reader, res *Result) {
 		doorError(w, http.StatusBadGateway, "Bad Gateway")
 		return
 	}
-	body := []byte(resp.Body)
-	if resp.IsBase64Encoded {
-		body, _ = base64.StdEncoding.DecodeString(resp.Body)
-	}
-	writeHead(w, prelude{StatusCode: resp.StatusCode, Headers: resp.Headers, Cookies: resp.Cookies})
-	_, _ = w.Write(body)
+	writeAnswer(w, prelude{StatusCode: resp.StatusCode, Headers: resp.Headers, Cookies: resp.Cookies}, resp.Body, resp.IsBase64Encoded)
 }
 
 // readChunks reads br in a goroutine, sending what each read returns on

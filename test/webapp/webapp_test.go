@@ -20,13 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/chromedp/chromedp"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/devserver"
-	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/test/harness"
 )
 
@@ -115,9 +114,9 @@ func startDev(t *testing.T, ctx context.Context, origin, agents string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	ready, done := make(chan string, 1), make(chan error, 1)
-	build := func(ctx context.Context, env app.Env, clients *awsenv.Clients, log *slog.Logger) (*app.App, error) {
-		env.ChatOrigins = []string{origin}
-		return app.NewWith(ctx, env, clients, log, app.Extras{Tools: tool.Demo()})
+	build := func(ctx context.Context, vars map[string]string, cfg aws.Config, log *slog.Logger) (devserver.App, error) {
+		vars[app.EnvChatOrigins] = origin
+		return baton.NewOn(ctx, baton.Config{Tools: baton.DemoTools()}, baton.Resources{Settings: vars}, cfg, log)
 	}
 	go func() {
 		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Template: baton.Template(),

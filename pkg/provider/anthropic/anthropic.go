@@ -65,18 +65,14 @@ func New(cfg Config) (*Model, error) {
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = 4096
 	}
-	opts := []option.RequestOption{option.WithMaxRetries(0)}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	opts = append(opts, cfg.Options...)
+	opts := sdkOptions.For(cfg.APIKey, cfg.BaseURL, cfg.HTTPClient, cfg.Options)
 	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+}
+
+// sdkOptions are the SDK's spellings of the options every provider sets.
+var sdkOptions = provider.SDKOptions[option.RequestOption]{
+	NoRetries: option.WithMaxRetries(0), APIKey: option.WithAPIKey, BaseURL: option.WithBaseURL,
+	HTTPClient: func(c *http.Client) option.RequestOption { return option.WithHTTPClient(c) },
 }
 
 // Stream implements model.Model.
@@ -87,35 +83,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.E
 			yield(model.Event{}, err)
 			return
 		}
-		stream := m.client.Messages.NewStreaming(ctx, params)
-		defer stream.Close()
-
-		var st state
-		for stream.Next() {
-			if ctx.Err() != nil {
-				yield(model.Event{}, provider.Canceled(name, ctx.Err()))
-				return
-			}
-			ev := stream.Current()
-			out, err := st.handle(&ev)
-			if err != nil {
-				yield(model.Event{}, err)
-				return
-			}
-			for _, e := range out {
-				if !yield(e, nil) {
-					return
-				}
-			}
-			if st.done {
-				return
-			}
-		}
-		if err := stream.Err(); err != nil {
-			yield(model.Event{}, classify(ctx, err))
-			return
-		}
-		yield(model.Event{}, provider.Truncated(name))
+		provider.Relay(ctx, name, m.client.Messages.NewStreaming(ctx, params), &state{}, classify, yield)
 	}
 }
 
@@ -136,6 +104,16 @@ type state struct {
 	buf        [1]model.Event
 	done       bool
 }
+
+// Fold implements provider.Folder: the step is done at message_stop.
+func (s *state) Fold(ev *sdk.MessageStreamEventUnion) ([]model.Event, bool, error) {
+	out, err := s.handle(ev)
+	return out, s.done, err
+}
+
+// End implements provider.Folder: a stream that ends before message_stop
+// was cut off.
+func (s *state) End() ([]model.Event, error) { return nil, provider.Truncated(name) }
 
 func (s *state) handle(ev *sdk.MessageStreamEventUnion) ([]model.Event, error) {
 	switch ev.Type {

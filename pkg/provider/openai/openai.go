@@ -67,18 +67,14 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai: config: model is required")
 	}
-	opts := []option.RequestOption{option.WithMaxRetries(0)}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	opts = append(opts, cfg.Options...)
+	opts := sdkOptions.For(cfg.APIKey, cfg.BaseURL, cfg.HTTPClient, cfg.Options)
 	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+}
+
+// sdkOptions are the SDK's spellings of the options every provider sets.
+var sdkOptions = provider.SDKOptions[option.RequestOption]{
+	NoRetries: option.WithMaxRetries(0), APIKey: option.WithAPIKey, BaseURL: option.WithBaseURL,
+	HTTPClient: func(c *http.Client) option.RequestOption { return option.WithHTTPClient(c) },
 }
 
 // Stream implements model.Model.
@@ -89,36 +85,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.E
 			yield(model.Event{}, err)
 			return
 		}
-		stream := m.client.Chat.Completions.NewStreaming(ctx, params)
-		defer stream.Close()
-
-		var st state
-		for stream.Next() {
-			if ctx.Err() != nil {
-				yield(model.Event{}, provider.Canceled(name, ctx.Err()))
-				return
-			}
-			chunk := stream.Current()
-			for _, e := range st.handle(&chunk) {
-				if !yield(e, nil) {
-					return
-				}
-			}
-		}
-		if err := stream.Err(); err != nil {
-			yield(model.Event{}, classify(ctx, err))
-			return
-		}
-		evs, err := st.finish()
-		if err != nil {
-			yield(model.Event{}, err)
-			return
-		}
-		for _, e := range evs {
-			if !yield(e, nil) {
-				return
-			}
-		}
+		provider.Relay(ctx, name, m.client.Chat.Completions.NewStreaming(ctx, params), &state{}, classify, yield)
 	}
 }
 
@@ -138,6 +105,15 @@ type state struct {
 	usage    model.Usage
 	out      []model.Event
 }
+
+// Fold implements provider.Folder: the step ends only with the stream
+// (End), as its usage arrives in a chunk after the finish reason.
+func (s *state) Fold(c *sdk.ChatCompletionChunk) ([]model.Event, bool, error) {
+	return s.handle(c), false, nil
+}
+
+// End implements provider.Folder.
+func (s *state) End() ([]model.Event, error) { return s.finish() }
 
 func (s *state) handle(c *sdk.ChatCompletionChunk) []model.Event {
 	s.out = s.out[:0]

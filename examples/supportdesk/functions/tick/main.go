@@ -2,23 +2,10 @@
 package main
 
 import (
-	"context"
-	"log"
-
-	"github.com/aws/aws-lambda-go/lambda"
-
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/examples/supportdesk"
 )
 
 func main() {
-	cfg, err := supportdesk.FromEnv()
-	if err != nil {
-		log.Fatal(err)
-	}
-	app, err := baton.New(context.Background(), cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
-	lambda.Start(app.TickHandler())
+	supportdesk.Main(baton.TickFunction, nil)
 }

@@ -1,0 +1,112 @@
+package baton_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/turn"
+)
+
+// TestNewOnRunsOnBatonsOwnResources: NewOn takes baton's Resources and an
+// aws.Config; the functions' settings apply, the named fields win over
+// their variables, and the App's parts are its own methods.
+func TestNewOnRunsOnBatonsOwnResources(t *testing.T) {
+	ctx := context.Background()
+	e, err := testenv.Provision(ctx, testenv.Emulator(), baton.Template())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := baton.Script([]byte(`{"steps":[{"text":"Hello."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	greet := baton.Agent{Name: "greeter", Model: m}
+	r := baton.Resources{Table: e.Table, Bucket: e.Bucket, QueueURL: e.QueueURL,
+		Settings: map[string]string{"BATON_WAKE_GRACE": "7m", "BATON_TABLE": "not-this-table"}}
+	a, err := baton.NewOn(ctx, baton.Config{Agents: []baton.Agent{greet}}, r, e.Clients().Config, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Tick().Grace; got != 7*time.Minute {
+		t.Fatalf("tick grace %v, want the setting's 7m", got)
+	}
+	if got := a.AgentNames(); !slices.Equal(got, []string{"greeter"}) {
+		t.Fatalf("agents %v, want the Config's only", got)
+	}
+	id := ids.New("s")
+	if _, err := a.Sessions().Create(ctx, id, "alice", "greeter"); err != nil {
+		t.Fatalf("create on the Resources' table: %v", err)
+	}
+	if _, err := a.Sessions().Post(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, "Hi"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := a.Runner().Start(ctx, id); err != nil || out.Kind != turn.Completed {
+		t.Fatalf("start = %+v, %v; want completed", out, err)
+	}
+}
+
+// TestNewOnRefusesIncompleteResources: a missing resource or a bad setting
+// is an error naming it, before anything is built.
+func TestNewOnRefusesIncompleteResources(t *testing.T) {
+	ctx := context.Background()
+	for name, r := range map[string]baton.Resources{
+		"BATON_TABLE":              {Bucket: "b", QueueURL: "q"},
+		"BATON_HOLD":               {Table: "t", Bucket: "b", QueueURL: "q", Settings: map[string]string{"BATON_HOLD": "soon"}},
+		"BATON_STREAM_BUCKET_TYPE": {Table: "t", Bucket: "b", QueueURL: "q", StreamBucketType: "Glacier"},
+	} {
+		_, err := baton.NewOn(ctx, baton.Config{}, r, testenv.Emulator().Clients.Config, nil)
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: NewOn = %v, want an error naming it", name, err)
+		}
+		if name == "BATON_STREAM_BUCKET_TYPE" && !errors.Is(err, streams.ErrInvalid) {
+			t.Errorf("%s: %v, want streams.ErrInvalid", name, err)
+		}
+	}
+}
+
+// TestHandlerOfEachFunction: Main starts the handler of its Function; one
+// that is none of the three is an error.
+func TestHandlerOfEachFunction(t *testing.T) {
+	ctx := context.Background()
+	e, err := testenv.Provision(ctx, testenv.Emulator(), baton.Template())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := baton.NewOn(ctx, baton.Config{}, baton.Resources{Table: e.Table, Bucket: e.Bucket, QueueURL: e.QueueURL}, e.Clients().Config, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f, ok := range map[baton.Function]func(any) bool{
+		baton.OperatorFunction: func(h any) bool {
+			_, ok := h.(func(context.Context, events.APIGatewayV2HTTPRequest) (any, error))
+			return ok
+		},
+		baton.ResumeFunction: func(h any) bool {
+			_, ok := h.(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error))
+			return ok
+		},
+		baton.TickFunction: func(h any) bool {
+			_, ok := h.(func(context.Context, events.EventBridgeEvent) (any, error))
+			return ok
+		},
+	} {
+		h, err := a.Handler(f)
+		if err != nil || !ok(h) {
+			t.Errorf("%v: handler %T, %v", f, h, err)
+		}
+	}
+	if h, err := a.Handler(baton.Function(9)); err == nil {
+		t.Errorf("Function(9): handler %T, want an error", h)
+	}
+}
