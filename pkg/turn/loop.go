@@ -156,6 +156,7 @@ func (ru *run) record(ctx context.Context, f reducer.Fact, kind Kind) (Outcome, 
 		return ru.stopped(ctx, err)
 	}
 	ru.out.Kind, ru.out.Usage = kind, u
+	ru.report(ctx)
 	return ru.out, nil
 }
 

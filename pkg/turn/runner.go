@@ -103,6 +103,7 @@ type run struct {
 	// one that failed or had nothing to summarise.
 	compactOff bool
 	hooks      hooks // the interceptor chains (see intercept)
+	kids       kids  // the sub-agent calls settle found (see children.go)
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.

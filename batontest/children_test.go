@@ -1,0 +1,127 @@
+package batontest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"strings"
+	"testing"
+
+	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/pkg/reducer"
+)
+
+// playFunc is a model played by a Go function: given the request, the
+// step's text and tool calls. Each step costs 100 input and 10 output
+// tokens.
+type playFunc func(req baton.Request) (string, []baton.ModelCall)
+
+func (f playFunc) Stream(ctx context.Context, req baton.Request) iter.Seq2[baton.Event, error] {
+	return func(yield func(baton.Event, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(baton.Event{}, &baton.ModelError{Kind: baton.ModelInterrupted, Err: err})
+			return
+		}
+		text, calls := f(req)
+		if text != "" && !yield(baton.Event{Type: baton.TextDelta, Text: text}, nil) {
+			return
+		}
+		stop := baton.StopEnd
+		for _, c := range calls {
+			if !yield(baton.Event{Type: baton.ToolCall, Call: c}, nil) {
+				return
+			}
+			stop = baton.StopToolCalls
+		}
+		yield(baton.Event{Type: baton.Finish, Stop: stop, Usage: baton.Usage{InputTokens: 100, OutputTokens: 10}}, nil)
+	}
+}
+
+// asker calls the agents named in tasks (agent → task), one call each, in
+// its first step, and then answers with the results it got.
+func asker(tasks ...[2]string) playFunc {
+	return func(req baton.Request) (string, []baton.ModelCall) {
+		if rs := req.Results(); len(rs) > 0 {
+			var b strings.Builder
+			for _, r := range rs {
+				fmt.Fprintf(&b, "[%s %s err=%v]", r.ToolName, r.Output, r.IsError)
+			}
+			return b.String(), nil
+		}
+		var calls []baton.ModelCall
+		for i, t := range tasks {
+			in, _ := json.Marshal(map[string]string{"task": t[1]})
+			calls = append(calls, baton.ModelCall{ID: fmt.Sprintf("ask-%d", i), Name: t[0], Input: in})
+		}
+		return "Asking.", calls
+	}
+}
+
+// answerer answers its task in one step: "done: <task>".
+var answerer = playFunc(func(req baton.Request) (string, []baton.ModelCall) {
+	return "done: " + req.LastUserText(), nil
+})
+
+func factCount(s *batontest.Session, typ reducer.Type) int {
+	n := 0
+	for _, f := range s.Facts() {
+		if f.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// TestChildOne: a parent calls one child agent as a tool. The parent's turn
+// suspends for its children with no invocation running; the child runs in
+// a session of its own (same owner, naming its parent) and its end wakes
+// the parent, whose call's result is the child's final answer.
+func TestChildOne(t *testing.T) {
+	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+		{Name: "desk", Model: asker([2]string{"fraud", "check order A-1"}), Children: baton.Children{Agents: []string{"fraud"}}},
+		{Name: "fraud", Model: answerer},
+	}})
+	p := kit.Session("desk")
+	p.Post("Refund A-1.")
+	out := p.Run()
+	if out.Kind != batontest.Suspended || out.Cause != reducer.CauseChildren {
+		t.Fatalf("parent run = %+v, want suspended for children", out)
+	}
+	if st := p.State(); st.Status != reducer.Suspended || st.Next(kit.Now(), 0).Action != reducer.None {
+		t.Fatalf("parent %s needs %v while its child runs, want nothing", st.Status, st.Next(kit.Now(), 0))
+	}
+	kids := p.Children()
+	if len(kids) != 1 {
+		t.Fatalf("children %d, want 1", len(kids))
+	}
+	c := kids[0]
+	cst := c.State()
+	if cst.Parent == nil || cst.Parent.Session != p.ID || cst.Owner != batontest.Owner || cst.Agent != "fraud" || cst.Parent.Depth != 1 {
+		t.Fatalf("child state %+v parent %+v", cst, cst.Parent)
+	}
+	if out := c.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("child run = %+v", out)
+	}
+	if !c.State().Reported {
+		t.Fatalf("child did not record that it reported")
+	}
+	if out := p.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("parent resume = %+v", out)
+	}
+	if got, want := p.Call("fraud").Output, `"done: check order A-1"`; string(got) != want {
+		t.Fatalf("fraud call's result %s, want %s", got, want)
+	}
+	if n := factCount(p, reducer.ChildEnded); n != 1 {
+		t.Fatalf("%d child.ended facts, want 1", n)
+	}
+	// A duplicate report (a late wake) changes nothing.
+	ctx := context.Background()
+	if err := kit.App.Sessions.Report(ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := factCount(p, reducer.ChildEnded); n != 1 {
+		t.Fatalf("after a second report, %d child.ended facts, want 1", n)
+	}
+}
