@@ -125,3 +125,74 @@ func TestChildOne(t *testing.T) {
 		t.Fatalf("after a second report, %d child.ended facts, want 1", n)
 	}
 }
+
+// TestChildCancelCascades: cancelling the parent cancels its child, which
+// waits on a child of its own, and that grandchild too, which had not yet
+// started: none of them runs a step after the cancel.
+func TestChildCancelCascades(t *testing.T) {
+	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+		{Name: "desk", Model: asker([2]string{"fraud", "check A-1"}), Children: baton.Children{Agents: []string{"fraud"}}},
+		{Name: "fraud", Model: asker([2]string{"leaf", "look up A-1"}), Children: baton.Children{Agents: []string{"leaf"}}},
+		{Name: "leaf", Model: answerer},
+	}})
+	p := kit.Session("desk")
+	p.Post("Refund A-1.")
+	p.Run()
+	mid := p.Children()[0]
+	if out := mid.Run(); out.Cause != reducer.CauseChildren {
+		t.Fatalf("child run = %+v, want suspended for its own child", out)
+	}
+	leaf := mid.Children()[0]
+	if st := leaf.State(); st.Parent == nil || st.Parent.Depth != 2 || st.Status != reducer.Idle || len(st.Inbox) != 1 {
+		t.Fatalf("grandchild before the cancel: %+v", st)
+	}
+
+	p.Cancel("no longer needed")
+	if st := mid.State(); st.Turn != nil || st.Last != reducer.TurnCancelled {
+		t.Fatalf("child after the parent's cancel: status %s, last %s", st.Status, st.Last)
+	}
+	// The grandchild never started: its first invocation finds that its
+	// parent no longer waits, and ends its turn as cancelled, stepless.
+	leaf.Run()
+	if st := leaf.State(); st.Turn != nil || st.Last != reducer.TurnCancelled || st.Usage.Steps != 0 {
+		t.Fatalf("grandchild after the cancel: status %s, last %s, usage %+v", st.Status, st.Last, st.Usage)
+	}
+	mid.Run()
+	for _, s := range []*batontest.Session{p, mid, leaf} {
+		if n := factCount(s, reducer.ChildEnded); n != 0 {
+			t.Fatalf("%s: %d child.ended facts after a cancel, want none", s.ID, n)
+		}
+		if st := s.State(); st.Status != reducer.Idle {
+			t.Fatalf("%s: %s, want idle", s.ID, st.Status)
+		}
+	}
+}
+
+// TestChildSpendCountsTowardsParent: a child's usage counts in its parent
+// session's usage when the child ends, so the parent's session cap stops
+// the parent's next step.
+func TestChildSpendCountsTowardsParent(t *testing.T) {
+	var lim baton.Limits
+	lim.Spend.Session.Cost = 0.5
+	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+		{Name: "desk", Model: asker([2]string{"fraud", "check A-1"}), Children: baton.Children{Agents: []string{"fraud"}},
+			Price: &baton.Price{InputPerMTok: 1000}, Limits: lim},
+		{Name: "fraud", Model: answerer, Price: &baton.Price{InputPerMTok: 10000}},
+	}})
+	p := kit.Session("desk")
+	p.Post("Refund A-1.")
+	p.Run() // one step: $0.10 of the $0.50 cap
+	c := p.Children()[0]
+	c.Run() // one step: $1.00
+	if u := c.State().Usage; u.CostMicroUSD != 1_000_000 {
+		t.Fatalf("child usage %+v", u)
+	}
+	out := p.Run()
+	st := p.State()
+	if out.Kind != batontest.Suspended || out.Cause != reducer.CauseLimit || st.Turn.Limit.Scope != reducer.ScopeSession {
+		t.Fatalf("parent after its child spent $1: %+v (limit %+v), want suspended at its session cap", out, st.Turn.Limit)
+	}
+	if st.Usage.CostMicroUSD != 1_100_000 {
+		t.Fatalf("parent session usage %+v, want its $0.10 and the child's $1.00", st.Usage)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/tool"
 )
 
@@ -325,3 +326,33 @@ func (ru *run) report(ctx context.Context) {
 // Report delivers the end of child session id's last turn to its parent;
 // the worker calls it for reducer.Report.
 func (r *Runner) Report(ctx context.Context, id string) error { return r.Sessions.Report(ctx, id) }
+
+// orphaned ends, as cancelled, an invocation of a child session whose
+// parent no longer waits for it: the parent's turn ended (a cancel whose
+// cascade did not reach this child, as when it had not started yet), or
+// the call has its result. It costs a read of the parent per invocation of
+// a child. A parent that cannot be read is taken as still waiting.
+func (ru *run) orphaned(ctx context.Context) (bool, Outcome, error) {
+	p := ru.sess.State.Parent
+	if p == nil {
+		return false, Outcome{}, nil
+	}
+	ps, err := ru.r.Sessions.Load(ctx, p.Session)
+	if err == nil {
+		if t := ps.State.Turn; t != nil && t.ID == p.Turn {
+			if ch, ok := t.Child(p.ToolCallID); ok && !ch.Ended() {
+				return false, Outcome{}, nil
+			}
+		}
+	} else if !errors.Is(err, session.ErrNotFound) {
+		ru.r.log().WarnContext(ctx, "read a child's parent", "session", ru.out.Session, "parent", p.Session, "err", err)
+		return false, Outcome{}, nil
+	}
+	err = ru.r.Sessions.Cancel(ctx, ru.out.Session, reducer.Actor{Kind: reducer.ActorSystem, ID: "parent"}, "the parent's turn no longer waits for this child")
+	if err != nil {
+		out, err := ru.stopped(ctx, err)
+		return true, out, err
+	}
+	ru.out.Kind = Superseded
+	return true, ru.out, nil
+}

@@ -24,6 +24,9 @@ import (
 // and its tool results: one durable write per step.
 func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	var a attempt
+	if stop, out, err := ru.orphaned(ctx); stop {
+		return out, err
+	}
 	if err := ru.offer(ctx); err != nil {
 		return ru.unoffered(ctx, err)
 	}
