@@ -4,12 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"iter"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -194,5 +200,142 @@ func TestChildSpendCountsTowardsParent(t *testing.T) {
 	}
 	if st.Usage.CostMicroUSD != 1_100_000 {
 		t.Fatalf("parent session usage %+v, want its $0.10 and the child's $1.00", st.Usage)
+	}
+}
+
+type holdIn struct {
+	Order string `json:"order"`
+}
+
+// TestChildFanOutApprovalThroughParentChat: a parent fans out three
+// children in one step. One child's tool call needs an approval: the
+// request shows in the parent's stream (data-child-approval, naming the
+// child and its approval id) and in GET /sessions/{parent}; the answer,
+// sent through the parent's chat with the child's approval id, is recorded
+// by the child, under its checks. The parent resumes once all three have
+// ended, with each child's answer as its call's result, and each child's
+// tool ran once.
+func TestChildFanOutApprovalThroughParentChat(t *testing.T) {
+	var mu sync.Mutex
+	held := map[string]int{}
+	hold := baton.Func("hold", "Hold an order.", func(ctx context.Context, in holdIn) (string, error) {
+		mu.Lock()
+		held[in.Order]++
+		mu.Unlock()
+		return "held " + in.Order, nil
+	}, baton.Write(), baton.NeedsApproval(baton.When(func(in holdIn) bool { return in.Order == "B" })))
+	checker := playFunc(func(req baton.Request) (string, []baton.ModelCall) {
+		if rs := req.Results(); len(rs) > 0 {
+			return "checked " + req.LastUserText(), nil
+		}
+		in, _ := json.Marshal(holdIn{Order: req.LastUserText()})
+		return "", []baton.ModelCall{{ID: "h1", Name: "hold", Input: in}}
+	})
+	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+		{Name: "desk", Model: asker([2]string{"fraud", "A"}, [2]string{"fraud", "B"}, [2]string{"fraud", "C"}),
+			Children: baton.Children{Agents: []string{"fraud"}}},
+		{Name: "fraud", Model: checker, Tools: []baton.Tool{hold}},
+	}})
+	ctx := context.Background()
+	chatID := "chat-fanout"
+	pid := chat.SessionID(batontest.Owner, chatID)
+	if _, err := kit.App.Sessions.Create(ctx, pid, batontest.Owner, "desk"); err != nil {
+		t.Fatal(err)
+	}
+	p := kit.Open(pid)
+	p.Post("Check orders A, B and C.")
+	if out := p.Run(); out.Cause != reducer.CauseChildren {
+		t.Fatalf("parent run = %+v", out)
+	}
+	kids := p.Children()
+	if len(kids) != 3 {
+		t.Fatalf("%d children, want 3", len(kids))
+	}
+	for _, c := range kids {
+		c.Run()
+	}
+	b := kids[1]
+	pend := b.Pending()
+	if len(pend) != 1 || kids[0].Status() != reducer.Idle || kids[2].Status() != reducer.Idle {
+		t.Fatalf("child B pending %+v; A %s, C %s", pend, kids[0].Status(), kids[2].Status())
+	}
+	// The parent resumes to show the request, and waits again.
+	if out := p.Run(); out.Cause != reducer.CauseChildren {
+		t.Fatalf("parent resume to show the request = %+v", out)
+	}
+	var shown []map[string]any
+	for _, part := range p.Parts() {
+		if part.Type == "data-child-approval" {
+			var d map[string]any
+			_ = json.Unmarshal(part.Data, &d)
+			shown = append(shown, d)
+		}
+	}
+	if len(shown) != 1 || shown[0]["child"] != b.ID || shown[0]["id"] != pend[0].ID {
+		t.Fatalf("data-child-approval parts %v, want one naming child %s and approval %s", shown, b.ID, pend[0].ID)
+	}
+	srv := httptest.NewServer(kit.App.Operator(func(r *http.Request) (string, bool) {
+		return r.Header.Get("X-Baton-Operator"), r.Header.Get("X-Baton-Operator") != ""
+	}, 0, ""))
+	defer srv.Close()
+	call := func(method, path, body string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("X-Baton-Operator", batontest.Owner)
+		req.Header.Set("Content-Type", "application/json")
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(rctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		buf := make([]byte, 4096)
+		n, _ := io.ReadAtLeast(resp.Body, buf, 1) // the head of a stream will do
+		return resp.StatusCode, string(buf[:n])
+	}
+	var view struct {
+		ChildPending []struct {
+			Child      string `json:"child"`
+			ApprovalID string `json:"approvalId"`
+		} `json:"childPending"`
+	}
+	code, body := call("GET", "/sessions/"+pid, "")
+	if err := json.Unmarshal([]byte(body), &view); code != 200 || err != nil || len(view.ChildPending) != 1 ||
+		view.ChildPending[0].Child != b.ID || view.ChildPending[0].ApprovalID != pend[0].ID {
+		t.Fatalf("GET /sessions/%s: %d %s", pid, code, body)
+	}
+	turn := p.State().Turn.ID
+	answer := func(approval string) (int, string) {
+		return call("POST", "/chat", fmt.Sprintf(`{"id":%q,"agent":"desk","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]},`+
+			`{"id":%q,"role":"assistant","parts":[{"type":"tool-hold","toolCallId":%q,"state":"approval-responded","input":{},"approval":{"id":%q,"approved":true}}]}]}`,
+			chatID, turn, pend[0].ToolCallID, approval))
+	}
+	// An approval id no child showed is refused, and writes nothing.
+	before := len(b.Facts())
+	if code, body := answer("ap_made_up"); code != http.StatusConflict {
+		t.Fatalf("answer with a made-up approval id: %d %s", code, body)
+	}
+	if code, body := answer(pend[0].ID); code != http.StatusOK {
+		t.Fatalf("answer through the parent's chat: %d %s", code, body)
+	}
+	if n := len(b.Facts()); n != before+1 || len(b.Pending()) != 0 {
+		t.Fatalf("child B after the chat's answer: %d new facts, pending %+v", n-before, b.Pending())
+	}
+	if out := b.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("child B after approval: %+v", out)
+	}
+	if out := p.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("parent after its children: %+v", out)
+	}
+	for i, o := range []string{"A", "B", "C"} {
+		if held[o] != 1 {
+			t.Fatalf("hold ran %d times for %s, want 1", held[o], o)
+		}
+		if got := string(p.ToolCalls()[i].Output); got != fmt.Sprintf(`"checked %s"`, o) {
+			t.Fatalf("call %d's result %s", i, got)
+		}
+	}
+	if n := factCount(p, reducer.ChildEnded); n != 3 {
+		t.Fatalf("%d child.ended facts, want 3", n)
 	}
 }

@@ -26,6 +26,11 @@ const (
 	// session's usage. It is the call's result, recorded once: a second
 	// one for the same call is refused with ErrNotPending.
 	ChildEnded Type = "child.ended"
+	// ChildApproval: a child of the open turn waits for an approval
+	// (Fact.Child names it, Fact.Approval is the child's request). It
+	// lets the parent show the request; only the child can take the
+	// answer, under the child's approval id, through the child's checks.
+	ChildApproval Type = "child.approval"
 	// ChildReported (in the child): the end of its last turn was
 	// delivered to its parent.
 	ChildReported Type = "child.reported"
@@ -72,6 +77,21 @@ type Child struct {
 	Output     string `json:"output,omitempty"`
 	Error      string `json:"error,omitempty"`
 	Usage      Usage  `json:"usage,omitzero"`
+}
+
+// ChildRequest is a child's approval request as its parent shows it.
+type ChildRequest struct {
+	Child    string   `json:"child"`
+	Approval Approval `json:"approval"`
+}
+
+// ChildRequest returns the request of a child of the turn for approval id.
+func (t *Turn) ChildRequest(approvalID string) (ChildRequest, bool) {
+	i := slices.IndexFunc(t.Requests, func(r ChildRequest) bool { return r.Approval.ID == approvalID })
+	if i < 0 {
+		return ChildRequest{}, false
+	}
+	return t.Requests[i], true
 }
 
 // Ended reports whether the child's end was recorded.
@@ -121,6 +141,9 @@ func (t *Turn) ended() int {
 // for all to end, or, with Each, for one more to end since it suspended.
 func (t *Turn) awaits() bool {
 	n := t.ended()
+	if len(t.Requests) > t.Shown {
+		return false // a child's approval request is to be shown
+	}
 	if t.Each {
 		return n <= t.Seen && n < len(t.Children)
 	}
@@ -131,6 +154,7 @@ func init() {
 	appliers[ChildStarted] = (*State).applyChildStarted
 	appliers[ChildEnded] = (*State).applyChildEnded
 	appliers[ChildReported] = (*State).applyChildReported
+	appliers[ChildApproval] = (*State).applyChildApproval
 	appliers[HandedOff] = (*State).applyHandedOff
 }
 
@@ -180,6 +204,24 @@ func (s *State) applyChildEnded(f Fact) error {
 	return nil
 }
 
+// applyChildApproval checks and folds a fact of type ChildApproval.
+func (s *State) applyChildApproval(f Fact) error {
+	if f.Child == nil || f.Approval == nil || f.Approval.ID == "" {
+		return s.illegal(f, "no child or no approval")
+	}
+	if err := s.openTurn(f, ErrNotPending); err != nil {
+		return err
+	}
+	if c, ok := s.Turn.Child(f.Child.ToolCallID); !ok || c.ID != f.Child.ID || c.Ended() {
+		return s.refuse(f, ErrNotPending, "child %s of tool call %s is not running for the turn", f.Child.ID, f.Child.ToolCallID)
+	}
+	if _, ok := s.Turn.ChildRequest(f.Approval.ID); ok {
+		return s.refuse(f, ErrNotPending, "approval %s of child %s already shown", f.Approval.ID, f.Child.ID)
+	}
+	s.Turn.Requests = append(s.Turn.Requests, ChildRequest{Child: f.Child.ID, Approval: *f.Approval})
+	return nil
+}
+
 // applyChildReported checks and folds a fact of type ChildReported.
 func (s *State) applyChildReported(f Fact) error {
 	if s.Parent == nil || s.Status != Idle || s.Turns == 0 || s.Reported {
@@ -210,7 +252,7 @@ func (s *State) suspendForChildren(f Fact) error {
 	if len(s.Turn.Children) == 0 {
 		return s.illegal(f, "suspended for children with none started")
 	}
-	s.Turn.Each, s.Turn.Seen = f.Each, s.Turn.ended()
+	s.Turn.Each, s.Turn.Seen, s.Turn.Shown = f.Each, s.Turn.ended(), len(s.Turn.Requests)
 	s.Turn.Faults = 0
 	return nil
 }

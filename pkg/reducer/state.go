@@ -77,6 +77,11 @@ type Turn struct {
 	Children []Child `json:"children,omitempty"`
 	Each     bool    `json:"each,omitempty"`
 	Seen     int     `json:"seen,omitempty"`
+	// Requests are the approval requests of its children
+	// (child.approval); Shown counts those its stream showed as it last
+	// suspended.
+	Requests []ChildRequest `json:"requests,omitempty"`
+	Shown    int            `json:"shown,omitempty"`
 }
 
 // Answer returns the answer to the approval requested for a tool call.
@@ -228,6 +233,7 @@ func (s *State) clone() State {
 		t.Steer = slices.Clone(t.Steer)
 		t.Steered = slices.Clone(t.Steered)
 		t.Children = slices.Clone(t.Children)
+		t.Requests = slices.Clone(t.Requests)
 		if t.Uncertain != nil {
 			u := *t.Uncertain
 			t.Uncertain = &u

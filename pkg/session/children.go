@@ -131,3 +131,71 @@ func (s *Store) cancelChildren(ctx context.Context, kids []reducer.Child, actor 
 		}
 	}
 }
+
+// ShowApprovals tells the parent of child session id, which st is, of the
+// child's approval requests (child.approval, once each), and wakes the
+// parent to show them in its stream. Best effort: a failure is logged; the
+// child's own requests, and the operator's view of them, stand.
+func (s *Store) ShowApprovals(ctx context.Context, id string, st reducer.State, approvals []reducer.Approval) {
+	p := st.Parent
+	if p == nil {
+		return
+	}
+	child := &reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent}
+	for i := range approvals {
+		pst, err := s.transition(ctx, p.Session, func(reducer.State) (reducer.Fact, error) {
+			return reducer.Fact{Type: reducer.ChildApproval, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: id}, Turn: p.Turn,
+				Child: child, Approval: &approvals[i]}, nil
+		})
+		if err != nil {
+			if !errors.Is(err, ErrNotPending) {
+				s.log().WarnContext(ctx, "show a child's approval request to its parent", "child", id, "parent", p.Session, "err", err)
+			}
+			continue
+		}
+		s.wake(ctx, p.Session, WakeChildEnded, pst.LastSeq, 0)
+	}
+}
+
+// ChildPending is the child of st's open turn whose approval approvalID
+// (for tool call toolCall; "" for any) the turn showed, "" for none. An
+// answer to it goes to the child, and the child's reducer decides it.
+func ChildPending(st reducer.State, approvalID, toolCall string) string {
+	t := st.Turn
+	if t == nil {
+		return ""
+	}
+	r, ok := t.ChildRequest(approvalID)
+	if !ok || (toolCall != "" && r.Approval.ToolCallID != toolCall) {
+		return ""
+	}
+	if c, ok := childByID(t, r.Child); !ok || c.Ended() {
+		return ""
+	}
+	return r.Child
+}
+
+func childByID(t *reducer.Turn, id string) (reducer.Child, bool) {
+	for _, c := range t.Children {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return reducer.Child{}, false
+}
+
+// answerChild routes an answer to approvalID, which session id's own turn
+// does not wait for, to the child whose request its turn showed: the
+// answer is the child's to check and record. It reports whether there was
+// such a child.
+func (s *Store) answerChild(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) (bool, error) {
+	sess, err := s.Load(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	child := ChildPending(sess.State, approvalID, "")
+	if child == "" {
+		return false, nil
+	}
+	return true, s.Answer(ctx, child, actor, approvalID, d, reason)
+}

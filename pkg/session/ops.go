@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -163,6 +164,13 @@ func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, appr
 		return reducer.Fact{Type: reducer.ApprovalAnswered, Actor: actor, Turn: turn,
 			Answer: &reducer.Answer{ApprovalID: approvalID, ToolCallID: call, Decision: d, Reason: reason}}, nil
 	})
+	if errors.Is(err, ErrNotPending) {
+		// Perhaps a child's request, which the turn showed: the child's
+		// reducer decides it.
+		if routed, cerr := s.answerChild(ctx, id, actor, approvalID, d, reason); routed || cerr != nil {
+			return cerr
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("session: answer approval %s: %w", approvalID, err)
 	}

@@ -246,12 +246,45 @@ func (ru *run) settleKids(ctx context.Context, approvals []reducer.Approval) (st
 	case len(approvals) > 0:
 		out, err = ru.suspendForApproval(ctx, approvals)
 	case len(ru.kids.spawn)+len(ru.kids.waiting) > 0:
+		ru.showRequests()
 		out, err = ru.suspend(ctx, reducer.CauseChildren, 0, reducer.Fact{Type: reducer.TurnSuspended, Each: ru.agent.Children.Each})
 	default:
 		ru.replay()
 		return false, Outcome{}, nil
 	}
 	return true, out, err
+}
+
+// DataChildApproval is the part that shows, in a parent's stream, an
+// approval request of one of its children: data-child-approval{data:
+// {child, approvalId, toolCallId, tool, input, expires}}. Answering it (in
+// the parent's chat, or on the child) answers the child's request, under
+// the child's approval id.
+const DataChildApproval parts.Type = "data-child-approval"
+
+// childApproval is a DataChildApproval part's data.
+type childApproval struct {
+	Child string `json:"child"`
+	reducer.Approval
+}
+
+// showRequests emits a DataChildApproval part for each approval request of
+// the turn's children (child.approval) its stream does not show yet.
+func (ru *run) showRequests() {
+	shown := map[string]bool{}
+	for _, p := range ru.parts {
+		if p.Type == DataChildApproval {
+			var d childApproval
+			if json.Unmarshal(p.Data, &d) == nil {
+				shown[d.ID] = true
+			}
+		}
+	}
+	for _, r := range ru.sess.State.Turn.Requests {
+		if !shown[r.Approval.ID] {
+			ru.emit(parts.Part{Type: DataChildApproval, Data: mustJSON(childApproval{Child: r.Child, Approval: r.Approval})})
+		}
+	}
 }
 
 // spawn records the new children (child.started, after the step so far is

@@ -110,7 +110,11 @@ func (ru *run) suspendForApproval(ctx context.Context, approvals []reducer.Appro
 	for i := range approvals {
 		facts[i] = reducer.Fact{Type: reducer.ApprovalRequested, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Approval: &approvals[i]}
 	}
-	return ru.suspend(ctx, reducer.CauseApproval, 0, facts...)
+	out, err := ru.suspend(ctx, reducer.CauseApproval, 0, facts...)
+	if err == nil && out.Kind == Suspended {
+		ru.r.Sessions.ShowApprovals(ctx, ru.out.Session, ru.sess.State, approvals)
+	}
+	return out, err
 }
 
 // complete closes the stream, then records the outcome with a snapshot.
