@@ -45,6 +45,13 @@ func (f playFunc) Stream(ctx context.Context, req baton.Request) iter.Seq2[baton
 	}
 }
 
+// modelFunc is a model of one function.
+type modelFunc func(ctx context.Context, req baton.Request) iter.Seq2[baton.Event, error]
+
+func (f modelFunc) Stream(ctx context.Context, req baton.Request) iter.Seq2[baton.Event, error] {
+	return f(ctx, req)
+}
+
 // asker calls the agents named in tasks (agent → task), one call each, in
 // its first step, and then answers with the results it got.
 func asker(tasks ...[2]string) playFunc {
@@ -337,5 +344,68 @@ func TestChildFanOutApprovalThroughParentChat(t *testing.T) {
 	}
 	if n := factCount(p, reducer.ChildEnded); n != 3 {
 		t.Fatalf("%d child.ended facts, want 3", n)
+	}
+}
+
+// TestHandoff: an agent hands the conversation to another, which answers
+// the rest of the turn with its own instructions and tools, and the
+// session's later turns too. The hand-off is a fact: an invocation killed
+// during the new agent's first step is resumed with a byte-identical model
+// input.
+func TestHandoff(t *testing.T) {
+	var mu sync.Mutex
+	var reqs []baton.Request
+	killed := make(chan struct{})
+	billing := modelFunc(func(ctx context.Context, req baton.Request) iter.Seq2[baton.Event, error] {
+		mu.Lock()
+		reqs = append(reqs, req)
+		first := len(reqs) == 1
+		mu.Unlock()
+		if first {
+			close(killed) // the process dies mid-step
+			<-ctx.Done()
+		}
+		return playFunc(func(req baton.Request) (string, []baton.ModelCall) {
+			return "Billing here: " + req.LastUserText(), nil
+		}).Stream(ctx, req)
+	})
+	triage := playFunc(func(req baton.Request) (string, []baton.ModelCall) {
+		return "Passing you on.", []baton.ModelCall{{ID: "h1", Name: "handoff_to_billing", Input: json.RawMessage(`{"reason":"a refund"}`)}}
+	})
+	refund := baton.Func("refund", "Refund an order.", func(context.Context, holdIn) (string, error) { return "ok", nil })
+	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+		{Name: "triage", Model: triage, System: "You triage.", Children: baton.Children{Handoffs: []string{"billing"}}},
+		{Name: "billing", Model: billing, System: "You do billing.", Tools: []baton.Tool{refund}},
+	}})
+	s := kit.Session("triage")
+	s.Post("Refund A-1.")
+	s.RunKilled(killed)
+	if st := s.State(); st.Agent != "billing" || st.Status != reducer.Running {
+		t.Fatalf("after the kill: agent %q, %s; want billing, still running", st.Agent, st.Status)
+	}
+	if out := s.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("resume = %+v", out)
+	}
+	if n := factCount(s, reducer.HandedOff); n != 1 {
+		t.Fatalf("%d agent.handed-off facts, want 1", n)
+	}
+	if len(reqs) != 2 {
+		t.Fatalf("billing was asked %d times, want 2 (the killed step and its redo)", len(reqs))
+	}
+	a, _ := json.Marshal(reqs[0])
+	b, _ := json.Marshal(reqs[1])
+	if string(a) != string(b) {
+		t.Fatalf("the resumed model input differs from the killed one:\n%s\n%s", a, b)
+	}
+	if reqs[0].System != "You do billing." || len(reqs[0].Tools) != 1 || reqs[0].Tools[0].Name != "refund" {
+		t.Fatalf("billing's step ran with system %q and tools %+v", reqs[0].System, reqs[0].Tools)
+	}
+	if got := s.Call("handoff_to_billing").Output; string(got) != `{"agent":"billing"}` {
+		t.Fatalf("hand-off result %s", got)
+	}
+	s.Post("And A-2.")
+	s.Run()
+	if n := len(reqs); n != 3 || !strings.Contains(s.Text(), "Billing here: And A-2.") {
+		t.Fatalf("the next turn: billing asked %d times, text %q", n, s.Text())
 	}
 }
