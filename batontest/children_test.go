@@ -409,3 +409,35 @@ func TestHandoff(t *testing.T) {
 		t.Fatalf("the next turn: billing asked %d times, text %q", n, s.Text())
 	}
 }
+
+// TestChildLimits: a call past the agent's maxChildren, or one that would
+// nest a child past its maxDepth, gets an error result the model sees, and
+// starts no child.
+func TestChildLimits(t *testing.T) {
+	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+		{Name: "desk", Model: asker([2]string{"fraud", "A"}, [2]string{"fraud", "B"}),
+			Children: baton.Children{Agents: []string{"fraud"}, MaxChildren: 1}},
+		{Name: "fraud", Model: asker([2]string{"leaf", "deeper"}), Children: baton.Children{Agents: []string{"leaf"}, MaxDepth: 1}},
+		{Name: "leaf", Model: answerer},
+	}})
+	p := kit.Session("desk")
+	p.Post("Check A and B.")
+	p.Run()
+	kids := p.Children()
+	if len(kids) != 1 {
+		t.Fatalf("%d children started, want 1 (maxChildren)", len(kids))
+	}
+	if c := p.ToolCalls()[1]; c.Error == "" || !strings.Contains(c.Error, "maxChildren") {
+		t.Fatalf("the second call: %s, want an error naming maxChildren", c)
+	}
+	// The child is at depth 1; its own child would be at 2, past its maxDepth of 1.
+	if out := kids[0].Run(); out.Kind != batontest.Completed {
+		t.Fatalf("child run = %+v", out)
+	}
+	if c := kids[0].ToolCalls()[0]; !strings.Contains(c.Error, "maxDepth") || len(kids[0].Children()) != 0 {
+		t.Fatalf("the child's call: %s, children %d", c, len(kids[0].Children()))
+	}
+	if out := p.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("parent = %+v", out)
+	}
+}
