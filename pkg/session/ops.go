@@ -145,7 +145,9 @@ func (s *Store) closeInterrupted(ctx context.Context, id string, sink *streams.S
 }
 
 // Answer records an operator's decision on a pending approval and wakes the
-// turn once nothing else is pending. An approval id that is not pending —
+// turn once nothing else is pending. An approval of a child session that
+// the open turn showed (child.approval) is answered on the child, which
+// decides it. An approval id that is not pending —
 // unknown, already answered, or of another turn — fails with ErrNotPending
 // and writes nothing.
 func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) error {
@@ -297,8 +299,9 @@ func checkCaps(r reducer.Raise) error {
 	return nil
 }
 
-// Cancel ends the open turn as cancelled and closes its stream. A runner
-// still working on the turn loses its next compare-and-set and stops.
+// Cancel ends the open turn as cancelled and closes its stream, then
+// cancels the turn's running children, recursively. A runner still working
+// on the turn loses its next compare-and-set and stops.
 func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reason string) error {
 	var sink *streams.Sink
 	var kids []reducer.Child // the turn's children, cancelled with it
