@@ -441,3 +441,45 @@ func TestChildLimits(t *testing.T) {
 		t.Fatalf("parent = %+v", out)
 	}
 }
+
+// TestChildEachAndFailedChild: with Each the parent resumes as each child
+// ends, streaming that child's result, and waits again for the rest; a
+// child cancelled on its own (by an operator) is an error result for its
+// call, and the parent goes on.
+func TestChildEachAndFailedChild(t *testing.T) {
+	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+		{Name: "desk", Model: asker([2]string{"fraud", "A"}, [2]string{"fraud", "B"}),
+			Children: baton.Children{Agents: []string{"fraud"}, Each: true}},
+		{Name: "fraud", Model: asker([2]string{"leaf", "x"}), Children: baton.Children{Agents: []string{"leaf"}}},
+		{Name: "leaf", Model: answerer},
+	}})
+	p := kit.Session("desk")
+	p.Post("Check A and B.")
+	p.Run()
+	kids := p.Children()
+	a, b := kids[0], kids[1]
+	a.Run() // waits for its leaf
+	leaf := a.Children()[0]
+	leaf.Run()
+	if out := a.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("child A = %+v", out)
+	}
+	if out := p.Run(); out.Kind != batontest.Suspended || out.Cause != reducer.CauseChildren {
+		t.Fatalf("parent after A (each) = %+v, want resumed and suspended again for B", out)
+	}
+	if c := p.ToolCalls()[0]; string(c.Output) != `"[leaf \"done: x\" err=false]"` {
+		t.Fatalf("A's result streamed as each ended: %s", c)
+	}
+	if out := p.Run(); out.Kind != "" {
+		t.Fatalf("parent with B still running ran %+v, want nothing", out)
+	}
+	b.Run()
+	b.Cancel("an operator stops B")
+	b.Run() // its cancel's wake reports the end to the parent
+	if out := p.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("parent after B's cancel = %+v", out)
+	}
+	if c := p.ToolCalls()[1]; c.Error == "" || !strings.Contains(c.Error, "cancelled") {
+		t.Fatalf("B's call: %s, want an error result saying it was cancelled", c)
+	}
+}
