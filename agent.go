@@ -50,7 +50,15 @@ type Agent struct {
 	// open: SteerEnqueue (also when empty), SteerSteer, SteerInterrupt or
 	// SteerReject.
 	Steering Steering
+	// Children are the agents it may call as tools, each call a child
+	// session whose final answer is the call's result, and those it may
+	// hand the conversation to (see turn.Children). baton.New checks the
+	// names against all the agents, Go and agent-file alike.
+	Children Children
 }
+
+// Children are an agent's sub-agents and hand-offs, and their limits.
+type Children = turn.Children
 
 // Compaction is an agent's context compaction policy: the input token
 // budget that triggers it, the recent turns kept verbatim, and the model
@@ -197,5 +205,5 @@ func (a Agent) BuildWith(ctx context.Context, d MCPDialer) (*turn.Agent, error) 
 	}
 	return &turn.Agent{Name: a.Name, System: a.System, Model: a.Model, Tools: reg, Remote: remote,
 		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price,
-		Compaction: a.Compaction, Steering: a.Steering}, nil
+		Compaction: a.Compaction, Steering: a.Steering, Children: a.Children}, nil
 }

@@ -125,6 +125,9 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 		bad("steering", err)
 	}
 	a.Steering = c.Steering
+	if a.Children, err = children(c); err != nil {
+		bad("children", err)
+	}
 	a.Model = b.model(ctx, c, bad)
 	if c.Compaction != nil {
 		comp, field, err := b.compaction(ctx, c)

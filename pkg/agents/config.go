@@ -75,6 +75,19 @@ type Config struct {
 	// Steering is the policy for a message that arrives while a turn is
 	// open: enqueue (the default), steer, interrupt or reject.
 	Steering reducer.Steering `json:"steering,omitempty"`
+	// Agents names the agents this one may call as tools (a tool per
+	// agent, of its name, taking a task): each call runs in a child
+	// session, and the child's final answer is the call's result.
+	// Handoffs names those it may hand the conversation to
+	// (handoff_to_<agent>). Children is when a turn waiting for several
+	// children resumes: all (the default) or each; MaxDepth and
+	// MaxChildren bound the nesting and the children of a turn (see
+	// turn.Children).
+	Agents      []string `json:"agents,omitempty"`
+	Handoffs    []string `json:"handoffs,omitempty"`
+	Children    string   `json:"children,omitempty"`
+	MaxDepth    int      `json:"maxDepth,omitempty"`
+	MaxChildren int      `json:"maxChildren,omitempty"`
 }
 
 // Compaction is an agent's context compaction policy: past inputTokens of

@@ -327,6 +327,9 @@ func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x 
 		}
 		out[a.Name] = a
 	}
+	if err := out.Link(); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
 	return out, nil
 }
 

@@ -147,7 +147,7 @@ func (h *handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Req
 	for _, a := range answers {
 		ok := t != nil && st.Status == reducer.Suspended && slices.ContainsFunc(t.Pending, func(p reducer.Approval) bool {
 			return p.ID == a.approval && p.ToolCallID == a.toolCall
-		})
+		}) || session.ChildPending(st, a.approval, a.toolCall) != ""
 		if !ok {
 			return httpjson.Refuse(http.StatusConflict, "approval %q for tool call %q is not pending", httpjson.Clip(a.approval), httpjson.Clip(a.toolCall))
 		}

@@ -462,6 +462,13 @@ func (e *env) showTable(s operator.Session) {
 		fmt.Fprintf(w, "approval %s: %s(%s)\n         baton approve %s %s   |   baton deny %s %s --reason ...\n",
 			p.ApprovalID, p.Tool, clipText(string(p.Input), 200), s.ID, p.ApprovalID, s.ID, p.ApprovalID)
 	}
+	for _, p := range s.ChildPending {
+		fmt.Fprintf(w, "approval %s of child session %s: %s\n         baton show %s   |   baton approve %s %s\n",
+			p.ApprovalID, p.Child, p.Tool, p.Child, p.Child, p.ApprovalID)
+	}
+	if s.Parent != nil {
+		fmt.Fprintf(w, "parent   %s (turn %s, tool call %s)\n", s.Parent.Session, s.Parent.Turn, s.Parent.ToolCallID)
+	}
 	if u := s.Uncertain; u != nil {
 		fmt.Fprintf(w, "uncertain execution %s of %s, attempt %d (may or may not have run)\n         baton verdict %s %s rerun|abandon\n",
 			u.ExecutionID, u.Tool, max(u.Attempt, 1), s.ID, u.ExecutionID)

@@ -11,6 +11,7 @@ import (
 func (a *api) view(ctx context.Context, id string, st reducer.State) Session {
 	s := sessionView(id, st)
 	a.liveUsage(ctx, id, st, &s)
+	a.childPending(ctx, st, &s)
 	return s
 }
 

@@ -45,6 +45,11 @@ type Session struct {
 	Turn *Turn `json:"turn"`
 	// Pending are the approvals the open turn waits for.
 	Pending []Approval `json:"pending"`
+	// ChildPending are the approval requests of the open turn's child
+	// sessions, pending in the child (see ChildApproval); Parent names
+	// the turn a child session answers.
+	ChildPending []ChildApproval `json:"childPending,omitempty"`
+	Parent       *reducer.Parent `json:"parent,omitempty"`
 	// Uncertain is the execution waiting for a verdict, null when none.
 	Uncertain *Execution `json:"uncertain"`
 	// Schedule is the session's schedule, null when none.
@@ -162,7 +167,7 @@ func sessionView(id string, st reducer.State) Session {
 	s := Session{
 		ID: id, Agent: st.Agent, Status: st.Status, Created: st.Created, Updated: st.Updated,
 		LastSeq: st.LastSeq, Usage: st.Usage, Caps: st.Caps, Compactions: st.Compactions, Turns: st.Turns, Last: st.Last, LastFailure: st.LastFailure,
-		Inbox: len(st.Inbox), Pending: []Approval{},
+		Inbox: len(st.Inbox), Pending: []Approval{}, Parent: st.Parent,
 	}
 	if sc := st.Schedule; sc != nil {
 		s.Schedule = &Schedule{Cron: sc.Cron, Text: sc.Text, Next: sc.Next()}

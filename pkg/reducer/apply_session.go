@@ -15,6 +15,10 @@ func (s *State) applySessionCreated(f Fact) error {
 		return s.illegal(f, "no agent")
 	}
 	s.Agent, s.Owner, s.Created, s.Status = f.Agent, f.Owner, f.Time, Idle
+	if f.Parent != nil {
+		p := *f.Parent
+		s.Parent = &p
+	}
 	return nil
 }
 

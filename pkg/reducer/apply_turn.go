@@ -21,6 +21,7 @@ func (s *State) applyTurnStarted(f Fact) error {
 		Messages: s.Inbox, Lease: f.Lease, Invocations: 1}
 	s.Inbox = nil
 	s.Status = Running
+	s.Reported = false
 	return nil
 }
 
@@ -72,6 +73,10 @@ func (s *State) applyTurnSuspended(f Fact) error {
 			return s.illegal(f, "suspended for approval with none pending")
 		}
 		s.Turn.Faults = 0
+	case CauseChildren:
+		if err := s.suspendForChildren(f); err != nil {
+			return err
+		}
 	case CauseUncertain:
 		if f.Execution == nil {
 			return s.illegal(f, "suspended as uncertain without the execution")
@@ -101,6 +106,9 @@ func (s *State) applyTurnResumed(f Fact) error {
 		}
 		if s.Turn.Uncertain != nil {
 			return s.illegal(f, "execution %s awaits a verdict", s.Turn.Uncertain.ID)
+		}
+		if s.Turn.Cause == CauseChildren && s.Turn.awaits() {
+			return s.illegal(f, "%d of %d children still running", len(s.Turn.Children)-s.Turn.ended(), len(s.Turn.Children))
 		}
 	case Running:
 		// Taking over from an invocation that died: only once its lease ran out.

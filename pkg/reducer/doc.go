@@ -6,6 +6,12 @@
 // call's execution starts again only after a rerun verdict on its newest
 // execution, as the next attempt, so one verdict allows exactly one more run.
 //
+// Sub-agents (children.go): a turn's tool call starts a child session
+// (child.started, its id ChildID's), the turn suspends for CauseChildren,
+// and the child's end is recorded once as the call's child.ended; a child
+// waits with ReasonReport until it recorded child.reported. A hand-off
+// (agent.handed-off) changes the session's agent.
+//
 // Each fact type has its own applier (the appliers table in state.go; the
 // appliers themselves in apply_session.go, apply_turn.go and apply_tools.go):
 // State.apply checks what every fact needs and hands the fact to it.

@@ -108,7 +108,7 @@ func (c Cause) Fault() bool {
 // Known reports whether c is one of the suspension causes above.
 func (c Cause) Known() bool {
 	switch c {
-	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable, CauseUncertain, CauseLease, CauseLimit, CauseTimer:
+	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable, CauseUncertain, CauseLease, CauseLimit, CauseTimer, CauseChildren:
 		return true
 	}
 	return false
@@ -504,6 +504,13 @@ type Fact struct {
 	Reason string `json:"reason,omitempty"`
 	// message.steered: the ids of the messages delivered.
 	Steered []string `json:"steered,omitempty"`
+	// session.created of a child session: the turn and call it answers.
+	Parent *Parent `json:"parent,omitempty"`
+	// child.started and child.ended (see children.go).
+	Child *Child `json:"child,omitempty"`
+	// turn.suspended for CauseChildren: resume as each child ends, not
+	// once all have.
+	Each bool `json:"each,omitempty"`
 }
 
 // Ends reports whether the fact ends a turn.

@@ -35,6 +35,8 @@ func (a Action) String() string {
 		return "rewake"
 	case Post:
 		return "post"
+	case Report:
+		return "report"
 	}
 	return fmt.Sprintf("action(%d)", int(a))
 }
@@ -60,7 +62,7 @@ const (
 
 // Wake reports whether a session with this reason waits for a wake.
 func (r Reason) Wake() bool {
-	return r == ReasonWake || r == ReasonFault || r == ReasonInbox || r == ReasonTimer
+	return r == ReasonWake || r == ReasonFault || r == ReasonInbox || r == ReasonTimer || r == ReasonReport
 }
 
 // WakeSkew is how early a fault suspension's delayed wake may arrive and
@@ -128,10 +130,12 @@ func (s State) Next(now time.Time, grace time.Duration) Need {
 		if !now.Before(n.Due) {
 			n.Action = Post
 		}
-	case ReasonWake, ReasonFault, ReasonInbox, ReasonTimer:
+	case ReasonWake, ReasonFault, ReasonInbox, ReasonTimer, ReasonReport:
 		switch {
 		case n.Lost(now, grace):
 			n.Action = Rewake
+		case n.Reason == ReasonReport:
+			n.Action = Report
 		case n.Reason == ReasonInbox:
 			n.Action = Start
 		case (n.Reason == ReasonFault || n.Reason == ReasonTimer) && now.Add(WakeSkew).Before(n.Due):
@@ -167,12 +171,16 @@ func (s State) need() Need {
 		return Need{Reason: ReasonOperator}
 	case s.Status == Suspended && t != nil && t.Cause == CauseLimit && !t.Raised:
 		return Need{Reason: ReasonOperator}
+	case s.Status == Suspended && t != nil && t.Cause == CauseChildren && t.awaits():
+		return Need{Reason: ReasonChildren}
 	case s.Status == Suspended && t != nil && t.Cause == CauseTimer:
 		return Need{Reason: ReasonTimer, Due: t.Wake}
 	case s.Status == Suspended && t != nil && t.Wake.After(s.Updated):
 		return Need{Reason: ReasonFault, Due: t.Wake}
 	case s.Status == Suspended && t != nil:
 		return Need{Reason: ReasonWake, Due: s.Updated}
+	case s.Status == Idle && s.Parent != nil && s.Turns > 0 && !s.Reported:
+		return Need{Reason: ReasonReport, Due: s.Updated}
 	case s.Status == Idle && len(s.Inbox) > 0:
 		return Need{Reason: ReasonInbox, Due: s.Updated}
 	case s.Status == Idle && s.Schedule != nil:

@@ -70,6 +70,18 @@ type Turn struct {
 	// Interrupt is set once a message received under the interrupt policy
 	// waits in the inbox: the turn ends at its next step boundary.
 	Interrupt bool `json:"interrupt,omitempty"`
+	// Children are the child sessions the turn's tool calls started
+	// (child.started), with their ends (child.ended). While suspended
+	// for them, Each is the suspension's, and Seen counts the children
+	// that had ended when it suspended.
+	Children []Child `json:"children,omitempty"`
+	Each     bool    `json:"each,omitempty"`
+	Seen     int     `json:"seen,omitempty"`
+	// Requests are the approval requests of its children
+	// (child.approval); Shown counts those its stream showed as it last
+	// suspended.
+	Requests []ChildRequest `json:"requests,omitempty"`
+	Shown    int            `json:"shown,omitempty"`
 }
 
 // Answer returns the answer to the approval requested for a tool call.
@@ -134,6 +146,11 @@ type State struct {
 	// Compactions counts context.compacted facts. Once there is one, the
 	// conversation history starts with the latest summary.
 	Compactions int `json:"compactions,omitempty"`
+	// Parent, for a child session, names the turn and tool call it
+	// answers; Reported is set once its last turn's end reached the parent
+	// (child.reported), until the next turn starts.
+	Parent   *Parent `json:"parent,omitempty"`
+	Reported bool    `json:"reported,omitempty"`
 }
 
 // ErrIllegal is matched (with errors.Is) by every *TransitionError.
@@ -215,6 +232,8 @@ func (s *State) clone() State {
 		t.Verdicts = slices.Clone(t.Verdicts)
 		t.Steer = slices.Clone(t.Steer)
 		t.Steered = slices.Clone(t.Steered)
+		t.Children = slices.Clone(t.Children)
+		t.Requests = slices.Clone(t.Requests)
 		if t.Uncertain != nil {
 			u := *t.Uncertain
 			t.Uncertain = &u

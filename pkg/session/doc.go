@@ -8,7 +8,12 @@
 // ends it (Store.End, Store.StreamUsage), and a raise of spend caps must
 // lift the cap the turn reached (Store.Raise). Store.Delete buries a
 // session (tombstone and head in one transaction) and then purges its facts,
-// receipts, streams and snapshots; Store.Sweep is the retention sweep. The
+// receipts, streams and snapshots; Store.Sweep is the retention sweep.
+// Child sessions (children.go) are created once (Store.CreateChild), report
+// their end to the parent once (Store.Report), show their approval
+// requests to it (Store.ShowApprovals; an answer given to the parent is
+// routed to the child, Store.Answer), and are cancelled with it
+// (Store.Cancel). The
 // operator API, the chat, the tick and the turn runner all go through it.
 //
 // It is the one way into storage. It declares the two stores it consumes,

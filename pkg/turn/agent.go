@@ -133,6 +133,10 @@ type Agent struct {
 	// Steering); a run of a steer or interrupt agent looks for such
 	// messages at each step boundary.
 	Steering reducer.Steering
+	// Children are the agents it may call as tools and hand off to (see
+	// children.go); AgentMap.Link adds their tools.
+	Children Children
+	linked   bool
 }
 
 // DefaultKeepTurns is how many recent ended turns a compaction keeps

@@ -28,6 +28,10 @@
 // admit, runPlans, ledgered); checks.go holds the spend and timer checks
 // before each step (check, overSpend, fits).
 //
+// An agent's Children (children.go) are agents it calls as tools, each
+// call a child session whose end is the call's result, the turn suspended
+// for children meanwhile, and agents it may hand the session to.
+//
 // Runner.Interceptors wrap its model calls, tool calls and steps (see
 // package intercept); with none the runner makes each call directly.
 package turn

@@ -41,6 +41,8 @@ func (ru *run) settleLast(ctx context.Context) (stop bool, out Outcome, err erro
 		out, err = ru.stopped(ctx, err)
 	case uncertain != nil:
 		out, err = ru.suspend(ctx, reducer.CauseUncertain, 0, reducer.Fact{Type: reducer.TurnSuspended, Execution: uncertain})
+	case ru.kids.active():
+		return ru.settleKids(ctx, approvals)
 	case len(approvals) > 0:
 		out, err = ru.suspendForApproval(ctx, approvals)
 	case !ru.wait.IsZero():
@@ -74,7 +76,7 @@ type plan struct {
 func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]reducer.Approval, *reducer.Execution, error) {
 	var requests []reducer.Approval
 	var plans []*plan
-	ru.wait = time.Time{}
+	ru.wait, ru.kids = time.Time{}, kids{}
 	st := ru.sess.State
 	now := ru.r.Sessions.Clock()
 	for _, c := range pending {
@@ -126,6 +128,9 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 // (ru.wait), or needs an approval, returned to be requested. turn is the
 // open turn as settle began.
 func (ru *run) admit(c *conversation.Call, turn *reducer.Turn, now time.Time) (t tool.Tool, runs bool, request *reducer.Approval) {
+	if ru.admitChild(c, turn) {
+		return t, false, nil
+	}
 	t, ok := ru.tools.Get(c.Name)
 	if !ok {
 		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: fmt.Sprintf("unknown tool %q", c.Name)})

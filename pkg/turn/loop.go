@@ -24,6 +24,9 @@ import (
 // and its tool results: one durable write per step.
 func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	var a attempt
+	if stop, out, err := ru.orphaned(ctx); stop {
+		return out, err
+	}
 	if err := ru.offer(ctx); err != nil {
 		return ru.unoffered(ctx, err)
 	}
@@ -109,7 +112,11 @@ func (ru *run) suspendForApproval(ctx context.Context, approvals []reducer.Appro
 	for i := range approvals {
 		facts[i] = reducer.Fact{Type: reducer.ApprovalRequested, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Approval: &approvals[i]}
 	}
-	return ru.suspend(ctx, reducer.CauseApproval, 0, facts...)
+	out, err := ru.suspend(ctx, reducer.CauseApproval, 0, facts...)
+	if err == nil && out.Kind == Suspended {
+		ru.r.Sessions.ShowApprovals(ctx, ru.out.Session, ru.sess.State, approvals)
+	}
+	return out, err
 }
 
 // complete closes the stream, then records the outcome with a snapshot.
@@ -158,6 +165,7 @@ func (ru *run) record(ctx context.Context, f reducer.Fact, kind Kind) (Outcome, 
 		return ru.stopped(ctx, err)
 	}
 	ru.out.Kind, ru.out.Usage = kind, u
+	ru.report(ctx)
 	return ru.out, nil
 }
 

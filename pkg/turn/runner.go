@@ -104,6 +104,7 @@ type run struct {
 	compactOff bool
 	hooks      hooks  // the interceptor chains (see intercept)
 	timing     timing // the tool runs and checkpoint since the last step, for the next's metadata
+	kids       kids   // the sub-agent calls settle found (see children.go)
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.

@@ -69,7 +69,7 @@ func (w *Worker) log() *slog.Logger {
 // handling the session's wake, so no wake is ever lost to it (grace 0).
 func decide(st reducer.State, now time.Time) reducer.Action {
 	switch a := st.Next(now, 0).Action; a {
-	case reducer.Start, reducer.Resume:
+	case reducer.Start, reducer.Resume, reducer.Report:
 		return a
 	case reducer.Reap:
 		return reducer.Resume
@@ -111,6 +111,13 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 			return res, fmt.Errorf("worker: wake for %s: %w", wk.Session, err)
 		}
 		act := decide(sess.State, w.Sessions.Clock())
+		if act == reducer.Report {
+			// A child session's end waits to reach its parent.
+			if err := w.Runner.Report(ctx, wk.Session); err != nil {
+				return res, fmt.Errorf("worker: report %s: %w", wk.Session, err)
+			}
+			continue
+		}
 		if res.Runs > 0 && act == reducer.Resume {
 			// After a run of ours the turn suspended for its budget or a
 			// throttled model, and the runner sent the wake for its next

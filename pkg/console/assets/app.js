@@ -243,6 +243,7 @@ async function sessionPage(id, signal) {
     const f = (k, v) => el('div', {}, el('span', {}, k), v);
     $.facts.replaceChildren(
       f('Agent', s.agent), f('Turns', String(s.turns)),
+      ...(s.parent ? [f('Parent', el('a', { href: '#/s/' + encodeURIComponent(s.parent.session), class: 'mono', id: 'parent-link' }, s.parent.session))] : []),
       f('Usage', el('span', { id: 'usage', title: s.usageStale ? 'the running turn\'s stream could not be read: its steps as its last suspension recorded them' : '' },
         usageText(s.usage) + (s.usageStale ? ' (as last recorded)' : ''))),
       ...(s.turn ? [f('Turn usage', el('span', { id: 'turn-usage' }, usageText(s.turn.usage || noUsage)))] : []),
@@ -264,7 +265,7 @@ async function sessionPage(id, signal) {
     }
     // Approvals: add new cards, drop answered ones, keep typed reasons.
     const pending = new Set(s.pending.map(p => p.approvalId));
-    for (const c of [...$.approvals.children]) if (!pending.has(c.dataset.approval)) c.remove();
+    for (const c of [...$.approvals.children]) if (c.dataset.approval !== undefined && !pending.has(c.dataset.approval)) c.remove();
     for (const p of s.pending) {
       if ($.approvals.querySelector(`[data-approval="${CSS.escape(p.approvalId)}"]`)) continue;
       const reason = el('input', { class: 'reason', placeholder: 'reason (optional; the model sees it)', 'aria-label': `Reason for answering ${p.tool} (the model sees it)` });
@@ -277,6 +278,17 @@ async function sessionPage(id, signal) {
         el('div', { class: 'row' }, reason,
           el('button', { class: 'approve', onclick: answer('approve') }, 'Approve'),
           el('button', { class: 'deny', onclick: answer('deny') }, 'Deny'), note)));
+    }
+    // Approvals pending in the open turn's child sessions: each links to
+    // the child, where it is answered (or answer it in the parent's chat).
+    for (const c of [...$.approvals.querySelectorAll('[data-child-approval]')]) {
+      if (!(s.childPending || []).some(p => p.approvalId === c.dataset.childApproval)) c.remove();
+    }
+    for (const p of s.childPending || []) {
+      if ($.approvals.querySelector(`[data-child-approval="${CSS.escape(p.approvalId)}"]`)) continue;
+      $.approvals.append(el('div', { class: 'card attention child-approval', 'data-child-approval': p.approvalId },
+        el('div', { class: 'row' }, el('strong', {}, 'A child session needs an approval: ' + p.tool),
+          el('a', { href: '#/s/' + encodeURIComponent(p.child), class: 'mono child-link' }, p.child))));
     }
     // The uncertain execution.
     const u = s.uncertain;

@@ -1,0 +1,258 @@
+package reducer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+)
+
+// Sub-agents: a turn's tool call may start a child session (child.started),
+// whose end is delivered back to the turn as the call's result
+// (child.ended); the turn waits for its children suspended as
+// CauseChildren. A child session names its parent in its session.created
+// fact (Fact.Parent), and records, with child.reported, that its last
+// turn's end reached the parent. A turn may also hand the session to
+// another agent (agent.handed-off), which answers from then on.
+
+// The facts of sub-agents and hand-offs.
+const (
+	// ChildStarted: the open turn starts a child session for one of its
+	// tool calls (Fact.Child: its id, the call, the agent, the task). It is
+	// recorded before the child is created, so a retry finds the same
+	// child: the id is ChildID's, and the creation is conditional.
+	ChildStarted Type = "child.started"
+	// ChildEnded: a child's turn ended; Fact.Child carries how, its final
+	// answer or error, and its session's usage, which counts in this
+	// session's usage. It is the call's result, recorded once: a second
+	// one for the same call is refused with ErrNotPending.
+	ChildEnded Type = "child.ended"
+	// ChildApproval: a child of the open turn waits for an approval
+	// (Fact.Child names it, Fact.Approval is the child's request). It
+	// lets the parent show the request; only the child can take the
+	// answer, under the child's approval id, through the child's checks.
+	ChildApproval Type = "child.approval"
+	// ChildReported (in the child): the end of its last turn was
+	// delivered to its parent.
+	ChildReported Type = "child.reported"
+	// HandedOff: the running turn handed the session to Fact.Agent, which
+	// runs the rest of the turn and the session's later turns.
+	HandedOff Type = "agent.handed-off"
+)
+
+// CauseChildren: the turn waits for the child sessions its tool calls
+// started; a child's end resumes it (all of them, or each, as the
+// suspension's Each says).
+const CauseChildren Cause = "children"
+
+// ReasonChildren: suspended for children that have not ended (nothing to
+// do until a child.ended); ReasonReport: a child session whose last turn
+// ended and was not yet delivered to its parent (its wake reports it).
+const (
+	ReasonChildren Reason = "children"
+	ReasonReport   Reason = "report"
+)
+
+// Report: deliver the end of a child session's last turn to its parent.
+const Report Action = 100
+
+// Parent names the turn and tool call a child session answers, and how
+// deep it is: a top-level session's children have depth 1.
+type Parent struct {
+	Session    string `json:"session"`
+	Turn       string `json:"turn"`
+	ToolCallID string `json:"toolCallId"`
+	Depth      int    `json:"depth"`
+}
+
+// Child is a child session started by a tool call, and once it ended,
+// how: Status is the ending fact's type (turn.completed, turn.failed,
+// turn.cancelled, turn.interrupted), Output the child's final answer, Error
+// why it did not complete, and Usage its session's usage.
+type Child struct {
+	ID         string `json:"id"`
+	ToolCallID string `json:"toolCallId"`
+	Agent      string `json:"agent"`
+	Task       string `json:"task,omitempty"`
+	Status     Type   `json:"status,omitempty"`
+	Output     string `json:"output,omitempty"`
+	Error      string `json:"error,omitempty"`
+	Usage      Usage  `json:"usage,omitzero"`
+}
+
+// ChildRequest is a child's approval request as its parent shows it.
+type ChildRequest struct {
+	Child    string   `json:"child"`
+	Approval Approval `json:"approval"`
+}
+
+// ChildRequest returns the request of a child of the turn for approval id.
+func (t *Turn) ChildRequest(approvalID string) (ChildRequest, bool) {
+	i := slices.IndexFunc(t.Requests, func(r ChildRequest) bool { return r.Approval.ID == approvalID })
+	if i < 0 {
+		return ChildRequest{}, false
+	}
+	return t.Requests[i], true
+}
+
+// Ended reports whether the child's end was recorded.
+func (c Child) Ended() bool { return c.Status != "" }
+
+// Failed reports whether the child ended other than completed: its result
+// is an error result.
+func (c Child) Failed() bool { return c.Ended() && c.Status != TurnCompleted }
+
+// ChildID is the id of the child session that tool call call of turn turn
+// of session parent starts: derived from the three, so every retry of the
+// start names the same child.
+func ChildID(parent, turn, call string) string {
+	h := sha256.Sum256([]byte(parent + "\x00" + turn + "\x00" + call))
+	return "s_c" + hex.EncodeToString(h[:13])
+}
+
+// Depth is how deep the session is: 0 for a top-level session.
+func (s State) Depth() int {
+	if s.Parent == nil {
+		return 0
+	}
+	return s.Parent.Depth
+}
+
+// Child returns the child a tool call of the turn started.
+func (t *Turn) Child(toolCallID string) (Child, bool) {
+	i := slices.IndexFunc(t.Children, func(c Child) bool { return c.ToolCallID == toolCallID })
+	if i < 0 {
+		return Child{}, false
+	}
+	return t.Children[i], true
+}
+
+// ended counts the turn's children that ended.
+func (t *Turn) ended() int {
+	n := 0
+	for _, c := range t.Children {
+		if c.Ended() {
+			n++
+		}
+	}
+	return n
+}
+
+// awaits reports whether a turn suspended for its children still waits:
+// for all to end, or, with Each, for one more to end since it suspended.
+func (t *Turn) awaits() bool {
+	n := t.ended()
+	if len(t.Requests) > t.Shown {
+		return false // a child's approval request is to be shown
+	}
+	if t.Each {
+		return n <= t.Seen && n < len(t.Children)
+	}
+	return n < len(t.Children)
+}
+
+func init() {
+	appliers[ChildStarted] = (*State).applyChildStarted
+	appliers[ChildEnded] = (*State).applyChildEnded
+	appliers[ChildReported] = (*State).applyChildReported
+	appliers[ChildApproval] = (*State).applyChildApproval
+	appliers[HandedOff] = (*State).applyHandedOff
+}
+
+// applyChildStarted checks and folds a fact of type ChildStarted.
+func (s *State) applyChildStarted(f Fact) error {
+	if err := s.needTurn(f); err != nil {
+		return err
+	}
+	if s.Status != Running {
+		return s.illegal(f, "only a running turn starts children")
+	}
+	c := f.Child
+	if c == nil || c.ID == "" || c.ToolCallID == "" || c.Agent == "" || c.Ended() {
+		return s.illegal(f, "child not named, or named as ended")
+	}
+	for _, x := range s.Turn.Children {
+		if x.ID == c.ID || x.ToolCallID == c.ToolCallID {
+			return s.illegal(f, "tool call %s already started child %s", c.ToolCallID, x.ID)
+		}
+	}
+	s.Turn.Children = append(s.Turn.Children, *c)
+	return nil
+}
+
+// applyChildEnded checks and folds a fact of type ChildEnded.
+func (s *State) applyChildEnded(f Fact) error {
+	c := f.Child
+	if c == nil || !c.Ended() || c.Usage.negative() {
+		return s.refuse(f, ErrBadAnswer, "no child end, or a negative usage")
+	}
+	if err := s.openTurn(f, ErrNotPending); err != nil {
+		return err
+	}
+	i := slices.IndexFunc(s.Turn.Children, func(x Child) bool { return x.ID == c.ID })
+	switch {
+	case i < 0:
+		return s.refuse(f, ErrNotPending, "child %s was not started by the turn", c.ID)
+	case s.Turn.Children[i].Ended():
+		return s.refuse(f, ErrNotPending, "child %s already ended", c.ID)
+	case c.ToolCallID != s.Turn.Children[i].ToolCallID:
+		return s.illegal(f, "child %s answers tool call %s, not %s", c.ID, s.Turn.Children[i].ToolCallID, c.ToolCallID)
+	}
+	was := s.Turn.Children[i]
+	was.Status, was.Output, was.Error, was.Usage = c.Status, c.Output, c.Error, c.Usage
+	s.Turn.Children[i] = was
+	s.Usage = s.Usage.Add(c.Usage)
+	return nil
+}
+
+// applyChildApproval checks and folds a fact of type ChildApproval.
+func (s *State) applyChildApproval(f Fact) error {
+	if f.Child == nil || f.Approval == nil || f.Approval.ID == "" {
+		return s.illegal(f, "no child or no approval")
+	}
+	if err := s.openTurn(f, ErrNotPending); err != nil {
+		return err
+	}
+	if c, ok := s.Turn.Child(f.Child.ToolCallID); !ok || c.ID != f.Child.ID || c.Ended() {
+		return s.refuse(f, ErrNotPending, "child %s of tool call %s is not running for the turn", f.Child.ID, f.Child.ToolCallID)
+	}
+	if _, ok := s.Turn.ChildRequest(f.Approval.ID); ok {
+		return s.refuse(f, ErrNotPending, "approval %s of child %s already shown", f.Approval.ID, f.Child.ID)
+	}
+	s.Turn.Requests = append(s.Turn.Requests, ChildRequest{Child: f.Child.ID, Approval: *f.Approval})
+	return nil
+}
+
+// applyChildReported checks and folds a fact of type ChildReported.
+func (s *State) applyChildReported(f Fact) error {
+	if s.Parent == nil || s.Status != Idle || s.Turns == 0 || s.Reported {
+		return s.refuse(f, ErrNotPending, "no ended turn of a child session waits to be reported")
+	}
+	s.Reported = true
+	return nil
+}
+
+// applyHandedOff checks and folds a fact of type HandedOff.
+func (s *State) applyHandedOff(f Fact) error {
+	if err := s.needTurn(f); err != nil {
+		return err
+	}
+	if s.Status != Running {
+		return s.illegal(f, "only a running turn hands off")
+	}
+	if f.Agent == "" || f.Agent == s.Agent {
+		return s.illegal(f, "a hand-off names another agent")
+	}
+	s.Agent = f.Agent
+	return nil
+}
+
+// suspendForChildren checks a suspension for children: the turn has
+// children that have not all ended.
+func (s *State) suspendForChildren(f Fact) error {
+	if len(s.Turn.Children) == 0 {
+		return s.illegal(f, "suspended for children with none started")
+	}
+	s.Turn.Each, s.Turn.Seen, s.Turn.Shown = f.Each, s.Turn.ended(), len(s.Turn.Requests)
+	s.Turn.Faults = 0
+	return nil
+}

@@ -1,0 +1,201 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/wake"
+)
+
+// Child sessions (see reducer's children.go): creating one for a parent's
+// tool call, delivering the end of its turn to the parent, and cancelling
+// a cancelled turn's children.
+
+// Wake reasons of sub-agents.
+const (
+	// WakeChild: a parent turn started the child (its first message).
+	WakeChild wake.Reason = "child"
+	// WakeChildEnded: a child's end was delivered to the parent, or the
+	// child waits to report it.
+	WakeChildEnded wake.Reason = "child-ended"
+)
+
+// ErrNotChild: a session named as a turn's child is not that turn's child
+// (it exists, created for something else).
+var ErrNotChild = errors.New("session: not the turn's child")
+
+// CreateChild creates child session c of the parent's turn, owned by
+// owner, with c.Task as its first message, and wakes it. The creation is
+// one conditional write of both facts, so any number of tries create it
+// once: a child that exists already, for the same parent turn and call, is
+// only woken again. It reports whether this call created it.
+func (s *Store) CreateChild(ctx context.Context, owner string, p reducer.Parent, c reducer.Child) (bool, error) {
+	actor := reducer.Actor{Kind: reducer.ActorAgent, ID: p.Turn}
+	_, err := s.Append(ctx, c.ID, reducer.State{},
+		reducer.Fact{Type: reducer.SessionCreated, Actor: actor, Agent: c.Agent, Owner: owner, Parent: &p},
+		reducer.Fact{Type: reducer.MessageReceived, Actor: actor, Message: &reducer.Message{ID: "msg_" + c.ID, Text: c.Task}})
+	created := err == nil
+	if errors.Is(err, ErrConflict) {
+		sess, lerr := s.Load(ctx, c.ID)
+		if lerr != nil {
+			return false, fmt.Errorf("session: child %s: %w", c.ID, lerr)
+		}
+		if q := sess.State.Parent; q == nil || *q != p {
+			return false, fmt.Errorf("session: child %s of %s: %w", c.ID, p.Session, ErrNotChild)
+		}
+		err = nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("session: create child %s: %w", c.ID, err)
+	}
+	s.wake(ctx, c.ID, WakeChild, 0, 0)
+	return created, nil
+}
+
+// Report delivers the end of child session id's last turn to its parent,
+// if it waits to (reducer.ReasonReport): the parent records it once
+// (child.ended; a second delivery is refused, and changes nothing), is
+// woken, and the child records that it reported. Any number of Reports,
+// concurrent or after a crash, deliver it once.
+func (s *Store) Report(ctx context.Context, id string) error {
+	sess, err := s.Load(ctx, id)
+	if err != nil {
+		return err
+	}
+	st := sess.State
+	if st.Parent == nil || st.Status != reducer.Idle || st.Turns == 0 || st.Reported {
+		return nil
+	}
+	c := reducer.Child{ID: id, ToolCallID: st.Parent.ToolCallID, Agent: st.Agent, Status: st.Last,
+		Output: finalText(sess.History), Usage: st.Usage}
+	switch {
+	case st.LastFailure != nil:
+		c.Error = st.LastFailure.Error
+	case st.Last != reducer.TurnCompleted:
+		c.Error = "the child session's turn ended as " + strings.TrimPrefix(string(st.Last), "turn.")
+	}
+	p := st.Parent
+	pst, err := s.transition(ctx, p.Session, func(reducer.State) (reducer.Fact, error) {
+		return reducer.Fact{Type: reducer.ChildEnded, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: id}, Turn: p.Turn, Child: &c}, nil
+	})
+	switch {
+	case errors.Is(err, ErrNotPending), errors.Is(err, ErrNotFound):
+		// Delivered before, or the parent's turn is gone: nothing waits.
+	case err != nil:
+		return fmt.Errorf("session: report child %s to %s: %w", id, p.Session, err)
+	default:
+		s.wake(ctx, p.Session, WakeChildEnded, pst.LastSeq, 0)
+	}
+	_, err = s.transition(ctx, id, func(reducer.State) (reducer.Fact, error) {
+		return reducer.Fact{Type: reducer.ChildReported, Actor: reducer.Actor{Kind: reducer.ActorSystem, ID: "report"}}, nil
+	})
+	if err != nil && !errors.Is(err, ErrNotPending) {
+		return fmt.Errorf("session: child %s reported: %w", id, err)
+	}
+	return nil
+}
+
+// finalText is the text of the last assistant message of a history.
+func finalText(h []conversation.Message) string {
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Role != conversation.Assistant {
+			continue
+		}
+		var b strings.Builder
+		for _, c := range h[i].Content {
+			if c.Type == conversation.Text {
+				b.WriteString(c.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// cancelChildren cancels the children of a cancelled turn that had not
+// ended, and theirs (Cancel recurses). A child already ended, or never
+// created, is left alone; a failure is logged: the child's own end is
+// refused by the parent, whose turn is gone.
+func (s *Store) cancelChildren(ctx context.Context, kids []reducer.Child, actor reducer.Actor, reason string) {
+	for _, c := range kids {
+		if c.Ended() {
+			continue
+		}
+		err := s.Cancel(ctx, c.ID, actor, reason)
+		if err != nil && !errors.Is(err, ErrNoTurn) && !errors.Is(err, ErrNotFound) {
+			s.log().WarnContext(ctx, "cancel a child of a cancelled turn", "child", c.ID, "err", err)
+		}
+	}
+}
+
+// ShowApprovals tells the parent of child session id, which st is, of the
+// child's approval requests (child.approval, once each), and wakes the
+// parent to show them in its stream. Best effort: a failure is logged; the
+// child's own requests, and the operator's view of them, stand.
+func (s *Store) ShowApprovals(ctx context.Context, id string, st reducer.State, approvals []reducer.Approval) {
+	p := st.Parent
+	if p == nil {
+		return
+	}
+	child := &reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent}
+	for i := range approvals {
+		pst, err := s.transition(ctx, p.Session, func(reducer.State) (reducer.Fact, error) {
+			return reducer.Fact{Type: reducer.ChildApproval, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: id}, Turn: p.Turn,
+				Child: child, Approval: &approvals[i]}, nil
+		})
+		if err != nil {
+			if !errors.Is(err, ErrNotPending) {
+				s.log().WarnContext(ctx, "show a child's approval request to its parent", "child", id, "parent", p.Session, "err", err)
+			}
+			continue
+		}
+		s.wake(ctx, p.Session, WakeChildEnded, pst.LastSeq, 0)
+	}
+}
+
+// ChildPending is the child of st's open turn whose approval approvalID
+// (for tool call toolCall; "" for any) the turn showed, "" for none. An
+// answer to it goes to the child, and the child's reducer decides it.
+func ChildPending(st reducer.State, approvalID, toolCall string) string {
+	t := st.Turn
+	if t == nil {
+		return ""
+	}
+	r, ok := t.ChildRequest(approvalID)
+	if !ok || (toolCall != "" && r.Approval.ToolCallID != toolCall) {
+		return ""
+	}
+	if c, ok := childByID(t, r.Child); !ok || c.Ended() {
+		return ""
+	}
+	return r.Child
+}
+
+func childByID(t *reducer.Turn, id string) (reducer.Child, bool) {
+	for _, c := range t.Children {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return reducer.Child{}, false
+}
+
+// answerChild routes an answer to approvalID, which session id's own turn
+// does not wait for, to the child whose request its turn showed: the
+// answer is the child's to check and record. It reports whether there was
+// such a child.
+func (s *Store) answerChild(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) (bool, error) {
+	sess, err := s.Load(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	child := ChildPending(sess.State, approvalID, "")
+	if child == "" {
+		return false, nil
+	}
+	return true, s.Answer(ctx, child, actor, approvalID, d, reason)
+}

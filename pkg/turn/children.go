@@ -1,0 +1,391 @@
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
+	"github.com/baton-run/baton/pkg/tool"
+)
+
+// Sub-agents and hand-offs. An agent's Children name the agents it may call
+// as tools (each a tool named after the agent, taking a task) and those it
+// may hand the session to (a tool named HandoffPrefix plus the agent's
+// name). A call of a child agent starts a child session: the turn records
+// child.started (the child's id derived from the session, the turn and the
+// call, reducer.ChildID), creates the child with one conditional write
+// (session.Store.CreateChild), and suspends for reducer.CauseChildren with
+// no invocation running. The child's end is delivered to the turn as a
+// child.ended fact (session.Store.Report), which wakes it; the turn then
+// emits the child's final answer as the call's result (an error result for
+// a child that failed or was cancelled). A hand-off records
+// agent.handed-off, and the rest of the turn and the session's later
+// turns run the new agent, with its instructions and tools.
+
+// HandoffPrefix starts the name of the tool that hands the session to an
+// agent: handoff_to_<agent>.
+const HandoffPrefix = "handoff_to_"
+
+// Defaults of Children's limits.
+const (
+	DefaultMaxDepth    = 3
+	DefaultMaxChildren = 8
+)
+
+// Children are an agent's sub-agents and hand-offs.
+type Children struct {
+	// Agents are the agents this one may call as tools, each a tool of the
+	// agent's name whose input is {"task": "..."}; the child's final answer
+	// is the call's result.
+	Agents []string
+	// Handoffs are the agents this one may hand the session to.
+	Handoffs []string
+	// Each resumes a turn waiting for several children as each ends (its
+	// result is streamed then), instead of once all have.
+	Each bool
+	// MaxDepth bounds how deep this agent's children may be nested: a
+	// top-level session's children are at depth 1. MaxChildren bounds the
+	// children one turn may start. Zero takes the defaults.
+	MaxDepth    int
+	MaxChildren int
+}
+
+func (c Children) maxDepth() int {
+	if c.MaxDepth > 0 {
+		return c.MaxDepth
+	}
+	return DefaultMaxDepth
+}
+
+func (c Children) maxChildren() int {
+	if c.MaxChildren > 0 {
+		return c.MaxChildren
+	}
+	return DefaultMaxChildren
+}
+
+func (c Children) none() bool { return len(c.Agents) == 0 && len(c.Handoffs) == 0 }
+
+// toolName is what a model provider accepts as a tool's name.
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Link checks every agent's Children against the agents there are and adds
+// their tools to the agents that name them: one check for Go agents and
+// agent-file agents alike. An agent named but missing, a name no provider
+// takes as a tool's, a hand-off to itself or to an agent with remote tools,
+// a negative limit, or a tool name already taken is an error naming the
+// agent. Linking twice changes nothing.
+func (m AgentMap) Link() error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		if err := m.link(m[name]); err != nil {
+			errs = append(errs, fmt.Errorf("turn: agent %q: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m AgentMap) link(a *Agent) error {
+	c := a.Children
+	if c.none() || a.linked {
+		return nil
+	}
+	if c.MaxDepth < 0 || c.MaxChildren < 0 {
+		return fmt.Errorf("children: maxDepth %d and maxChildren %d may not be negative", c.MaxDepth, c.MaxChildren)
+	}
+	var add []tool.Tool
+	for _, n := range c.Agents {
+		if _, ok := m[n]; !ok {
+			return fmt.Errorf("children: agent %q is not defined", n)
+		}
+		if !toolName.MatchString(n) {
+			return fmt.Errorf("children: agent %q: a tool's name is 1 to 64 letters, digits, _ or -", n)
+		}
+		add = append(add, childTool(n))
+	}
+	for _, n := range c.Handoffs {
+		t, ok := m[n]
+		switch {
+		case !ok:
+			return fmt.Errorf("handoffs: agent %q is not defined", n)
+		case n == a.Name:
+			return fmt.Errorf("handoffs: an agent does not hand off to itself")
+		case t.Remote != nil:
+			return fmt.Errorf("handoffs: agent %q has remote tools, which a hand-off cannot offer", n)
+		case !toolName.MatchString(HandoffPrefix + n):
+			return fmt.Errorf("handoffs: agent %q: %s%s is not a tool name a provider takes", n, HandoffPrefix, n)
+		}
+		add = append(add, handoffTool(n))
+	}
+	var own []tool.Tool
+	if a.Tools != nil {
+		own = a.Tools.Tools()
+	}
+	reg, err := tool.NewRegistry(append(own, add...)...)
+	if err != nil {
+		return err
+	}
+	a.Tools, a.linked = reg, true
+	return nil
+}
+
+var childSchema = json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","description":"What the agent is to do, with everything it needs to know."}},"required":["task"],"additionalProperties":false}`)
+
+var handoffSchema = json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string","description":"Why the conversation goes to that agent."}},"additionalProperties":false}`)
+
+// errRunsAsChild is what a sub-agent's tool returns if it is ever run as
+// a tool: the runner starts a child session for its calls instead.
+var errRunsAsChild = errors.New("a sub-agent runs as a child session, not as a tool")
+
+func childTool(agent string) tool.Tool {
+	return tool.Tool{Name: agent, Schema: childSchema, Effect: tool.Read,
+		Description: "Ask the " + agent + " agent to do a task. It works in a session of its own and its final answer is this call's result.",
+		Run:         func(context.Context, tool.Call) (json.RawMessage, error) { return nil, errRunsAsChild }}
+}
+
+func handoffTool(agent string) tool.Tool {
+	return tool.Tool{Name: HandoffPrefix + agent, Schema: handoffSchema, Effect: tool.Read,
+		Description: "Hand the conversation to the " + agent + " agent, which answers from now on with its own instructions and tools.",
+		Run:         func(context.Context, tool.Call) (json.RawMessage, error) { return nil, errRunsAsChild }}
+}
+
+// kids is what settling a step's calls found of sub-agents: children to
+// start, children still running, and a hand-off.
+type kids struct {
+	spawn   []reducer.Child
+	waiting []reducer.Child
+	handoff string // the agent
+	call    string // the hand-off's tool call
+}
+
+func (k *kids) active() bool { return len(k.spawn)+len(k.waiting) > 0 || k.handoff != "" }
+
+// admitChild settles pending call c if it is a sub-agent's or a hand-off:
+// a child that ended has its result emitted, a running one waits, a new
+// one is to start (unless a limit refuses it: an error result says which),
+// and a hand-off is taken. It reports whether c was one.
+func (ru *run) admitChild(c *conversation.Call, turn *reducer.Turn) bool {
+	if target, ok := strings.CutPrefix(c.Name, HandoffPrefix); ok &&
+		(slices.Contains(ru.agent.Children.Handoffs, target) || ru.sess.State.Agent == target) {
+		if ru.kids.handoff != "" {
+			ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: "the turn hands off once a step: to " + ru.kids.handoff})
+			return true
+		}
+		ru.kids.handoff, ru.kids.call = target, c.ID
+		return true
+	}
+	if !slices.Contains(ru.agent.Children.Agents, c.Name) {
+		return false
+	}
+	if err := ru.tools.Check(c.Name, c.Input); err != nil {
+		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
+		return true
+	}
+	if ch, ok := turn.Child(c.ID); ok {
+		if ch.Ended() {
+			ru.emit(ru.childResult(c.ID, ch))
+		} else {
+			ru.kids.waiting = append(ru.kids.waiting, ch)
+		}
+		return true
+	}
+	lim := ru.agent.Children
+	if d := ru.sess.State.Depth() + 1; d > lim.maxDepth() {
+		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID,
+			ErrorText: fmt.Sprintf("cannot start the %s agent: a child here would be at depth %d, past this agent's maxDepth of %d", c.Name, d, lim.maxDepth())})
+		return true
+	}
+	if n := len(turn.Children) + len(ru.kids.spawn); n >= lim.maxChildren() {
+		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID,
+			ErrorText: fmt.Sprintf("cannot start the %s agent: this turn has started %d children, this agent's maxChildren", c.Name, n)})
+		return true
+	}
+	var in struct {
+		Task string `json:"task"`
+	}
+	_ = json.Unmarshal(c.Input, &in) // the schema accepted it
+	ru.kids.spawn = append(ru.kids.spawn, reducer.Child{ID: reducer.ChildID(ru.out.Session, ru.out.Turn, c.ID),
+		ToolCallID: c.ID, Agent: c.Name, Task: in.Task})
+	return true
+}
+
+// childResult is the result of a call whose child ended: its final
+// answer, or an error result saying how it ended.
+func (ru *run) childResult(call string, ch reducer.Child) parts.Part {
+	if ch.Failed() {
+		return parts.Part{Type: parts.ToolOutputError, ToolCallID: call,
+			ErrorText: fmt.Sprintf("the %s agent did not answer (%s): %s", ch.Agent, ch.Status, ch.Error)}
+	}
+	out, _ := tool.Truncate(mustJSON(ch.Output), ru.agent.maxToolOutput())
+	return parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: call, Output: out}
+}
+
+// settleKids acts on what admitChild found, after the step's other calls
+// ran: it hands off, starts the new children and makes sure the running
+// ones exist, then suspends for the approvals the step asks, or for the
+// children; with neither, the turn goes on.
+func (ru *run) settleKids(ctx context.Context, approvals []reducer.Approval) (stop bool, out Outcome, err error) {
+	if err := ru.handOff(ctx); err != nil {
+		out, err := ru.stopped(ctx, err)
+		return true, out, err
+	}
+	if err := ru.spawn(ctx); err != nil {
+		out, err := ru.stopped(ctx, err)
+		return true, out, err
+	}
+	switch {
+	case len(approvals) > 0:
+		out, err = ru.suspendForApproval(ctx, approvals)
+	case len(ru.kids.spawn)+len(ru.kids.waiting) > 0:
+		ru.showRequests()
+		out, err = ru.suspend(ctx, reducer.CauseChildren, 0, reducer.Fact{Type: reducer.TurnSuspended, Each: ru.agent.Children.Each})
+	default:
+		ru.replay()
+		return false, Outcome{}, nil
+	}
+	return true, out, err
+}
+
+// DataChildApproval is the part that shows, in a parent's stream, an
+// approval request of one of its children: data-child-approval{data:
+// {child, approvalId, toolCallId, tool, input, expires}}. Answering it (in
+// the parent's chat, or on the child) answers the child's request, under
+// the child's approval id.
+const DataChildApproval parts.Type = "data-child-approval"
+
+// childApproval is a DataChildApproval part's data.
+type childApproval struct {
+	Child string `json:"child"`
+	reducer.Approval
+}
+
+// showRequests emits a DataChildApproval part for each approval request of
+// the turn's children (child.approval) its stream does not show yet.
+func (ru *run) showRequests() {
+	shown := map[string]bool{}
+	for _, p := range ru.parts {
+		if p.Type == DataChildApproval {
+			var d childApproval
+			if json.Unmarshal(p.Data, &d) == nil {
+				shown[d.ID] = true
+			}
+		}
+	}
+	for _, r := range ru.sess.State.Turn.Requests {
+		if !shown[r.Approval.ID] {
+			ru.emit(parts.Part{Type: DataChildApproval, Data: mustJSON(childApproval{Child: r.Child, Approval: r.Approval})})
+		}
+	}
+}
+
+// spawn records the new children (child.started, after the step so far is
+// durable), then creates every child the step waits for: the new ones, and
+// the running ones again, as an invocation that died between the record
+// and the creation may have left one uncreated. A creation is conditional,
+// so a child is created once.
+func (ru *run) spawn(ctx context.Context) error {
+	if len(ru.kids.spawn)+len(ru.kids.waiting) == 0 {
+		return nil
+	}
+	if len(ru.kids.spawn) > 0 {
+		if err := ru.sink.Flush(ctx); err != nil {
+			return err
+		}
+		facts := make([]reducer.Fact, len(ru.kids.spawn))
+		for i := range ru.kids.spawn {
+			facts[i] = reducer.Fact{Type: reducer.ChildStarted, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Child: &ru.kids.spawn[i]}
+		}
+		if err := ru.append(ctx, facts...); err != nil {
+			return err
+		}
+	}
+	st := ru.sess.State
+	for _, c := range append(slices.Clone(ru.kids.spawn), ru.kids.waiting...) {
+		p := reducer.Parent{Session: ru.out.Session, Turn: ru.out.Turn, ToolCallID: c.ToolCallID, Depth: st.Depth() + 1}
+		if _, err := ru.r.Sessions.CreateChild(ctx, st.Owner, p, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handOff takes the step's hand-off, if any: it records agent.handed-off
+// (unless an invocation that died after recording it did), then answers the
+// call, and the turn goes on with the new agent.
+func (ru *run) handOff(ctx context.Context) error {
+	target := ru.kids.handoff
+	if target == "" {
+		return nil
+	}
+	a, ok := ru.r.Agents.Agent(target)
+	if !ok {
+		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: ru.kids.call, ErrorText: fmt.Sprintf("agent %q is not deployed", target)})
+		return nil
+	}
+	if ru.sess.State.Agent != target {
+		if err := ru.sink.Flush(ctx); err != nil {
+			return err
+		}
+		if err := ru.append(ctx, reducer.Fact{Type: reducer.HandedOff, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Agent: target}); err != nil {
+			return err
+		}
+	}
+	ru.emit(parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: ru.kids.call, Output: mustJSON(map[string]string{"agent": target})})
+	ru.agent, ru.tools = a, a.Tools
+	return nil
+}
+
+// report delivers the end of a child session's turn to its parent, best
+// effort: a failure is logged, and the child's wake (or the tick's) reports
+// it again (reducer.ReasonReport).
+func (ru *run) report(ctx context.Context) {
+	if ru.sess.State.Parent == nil {
+		return
+	}
+	if err := ru.r.Sessions.Report(ctx, ru.out.Session); err != nil {
+		ru.r.log().WarnContext(ctx, "report a child's end to its parent", "session", ru.out.Session, "err", err)
+	}
+}
+
+// Report delivers the end of child session id's last turn to its parent;
+// the worker calls it for reducer.Report.
+func (r *Runner) Report(ctx context.Context, id string) error { return r.Sessions.Report(ctx, id) }
+
+// orphaned ends, as cancelled, an invocation of a child session whose
+// parent no longer waits for it: the parent's turn ended (a cancel whose
+// cascade did not reach this child, as when it had not started yet), or
+// the call has its result. It costs a read of the parent per invocation of
+// a child. A parent that cannot be read is taken as still waiting.
+func (ru *run) orphaned(ctx context.Context) (bool, Outcome, error) {
+	p := ru.sess.State.Parent
+	if p == nil {
+		return false, Outcome{}, nil
+	}
+	ps, err := ru.r.Sessions.Load(ctx, p.Session)
+	if err == nil {
+		if t := ps.State.Turn; t != nil && t.ID == p.Turn {
+			if ch, ok := t.Child(p.ToolCallID); ok && !ch.Ended() {
+				return false, Outcome{}, nil
+			}
+		}
+	} else if !errors.Is(err, session.ErrNotFound) {
+		ru.r.log().WarnContext(ctx, "read a child's parent", "session", ru.out.Session, "parent", p.Session, "err", err)
+		return false, Outcome{}, nil
+	}
+	err = ru.r.Sessions.Cancel(ctx, ru.out.Session, reducer.Actor{Kind: reducer.ActorSystem, ID: "parent"}, "the parent's turn no longer waits for this child")
+	if err != nil {
+		out, err := ru.stopped(ctx, err)
+		return true, out, err
+	}
+	ru.out.Kind = Superseded
+	return true, ru.out, nil
+}
