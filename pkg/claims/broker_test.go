@@ -1,0 +1,158 @@
+package claims_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/pkg/ids"
+)
+
+var env testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func write(ns, key string) []claims.Claim {
+	return []claims.Claim{{Namespace: ns, Key: key, Access: claims.Write}}
+}
+
+// Fifty requests race for one write claim on the emulator: the space never
+// holds two grants, each request is granted exactly once, and every one is
+// granted in the end (a release wakes the next waiter).
+func TestBrokerRaceOneWriteClaim(t *testing.T) {
+	ctx := ctxT(t)
+	counter := &awsenv.Counter{}
+	cl := awsenv.Counted(env.URL(), counter)
+	b := claims.New(cl.DynamoDB, env.Table)
+	ns := "race" + ids.New("n")
+	const n = 50
+	wakes := make([]chan struct{}, n)
+	for i := range wakes {
+		wakes[i] = make(chan struct{}, 1)
+	}
+	var holders, overlaps, granted atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := claims.Request{ID: fmt.Sprintf("g%02d", i), Session: fmt.Sprint(i), Claims: write(ns, "orders/o-1")}
+			for {
+				adm, err := b.Acquire(ctx, req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if adm.Outcome != claims.Granted {
+					if len(adm.Blockers) == 0 && adm.Ahead == 0 {
+						errs <- fmt.Errorf("blocked by nothing: %+v", adm)
+						return
+					}
+					select {
+					case <-wakes[i]:
+					case <-time.After(2 * time.Second): // a lost wake: ask again
+					case <-ctx.Done():
+						errs <- ctx.Err()
+						return
+					}
+					continue
+				}
+				if holders.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				gs, _, err := b.Grants(ctx, ns, "")
+				if err != nil || len(gs) != 1 || gs[0].ID != req.ID {
+					overlaps.Add(1)
+				}
+				granted.Add(1)
+				holders.Add(-1)
+				ready, err := b.Release(ctx, adm.Grant)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, w := range ready {
+					var j int
+					fmt.Sscan(w.Session, &j)
+					select {
+					case wakes[j] <- struct{}{}:
+					default:
+					}
+				}
+				return
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if overlaps.Load() != 0 {
+		t.Fatalf("%d overlapping grants", overlaps.Load())
+	}
+	if granted.Load() != n {
+		t.Fatalf("%d grants, want %d", granted.Load(), n)
+	}
+	gs, ws, err := b.Grants(ctx, ns, "")
+	if err != nil || len(gs) != 0 || len(ws) != 0 {
+		t.Fatalf("left over: %d grants, %d waiters, %v", len(gs), len(ws), err)
+	}
+	t.Logf("%d DynamoDB requests for %d grants under contention", counter.Total("dynamodb:"), n)
+}
+
+// A request whose claims are not canonical is refused with a typed error
+// and writes nothing.
+func TestBrokerRefusesNonCanonical(t *testing.T) {
+	ctx := ctxT(t)
+	counter := &awsenv.Counter{}
+	b := claims.New(awsenv.Counted(env.URL(), counter).DynamoDB, env.Table)
+	_, err := b.Acquire(ctx, claims.Request{ID: "g", Session: "s", Claims: write("fs", "a/../b")})
+	var ke *claims.KeyError
+	if !errors.As(err, &ke) {
+		t.Fatalf("err = %v, want *claims.KeyError", err)
+	}
+	if counter.Total("dynamodb:") != 0 {
+		t.Fatalf("%d requests sent for a refused claim", counter.Total("dynamodb:"))
+	}
+}
+
+// A grant past its deadline is released or quarantined as Fate says, and
+// only when it blocks someone; a quarantined one is never released by a
+// deadline.
+func TestBrokerStaleGrantFate(t *testing.T) {
+	ctx := ctxT(t)
+	b := claims.New(env.Clients().DynamoDB, env.Table)
+	ns := "fate" + ids.New("n")
+	past := time.Now().Add(-time.Minute)
+	fates := map[string]claims.Fate{"never-started": claims.Release, "started": claims.Quarantine}
+	b.Fate = func(_ context.Context, g claims.Grant) (claims.Fate, error) { return fates[g.ID], nil }
+	for id := range fates {
+		if adm, err := b.Acquire(ctx, claims.Request{ID: id, Session: id, Claims: write(ns, id), Deadline: past}); err != nil || adm.Outcome != claims.Granted {
+			t.Fatalf("acquire %s: %+v %v", id, adm, err)
+		}
+	}
+	adm, err := b.Acquire(ctx, claims.Request{ID: "w1", Session: "w", Claims: write(ns, "never-started")})
+	if err != nil || adm.Outcome != claims.Granted {
+		t.Fatalf("behind a never-started grant: %+v %v", adm, err)
+	}
+	adm, err = b.Acquire(ctx, claims.Request{ID: "w2", Session: "w", Claims: write(ns, "started")})
+	if err != nil || adm.Outcome != claims.Blocked || len(adm.Blockers) != 1 || !adm.Blockers[0].Quarantined {
+		t.Fatalf("behind a started grant: %+v %v", adm, err)
+	}
+}
