@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/baton-run/baton/pkg/claims"
 )
 
 // Status is a session's coarse state.
@@ -70,6 +72,8 @@ type Turn struct {
 	// Interrupt is set once a message received under the interrupt policy
 	// waits in the inbox: the turn ends at its next step boundary.
 	Interrupt bool `json:"interrupt,omitempty"`
+	// Block is what the turn waits for while suspended for CauseBlocked.
+	Block *Block `json:"block,omitempty"`
 }
 
 // Answer returns the answer to the approval requested for a tool call.
@@ -134,6 +138,9 @@ type State struct {
 	// Compactions counts context.compacted facts. Once there is one, the
 	// conversation history starts with the latest summary.
 	Compactions int `json:"compactions,omitempty"`
+	// Grants are the resource claims the session's calls hold, quarantined
+	// or not (claims.go).
+	Grants []claims.Grant `json:"grants,omitempty"`
 }
 
 // ErrIllegal is matched (with errors.Is) by every *TransitionError.
@@ -206,6 +213,7 @@ func (s State) Apply(facts ...Fact) (State, error) {
 func (s *State) clone() State {
 	c := *s
 	c.Inbox = slices.Clone(s.Inbox)
+	c.Grants = slices.Clone(s.Grants)
 	if s.Turn != nil {
 		t := *s.Turn
 		t.Messages = slices.Clone(t.Messages)
@@ -256,6 +264,9 @@ var appliers = map[Type]func(*State, Fact) error{
 	TurnFailed:        (*State).applyTurnEnded,
 	TurnCancelled:     (*State).applyTurnCancelled,
 	TurnInterrupted:   (*State).applyTurnInterrupted,
+	ClaimGranted:      (*State).applyClaimGranted,
+	ClaimReleased:     (*State).applyClaimReleased,
+	ClaimQuarantined:  (*State).applyClaimQuarantined,
 }
 
 // apply checks what every fact needs (the next seq, a created session, an
