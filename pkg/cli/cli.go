@@ -481,6 +481,7 @@ func (e *env) showTable(s operator.Session) {
 		fmt.Fprintf(w, "uncertain execution %s of %s, attempt %d (may or may not have run)\n         baton verdict %s %s rerun|abandon\n",
 			u.ExecutionID, u.Tool, max(u.Attempt, 1), s.ID, u.ExecutionID)
 	}
+	showClaims(w, s)
 }
 
 func (e *env) newSession(ctx context.Context, args []string) error {

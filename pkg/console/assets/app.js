@@ -159,6 +159,7 @@ async function sessionPage(id, signal) {
     uncertain: el('div', { id: 'uncertain' }),
     limit: el('div', { id: 'limit' }),
     timer: el('div', { id: 'timer' }),
+    claims: el('div', { id: 'claims' }),
     schedule: el('div', { id: 'schedule' }),
     turnHead: el('div', { class: 'row muted' }),
     turns: el('ul', { id: 'turns', 'aria-label': 'Turns of this session' }),
@@ -173,7 +174,7 @@ async function sessionPage(id, signal) {
     el('div', { class: 'row' }, el('h1', { class: 'mono' }, id), $.status),
     el('div', { class: 'card' }, $.facts),
     $.actions,
-    $.approvals, $.uncertain, $.limit, $.timer,
+    $.approvals, $.uncertain, $.limit, $.timer, $.claims,
     el('div', { class: 'split' },
       el('div', {}, el('h2', {}, 'Turns'), $.turns, $.turnHead, $.turn,
         el('form', { class: 'row', onsubmit: async ev => {
@@ -299,6 +300,24 @@ async function sessionPage(id, signal) {
     renderLimit(s);
     renderTimer(s);
     renderSchedule(s);
+    renderClaims(s);
+  };
+
+  // Resource claims: the grants the session's calls hold (quarantined ones
+  // wait for a verdict) and what a blocked turn waits for.
+  const claimText = c => `${c.namespace}${c.instance ? '@' + c.instance : ''}:${c.key} (${c.access})`;
+  const renderClaims = s => {
+    const grants = s.grants || [];
+    const b = s.blocked;
+    if (!grants.length && !b) { $.claims.replaceChildren(); return; }
+    $.claims.replaceChildren(el('div', { class: 'card claims' + (b || grants.some(g => g.quarantined) ? ' attention' : '') },
+      el('strong', {}, 'Resource claims'),
+      ...grants.map(g => el('div', { class: 'row grant', 'data-grant': g.id },
+        el('span', { class: 'mono' }, g.id), el('span', {}, g.quarantined ? 'quarantined until a verdict' : 'held'),
+        el('span', { class: 'muted' }, g.claims.map(claimText).join(', ')))),
+      b ? el('p', { class: 'blocked' }, `Blocked (${b.outcome}): ${b.tool} needs ${b.claims.map(claimText).join(', ')}, held by `,
+        (b.blockers || []).map(g => `${g.id} of session ${g.session}${g.quarantined ? ' (quarantined)' : ''}`).join(', ') || 'nobody',
+        b.ahead ? `; ${b.ahead} earlier waiter(s) go first` : '') : null));
   };
 
   // keyed shows in box the card build makes for key, keeping the one shown
