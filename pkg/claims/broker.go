@@ -16,12 +16,14 @@ import (
 )
 
 // The broker's items live in the session table, in a key space of their
-// own: pk = "claims#" + namespace + "#" + instance, sk = -2 (facts are
-// sk >= 1, the head 0, receipts -1). One item per space holds its grants
-// and waiters, with a version every write checks.
+// own: pk = "claims#" + namespace + "#" + instance, sk = -3 (facts are
+// sk >= 1, the head 0, receipts -1, tombstones -2; see package dynamo).
+// One item per space holds its grants and waiters, with a version every
+// write checks. Session ids cannot hold "#", so no session's pk is one of
+// these.
 const (
 	spacePrefix = "claims#"
-	spaceSK     = "-2"
+	spaceSK     = "-3"
 	attrPK      = "pk"
 	attrSK      = "sk"
 	attrVersion = "v"
