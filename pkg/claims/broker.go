@@ -33,8 +33,9 @@ const (
 // Defaults.
 const (
 	// DefaultWaiterTTL is how long a waiter keeps its place without asking
-	// again: a blocked turn asks at least every Poll.
-	DefaultWaiterTTL = 5 * time.Minute
+	// again: a blocked turn asks at least every Poll, so a waiter whose
+	// turn ended otherwise (cancelled) blocks no one for longer than this.
+	DefaultWaiterTTL = 2 * time.Minute
 	// DefaultPoll is how long a blocked turn sleeps before it asks again
 	// even without a release's wake.
 	DefaultPoll = 30 * time.Second

@@ -78,16 +78,20 @@ func (ru *run) claim(ctx context.Context, p *plan) (g *claims.Grant, facts []red
 }
 
 // release frees grant g once its call's result is durable: the broker
-// first, waking the sessions it unblocked, then the claim.released fact. A
-// broker that fails leaves the grant held; the next settle releases it.
-func (ru *run) release(ctx context.Context, g *claims.Grant) error {
+// first, waking the sessions it unblocked, then the claim.released fact.
+// When the broker fails, a soft release leaves the grant held for the next
+// settle to release (see reconcile), and any other returns the error.
+func (ru *run) release(ctx context.Context, g *claims.Grant, soft bool) error {
 	if g == nil {
 		return nil
 	}
 	ready, err := ru.r.Claims.Release(ctx, *g)
-	if err != nil {
+	if err != nil && soft {
 		ru.r.log().WarnContext(ctx, "claims not released; the next settle releases them", "grant", g.ID, "err", err)
 		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("turn: release %s: %w", g.ID, err)
 	}
 	for _, w := range ready {
 		wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: w.Session, Reason: Released}, 0)
@@ -104,7 +108,7 @@ func (ru *run) releaseCall(ctx context.Context, id string) error {
 	if !ok || ru.r.Claims == nil {
 		return nil
 	}
-	return ru.release(ctx, &g)
+	return ru.release(ctx, &g, false)
 }
 
 // reconcile releases the grants of this turn's calls that have their
@@ -119,7 +123,7 @@ func (ru *run) reconcile(ctx context.Context) error {
 	}
 	for _, g := range ru.sess.State.Grants {
 		if g.Turn == ru.out.Turn && !pending[g.ToolCall] {
-			if err := ru.release(ctx, &g); err != nil {
+			if err := ru.release(ctx, &g, false); err != nil {
 				return err
 			}
 		}

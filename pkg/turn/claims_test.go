@@ -407,3 +407,40 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// A grant past its authorization deadline whose execution never started
+// (its invocation acquired it and died before recording the execution:
+// the holder's facts do not hold it) is released when it blocks another
+// session; one still within its deadline blocks.
+func TestClaimsStaleGrantNeverStartedIsReleased(t *testing.T) {
+	ctx := ctxT(t)
+	srv := newOrderServer(t, 0)
+	instance := ids.New("i")
+	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), turn.Limits{Budget: 30 * time.Second})
+	inv, b := claimed(agent, time.Second)
+	order := []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}
+	holder := newSession(t, inv, "Refund o1.")
+	stale := claims.Request{ID: reducer.GrantID(holder, "tc_dead"), Session: holder, Turn: "turn_dead", ToolCall: "tc_dead",
+		Claims: order, Deadline: time.Now().Add(time.Hour)}
+	if adm, err := b.Acquire(ctx, stale); err != nil || adm.Outcome != claims.Granted {
+		t.Fatalf("holder: %+v %v", adm, err)
+	}
+	other := newSession(t, inv, "Refund o1 too.")
+	if out, err := inv.runner.Start(ctx, other); err != nil || out.Cause != reducer.CauseBlocked {
+		t.Fatalf("within the deadline: %+v %v, want blocked", out, err)
+	}
+	stale.Deadline = time.Now().Add(-time.Second)
+	if _, err := b.Acquire(ctx, stale); err != nil { // the same grant, its deadline now past
+		t.Fatal(err)
+	}
+	out, err := inv.runner.Resume(ctx, other)
+	if err != nil || out.Kind != turn.Completed {
+		t.Fatalf("past the deadline: %+v %v, want completed", out, err)
+	}
+	if gs, _, err := b.Grants(ctx, "orders", instance); err != nil || len(gs) != 0 {
+		t.Fatalf("grants left: %+v %v", gs, err)
+	}
+	if runs, _ := srv.report(); runs["o1"] != 1 {
+		t.Fatalf("runs = %v", runs)
+	}
+}

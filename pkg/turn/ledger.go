@@ -244,7 +244,7 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 		if ferr := ru.sink.Flush(ctx); ferr != nil {
 			return ferr
 		}
-		if rerr := ru.release(ctx, grant); rerr != nil {
+		if rerr := ru.release(ctx, grant, true); rerr != nil {
 			return rerr
 		}
 		if err != nil {
