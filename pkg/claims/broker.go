@@ -197,14 +197,15 @@ func (b *Broker) decide(spaces []*space, req Request, now time.Time) (Admission,
 
 // settleStale asks Fate about the blockers past their deadline, once each
 // per Acquire, and releases or quarantines them; it reports whether it
-// changed any, so the caller judges again.
+// changed any, so the caller judges again. A quarantined grant is asked
+// too: an operator may have released it (its holder's facts say so).
 func (b *Broker) settleStale(ctx context.Context, blockers []Grant, asked map[string]bool) (bool, error) {
 	if b.Fate == nil {
 		return false, nil
 	}
 	now, changed := b.now(), false
 	for _, g := range blockers {
-		if g.Quarantined || g.Deadline.IsZero() || !now.After(g.Deadline) || asked[g.ID] {
+		if g.Deadline.IsZero() || !now.After(g.Deadline) || asked[g.ID] {
 			continue
 		}
 		asked[g.ID] = true
@@ -216,6 +217,9 @@ func (b *Broker) settleStale(ctx context.Context, blockers []Grant, asked map[st
 		case Release:
 			_, err = b.Release(ctx, g)
 		case Quarantine:
+			if g.Quarantined {
+				continue
+			}
 			err = b.Quarantine(ctx, g)
 		default:
 			continue

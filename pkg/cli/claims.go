@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/baton-run/baton/pkg/claims"
@@ -13,11 +15,18 @@ import (
 // is blocked on.
 func showClaims(w io.Writer, s operator.Session) {
 	for _, g := range s.Grants {
+		ended := s.Turn == nil || s.Turn.ID != g.Turn
 		state := "held"
-		if g.Quarantined {
-			state = "QUARANTINED until a verdict"
+		switch {
+		case g.Quarantined && !ended:
+			state = "QUARANTINED until its execution's verdict"
+		case g.Quarantined:
+			state = "QUARANTINED"
 		}
 		fmt.Fprintf(w, "grant    %s %s by %s: %s\n", g.ID, state, g.ToolCall, claimList(g.Claims))
+		if ended {
+			fmt.Fprintf(w, "         its turn ended; once its effect is over: baton release %s %s\n", s.ID, g.ID)
+		}
 	}
 	if b := s.Blocked; b != nil {
 		ids := make([]string, len(b.Blockers))
@@ -41,4 +50,23 @@ func claimList(cs []claims.Claim) string {
 		out[i] = c.String()
 	}
 	return strings.Join(out, ", ")
+}
+
+// release asks the operator API to release a grant an ended turn left.
+func (e *env) release(ctx context.Context, args []string) error {
+	c := e.flags("release", false)
+	pos, err := c.parse(args, 2, false, "SESSION GRANT")
+	if err != nil {
+		return err
+	}
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	path := "/sessions/" + seg(pos[0]) + "/grants/" + seg(pos[1]) + "/release"
+	if err := cl.call(ctx, http.MethodPost, path, struct{}{}, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "released %s of session %s\n", pos[1], pos[0])
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/pkg/cli"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/provision"
@@ -50,7 +51,7 @@ func TestShowClaims(t *testing.T) {
 	}
 	show := must(t, ctx, env, "show", id)
 	for _, want := range []string{"status   suspended (blocked)",
-		"grant    " + mine.ID + " QUARANTINED until a verdict by " + call + ": orders:o-1 (write)",
+		"grant    " + mine.ID + " QUARANTINED until its execution's verdict by " + call + ": orders:o-1 (write)",
 		"blocked  refund blocked on orders:o-2 (write): gr_other (session s_other) quarantined; 2 earlier waiter(s) ahead"} {
 		if !strings.Contains(show, want) {
 			t.Fatalf("show lacks %q:\n%s", want, show)
@@ -62,4 +63,46 @@ func TestShowClaims(t *testing.T) {
 			t.Fatalf("show --json lacks %s:\n%s", want, js)
 		}
 	}
+}
+
+// TestReleaseAnEndedTurnsGrant: a turn cancelled while it held a grant
+// leaves it held; show says how to release it, release records the
+// operator's release once, and a second is a conflict.
+func TestReleaseAnEndedTurnsGrant(t *testing.T) {
+	ctx := testCtx(t)
+	env := vars{}
+	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
+	emu := testenv.Emulator()
+	names := provision.DefaultNames()
+	store := session.New(dynamo.New(emu.Clients.DynamoDB, names.Table), streams.New(emu.Clients.S3, names.Bucket))
+	sess, err := store.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := ids.New("turn")
+	agent := reducer.Actor{Kind: reducer.ActorAgent, ID: turn}
+	call := "tc_" + turn + "_1_0"
+	g := claims.Grant{ID: reducer.GrantID(id, call), Session: id, Turn: turn, ToolCall: call,
+		Claims: []claims.Claim{{Namespace: "orders", Key: "o-1", Access: claims.Write}}}
+	if _, err := store.Append(ctx, id, sess.State,
+		reducer.Fact{Type: reducer.MessageReceived, Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "local"},
+			Message: &reducer.Message{ID: ids.New("msg"), Text: demoMessage}},
+		reducer.Fact{Type: reducer.TurnStarted, Actor: agent, Turn: turn, Stream: turn, Lease: time.Now().Add(10 * time.Minute)},
+		reducer.Fact{Type: reducer.ClaimGranted, Actor: agent, Turn: turn, Grant: &g},
+	); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ctx, env, cli.ExitConflict, "settle its execution instead", "release", id, g.ID)
+	must(t, ctx, env, "cancel", id)
+	show := must(t, ctx, env, "show", id)
+	if want := "baton release " + id + " " + g.ID; !strings.Contains(show, want) {
+		t.Fatalf("show lacks %q:\n%s", want, show)
+	}
+	if out := must(t, ctx, env, "release", id, g.ID); out != "released "+g.ID+" of session "+id+"\n" {
+		t.Fatalf("release printed %q", out)
+	}
+	if show := must(t, ctx, env, "show", id); strings.Contains(show, g.ID) {
+		t.Fatalf("show still lists the grant:\n%s", show)
+	}
+	expect(t, ctx, env, cli.ExitConflict, "not held", "release", id, g.ID)
 }

@@ -30,7 +30,7 @@ const (
 )
 
 // Commands are the subcommands Run knows, besides help.
-var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "verdict", "cancel", "export", "delete", "completion"}
+var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "verdict", "release", "cancel", "export", "delete", "completion"}
 
 // Usage is the text `baton help` prints.
 const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
@@ -57,6 +57,8 @@ Client of the operator API:
   baton deny SESSION APPROVAL [--reason R]  answer a pending approval
   baton verdict SESSION EXECUTION rerun|abandon
                                             settle an uncertain execution
+  baton release SESSION GRANT               release the resource claims a grant holds after its turn ended
+                                            (cancelled while its execution was uncertain)
   baton cancel SESSION [--reason R]         cancel the open turn
   baton raise SESSION [--turn-cost USD] [--turn-input-tokens N] [--turn-output-tokens N]
               [--session-cost USD] [--session-input-tokens N] [--session-output-tokens N]
@@ -252,6 +254,8 @@ func (e *env) command(ctx context.Context, name string, args []string) (known bo
 		err = e.answer(ctx, "deny", args)
 	case "verdict":
 		err = e.verdict(ctx, args)
+	case "release":
+		err = e.release(ctx, args)
 	case "cancel":
 		err = e.cancel(ctx, args)
 	case "raise":

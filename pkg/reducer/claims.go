@@ -76,11 +76,17 @@ func (s *State) applyClaimGranted(f Fact) error {
 	return nil
 }
 
-// applyClaimReleased checks and folds a fact of type ClaimReleased.
+// applyClaimReleased checks and folds a fact of type ClaimReleased. The
+// runner releases its turn's grants; an operator may release only a grant
+// whose turn is over (cancelled while its execution was uncertain, say):
+// the open turn's grants are settled through its execution's verdict.
 func (s *State) applyClaimReleased(f Fact) error {
 	i, err := s.heldGrant(f)
 	if err != nil {
 		return err
+	}
+	if f.Actor.Kind == ActorOperator && s.Turn != nil && s.Turn.ID == s.Grants[i].Turn {
+		return s.refuse(f, ErrNotPending, "grant %s belongs to the open turn: settle its execution instead", f.Grant.ID)
 	}
 	s.Grants = slices.Delete(s.Grants, i, i+1)
 	return nil
@@ -103,7 +109,7 @@ func (s *State) heldGrant(f Fact) (int, error) {
 	}
 	i := slices.IndexFunc(s.Grants, func(x claims.Grant) bool { return x.ID == f.Grant.ID })
 	if i < 0 {
-		return 0, s.illegal(f, "grant %s is not held", f.Grant.ID)
+		return 0, s.refuse(f, ErrNotPending, "grant %s is not held", f.Grant.ID)
 	}
 	return i, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/wake"
@@ -442,5 +443,57 @@ func TestClaimsStaleGrantNeverStartedIsReleased(t *testing.T) {
 	}
 	if runs, _ := srv.report(); runs["o1"] != 1 {
 		t.Fatalf("runs = %v", runs)
+	}
+}
+
+// A turn cancelled while its refund ran leaves its grant held (quarantined
+// once it blocks someone past its deadline): no verdict can settle an
+// ended turn's execution, so an operator releases the grant, and the
+// blocked session then goes on. An operator cannot release the open turn's
+// grant (its execution's verdict settles it), nor one not held.
+func TestClaimsOperatorReleasesAnEndedTurnsGrant(t *testing.T) {
+	ctx := ctxT(t)
+	srv := newOrderServer(t, 0)
+	srv.hang = true
+	lim := turn.Limits{Budget: 2 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
+	instance := ids.New("i")
+	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), lim)
+	inv, b := claimed(agent, 2*time.Second)
+	a := newSession(t, inv, "Refund o1.")
+	dying, kill := context.WithCancel(ctx)
+	go func() { <-srv.started; kill() }()
+	if _, err := inv.runner.Start(dying, a); !errors.Is(err, context.Canceled) {
+		t.Fatalf("killed run: %v", err)
+	}
+	sa := teststack.Load(t, inv.sessions, a)
+	if len(sa.Grants) != 1 {
+		t.Fatalf("grants = %+v", sa.Grants)
+	}
+	gid := sa.Grants[0].ID
+	if err := inv.sessions.ReleaseGrant(ctx, a, operator, gid); !errors.Is(err, session.ErrNotPending) {
+		t.Fatalf("releasing the open turn's grant: %v, want ErrNotPending", err)
+	}
+	if err := inv.sessions.Cancel(ctx, a, operator, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(sa.Turn.Lease) + 20*time.Millisecond)
+	other := newSession(t, inv, "Refund o1 too.")
+	if out, err := inv.runner.Start(ctx, other); err != nil || out.Cause != reducer.CauseBlocked {
+		t.Fatalf("second session: %+v %v, want blocked", out, err)
+	}
+	if st := teststack.Load(t, inv.sessions, other); !st.Turn.Block.Blockers[0].Quarantined {
+		t.Fatalf("the ended turn's grant is not quarantined: %+v", st.Turn.Block)
+	}
+	if err := inv.sessions.ReleaseGrant(ctx, a, operator, gid); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.sessions.ReleaseGrant(ctx, a, operator, gid); !errors.Is(err, session.ErrNotPending) {
+		t.Fatalf("a second release: %v, want ErrNotPending", err)
+	}
+	if out, err := inv.runner.Resume(ctx, other); err != nil || out.Kind != turn.Completed {
+		t.Fatalf("after the release: %+v %v, want completed", out, err)
+	}
+	if gs, _, err := b.Grants(ctx, "orders", instance); err != nil || len(gs) != 0 {
+		t.Fatalf("grants left: %+v %v", gs, err)
 	}
 }

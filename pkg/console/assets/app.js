@@ -310,11 +310,21 @@ async function sessionPage(id, signal) {
     const grants = s.grants || [];
     const b = s.blocked;
     if (!grants.length && !b) { $.claims.replaceChildren(); return; }
-    $.claims.replaceChildren(el('div', { class: 'card claims' + (b || grants.some(g => g.quarantined) ? ' attention' : '') },
+    const key = JSON.stringify([s.turn?.id, grants, b]);
+    if ($.claims.firstElementChild?.dataset.key === key) return; // keep the card shown, and its notes
+    $.claims.replaceChildren(el('div', { class: 'card claims' + (b || grants.some(g => g.quarantined) ? ' attention' : ''), 'data-key': key },
       el('strong', {}, 'Resource claims'),
-      ...grants.map(g => el('div', { class: 'row grant', 'data-grant': g.id },
-        el('span', { class: 'mono' }, g.id), el('span', {}, g.quarantined ? 'quarantined until a verdict' : 'held'),
-        el('span', { class: 'muted' }, g.claims.map(claimText).join(', ')))),
+      ...grants.map(g => {
+        // A grant its ended turn left (cancelled mid-effect) waits for an
+        // operator to say its effect is over.
+        const ended = s.turn?.id !== g.turn;
+        const note = el('span', { class: 'error' });
+        const release = ev => act(ev.target, note, 'POST', sessionPath(id, '/grants/' + encodeURIComponent(g.id) + '/release'), {});
+        return el('div', { class: 'row grant', 'data-grant': g.id },
+          el('span', { class: 'mono' }, g.id), el('span', {}, g.quarantined ? 'quarantined' + (ended ? '' : ' until a verdict') : 'held'),
+          el('span', { class: 'muted' }, g.claims.map(claimText).join(', ')),
+          ended ? el('button', { class: 'release', onclick: release }, 'Release') : null, note);
+      }),
       b ? el('p', { class: 'blocked' }, `Blocked (${b.outcome}): ${b.tool} needs ${b.claims.map(claimText).join(', ')}, held by `,
         (b.blockers || []).map(g => `${g.id} of session ${g.session}${g.quarantined ? ' (quarantined)' : ''}`).join(', ') || 'nobody',
         b.ahead ? `; ${b.ahead} earlier waiter(s) go first` : '') : null));
