@@ -170,3 +170,81 @@ func TestBrokerStaleGrantFate(t *testing.T) {
 		t.Fatalf("behind a started grant: %+v %v", adm, err)
 	}
 }
+
+// A request over two namespaces is granted whole (one transaction) or
+// waits whole; a prefix of a granted key conflicts, a sibling does not;
+// the release names the waiter it unblocked.
+func TestBrokerMultiSpaceAndPrefixes(t *testing.T) {
+	ctx := ctxT(t)
+	b := claims.New(env.Clients().DynamoDB, env.Table)
+	fs, git := "fs"+ids.New("n"), "git"+ids.New("n")
+	both := claims.Request{ID: "g1", Session: "s1", Claims: []claims.Claim{
+		{Namespace: fs, Key: "src/a", Access: claims.Write},
+		{Namespace: git, Key: "refs/heads/main", Access: claims.Write},
+	}}
+	adm, err := b.Acquire(ctx, both)
+	if err != nil || adm.Outcome != claims.Granted {
+		t.Fatalf("both: %+v %v", adm, err)
+	}
+	for _, ns := range []string{fs, git} {
+		if gs, _, _ := b.Grants(ctx, ns, ""); len(gs) != 1 || gs[0].ID != "g1" {
+			t.Fatalf("space %s holds %+v, want g1", ns, gs)
+		}
+	}
+	sibling := claims.Request{ID: "g2", Session: "s2", Claims: []claims.Claim{{Namespace: fs, Key: "src/ab", Access: claims.Write}}}
+	if adm, err := b.Acquire(ctx, sibling); err != nil || adm.Outcome != claims.Granted {
+		t.Fatalf("src/ab beside src/a: %+v %v", adm, err)
+	}
+	parent := claims.Request{ID: "g3", Session: "s3", Claims: []claims.Claim{
+		{Namespace: fs, Key: "src", Access: claims.Read},
+		{Namespace: git, Key: "refs/tags/v1", Access: claims.Write},
+	}}
+	adm, err = b.Acquire(ctx, parent)
+	if err != nil || adm.Outcome != claims.Blocked || len(adm.Blockers) != 2 {
+		t.Fatalf("reading src under writes to src/a and src/ab: %+v %v", adm, err)
+	}
+	if gs, _, _ := b.Grants(ctx, git, ""); len(gs) != 1 {
+		t.Fatalf("a blocked request took part of its claims: %+v", gs)
+	}
+	if ready, err := b.Release(ctx, claims.Grant{ID: "g2", Claims: sibling.Claims}); err != nil || len(ready) != 0 {
+		t.Fatalf("release g2: ready %+v %v, want none (g1 still blocks)", ready, err)
+	}
+	ready, err := b.Release(ctx, adm.Blockers[0])
+	if err != nil || len(ready) != 1 || ready[0].Session != "s3" {
+		t.Fatalf("release g1: ready %+v %v, want s3", ready, err)
+	}
+	if adm, err := b.Acquire(ctx, parent); err != nil || adm.Outcome != claims.Granted {
+		t.Fatalf("after the releases: %+v %v", adm, err)
+	}
+}
+
+// A namespace's weighted capacity admits claims while they fit, holds the
+// next over capacity, refuses one heavier than the whole, and serves the
+// queue in order when a grant is released.
+func TestBrokerCapacity(t *testing.T) {
+	ctx := ctxT(t)
+	ns := "gpu" + ids.New("n")
+	b := claims.New(env.Clients().DynamoDB, env.Table)
+	b.Capacity = map[string]int{ns: 3}
+	req := func(id string, w int) claims.Request {
+		return claims.Request{ID: id, Session: "s" + id, Claims: []claims.Claim{{Namespace: ns, Key: id, Access: claims.Read, Weight: w}}}
+	}
+	for _, r := range []claims.Request{req("a", 2), req("b", 1)} {
+		if adm, err := b.Acquire(ctx, r); err != nil || adm.Outcome != claims.Granted {
+			t.Fatalf("%s: %+v %v", r.ID, adm, err)
+		}
+	}
+	if adm, err := b.Acquire(ctx, req("c", 2)); err != nil || adm.Outcome != claims.OverCapacity {
+		t.Fatalf("c: %+v %v, want over capacity", adm, err)
+	}
+	if adm, err := b.Acquire(ctx, req("d", 1)); err != nil || adm.Outcome != claims.Blocked || adm.Ahead != 1 {
+		t.Fatalf("d behind c: %+v %v, want blocked with one ahead", adm, err)
+	}
+	if _, err := b.Acquire(ctx, req("e", 4)); !errors.Is(err, claims.ErrTooHeavy) {
+		t.Fatalf("e: %v, want ErrTooHeavy", err)
+	}
+	ready, err := b.Release(ctx, claims.Grant{ID: "a", Claims: req("a", 2).Claims})
+	if err != nil || len(ready) != 1 || ready[0].ID != "c" {
+		t.Fatalf("ready after a's release: %+v %v, want c first", ready, err)
+	}
+}
