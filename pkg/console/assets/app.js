@@ -325,7 +325,7 @@ async function sessionPage(id, signal) {
           el('span', { class: 'muted' }, g.claims.map(claimText).join(', ')),
           ended ? el('button', { class: 'release', onclick: release }, 'Release') : null, note);
       }),
-      b ? el('p', { class: 'blocked' }, `Blocked (${b.outcome}): ${b.tool} needs ${b.claims.map(claimText).join(', ')}, held by `,
+      b ? el('p', { class: 'blocked' }, `${b.outcome === 'over-capacity' ? 'Over capacity' : 'Blocked'}: ${b.tool} needs ${b.claims.map(claimText).join(', ')}, held by `,
         (b.blockers || []).map(g => `${g.id} of session ${g.session}${g.quarantined ? ' (quarantined)' : ''}`).join(', ') || 'nobody',
         b.ahead ? `; ${b.ahead} earlier waiter(s) go first` : '') : null));
   };
@@ -445,11 +445,14 @@ function describe(f) {
   switch (f.type) {
     case 'session.created': parts.push(`agent ${f.agent}, owner ${f.owner}`); break;
     case 'message.received': parts.push(`“${f.message?.text ?? ''}”` + (f.message?.delivery && f.message.delivery !== 'enqueue' ? ` (${f.message.delivery})` : '')); break;
-    case 'turn.suspended': parts.push(f.cause + (f.execution ? ` on ${f.execution.tool}` : '') + (f.limit ? `: ${limitText(f.limit)}` : '')); break;
+    case 'turn.suspended': parts.push(f.cause + (f.execution ? ` on ${f.execution.tool}` : '') + (f.limit ? `: ${limitText(f.limit)}` : '') +
+      (f.block ? ` on ${f.block.tool}, by ${(f.block.blockers || []).length} grant(s)` : '')); break;
     case 'approval.requested': parts.push(`${f.approval?.tool}`); break;
     case 'approval.answered': parts.push(`${f.answer?.decision}${f.answer?.reason ? ': ' + f.answer.reason : ''}`); break;
     case 'execution.started': parts.push(`${f.execution?.tool}${f.execution?.idempotent ? ' (idempotent)' : ''}`); break;
     case 'execution.verdict': parts.push(`${f.settled?.verdict}`); break;
+    case 'claim.granted': case 'claim.released': case 'claim.quarantined':
+      parts.push((f.grant?.claims || []).map(c => `${c.namespace}${c.instance ? '@' + c.instance : ''}:${c.key} (${c.access})`).join(', ')); break;
     case 'turn.completed': case 'turn.cancelled': case 'turn.interrupted': parts.push(usageText(f.usage)); if (f.reason) parts.push(f.reason); break;
     case 'turn.failed': parts.push(f.failure ? `${f.failure.kind}: ${f.failure.error}` : ''); break;
     case 'limits.raised': parts.push([capsText(f.raise?.turn) && 'turn: ' + capsText(f.raise.turn), capsText(f.raise?.session) && 'session: ' + capsText(f.raise.session)].filter(Boolean).join('; ')); break;
