@@ -232,6 +232,19 @@ func (b *Broker) settleStale(ctx context.Context, blockers []Grant, asked map[st
 	return changed, nil
 }
 
+// Admissible reports whether req would be granted now, writing nothing: a
+// blocked caller asks it once its suspension is durable, since a release
+// between its Acquire and then found it still running and its wake did
+// nothing.
+func (b *Broker) Admissible(ctx context.Context, req Request) (bool, error) {
+	spaces, err := b.read(ctx, req.Claims)
+	if err != nil {
+		return false, err
+	}
+	adm, err := b.decide(spaces, req, b.now())
+	return err == nil && adm.Outcome == Granted, err
+}
+
 // Release frees grant g (its ID and claims) and returns the waiters that
 // nothing blocks any more, first come first, for the caller to wake.
 // Releasing a grant no longer held changes nothing.

@@ -28,7 +28,10 @@ import (
 const Released wake.Reason = "released"
 
 // blockedErr stops runPlans at a call the broker did not admit.
-type blockedErr struct{ block reducer.Block }
+type blockedErr struct {
+	block reducer.Block
+	req   claims.Request
+}
 
 func (e *blockedErr) Error() string {
 	return fmt.Sprintf("turn: tool call %s is %s by %d grant(s)", e.block.ToolCallID, e.block.Outcome, len(e.block.Blockers))
@@ -67,8 +70,8 @@ func (ru *run) claim(ctx context.Context, p *plan) (g *claims.Grant, facts []red
 	case err != nil:
 		return nil, nil, "", fmt.Errorf("turn: claims for %s: %w", p.c.ID, err)
 	case adm.Outcome != claims.Granted:
-		return nil, nil, "", &blockedErr{reducer.Block{ToolCallID: p.c.ID, Tool: p.c.Name, Claims: cs,
-			Outcome: adm.Outcome, Blockers: adm.Blockers, Ahead: adm.Ahead}}
+		return nil, nil, "", &blockedErr{block: reducer.Block{ToolCallID: p.c.ID, Tool: p.c.Name, Claims: cs,
+			Outcome: adm.Outcome, Blockers: adm.Blockers, Ahead: adm.Ahead}, req: req}
 	}
 	grant := adm.Grant
 	if held, ok := st.Grant(grant.ID); !ok || held.Quarantined {
@@ -147,9 +150,19 @@ func (ru *run) quarantine(ctx context.Context, ex *reducer.Execution) ([]reducer
 }
 
 // suspendBlocked suspends the turn for a blocked call, to ask again when a
-// release wakes it, or after the broker's poll at the latest.
+// release wakes it, or after the broker's poll at the latest. A release
+// between the broker's answer and the durable suspension found the turn
+// still running, so its wake did nothing: once suspended, the turn looks
+// again and, if nothing blocks it now, wakes itself at once.
 func (ru *run) suspendBlocked(ctx context.Context, b *blockedErr) (Outcome, error) {
-	return ru.suspend(ctx, reducer.CauseBlocked, ru.r.Claims.PollEvery(), reducer.Fact{Type: reducer.TurnSuspended, Block: &b.block})
+	out, err := ru.suspend(ctx, reducer.CauseBlocked, ru.r.Claims.PollEvery(), reducer.Fact{Type: reducer.TurnSuspended, Block: &b.block})
+	if err != nil || out.Kind != Suspended {
+		return out, err
+	}
+	if free, cerr := ru.r.Claims.Admissible(ctx, b.req); cerr == nil && free {
+		wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: Released, Seq: ru.sess.State.LastSeq}, 0)
+	}
+	return out, nil
 }
 
 // GrantFate is the broker's Fate for a session store: what becomes of a

@@ -215,17 +215,21 @@ func waitAll(ctx context.Context, t *testing.T, inv *invocation, ids []string) {
 }
 
 // releaseToResume reads, from the sessions' facts, each blocked
-// suspension and how long after the release of the last grant blocking it
-// the session resumed.
+// suspension and how long after the last release of a grant on its claims
+// (the one that unblocked it, in this test's queue) the session resumed.
 func releaseToResume(t *testing.T, inv *invocation, sessions []string) (blocked int, lat []time.Duration) {
-	released := map[string]time.Time{}
+	type release struct {
+		at     time.Time
+		claims []claims.Claim
+	}
+	var releases []release
 	all := map[string][]reducer.Fact{}
 	for _, id := range sessions {
 		fs := facts(t, inv, id)
 		all[id] = fs
 		for _, f := range fs {
 			if f.Type == reducer.ClaimReleased {
-				released[f.Grant.ID] = f.Time
+				releases = append(releases, release{f.Time, f.Grant.Claims})
 			}
 		}
 	}
@@ -235,17 +239,16 @@ func releaseToResume(t *testing.T, inv *invocation, sessions []string) (blocked 
 				continue
 			}
 			blocked++
-			var resumed time.Time
+			var resumed, last time.Time
 			for _, g := range fs[i+1:] {
 				if g.Type == reducer.TurnResumed {
 					resumed = g.Time
 					break
 				}
 			}
-			var last time.Time
-			for _, b := range f.Block.Blockers {
-				if r, ok := released[b.ID]; ok && r.After(last) && r.Before(resumed) {
-					last = r
+			for _, r := range releases {
+				if r.at.Before(resumed) && r.at.After(last) && claims.ConflictAny(r.claims, f.Block.Claims) {
+					last = r.at
 				}
 			}
 			if !last.IsZero() {
