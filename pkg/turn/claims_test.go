@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
@@ -117,10 +119,10 @@ func refundAgent(t *testing.T, js string, tl tool.Tool, lim turn.Limits) *turn.A
 }
 
 // claimed is an invocation whose runner has a claims broker on the same
-// (counted) clients.
-func claimed(agent *turn.Agent, poll time.Duration) (*invocation, *claims.Broker) {
+// (counted) clients; opts apply to the broker's requests.
+func claimed(agent *turn.Agent, poll time.Duration, opts ...func(*dynamodb.Options)) (*invocation, *claims.Broker) {
 	inv := fresh(agent)
-	b := claims.New(inv.clients.DynamoDB, env.Table)
+	b := claims.New(inv.clients.DynamoDB, env.Table, opts...)
 	b.Poll, b.Fate = poll, turn.GrantFate(inv.sessions)
 	inv.runner.Claims = b
 	return inv, b
@@ -340,6 +342,23 @@ func TestClaimsQuarantineHoldsUntilVerdict(t *testing.T) {
 	if out := resume(other); out.Kind != turn.Completed {
 		t.Fatalf("second session after the release: %+v", out)
 	}
+	var verdict, released, granted time.Time
+	for _, f := range facts(t, inv, a) {
+		switch f.Type {
+		case reducer.ExecutionVerdict:
+			verdict = f.Time
+		case reducer.ClaimReleased:
+			released = f.Time
+		}
+	}
+	for _, f := range facts(t, inv, other) {
+		if f.Type == reducer.ClaimGranted {
+			granted = f.Time
+		}
+	}
+	if verdict.IsZero() || released.Before(verdict) || !granted.After(released) {
+		t.Fatalf("verdict %v, the rerun's release %v, the second session's grant %v: want them in that order", verdict, released, granted)
+	}
 	runs, overlaps := srv.report()
 	if runs["o1"] != 3 || len(overlaps) != 0 {
 		t.Fatalf("runs %v, overlaps %v; want 3 runs (killed, rerun, second) and none overlapping", runs, overlaps)
@@ -359,9 +378,10 @@ func TestClaimsQuarantineHoldsUntilVerdict(t *testing.T) {
 func TestClaimsRequestCost(t *testing.T) {
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
+	broker := &dynamo.Counter{} // the broker's requests alone
 	count := func(claim bool) int64 {
 		agent := refundAgent(t, refundOne, refundTool(srv, ids.New("i"), claim), turn.Limits{Budget: 30 * time.Second})
-		inv, _ := claimed(agent, time.Second)
+		inv, _ := claimed(agent, time.Second, broker.DynamoDB)
 		id := newSession(t, inv, "Refund o1.")
 		inv.counter.Reset()
 		if out, err := inv.runner.Start(ctx, id); err != nil || out.Kind != turn.Completed {
@@ -370,7 +390,8 @@ func TestClaimsRequestCost(t *testing.T) {
 		return inv.counter.Total("dynamodb:")
 	}
 	plain, with := count(false), count(true)
-	t.Logf("DynamoDB requests for one tool call's turn: %d without a claim, %d with one (+%d)", plain, with, with-plain)
+	t.Logf("DynamoDB requests for one tool call's turn: %d without a claim, %d with one (+%d: %d the broker's, %d the release fact)",
+		plain, with, with-plain, broker.Count(), with-plain-broker.Count())
 	if with-plain > 5 {
 		t.Fatalf("a claim adds %d requests, want at most 5 (acquire: read and write; release: read and write, and its fact)", with-plain)
 	}
