@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/claims"
@@ -246,5 +247,55 @@ func TestBrokerCapacity(t *testing.T) {
 	ready, err := b.Release(ctx, claims.Grant{ID: "a", Claims: req("a", 2).Claims})
 	if err != nil || len(ready) != 1 || ready[0].ID != "c" {
 		t.Fatalf("ready after a's release: %+v %v, want c first", ready, err)
+	}
+}
+
+// Under lost answers (the write happens, the caller sees a reset) and
+// lost races on the broker's puts, acquire, block and release each land
+// once: the SDK's resend fails its version check, and the broker reads
+// again and finds its own write.
+func TestBrokerLostAnswers(t *testing.T) {
+	for _, kind := range []faults.Kind{faults.LostResponse, faults.Conflict, faults.Throughput} {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := ctxT(t)
+			tr := faults.New(nil)
+			b := claims.New(faults.Clients(env.URL(), tr).DynamoDB, env.Table)
+			ns := "lost" + ids.New("n")
+			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claims.SpacePrefix + ns, Times: 1, Fault: kind})
+			first := claims.Request{ID: "g1", Session: "s1", Claims: write(ns, "a")}
+			adm, err := b.Acquire(ctx, first)
+			if err != nil && kind != faults.LostResponse {
+				t.Fatalf("acquire: %v", err)
+			}
+			if err != nil { // the SDK does not resend a reset it cannot tell from a lost write: ask again
+				adm, err = b.Acquire(ctx, first)
+			}
+			if err != nil || adm.Outcome != claims.Granted {
+				t.Fatalf("acquire: %+v %v", adm, err)
+			}
+			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claims.SpacePrefix + ns, Times: 1, Fault: kind})
+			second := claims.Request{ID: "g2", Session: "s2", Claims: write(ns, "a/b")}
+			if adm, err = b.Acquire(ctx, second); err != nil {
+				adm, err = b.Acquire(ctx, second)
+			}
+			if err != nil || adm.Outcome != claims.Blocked {
+				t.Fatalf("blocked: %+v %v", adm, err)
+			}
+			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claims.SpacePrefix + ns, Times: 1, Fault: kind})
+			ready, err := b.Release(ctx, adm.Blockers[0])
+			if err != nil {
+				ready, err = b.Release(ctx, adm.Blockers[0])
+			}
+			gs, ws, gerr := b.Grants(ctx, ns, "")
+			if err != nil || gerr != nil || len(gs) != 0 || len(ws) != 1 || ws[0].ID != "g2" {
+				t.Fatalf("after the release: ready %+v (%v), grants %+v, waiters %+v (%v)", ready, err, gs, ws, gerr)
+			}
+			if adm, err = b.Acquire(ctx, second); err != nil || adm.Outcome != claims.Granted {
+				t.Fatalf("second after the release: %+v %v", adm, err)
+			}
+			if n := len(tr.Injected()); n != 3 {
+				t.Fatalf("%d faults injected, want 3", n)
+			}
+		})
 	}
 }
