@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/baton-run/baton/pkg/apikey"
+	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/tool"
@@ -217,6 +218,9 @@ func (b *builder) tool(ref ToolRef) (tool.Tool, error) {
 	if ref.Decl.Approval != nil {
 		t.NeedsApproval = ref.Decl.Approval.Needs
 	}
+	if len(ref.Decl.Claims) > 0 {
+		t.Claims = claims.Of(ref.Decl.Claims...)
+	}
 	return t, nil
 }
 
@@ -295,6 +299,9 @@ func (d Decl) validate() error {
 		return fmt.Errorf("tool %q: schema must be a JSON Schema object with type object", d.Name)
 	}
 	if err := tool.CheckSchema(d.Name, d.Schema); err != nil {
+		return err
+	}
+	if err := d.checkClaims(schema); err != nil {
 		return err
 	}
 	if d.Timeout != "" {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
@@ -229,6 +230,10 @@ type Decl struct {
 	URL         string          `json:"url,omitempty"`     // http
 	Timeout     string          `json:"timeout,omitempty"` // http and lambda; default 30s
 	Approval    *Rule           `json:"approval,omitempty"`
+	// Claims are the resource claims a call needs, each keyed by a
+	// top-level string field of the input (only write and external tools
+	// claim; see package claims).
+	Claims []claims.Static `json:"claims,omitempty"`
 }
 
 // MCPServer is a remote MCP server reached over streamable HTTP (see

@@ -22,6 +22,7 @@ import (
 	"github.com/baton-run/baton/pkg/apikey"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/chat"
+	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/mcp"
@@ -263,9 +264,12 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 	// Posts apply each agent's steering policy.
 	ss.Steering = agentMap.Steering
 	ss = intercept.Store(ss, x.Interceptors)
+	// The claims broker shares the session table (a key space of its own).
+	broker := claims.New(clients.DynamoDB, env.Table)
+	broker.Fate = turn.GrantFate(ss)
 	return &App{
 		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Metrics: x.Metrics,
-		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: x.Interceptors},
+		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: x.Interceptors, Claims: broker},
 	}, nil
 }
 

@@ -30,7 +30,7 @@ const (
 )
 
 // Commands are the subcommands Run knows, besides help.
-var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "verdict", "cancel", "export", "delete", "completion"}
+var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "verdict", "release", "cancel", "export", "delete", "completion"}
 
 // Usage is the text `baton help` prints.
 const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
@@ -58,6 +58,8 @@ Client of the operator API:
   baton deny SESSION APPROVAL [--reason R]  answer a pending approval
   baton verdict SESSION EXECUTION rerun|abandon
                                             settle an uncertain execution
+  baton release SESSION GRANT               release the resource claims a grant holds after its turn ended
+                                            (cancelled while its execution was uncertain)
   baton cancel SESSION [--reason R]         cancel the open turn
   baton raise SESSION [--turn-cost USD] [--turn-input-tokens N] [--turn-output-tokens N]
               [--session-cost USD] [--session-input-tokens N] [--session-output-tokens N]
@@ -241,7 +243,7 @@ func (e *env) command(ctx context.Context, name string, args []string) (known bo
 	}
 	run, ok := map[string]func(context.Context, []string) error{
 		"sessions": e.sessions, "show": e.show, "new": e.newSession, "send": e.send, "tail": e.tail,
-		"approve": answer("approve"), "deny": answer("deny"), "verdict": e.verdict, "cancel": e.cancel,
+		"approve": answer("approve"), "deny": answer("deny"), "verdict": e.verdict, "release": e.release, "cancel": e.cancel,
 		"raise": e.raise, "wake": e.wake, "schedule": e.schedule, "export": e.export, "delete": e.remove,
 		"completion": func(_ context.Context, args []string) error { return e.completion(args) },
 	}[name]
@@ -473,6 +475,7 @@ func (e *env) showTable(s operator.Session) {
 		fmt.Fprintf(w, "uncertain execution %s of %s, attempt %d (may or may not have run)\n         baton verdict %s %s rerun|abandon\n",
 			u.ExecutionID, u.Tool, max(u.Attempt, 1), s.ID, u.ExecutionID)
 	}
+	showClaims(w, s)
 }
 
 func (e *env) newSession(ctx context.Context, args []string) error {

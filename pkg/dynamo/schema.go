@@ -17,6 +17,9 @@ import (
 // Receipt items: pk = "receipt#" + key, sk = -1, request, answer, expires
 // (the table's TTL attribute); they carry no index attribute, and their sk
 // is outside every fact and head query.
+// Claims items (package claims, which owns them): pk = "claims#" +
+// namespace + "#" + instance, sk = -3, v, space; like receipts, outside
+// every index, query and sweep.
 const (
 	attrPK       = "pk"       // S: session id
 	attrSK       = "sk"       // N: seq; 0 is the head

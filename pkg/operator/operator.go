@@ -99,6 +99,7 @@ type api struct {
 //	PUT  /sessions/{id}/schedule                     set a schedule {cron, text} → 202
 //	DELETE /sessions/{id}/schedule                   clear the schedule → 202
 //	POST /sessions/{id}/executions/{executionId}     rerun or abandon → 202
+//	POST /sessions/{id}/grants/{grantId}/release     release a grant an ended turn left → 202
 //	/chat, /chat/{id}/stream, /chat/{id}/stop,
 //	/chat/{id}/messages                              the AI SDK chat endpoint (pkg/chat)
 //	GET  /console/                                   the web console (static, unauthenticated)

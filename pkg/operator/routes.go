@@ -24,6 +24,7 @@ func (a *api) routes() map[string]func(http.ResponseWriter, *http.Request, strin
 		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer),
 		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel),
 		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle),
+		"POST /sessions/{id}/grants/{grantId}/release": a.idempotent(a.release),
 		"POST /sessions/{id}/limits":                   a.idempotent(a.raise),
 		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer),
 		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/httpjson"
 
+	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
@@ -54,6 +55,11 @@ type Session struct {
 	Uncertain *Execution `json:"uncertain"`
 	// Schedule is the session's schedule, null when none.
 	Schedule *Schedule `json:"schedule"`
+	// Grants are the resource claims the session's calls hold (some
+	// quarantined); Blocked is what the open turn waits for while it is
+	// suspended as blocked, null otherwise (see claims.go).
+	Grants  []claims.Grant `json:"grants"`
+	Blocked *reducer.Block `json:"blocked"`
 }
 
 // Schedule is a session's schedule and its next occurrence.
@@ -172,6 +178,7 @@ func sessionView(id string, st reducer.State) Session {
 	if sc := st.Schedule; sc != nil {
 		s.Schedule = &Schedule{Cron: sc.Cron, Text: sc.Text, Next: sc.Next()}
 	}
+	s.Grants, s.Blocked = claimsView(st)
 	if t := st.Turn; t != nil {
 		s.Turn = &Turn{ID: t.ID, Stream: t.Stream, Cause: t.Cause, Started: t.Started, Since: t.Since,
 			Lease: t.Lease, Invocations: t.Invocations, Wake: t.Wake, Usage: t.Usage, Caps: t.Caps,

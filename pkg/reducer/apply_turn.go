@@ -68,6 +68,11 @@ func (s *State) applyTurnSuspended(f Fact) error {
 		// The invocation died: neither progress nor a fault.
 	case CauseBudget, CauseLimit:
 		s.Turn.Faults = 0
+	case CauseBlocked:
+		if f.Block == nil {
+			return s.illegal(f, "suspended as blocked without the block")
+		}
+		s.Turn.Faults, s.Turn.Block = 0, f.Block
 	case CauseApproval:
 		if len(s.Turn.Pending) == 0 {
 			return s.illegal(f, "suspended for approval with none pending")
@@ -119,6 +124,7 @@ func (s *State) applyTurnResumed(f Fact) error {
 	s.Status, s.Turn.Cause, s.Turn.Since, s.Turn.Lease = Running, "", f.Time, f.Lease
 	s.Turn.Limit = Limit{}
 	s.Turn.Wake = time.Time{}
+	s.Turn.Block = nil
 	s.Turn.Invocations++
 	return nil
 }

@@ -4,7 +4,9 @@
 // clock and do no I/O, and Apply rejects an illegal sequence of facts with a
 // *TransitionError instead of guessing. Among the rules it enforces: a tool
 // call's execution starts again only after a rerun verdict on its newest
-// execution, as the next attempt, so one verdict allows exactly one more run.
+// execution, as the next attempt, so one verdict allows exactly one more run;
+// and a resource claim's grant is released or quarantined only while the
+// session holds it (claims.go).
 //
 // Sub-agents (children.go): a turn's tool call starts a child session
 // (child.started, its id ChildID's), the turn suspends for CauseChildren,

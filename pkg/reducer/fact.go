@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/baton-run/baton/pkg/claims"
 )
 
 // Type names a session fact.
@@ -108,7 +110,7 @@ func (c Cause) Fault() bool {
 // Known reports whether c is one of the suspension causes above.
 func (c Cause) Known() bool {
 	switch c {
-	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable, CauseUncertain, CauseLease, CauseLimit, CauseTimer, CauseChildren:
+	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable, CauseUncertain, CauseLease, CauseLimit, CauseTimer, CauseChildren, CauseBlocked:
 		return true
 	}
 	return false
@@ -511,6 +513,10 @@ type Fact struct {
 	// turn.suspended for CauseChildren: resume as each child ends, not
 	// once all have.
 	Each bool `json:"each,omitempty"`
+	// claim.granted, claim.released, claim.quarantined: the grant; a
+	// turn.suspended for CauseBlocked: what blocks the call (claims.go).
+	Grant *claims.Grant `json:"grant,omitempty"`
+	Block *Block        `json:"block,omitempty"`
 }
 
 // Ends reports whether the fact ends a turn.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/baton-run/baton/pkg/claims"
 )
 
 // Status is a session's coarse state.
@@ -82,6 +84,8 @@ type Turn struct {
 	// suspended.
 	Requests []ChildRequest `json:"requests,omitempty"`
 	Shown    int            `json:"shown,omitempty"`
+	// Block is what the turn waits for while suspended for CauseBlocked.
+	Block *Block `json:"block,omitempty"`
 }
 
 // Answer returns the answer to the approval requested for a tool call.
@@ -151,6 +155,9 @@ type State struct {
 	// (child.reported), until the next turn starts.
 	Parent   *Parent `json:"parent,omitempty"`
 	Reported bool    `json:"reported,omitempty"`
+	// Grants are the resource claims the session's calls hold, quarantined
+	// or not (claims.go).
+	Grants []claims.Grant `json:"grants,omitempty"`
 }
 
 // ErrIllegal is matched (with errors.Is) by every *TransitionError.
@@ -223,6 +230,7 @@ func (s State) Apply(facts ...Fact) (State, error) {
 func (s *State) clone() State {
 	c := *s
 	c.Inbox = slices.Clone(s.Inbox)
+	c.Grants = slices.Clone(s.Grants)
 	if s.Turn != nil {
 		t := *s.Turn
 		t.Messages = slices.Clone(t.Messages)
@@ -275,6 +283,9 @@ var appliers = map[Type]func(*State, Fact) error{
 	TurnFailed:        (*State).applyTurnEnded,
 	TurnCancelled:     (*State).applyTurnCancelled,
 	TurnInterrupted:   (*State).applyTurnInterrupted,
+	ClaimGranted:      (*State).applyClaimGranted,
+	ClaimReleased:     (*State).applyClaimReleased,
+	ClaimQuarantined:  (*State).applyClaimQuarantined,
 }
 
 // apply checks what every fact needs (the next seq, a created session, an

@@ -8,6 +8,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/model"
 )
 
@@ -75,6 +76,12 @@ type Tool struct {
 	Timeout time.Duration
 	// Retry is the policy for a call whose Run returned a Transient error.
 	Retry Retry
+	// Claims computes the resource claims a call with this input needs
+	// (claims.Of for static declarations, claims.Typed for a function on
+	// the typed input); nil claims nothing. Only a side effect claims:
+	// the runner asks the broker for them before it records the
+	// execution, and releases them once the result is durable.
+	Claims claims.Func
 	// Err, when set, is why the tool could not be made (such as a Go input
 	// type that has no JSON Schema). NewRegistry refuses such a tool.
 	Err error
@@ -114,6 +121,9 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 		}
 		if t.Run == nil {
 			return nil, fmt.Errorf("tool: %q has no Run", t.Name)
+		}
+		if t.Claims != nil && !t.SideEffect() {
+			return nil, fmt.Errorf("tool: %q claims resources but is a read: only a side effect (write or external) claims", t.Name)
 		}
 		sch, err := compile(t.Name, t.Schema)
 		if err != nil {

@@ -22,12 +22,16 @@ import (
 // what stops the turn here: a call cut short, a tool's fatal error, an
 // uncertain side effect, approvals to ask for, or a wait_until time ahead.
 func (ru *run) settleLast(ctx context.Context) (stop bool, out Outcome, err error) {
+	if err := ru.reconcile(ctx); err != nil {
+		out, err = ru.stopped(ctx, err)
+		return true, out, err
+	}
 	pending := ru.rep.Pending()
 	if len(pending) == 0 {
 		return false, Outcome{}, nil
 	}
 	approvals, uncertain, err := ru.settle(ctx, pending)
-	fatal := (*toolFatal)(nil)
+	fatal, blocked := (*toolFatal)(nil), (*blockedErr)(nil)
 	switch {
 	case errors.Is(err, errCut):
 		if ctx.Err() != nil {
@@ -37,10 +41,17 @@ func (ru *run) settleLast(ctx context.Context) (stop bool, out Outcome, err erro
 		out, err = ru.suspend(ctx, reducer.CauseBudget, 0)
 	case errors.As(err, &fatal):
 		out, err = ru.fail(ctx, reducer.FailTool, fatal)
+	case errors.As(err, &blocked):
+		out, err = ru.suspendBlocked(ctx, blocked)
 	case err != nil:
 		out, err = ru.stopped(ctx, err)
 	case uncertain != nil:
-		out, err = ru.suspend(ctx, reducer.CauseUncertain, 0, reducer.Fact{Type: reducer.TurnSuspended, Execution: uncertain})
+		var facts []reducer.Fact
+		if facts, err = ru.quarantine(ctx, uncertain); err != nil {
+			out, err = ru.stopped(ctx, err)
+			break
+		}
+		out, err = ru.suspend(ctx, reducer.CauseUncertain, 0, append(facts, reducer.Fact{Type: reducer.TurnSuspended, Execution: uncertain})...)
 	case ru.kids.active():
 		return ru.settleKids(ctx, approvals)
 	case len(approvals) > 0:
@@ -103,6 +114,9 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 			}
 			if p.exec == nil {
 				ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: AbandonedText})
+				if err := ru.releaseCall(ctx, c.ID); err != nil { // the verdict settled its effect
+					return nil, nil, err
+				}
 				continue
 			}
 		} else {
@@ -207,33 +221,62 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 			ru.emit(part)
 			continue
 		}
-		if p.ledger {
-			// The execution ledger: the step so far, then the intent, are
-			// durable before the side effect can happen.
-			if err := ru.sink.Flush(ctx); err != nil {
-				return err
-			}
-			err := ru.append(ctx, reducer.Fact{
-				Type: reducer.ExecutionStarted, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Execution: p.exec,
-			})
-			if err != nil {
-				return err
-			}
+		grant, facts, refused, err := ru.claim(ctx, p)
+		switch {
+		case err != nil:
+			return err
+		case refused != "":
+			ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: p.c.ID, ErrorText: refused})
+			continue
+		}
+		if err := ru.recordStart(ctx, p, facts); err != nil {
+			return err
 		}
 		part, err := ru.runTool(ctx, p.t, ru.call(p.c, p.exec))
-		if err != nil {
-			// errCut: no result, the ledger's start stands, so the next
-			// invocation reruns an idempotent call and asks an operator
-			// about any other, a rerun an operator allowed included.
-			return ru.toolStopped(part, err)
+		if errors.Is(err, errCut) {
+			// No result, the ledger's start stands (and the grant), so
+			// the next invocation reruns an idempotent call and asks an
+			// operator about any other, a rerun an operator allowed
+			// included.
+			return err
 		}
 		ru.emit(part)
-		// The result is durable before anything else happens.
-		if err := ru.sink.Flush(ctx); err != nil {
+		if err != nil && grant == nil {
+			return err // a fatal error: the failing turn records the result
+		}
+		// The result is durable before anything else happens; then its
+		// claims are free.
+		if ferr := ru.sink.Flush(ctx); ferr != nil {
+			return ferr
+		}
+		if rerr := ru.release(ctx, grant, true); rerr != nil {
+			return rerr
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// recordStart makes a side effect's execution durable before it runs: the step
+// so far, then its grant and intent. facts are the grant's, recorded even
+// for an execution already started (an idempotent rerun).
+func (ru *run) recordStart(ctx context.Context, p *plan, facts []reducer.Fact) error {
+	if p.ledger {
+		// The execution ledger: the step so far, then the intent, are
+		// durable before the side effect can happen.
+		if err := ru.sink.Flush(ctx); err != nil {
+			return err
+		}
+		facts = append(facts, reducer.Fact{
+			Type: reducer.ExecutionStarted, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Execution: p.exec,
+		})
+	}
+	if len(facts) == 0 {
+		return nil
+	}
+	return ru.append(ctx, facts...)
 }
 
 // toolStopped ends runPlans at a call that stopped the turn: one cut short

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/intercept"
@@ -73,6 +74,9 @@ type Runner struct {
 	// (Facts, Streams) are not applied here: Sessions is the store as
 	// wired, decorated by intercept.Store.
 	Interceptors []intercept.Interceptor
+	// Claims is the resource claims broker the tools that declare claims
+	// ask before they run (see claims.go); nil when no tool does.
+	Claims *claims.Broker
 }
 
 func (r *Runner) log() *slog.Logger {

@@ -159,6 +159,7 @@ async function sessionPage(id, signal) {
     uncertain: el('div', { id: 'uncertain' }),
     limit: el('div', { id: 'limit' }),
     timer: el('div', { id: 'timer' }),
+    claims: el('div', { id: 'claims' }),
     schedule: el('div', { id: 'schedule' }),
     turnHead: el('div', { class: 'row muted' }),
     turns: el('ul', { id: 'turns', 'aria-label': 'Turns of this session' }),
@@ -173,7 +174,7 @@ async function sessionPage(id, signal) {
     el('div', { class: 'row' }, el('h1', { class: 'mono' }, id), $.status),
     el('div', { class: 'card' }, $.facts),
     $.actions,
-    $.approvals, $.uncertain, $.limit, $.timer,
+    $.approvals, $.uncertain, $.limit, $.timer, $.claims,
     el('div', { class: 'split' },
       el('div', {}, el('h2', {}, 'Turns'), $.turns, $.turnHead, $.turn,
         el('form', { class: 'row', onsubmit: async ev => {
@@ -311,6 +312,34 @@ async function sessionPage(id, signal) {
     renderLimit(s);
     renderTimer(s);
     renderSchedule(s);
+    renderClaims(s);
+  };
+
+  // Resource claims: the grants the session's calls hold (quarantined ones
+  // wait for a verdict) and what a blocked turn waits for.
+  const claimText = c => `${c.namespace}${c.instance ? '@' + c.instance : ''}:${c.key} (${c.access})`;
+  const renderClaims = s => {
+    const grants = s.grants || [];
+    const b = s.blocked;
+    if (!grants.length && !b) { $.claims.replaceChildren(); return; }
+    const key = JSON.stringify([s.turn?.id, grants, b]);
+    if ($.claims.firstElementChild?.dataset.key === key) return; // keep the card shown, and its notes
+    $.claims.replaceChildren(el('div', { class: 'card claims' + (b || grants.some(g => g.quarantined) ? ' attention' : ''), 'data-key': key },
+      el('strong', {}, 'Resource claims'),
+      ...grants.map(g => {
+        // A grant its ended turn left (cancelled mid-effect) waits for an
+        // operator to say its effect is over.
+        const ended = s.turn?.id !== g.turn;
+        const note = el('span', { class: 'error' });
+        const release = ev => act(ev.target, note, 'POST', sessionPath(id, '/grants/' + encodeURIComponent(g.id) + '/release'), {});
+        return el('div', { class: 'row grant', 'data-grant': g.id },
+          el('span', { class: 'mono' }, g.id), el('span', {}, g.quarantined ? 'quarantined' + (ended ? '' : ' until a verdict') : 'held'),
+          el('span', { class: 'muted' }, g.claims.map(claimText).join(', ')),
+          ended ? el('button', { class: 'release', onclick: release }, 'Release') : null, note);
+      }),
+      b ? el('p', { class: 'blocked' }, `${b.outcome === 'over-capacity' ? 'Over capacity' : 'Blocked'}: ${b.tool} needs ${b.claims.map(claimText).join(', ')}, held by `,
+        (b.blockers || []).map(g => `${g.id} of session ${g.session}${g.quarantined ? ' (quarantined)' : ''}`).join(', ') || 'nobody',
+        b.ahead ? `; ${b.ahead} earlier waiter(s) go first` : '') : null));
   };
 
   // keyed shows in box the card build makes for key, keeping the one shown
@@ -428,11 +457,14 @@ function describe(f) {
   switch (f.type) {
     case 'session.created': parts.push(`agent ${f.agent}, owner ${f.owner}`); break;
     case 'message.received': parts.push(`“${f.message?.text ?? ''}”` + (f.message?.delivery && f.message.delivery !== 'enqueue' ? ` (${f.message.delivery})` : '')); break;
-    case 'turn.suspended': parts.push(f.cause + (f.execution ? ` on ${f.execution.tool}` : '') + (f.limit ? `: ${limitText(f.limit)}` : '')); break;
+    case 'turn.suspended': parts.push(f.cause + (f.execution ? ` on ${f.execution.tool}` : '') + (f.limit ? `: ${limitText(f.limit)}` : '') +
+      (f.block ? ` on ${f.block.tool}, by ${(f.block.blockers || []).length} grant(s)` : '')); break;
     case 'approval.requested': parts.push(`${f.approval?.tool}`); break;
     case 'approval.answered': parts.push(`${f.answer?.decision}${f.answer?.reason ? ': ' + f.answer.reason : ''}`); break;
     case 'execution.started': parts.push(`${f.execution?.tool}${f.execution?.idempotent ? ' (idempotent)' : ''}`); break;
     case 'execution.verdict': parts.push(`${f.settled?.verdict}`); break;
+    case 'claim.granted': case 'claim.released': case 'claim.quarantined':
+      parts.push((f.grant?.claims || []).map(c => `${c.namespace}${c.instance ? '@' + c.instance : ''}:${c.key} (${c.access})`).join(', ')); break;
     case 'turn.completed': case 'turn.cancelled': case 'turn.interrupted': parts.push(usageText(f.usage)); if (f.reason) parts.push(f.reason); break;
     case 'turn.failed': parts.push(f.failure ? `${f.failure.kind}: ${f.failure.error}` : ''); break;
     case 'limits.raised': parts.push([capsText(f.raise?.turn) && 'turn: ' + capsText(f.raise.turn), capsText(f.raise?.session) && 'session: ' + capsText(f.raise.session)].filter(Boolean).join('; ')); break;

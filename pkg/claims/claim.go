@@ -1,0 +1,226 @@
+package claims
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Access says whether a claim reads or writes its resource.
+type Access string
+
+// Accesses.
+const (
+	Read  Access = "read"
+	Write Access = "write"
+)
+
+// MaxKey bounds a claim key's length in bytes.
+const MaxKey = 1024
+
+// Claim names an outside resource a tool call needs: a key in a namespace
+// (such as "orders" or "git-ref") on one instance of it (a database, a
+// repository; "" for the namespace's only one), read or written. Weight is
+// what the claim counts against its namespace's capacity (0 counts as 1).
+type Claim struct {
+	Namespace string `json:"namespace"`
+	Instance  string `json:"instance,omitempty"`
+	Key       string `json:"key"`
+	Access    Access `json:"access"`
+	Weight    int    `json:"weight,omitempty"`
+}
+
+func (c Claim) String() string {
+	in := ""
+	if c.Instance != "" {
+		in = "@" + c.Instance
+	}
+	return fmt.Sprintf("%s%s:%s (%s)", c.Namespace, in, c.Key, c.Access)
+}
+
+// weight is what c counts against its namespace's capacity.
+func (c Claim) weight() int { return max(c.Weight, 1) }
+
+// ErrInvalid is matched (errors.Is) by every *KeyError and *ClaimError.
+var ErrInvalid = errors.New("claims: invalid claim")
+
+// KeyError refuses a key that is not canonical. The broker never
+// normalises a key: if it turned `a/../b` into `b`, one session could hold
+// one spelling and another the other, each believing they are disjoint.
+type KeyError struct {
+	Key    string
+	Reason string
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("claims: key %q is not canonical: %s", e.Key, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *KeyError) Is(target error) bool { return target == ErrInvalid }
+
+// CheckKey checks that key is canonical: non-empty, at most MaxKey bytes,
+// relative, with no empty, "." or ".." segment (so no leading, trailing or
+// doubled "/").
+func CheckKey(key string) error {
+	switch {
+	case key == "":
+		return &KeyError{Key: key, Reason: "empty"}
+	case len(key) > MaxKey:
+		return &KeyError{Key: key[:32] + "…", Reason: fmt.Sprintf("longer than %d bytes", MaxKey)}
+	case strings.HasPrefix(key, "/"):
+		return &KeyError{Key: key, Reason: "absolute (leading /)"}
+	case strings.HasSuffix(key, "/"):
+		return &KeyError{Key: key, Reason: "trailing /"}
+	}
+	for _, seg := range strings.Split(key, "/") {
+		switch seg {
+		case "":
+			return &KeyError{Key: key, Reason: "empty segment (//)"}
+		case ".", "..":
+			return &KeyError{Key: key, Reason: fmt.Sprintf("%q segment", seg)}
+		}
+	}
+	return nil
+}
+
+// ClaimError refuses a claim whose namespace, instance or access is wrong.
+type ClaimError struct {
+	Claim  Claim
+	Reason string
+}
+
+func (e *ClaimError) Error() string { return fmt.Sprintf("claims: claim %s: %s", e.Claim, e.Reason) }
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *ClaimError) Is(target error) bool { return target == ErrInvalid }
+
+// Check checks a claim: a namespace with no "#" (the broker's separator),
+// an instance likewise, read or write access, a weight not below zero, and
+// a canonical key.
+func (c Claim) Check() error {
+	switch {
+	case c.Namespace == "" || strings.Contains(c.Namespace, "#"):
+		return &ClaimError{Claim: c, Reason: "namespace must be non-empty, without #"}
+	case strings.Contains(c.Instance, "#"):
+		return &ClaimError{Claim: c, Reason: "instance must not contain #"}
+	case c.Access != Read && c.Access != Write:
+		return &ClaimError{Claim: c, Reason: fmt.Sprintf("access %q: want read or write", c.Access)}
+	case c.Weight < 0:
+		return &ClaimError{Claim: c, Reason: "negative weight"}
+	}
+	return CheckKey(c.Key)
+}
+
+// CheckAll checks every claim.
+func CheckAll(cs []Claim) error {
+	for _, c := range cs {
+		if err := c.Check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Overlap reports whether a and b name overlapping resources: the same
+// namespace and instance, and one key equal to the other or a path prefix
+// of it by whole segments ("a/b" covers "a/b/c", never "a/bc").
+func Overlap(a, b Claim) bool {
+	if a.Namespace != b.Namespace || a.Instance != b.Instance {
+		return false
+	}
+	return a.Key == b.Key || strings.HasPrefix(a.Key, b.Key+"/") || strings.HasPrefix(b.Key, a.Key+"/")
+}
+
+// Conflict reports whether a and b cannot be held at once: they overlap
+// and at least one writes.
+func Conflict(a, b Claim) bool {
+	return Overlap(a, b) && (a.Access == Write || b.Access == Write)
+}
+
+// ConflictAny reports whether any claim of as conflicts with any of bs.
+func ConflictAny(as, bs []Claim) bool {
+	for _, a := range as {
+		for _, b := range bs {
+			if Conflict(a, b) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Func computes the claims a call with this input needs. The runner calls
+// it only with input the tool's schema accepted.
+type Func func(input json.RawMessage) ([]Claim, error)
+
+// Static is a claim declared with its tool: a namespace and instance, the
+// input field (a top-level string property) whose value is the key, and the
+// access. It is the form an agent file declares.
+type Static struct {
+	Namespace string `json:"namespace"`
+	Instance  string `json:"instance,omitempty"`
+	Field     string `json:"field"`
+	Access    Access `json:"access"`
+	Weight    int    `json:"weight,omitempty"`
+}
+
+// Of turns static declarations into a Func. Each names a top-level input
+// field whose value must be a string: the claim's key, checked as is.
+func Of(decls ...Static) Func {
+	return func(input json.RawMessage) ([]Claim, error) {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(input, &fields); err != nil {
+			return nil, fmt.Errorf("claims: input is not an object: %w", err)
+		}
+		out := make([]Claim, 0, len(decls))
+		for _, d := range decls {
+			var key string
+			raw, ok := fields[d.Field]
+			if !ok {
+				return nil, fmt.Errorf("claims: input has no field %q for the %s claim", d.Field, d.Namespace)
+			}
+			if err := json.Unmarshal(raw, &key); err != nil {
+				return nil, fmt.Errorf("claims: input field %q is not a string: %w", d.Field, err)
+			}
+			c := Claim{Namespace: d.Namespace, Instance: d.Instance, Key: key, Access: d.Access, Weight: d.Weight}
+			if err := c.Check(); err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		return out, nil
+	}
+}
+
+// Typed turns a function on a tool's Go input type into a Func: the input
+// is decoded into T first.
+func Typed[T any](f func(T) ([]Claim, error)) Func {
+	return func(input json.RawMessage) ([]Claim, error) {
+		var in T
+		if err := json.Unmarshal(input, &in); err != nil {
+			return nil, fmt.Errorf("claims: decode input: %w", err)
+		}
+		cs, err := f(in)
+		if err != nil {
+			return nil, err
+		}
+		return cs, CheckAll(cs)
+	}
+}
+
+// CheckStatic checks declarations as a tool is built: a namespace, a
+// field and an access each.
+func CheckStatic(decls []Static) error {
+	for _, d := range decls {
+		c := Claim{Namespace: d.Namespace, Instance: d.Instance, Key: "k", Access: d.Access, Weight: d.Weight}
+		if err := c.Check(); err != nil {
+			return err
+		}
+		if d.Field == "" {
+			return fmt.Errorf("claims: the %s claim names no input field", d.Namespace)
+		}
+	}
+	return nil
+}
