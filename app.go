@@ -34,6 +34,11 @@ type Config struct {
 	// (the operator, the tick) sets none. Without one, a turn of an agent
 	// with MCP servers fails to list their tools.
 	MCP MCPDialer
+	// Lambda invokes the agent file's lambda tools: providers.Lambda() is
+	// baton's, on the AWS SDK's Lambda client. Only a program that sets it
+	// links that client; a function that runs no tool (the operator, the
+	// tick) sets none. Without one, a call of a lambda tool fails its turn.
+	Lambda Lambda
 	// Interceptors wrap every model call, tool call, step and store call,
 	// the first outermost: the seam for tracing and metrics (see package
 	// intercept). None adds nothing to the hot path.
@@ -43,6 +48,10 @@ type Config struct {
 // Provider is a model provider agents may name; package
 // github.com/baton-run/baton/providers has baton's.
 type Provider = app.Provider
+
+// Lambda makes the invoker of lambda tools on the app's AWS clients; see
+// Config.Lambda.
+type Lambda = app.Lambda
 
 // Interceptor wraps the calls a turn makes; see package intercept.
 type Interceptor = intercept.Interceptor
@@ -92,7 +101,7 @@ func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, 
 
 // extras builds the agents of c; every agent's errors are reported.
 func (c Config) extras(ctx context.Context) (app.Extras, error) {
-	x := app.Extras{Tools: c.Tools, Providers: c.Providers, MCP: c.MCP, Interceptors: c.Interceptors}
+	x := app.Extras{Tools: c.Tools, Providers: c.Providers, MCP: c.MCP, Lambda: c.Lambda, Interceptors: c.Interceptors}
 	var errs []error
 	for _, a := range c.Agents {
 		t, err := a.BuildWith(ctx, c.MCP)

@@ -29,9 +29,10 @@ func TestFunctionsLinkNoTestingPackages(t *testing.T) {
 }
 
 // TestOperatorAndTickLinkNoProvider checks that the functions that run no
-// model link no model provider SDK and no MCP SDK: only the resume function
-// registers providers (providers.All()) and the MCP client
-// (providers.MCP()), so only it pays for them.
+// model link no model provider SDK, no MCP SDK and no Lambda client: only
+// the resume function registers providers (providers.All()), the MCP
+// client (providers.MCP()) and the invoker of lambda tools
+// (providers.Lambda()), so only it pays for them.
 func TestOperatorAndTickLinkNoProvider(t *testing.T) {
 	heavy := []string{
 		"github.com/baton-run/baton/providers",
@@ -42,6 +43,10 @@ func TestOperatorAndTickLinkNoProvider(t *testing.T) {
 		"github.com/baton-run/baton/pkg/mcp/mcpsdk",
 		"github.com/modelcontextprotocol/go-sdk",
 		"github.com/yosida95/uritemplate",
+		"github.com/aws/aws-sdk-go-v2/service/lambda",
+		"github.com/baton-run/baton/providers/awslambda",
+		"github.com/santhosh-tekuri/jsonschema",
+		"golang.org/x/text",
 	}
 	for _, fn := range []string{"operator", "tick"} {
 		out, err := exec.Command("go", "list", "-deps", "../functions/"+fn).CombinedOutput()
@@ -68,6 +73,7 @@ func TestProviderPackagesLinkOnlyTheirSDK(t *testing.T) {
 		"openai":    "github.com/openai/openai-go",
 		"bedrock":   "github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
 		"mcp":       "github.com/modelcontextprotocol/go-sdk",
+		"awslambda": "github.com/aws/aws-sdk-go-v2/service/lambda",
 	}
 	for pkg, own := range sdks {
 		out, err := exec.Command("go", "list", "-deps", "../providers/"+pkg).CombinedOutput()

@@ -84,7 +84,7 @@ func run(args []string, stdout io.Writer) error {
 		opts.Out = os.Stdout
 		// The same Config as the functions': the repository's functions
 		// and its dev server are programs of the public API.
-		return dev.Run(ctx, baton.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP()}, opts)
+		return dev.Run(ctx, baton.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP(), Lambda: providers.Lambda()}, opts)
 	case "init":
 		return initProject(args[1:], stdout)
 	case "template":

@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP()})
+	app, err := baton.New(context.Background(), baton.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP(), Lambda: providers.Lambda()})
 	if err != nil {
 		slog.Error("resume: start", "err", err)
 		os.Exit(1)

@@ -301,7 +301,9 @@ func (d Decl) validate() error {
 
 // DeclaredTools returns a Deps.Declared that builds lambda tools with
 // lambdaClient and http tools with httpClient. A declaration without a
-// timeout gets 30s.
+// timeout gets 30s. With a nil lambdaClient (a program that runs no tool)
+// lambda tools are still built, and their calls fail the turn
+// (tool.ErrNoLambdaInvoker).
 func DeclaredTools(lambdaClient tool.LambdaInvoker, httpClient *http.Client) func(Decl) (tool.Tool, error) {
 	return func(d Decl) (tool.Tool, error) {
 		timeout, err := duration(d.Timeout, "30s")
@@ -311,9 +313,6 @@ func DeclaredTools(lambdaClient tool.LambdaInvoker, httpClient *http.Client) fun
 		effect := tool.Effect(d.Effect)
 		switch d.Kind {
 		case "lambda":
-			if lambdaClient == nil {
-				return tool.Tool{}, fmt.Errorf("tool %q: lambda tools are not available here", d.Name)
-			}
 			return tool.LambdaTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.ARN, timeout, lambdaClient), nil
 		case "http":
 			return tool.HTTPTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.URL, timeout, httpClient), nil

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -18,6 +19,7 @@ import (
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton/providers/awslambda"
 )
 
 const inlineScript = `{"steps":[{"text":"hi"}]}`
@@ -146,7 +148,6 @@ func TestBadConfigs(t *testing.T) {
 		{name: "declared http relative url", config: decl(`"url":"tools.example.com/lookup"`), agent: "a", field: "tools[0]", msg: "absolute http or https URL"},
 		{name: "declared http other scheme", config: decl(`"url":"ftp://tools.example.com/lookup"`), agent: "a", field: "tools[0]", msg: "absolute http or https URL"},
 		{name: "declared lambda missing arn", config: decl(`"kind":"lambda","url":null`), agent: "a", field: "tools[0]", msg: "needs arn"},
-		{name: "declared lambda without a client", config: decl(`"kind":"lambda","url":null,"arn":"arn:aws:lambda:us-east-1:000000000000:function:f"`), agent: "a", field: "tools[0]", msg: "lambda tools are not available"},
 		{name: "declared bad timeout", config: decl(`"timeout":"fast"`), agent: "a", field: "tools[0]", msg: "timeout"},
 		{name: "declared negative timeout", config: decl(`"timeout":"-1s"`), agent: "a", field: "tools[0]", msg: "not positive"},
 		{name: "declared bad approval", config: decl(`"approval":"maybe"`), agent: "a", field: "tools[0]", msg: `"maybe"`},
@@ -301,7 +302,7 @@ func TestDemo(t *testing.T) {
 func TestFullConfig(t *testing.T) {
 	d := deps(t)
 	// A real Lambda client; building the tools makes no calls.
-	d.Declared = agents.DeclaredTools(lambda.NewFromConfig(aws.Config{Region: "us-east-1"}), nil)
+	d.Declared = agents.DeclaredTools(awslambda.Client{Client: lambda.NewFromConfig(aws.Config{Region: "us-east-1"})}, nil)
 	m, err := agents.Load(context.Background(), os.DirFS("testdata"), "full.json", d)
 	if err != nil {
 		t.Fatal(err)

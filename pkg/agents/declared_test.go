@@ -19,6 +19,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/providers/awslambda"
 	"github.com/baton-run/baton/test/harness"
 )
 
@@ -174,12 +175,13 @@ func TestDeclaredTimeout(t *testing.T) {
 
 // TestDeclaredLambdaTool checks the wiring of a lambda declaration to kumo:
 // the tool invokes the configured ARN (here one kumo does not know).
-// LambdaTool itself is tested against a running function in package tool.
+// LambdaTool itself is tested against a running function in package
+// providers/awslambda.
 func TestDeclaredLambdaTool(t *testing.T) {
 	emu := testenv.Emulator()
 	arn := "arn:aws:lambda:us-east-1:000000000000:function:not-deployed"
 	cfg := scripted(`"tools":[{"name":"refund","kind":"lambda","description":"Refund.","effect":"external","schema":{"type":"object"},"arn":"` + arn + `"}]`)
-	a := load(t, cfg, agents.DeclaredTools(harness.LambdaClient(emu.URL), nil))
+	a := load(t, cfg, agents.DeclaredTools(awslambda.Client{Client: harness.LambdaClient(emu.URL)}, nil))
 	refund := a.get(t, "refund")
 	if refund.Effect != tool.External || refund.Idempotent {
 		t.Errorf("refund = %+v", refund)
@@ -190,5 +192,18 @@ func TestDeclaredLambdaTool(t *testing.T) {
 	var nf *lambdatypes.ResourceNotFoundException
 	if !errors.As(err, &nf) || !strings.Contains(err.Error(), "not-deployed") {
 		t.Errorf("err = %v, want kumo's ResourceNotFoundException for the ARN", err)
+	}
+}
+
+// TestDeclaredLambdaToolNoInvoker: in a program that registered no Lambda
+// invoker (the operator and the tick register none), an agent with a
+// lambda tool still loads, and a call of that tool fails the turn
+// (tool.Fatal) naming what to register.
+func TestDeclaredLambdaToolNoInvoker(t *testing.T) {
+	cfg := scripted(`"tools":[{"name":"refund","kind":"lambda","description":"Refund.","effect":"external","schema":{"type":"object"},"arn":"arn:aws:lambda:us-east-1:000000000000:function:refund"}]`)
+	a := load(t, cfg, agents.DeclaredTools(nil, nil))
+	_, err := a.get(t, "refund").Run(context.Background(), tool.Call{ID: "c", Input: json.RawMessage(`{}`), IdempotencyKey: "k"})
+	if !errors.Is(err, tool.ErrNoLambdaInvoker) || tool.KindOf(err) != tool.Fatal {
+		t.Fatalf("err = %v (%v), want a fatal tool.ErrNoLambdaInvoker", err, tool.KindOf(err))
 	}
 }

@@ -215,6 +215,9 @@ type Extras struct {
 	// SDK; a turn of an agent with servers then fails to list its tools
 	// (mcp.NoDialerError).
 	MCP mcp.Dialer
+	// Lambda invokes the file's lambda tools (see Lambda); nil in a
+	// function that runs no tool.
+	Lambda Lambda
 	// Interceptors wrap every model call, tool call, step and store call
 	// of the App, the first outermost (see package intercept).
 	Interceptors []intercept.Interceptor
@@ -310,7 +313,7 @@ func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x 
 }
 
 func loadFile(ctx context.Context, src string, clients *awsenv.Clients, x Extras) (turn.AgentMap, error) {
-	deps := Deps(clients, x.Providers)
+	deps := Deps(clients, x.Providers, x.Lambda)
 	deps.Tools, deps.MCP = x.Tools, x.MCP
 	switch {
 	case src == "":
