@@ -68,8 +68,10 @@ type App struct{ *app.App }
 // New builds the App of a deployed function from the process environment
 // (the variables template.yaml sets: BATON_TABLE, BATON_BUCKET,
 // BATON_QUEUE_URL, and optionally BATON_AGENTS, BATON_WAKE_GRACE,
-// BATON_STREAM_BUCKET, BATON_STREAM_BUCKET_TYPE and LOG_FORMAT) and the
-// standard AWS configuration chain.
+// BATON_STREAM_BUCKET, BATON_STREAM_BUCKET_TYPE and LOG_FORMAT) and the AWS
+// region and credentials Lambda puts there (awsenv.FromEnv). A program
+// outside Lambda builds its clients with package awsenv/awsconfig (the
+// SDK's full chain: profiles, SSO, instance roles) and calls NewOn.
 func New(ctx context.Context, c Config) (*App, error) {
 	x, err := c.extras(ctx)
 	if err != nil {

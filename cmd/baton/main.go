@@ -25,7 +25,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/dev"
-	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/awsenv/awsconfig"
 	"github.com/baton-run/baton/pkg/cli"
 	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/providers"
@@ -100,7 +100,7 @@ func run(args []string, stdout io.Writer) error {
 		} else if fs.NArg() > 0 {
 			return fmt.Errorf("provision takes no arguments, got %q", fs.Args())
 		}
-		clients, err := awsenv.Load(ctx)
+		clients, err := awsconfig.Load(ctx)
 		if err != nil {
 			return err
 		}

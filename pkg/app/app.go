@@ -266,16 +266,18 @@ func (e Env) StreamStore(client *s3.Client) (*streams.Store, error) {
 	return streams.NewOfType(client, bucket, t), nil
 }
 
-// FromOSWith builds an App from the process environment and the standard
-// AWS configuration chain, as a Lambda function does, with the program's
-// own tools and agents.
+// FromOSWith builds an App from the process environment, the AWS region
+// and credentials included (awsenv.FromEnv), as a Lambda function does,
+// with the program's own tools and agents.
 func FromOSWith(ctx context.Context, x Extras) (*App, error) {
 	env, err := EnvFromOS()
 	if err != nil {
 		return nil, err
 	}
 	log := Logger(env.LogFormat, os.Stderr)
-	clients, err := awsenv.Load(ctx)
+	// A deployed function's credentials are in its environment; the SDK's
+	// full chain (package awsenv/awsconfig) is not linked.
+	clients, err := awsenv.FromEnv()
 	if err != nil {
 		return nil, err
 	}
