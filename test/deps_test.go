@@ -113,3 +113,31 @@ func slicesHasOnly(deps []string, want string) bool {
 	}
 	return true
 }
+
+// TestFunctionsLinkNoConfigChain checks that no bootstrap links the AWS
+// SDK's shared-config and credential chain (profiles, SSO, STS, instance
+// metadata): baton.New reads a Lambda function's environment
+// (awsenv.FromEnv); package awsenv/awsconfig, which has the chain, is the
+// CLI's.
+func TestFunctionsLinkNoConfigChain(t *testing.T) {
+	chain := []string{
+		"github.com/aws/aws-sdk-go-v2/config",
+		"github.com/aws/aws-sdk-go-v2/service/sts",
+		"github.com/aws/aws-sdk-go-v2/service/sso",
+		"github.com/aws/aws-sdk-go-v2/feature/ec2/imds",
+		"github.com/baton-run/baton/pkg/awsenv/awsconfig",
+	}
+	for _, fn := range functionRoles {
+		out, err := exec.Command("go", "list", "-deps", "../functions/"+fn).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps ../functions/%s: %v\n%s", fn, err, out)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			for _, c := range chain {
+				if p == c || strings.HasPrefix(p, c+"/") {
+					t.Errorf("the %s function links %s", fn, p)
+				}
+			}
+		}
+	}
+}
