@@ -128,7 +128,7 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 		}
 		a.Compaction = comp
 	}
-	a.Tools, a.Remote = Assemble(b.local(c, bad), b.servers(c, bad), c.Approvals, b.deps.MCP, b.getenv, bad)
+	a.Tools, a.Remote = Assemble(b.local(c, lim, bad), b.servers(c, bad), c.Approvals, b.deps.MCP, b.getenv, bad)
 	return a
 }
 
@@ -175,13 +175,17 @@ func (b *builder) model(ctx context.Context, c Config, bad func(string, error)) 
 }
 
 // local resolves c's tools: declared in the file, or named.
-func (b *builder) local(c Config, bad func(string, error)) []Local {
+func (b *builder) local(c Config, lim turn.Limits, bad func(string, error)) []Local {
 	var local []Local
 	for i, ref := range c.Tools {
 		field := fmt.Sprintf("tools[%d]", i)
 		t, err := b.tool(ref)
 		if err != nil {
 			bad(field, err)
+			continue
+		}
+		if sub, err := CheckTool(t, lim); err != nil {
+			bad(field+"."+sub, fmt.Errorf("tool %q: %w", t.Name, err))
 			continue
 		}
 		local = append(local, Local{Field: field, Tool: t})
@@ -196,7 +200,7 @@ func (b *builder) tool(ref ToolRef) (tool.Tool, error) {
 		if !found {
 			return tool.Tool{}, fmt.Errorf("unknown tool %q", ref.Name)
 		}
-		return t, nil
+		return policy(t, ref.Timeout, ref.Retry)
 	}
 	if b.deps.Declared == nil {
 		return tool.Tool{}, fmt.Errorf("declared tool %q: no declared tools here", ref.Name)
@@ -211,7 +215,7 @@ func (b *builder) tool(ref ToolRef) (tool.Tool, error) {
 	if ref.Decl.Approval != nil {
 		t.NeedsApproval = ref.Decl.Approval.Needs
 	}
-	return t, nil
+	return policy(t, ref.Decl.Timeout, ref.Decl.Retry)
 }
 
 // servers checks c's MCP servers.

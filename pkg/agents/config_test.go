@@ -152,6 +152,17 @@ func TestBadConfigs(t *testing.T) {
 		{name: "declared negative timeout", config: decl(`"timeout":"-1s"`), agent: "a", field: "tools[0]", msg: "not positive"},
 		{name: "declared bad approval", config: decl(`"approval":"maybe"`), agent: "a", field: "tools[0]", msg: `"maybe"`},
 		{name: "declared unknown member", config: decl(`"retries":3`), agent: "a", field: "tools[0]", msg: `unknown field "retries"`},
+		{name: "declared negative retry", config: decl(`"retry":{"attempts":-1}`), agent: "a", field: "tools[0].retry.attempts", msg: "negative"},
+
+		// A tool's timeout and retry policy.
+		{name: "tool policy negative attempts", config: scripted(`"tools":[{"name":"get_weather","retry":{"attempts":-1}}]`), agent: "a", field: "tools[0].retry.attempts", msg: "negative"},
+		{name: "tool policy timeout past the step", config: scripted(`"tools":[{"name":"get_weather","timeout":"2h"}]`), agent: "a", field: "tools[0].timeout", msg: "longer than a step can run"},
+		{name: "tool policy maxBackoff below backoff", config: scripted(`"tools":[{"name":"get_weather","retry":{"attempts":3,"backoff":"2s","maxBackoff":"1s"}}]`), agent: "a", field: "tools[0].retry.maxBackoff", msg: "below backoff"},
+		{name: "tool policy backoff past the step", config: scripted(`"tools":[{"name":"get_weather","retry":{"attempts":2,"backoff":"2h"}}]`), agent: "a", field: "tools[0].retry.backoff", msg: "does not fit in a step"},
+		{name: "tool policy bad backoff", config: scripted(`"tools":[{"name":"get_weather","retry":{"attempts":2,"backoff":"soon"}}]`), agent: "a", field: "tools[0]", msg: "retry.backoff"},
+		{name: "tool policy bad timeout", config: scripted(`"tools":[{"name":"get_weather","timeout":"0s"}]`), agent: "a", field: "tools[0]", msg: "not positive"},
+		{name: "tool policy unknown tool", config: scripted(`"tools":[{"name":"nope","timeout":"5s"}]`), agent: "a", field: "tools[0]", msg: `unknown tool "nope"`},
+		{name: "tool policy unknown member", config: scripted(`"tools":[{"name":"get_weather","retries":3}]`), agent: "a", field: "tools[0]", msg: `unknown field "retries"`},
 		{name: "declared tool refused", config: decl(``), deps: func(d *agents.Deps) { d.Declared = nil }, agent: "a", field: "tools[0]", msg: "no declared tools here"},
 
 		// Limits.

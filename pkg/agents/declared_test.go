@@ -207,3 +207,52 @@ func TestDeclaredLambdaToolNoInvoker(t *testing.T) {
 		t.Fatalf("err = %v (%v), want a fatal tool.ErrNoLambdaInvoker", err, tool.KindOf(err))
 	}
 }
+
+// TestToolPolicy: an agent file sets a tool's timeout and retry policy, as
+// baton.Timeout and baton.Retry do for a Go tool: a named tool with an
+// object entry, a declared tool with its own members. The declared HTTP
+// tool's 503 is transient, so the call is tried again, with the same
+// Idempotency-Key, and succeeds.
+func TestToolPolicy(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		n := len(keys)
+		mu.Unlock()
+		if n == 1 {
+			http.Error(w, "warming up", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, `{"reserved":true}`)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := scripted(`"tools":[
+		{"name":"get_weather","timeout":"5s","retry":{"attempts":3,"backoff":"100ms","maxBackoff":"1s"}},
+		{"name":"reserve","kind":"http","description":"Reserve.","effect":"write","schema":{"type":"object"},
+		 "url":"` + srv.URL + `","timeout":"10s","retry":{"attempts":2,"backoff":"1ms"}}]`)
+	a := load(t, cfg, agents.DeclaredTools(nil, nil))
+
+	w := a.get(t, "get_weather")
+	if w.Timeout != 5*time.Second || w.Retry != (tool.Retry{Attempts: 3, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second}) {
+		t.Errorf("get_weather: timeout %v, retry %+v", w.Timeout, w.Retry)
+	}
+	r := a.get(t, "reserve")
+	if r.Timeout != 10*time.Second || r.Retry != (tool.Retry{Attempts: 2, Backoff: time.Millisecond}) {
+		t.Errorf("reserve: timeout %v, retry %+v", r.Timeout, r.Retry)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := tool.Invoke(ctx, r, tool.Call{ID: "c", Name: "reserve", Input: json.RawMessage(`{}`), IdempotencyKey: "s/t/c"})
+	if err != nil || string(out) != `{"reserved":true}` {
+		t.Fatalf("Invoke = %s, %v; want the second try's answer", out, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 2 || keys[0] != "s/t/c" || keys[1] != "s/t/c" {
+		t.Errorf("the endpoint saw keys %q, want the same key twice", keys)
+	}
+}

@@ -152,7 +152,8 @@ func LambdaTool(name, description string, schema json.RawMessage, effect Effect,
 // HTTPTool is a tool run by an HTTP endpoint: each call POSTs an Envelope
 // as application/json with an Idempotency-Key header. A 2xx body is the
 // output; one that is not JSON is wrapped as a JSON string. Any other
-// status is a *StatusError. timeout <= 0 means DefaultTimeout; a nil
+// status is a *StatusError, Transient for 429, 502, 503 and 504, as is an
+// endpoint that cannot be reached (see Retry). timeout <= 0 means DefaultTimeout; a nil
 // client means a new http.Client.
 func HTTPTool(name, description string, schema json.RawMessage, effect Effect, idempotent bool, url string, timeout time.Duration, client *http.Client) Tool {
 	if timeout <= 0 {
@@ -184,7 +185,8 @@ func HTTPTool(name, description string, schema json.RawMessage, effect Effect, i
 				if timedOut(parent, ctx) {
 					return nil, fmt.Errorf("tool %s: no answer within %s: %w", name, timeout, err)
 				}
-				return nil, fmt.Errorf("tool %s: %w", name, err)
+				// No answer came: the endpoint was not reached.
+				return nil, &Error{Kind: Transient, Err: fmt.Errorf("tool %s: %w", name, err)}
 			}
 			defer resp.Body.Close()
 			body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
@@ -195,7 +197,7 @@ func HTTPTool(name, description string, schema json.RawMessage, effect Effect, i
 				return nil, fmt.Errorf("tool %s: read response: %w", name, err)
 			}
 			if resp.StatusCode < 200 || resp.StatusCode > 299 {
-				return nil, &StatusError{Tool: name, Status: resp.StatusCode, Body: excerpt(body)}
+				return nil, statusError(name, resp.StatusCode, body)
 			}
 			if len(body) > MaxResponseBytes {
 				return nil, fmt.Errorf("tool %s: response larger than %d bytes", name, MaxResponseBytes)
@@ -210,6 +212,18 @@ func HTTPTool(name, description string, schema json.RawMessage, effect Effect, i
 			return wrapped, nil
 		},
 	}
+}
+
+// statusError is an HTTP tool's answer outside 2xx: Transient for 429,
+// 502, 503 and 504, which say the request was not served (a Retry policy
+// tries it again, with the same Idempotency-Key), for the model otherwise.
+func statusError(name string, status int, body []byte) error {
+	err := &StatusError{Tool: name, Status: status, Body: excerpt(body)}
+	switch status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return &Error{Kind: Transient, Err: err}
+	}
+	return err
 }
 
 // excerpt is the start of b for an error message: whitespace collapsed,

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -229,5 +230,28 @@ func TestExcerpt(t *testing.T) {
 	}
 	if got := excerpt([]byte(" a\n\tb  ")); got != "a b" {
 		t.Errorf("excerpt = %q", got)
+	}
+}
+
+// TestHTTPToolTransient: an answer that says the request was not served
+// (429, 502, 503, 504) and an endpoint that cannot be reached are
+// Transient, for the tool's Retry policy; any other status is the model's.
+func TestHTTPToolTransient(t *testing.T) {
+	var status atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(int(status.Load())) }))
+	defer srv.Close()
+	for code, want := range map[int]ErrorKind{429: Transient, 502: Transient, 503: Transient, 504: Transient, 400: ForModel, 404: ForModel, 500: ForModel} {
+		status.Store(int32(code))
+		_, err := HTTPTool("remote", "", schemaAny, Write, false, srv.URL, time.Second, nil).Run(context.Background(), call(`{}`))
+		var se *StatusError
+		if !errors.As(err, &se) || se.Status != code || KindOf(err) != want {
+			t.Errorf("HTTP %d: err = %v (%v), want a StatusError of kind %v", code, err, KindOf(err), want)
+		}
+	}
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	_, err := HTTPTool("remote", "", schemaAny, Write, false, dead.URL, time.Second, nil).Run(context.Background(), call(`{}`))
+	if KindOf(err) != Transient {
+		t.Errorf("unreachable: err = %v (%v), want Transient", err, KindOf(err))
 	}
 }

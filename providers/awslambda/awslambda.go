@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
@@ -28,7 +29,10 @@ type Client struct{ *lambda.Client }
 
 // InvokeLambda invokes function synchronously with payload. An error is
 // the SDK's, which names the operation (errors.As finds its type, such as
-// *types.ResourceNotFoundException).
+// *types.ResourceNotFoundException). One the SDK itself retries
+// (throttling, a service fault: ones it judges safe to send again), once
+// its own retries are spent, is a tool.Transient error, for the tool's
+// Retry policy.
 func (c Client) InvokeLambda(ctx context.Context, function string, payload []byte) (tool.LambdaResult, error) {
 	out, err := c.Invoke(ctx, &lambda.InvokeInput{
 		FunctionName:   aws.String(function),
@@ -36,6 +40,9 @@ func (c Client) InvokeLambda(ctx context.Context, function string, payload []byt
 		Payload:        payload,
 	})
 	if err != nil {
+		if retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err).Bool() {
+			return tool.LambdaResult{}, &tool.Error{Kind: tool.Transient, Err: err}
+		}
 		return tool.LambdaResult{}, err
 	}
 	return tool.LambdaResult{Payload: out.Payload, FunctionError: aws.ToString(out.FunctionError)}, nil
