@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/lambdahttp"
+	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/tick"
 )
 
@@ -73,7 +74,11 @@ type App struct{ *app.App }
 // outside Lambda builds its clients with package awsenv/awsconfig (the
 // SDK's full chain: profiles, SSO, instance roles) and calls NewOn.
 func New(ctx context.Context, c Config) (*App, error) {
-	x, err := c.extras(ctx)
+	var log *slog.Logger
+	if env, err := app.EnvFromOS(); err == nil {
+		log = app.OSLogger(env)
+	}
+	x, err := c.extras(ctx, log)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +95,7 @@ func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	x, err := c.extras(ctx)
+	x, err := c.extras(ctx, log)
 	if err != nil {
 		return nil, err
 	}
@@ -101,8 +106,10 @@ func NewOn(ctx context.Context, c Config, env app.Env, clients *awsenv.Clients, 
 	return &App{a}, nil
 }
 
-// extras builds the agents of c; every agent's errors are reported.
-func (c Config) extras(ctx context.Context) (app.Extras, error) {
+// extras builds the agents of c; every agent's errors are reported. Their
+// MCP client logs to log (mcp.WithLog).
+func (c Config) extras(ctx context.Context, log *slog.Logger) (app.Extras, error) {
+	c.MCP = mcp.WithLog(c.MCP, log)
 	x := app.Extras{Tools: c.Tools, Providers: c.Providers, MCP: c.MCP, Lambda: c.Lambda, Interceptors: c.Interceptors}
 	var errs []error
 	for _, a := range c.Agents {

@@ -230,6 +230,8 @@ func New(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Logger
 
 // NewWith is New for a program that adds its own tools and agents.
 func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Logger, x Extras) (*App, error) {
+	// The MCP client logs where the app does.
+	x.MCP = mcp.WithLog(x.MCP, log)
 	agentMap, err := LoadAgentsWith(ctx, env.Agents, clients, x)
 	if err != nil {
 		return nil, err
@@ -266,6 +268,10 @@ func (e Env) StreamStore(client *s3.Client) (*streams.Store, error) {
 	return streams.NewOfType(client, bucket, t), nil
 }
 
+// OSLogger is the logger of a function's App: env's LOG_FORMAT, on
+// standard error.
+func OSLogger(env Env) *slog.Logger { return Logger(env.LogFormat, os.Stderr) }
+
 // FromOSWith builds an App from the process environment, the AWS region
 // and credentials included (awsenv.FromEnv), as a Lambda function does,
 // with the program's own tools and agents.
@@ -274,7 +280,7 @@ func FromOSWith(ctx context.Context, x Extras) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := Logger(env.LogFormat, os.Stderr)
+	log := OSLogger(env)
 	// A deployed function's credentials are in its environment; the SDK's
 	// full chain (package awsenv/awsconfig) is not linked.
 	clients, err := awsenv.FromEnv()
