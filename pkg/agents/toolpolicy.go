@@ -70,6 +70,8 @@ func CheckTool(t tool.Tool, l turn.Limits) (string, error) {
 		return "retry.backoff", errors.New("negative")
 	case r.MaxBackoff < 0:
 		return "retry.maxBackoff", errors.New("negative")
+	case room <= 0:
+		// CheckLimits refuses such limits.
 	case t.Timeout > room:
 		return "timeout", fmt.Errorf("%s is longer than a step can run (the budget %s less the margin %s)", t.Timeout, full.Budget, full.Margin)
 	case r.Backoff >= room && r.Attempts > 1:
