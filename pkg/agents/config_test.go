@@ -156,7 +156,6 @@ func TestBadConfigs(t *testing.T) {
 
 		// A tool's timeout and retry policy.
 		{name: "tool policy negative attempts", config: scripted(`"tools":[{"name":"get_weather","retry":{"attempts":-1}}]`), agent: "a", field: "tools[0].retry.attempts", msg: "negative"},
-		{name: "tool policy timeout past the step", config: scripted(`"tools":[{"name":"get_weather","timeout":"2h"}]`), agent: "a", field: "tools[0].timeout", msg: "longer than a step can run"},
 		{name: "tool policy maxBackoff below backoff", config: scripted(`"tools":[{"name":"get_weather","retry":{"attempts":3,"backoff":"2s","maxBackoff":"1s"}}]`), agent: "a", field: "tools[0].retry.maxBackoff", msg: "below backoff"},
 		{name: "tool policy backoff past the step", config: scripted(`"tools":[{"name":"get_weather","retry":{"attempts":2,"backoff":"2h"}}]`), agent: "a", field: "tools[0].retry.backoff", msg: "does not fit in a step"},
 		{name: "tool policy bad backoff", config: scripted(`"tools":[{"name":"get_weather","retry":{"attempts":2,"backoff":"soon"}}]`), agent: "a", field: "tools[0]", msg: "retry.backoff"},

@@ -54,9 +54,10 @@ func optDuration(s string) (time.Duration, error) {
 
 // CheckTool is the one check of a tool's timeout and retry policy, for
 // agent files and Go agents alike, against the agent's limits: nothing
-// negative, a timeout within the invocation's budget (less its margin: a
-// timeout never outlives the step), a backoff that fits it, and a
-// maxBackoff no lower than the backoff. It returns the field at fault,
+// negative, a backoff that fits in a step (the invocation's budget less its
+// margin; a retry whose wait does not fit is not made), and a maxBackoff no
+// lower than the backoff. A timeout longer than a step is allowed: the
+// step's deadline bounds each try anyway. It returns the field at fault,
 // under the tool's ("timeout", "retry.backoff"), and why.
 func CheckTool(t tool.Tool, l turn.Limits) (string, error) {
 	full, r := l.WithDefaults(), t.Retry
@@ -72,8 +73,6 @@ func CheckTool(t tool.Tool, l turn.Limits) (string, error) {
 		return "retry.maxBackoff", errors.New("negative")
 	case room <= 0:
 		// CheckLimits refuses such limits.
-	case t.Timeout > room:
-		return "timeout", fmt.Errorf("%s is longer than a step can run (the budget %s less the margin %s)", t.Timeout, full.Budget, full.Margin)
 	case r.Backoff >= room && r.Attempts > 1:
 		return "retry.backoff", fmt.Errorf("%s does not fit in a step (the budget %s less the margin %s)", r.Backoff, full.Budget, full.Margin)
 	case r.MaxBackoff != 0 && r.MaxBackoff < r.Backoff:
