@@ -188,6 +188,10 @@ func (a Agent) BuildWith(ctx context.Context, d MCPDialer) (*turn.Agent, error) 
 			bad(field, fmt.Errorf("tool %q: %w", t.Name, t.Err))
 			continue
 		}
+		if sub, err := agents.CheckTool(t, a.Limits); err != nil {
+			bad(field+"."+sub, fmt.Errorf("tool %q: %w", t.Name, err))
+			continue
+		}
 		local = append(local, agents.Local{Field: field, Tool: t})
 	}
 	servers := make([]agents.Remote, len(a.MCP))

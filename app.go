@@ -16,6 +16,7 @@ import (
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/lambdahttp"
+	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/metrics"
 	"github.com/baton-run/baton/pkg/tick"
 )
@@ -38,6 +39,11 @@ type Config struct {
 	// (the operator, the tick) sets none. Without one, a turn of an agent
 	// with MCP servers fails to list their tools.
 	MCP MCPDialer
+	// Lambda invokes the agent file's lambda tools: providers.Lambda() is
+	// baton's, on the AWS SDK's Lambda client. Only a program that sets it
+	// links that client; a function that runs no tool (the operator, the
+	// tick) sets none. Without one, a call of a lambda tool fails its turn.
+	Lambda Lambda
 	// Interceptors wrap every model call, tool call, step and store call,
 	// the first outermost: the seam for tracing and metrics (see package
 	// intercept). None adds nothing to the hot path.
@@ -64,6 +70,10 @@ type Provider = app.Provider
 // KeyStore makes the secret store of model keys; see Config.KeyStore.
 type KeyStore = app.KeyStore
 
+// Lambda makes the invoker of lambda tools on the app's AWS clients; see
+// Config.Lambda.
+type Lambda = app.Lambda
+
 // Interceptor wraps the calls a turn makes; see package intercept.
 type Interceptor = intercept.Interceptor
 
@@ -79,10 +89,16 @@ type App struct{ a *app.App }
 // New builds the App of a deployed function from the process environment
 // (the variables template.yaml sets: BATON_TABLE, BATON_BUCKET,
 // BATON_QUEUE_URL, and optionally BATON_AGENTS, BATON_WAKE_GRACE,
-// BATON_STREAM_BUCKET, BATON_STREAM_BUCKET_TYPE and LOG_FORMAT) and the
-// standard AWS configuration chain.
+// BATON_STREAM_BUCKET, BATON_STREAM_BUCKET_TYPE and LOG_FORMAT) and the AWS
+// region and credentials Lambda puts there (awsenv.FromEnv). A program
+// outside Lambda builds its clients with package awsenv/awsconfig (the
+// SDK's full chain: profiles, SSO, instance roles) and calls NewOn.
 func New(ctx context.Context, c Config) (*App, error) {
-	x, err := c.extras(ctx)
+	var log *slog.Logger
+	if env, err := app.EnvFromOS(); err == nil {
+		log = app.OSLogger(env)
+	}
+	x, err := c.extras(ctx, log)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +160,7 @@ func NewOn(ctx context.Context, c Config, r Resources, cfg aws.Config, log *slog
 	if err != nil {
 		return nil, err
 	}
-	x, err := c.extras(ctx)
+	x, err := c.extras(ctx, log)
 	if err != nil {
 		return nil, err
 	}
@@ -155,9 +171,11 @@ func NewOn(ctx context.Context, c Config, r Resources, cfg aws.Config, log *slog
 	return &App{a}, nil
 }
 
-// extras builds the agents of c; every agent's errors are reported.
-func (c Config) extras(ctx context.Context) (app.Extras, error) {
-	x := app.Extras{Tools: c.Tools, Providers: c.Providers, MCP: c.MCP, Interceptors: c.Interceptors, KeyStore: c.KeyStore, Metrics: metrics.Lambda(c.Metrics)}
+// extras builds the agents of c; every agent's errors are reported. Their
+// MCP client logs to log (mcp.WithLog).
+func (c Config) extras(ctx context.Context, log *slog.Logger) (app.Extras, error) {
+	c.MCP = mcp.WithLog(c.MCP, log)
+	x := app.Extras{Tools: c.Tools, Providers: c.Providers, MCP: c.MCP, Lambda: c.Lambda, Interceptors: c.Interceptors, KeyStore: c.KeyStore, Metrics: metrics.Lambda(c.Metrics)}
 	var errs []error
 	for _, a := range c.Agents {
 		t, err := a.BuildWith(ctx, c.MCP)

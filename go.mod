@@ -26,9 +26,7 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/openai/openai-go v1.12.0
 	github.com/robfig/cron/v3 v3.0.1
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/sivchari/kumo v0.33.1
-	golang.org/x/text v0.33.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 

@@ -153,7 +153,7 @@ func TestTurnCallsMCPToolsAndWaitsForApproval(t *testing.T) {
 		Tools: []baton.Tool{note},
 		MCP: []baton.MCPServer{{Name: "files", URL: srv.URL,
 			HeaderEnv: map[string]string{"Authorization": "FILES_TOKEN"},
-			Allow:     []string{mcptest.Lookup, mcptest.SetFlag, mcptest.Delete, "rename_file"}}},
+			Allow:     []string{mcptest.Lookup, mcptest.SetFlag, mcptest.Delete}}},
 		Limits: baton.Limits{ModelRetry: model.RetryPolicy{Attempts: 1}},
 	}.BuildWith(ctx, providers.MCP())
 	if err != nil {
@@ -180,7 +180,8 @@ func TestTurnCallsMCPToolsAndWaitsForApproval(t *testing.T) {
 		t.Fatalf("outcome = %+v, want suspended for approval", out)
 	}
 	// The model was offered the Go tool and the allowed tools the server
-	// lists; rename_file is allowed but not on the server yet.
+	// lists (an allowed tool it did not list would fail the turn here:
+	// TestTurnWithAnUnlistedMCPToolFails).
 	reqs := m.requests()
 	if len(reqs) != 1 || offered(t, reqs[0]) != "note,lookup,set_flag,delete_file" {
 		t.Fatalf("offered %s", offered(t, reqs[0]))
@@ -219,8 +220,8 @@ func TestTurnCallsMCPToolsAndWaitsForApproval(t *testing.T) {
 		t.Fatalf("executions = %s, want set_flag", ex)
 	}
 
-	// The server's list changes: a tool removed, a schema changed, an
-	// allowed tool added.
+	// The server's list changes: a tool removed, a schema changed, a tool
+	// added.
 	srv.Remove(mcptest.Lookup)
 	srv.Add(&sdkmcp.Tool{Name: mcptest.SetFlag, Description: "Set a flag, for a while.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"ttl":{"type":"integer"}},"required":["name","ttl"]}`)})

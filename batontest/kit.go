@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/providers/awslambda"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/internal/testenv"
@@ -146,6 +147,10 @@ func NewWith(tb TB, c baton.Config, o Options) *Kit {
 			mlog = slog.New(slog.DiscardHandler)
 		}
 		c.MCP = mcpsdk.Dialer{Log: mlog}
+	}
+	if c.Lambda == nil {
+		// Nor does it leave the file's lambda tools without an invoker.
+		c.Lambda = awslambda.Invoker()
 	}
 	res, err := testenv.Provision(ctx, testenv.Emulator(), tmpl)
 	if err != nil {

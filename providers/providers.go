@@ -1,12 +1,13 @@
-// Package providers registers all of baton's model providers and its MCP
-// client with a program:
+// Package providers registers all of baton's model providers, its MCP
+// client and its invoker of lambda tools with a program:
 //
-//	baton.Config{Providers: providers.All(), MCP: providers.MCP()}
+//	baton.Config{Providers: providers.All(), MCP: providers.MCP(), Lambda: providers.Lambda()}
 //
 // Importing this package links every provider SDK and the MCP SDK, even
 // for a program that names one: a program that wants one imports its
 // package instead (providers/anthropic, providers/openai,
-// providers/bedrock; providers/mcp for the MCP client) and links only that.
+// providers/bedrock; providers/mcp for the MCP client, providers/awslambda
+// for the Lambda client) and links only that.
 // A function that runs no model (the operator, the tick) registers none
 // and links no provider SDK. An agent file that names a provider its
 // program did not register still loads; that agent's turns fail with
@@ -17,6 +18,7 @@ import (
 	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/providers/anthropic"
+	"github.com/baton-run/baton/providers/awslambda"
 	"github.com/baton-run/baton/providers/bedrock"
 	"github.com/baton-run/baton/providers/keystore"
 	pmcp "github.com/baton-run/baton/providers/mcp"
@@ -46,3 +48,7 @@ func MCP() mcp.Dialer { return pmcp.Client() }
 // Parameter Store, for baton.Config.KeyStore; see package
 // providers/keystore.
 func KeyStore() app.KeyStore { return keystore.AWS() }
+
+// Lambda is baton's invoker of lambda tools, for baton.Config.Lambda; see
+// package providers/awslambda.
+func Lambda() app.Lambda { return awslambda.Invoker() }

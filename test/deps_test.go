@@ -29,9 +29,10 @@ func TestFunctionsLinkNoTestingPackages(t *testing.T) {
 }
 
 // TestOperatorAndTickLinkNoProvider checks that the functions that run no
-// model link no model provider SDK and no MCP SDK: only the resume function
-// registers providers (providers.All()) and the MCP client
-// (providers.MCP()), so only it pays for them.
+// model link no model provider SDK, no MCP SDK and no Lambda client: only
+// the resume function registers providers (providers.All()), the MCP
+// client (providers.MCP()) and the invoker of lambda tools
+// (providers.Lambda()), so only it pays for them.
 func TestOperatorAndTickLinkNoProvider(t *testing.T) {
 	heavy := []string{
 		"github.com/baton-run/baton/providers",
@@ -46,6 +47,10 @@ func TestOperatorAndTickLinkNoProvider(t *testing.T) {
 		"github.com/baton-run/baton/pkg/apikey/awsstore",
 		"github.com/aws/aws-sdk-go-v2/service/secretsmanager",
 		"github.com/aws/aws-sdk-go-v2/service/ssm",
+		"github.com/aws/aws-sdk-go-v2/service/lambda",
+		"github.com/baton-run/baton/providers/awslambda",
+		"github.com/santhosh-tekuri/jsonschema",
+		"golang.org/x/text",
 	}
 	for _, fn := range []string{"operator", "tick"} {
 		out, err := exec.Command("go", "list", "-deps", "../functions/"+fn).CombinedOutput()
@@ -72,6 +77,7 @@ func TestProviderPackagesLinkOnlyTheirSDK(t *testing.T) {
 		"openai":    "github.com/openai/openai-go",
 		"bedrock":   "github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
 		"mcp":       "github.com/modelcontextprotocol/go-sdk",
+		"awslambda": "github.com/aws/aws-sdk-go-v2/service/lambda",
 	}
 	for pkg, own := range sdks {
 		out, err := exec.Command("go", "list", "-deps", "../providers/"+pkg).CombinedOutput()
@@ -110,4 +116,32 @@ func slicesHasOnly(deps []string, want string) bool {
 		}
 	}
 	return true
+}
+
+// TestFunctionsLinkNoConfigChain checks that no bootstrap links the AWS
+// SDK's shared-config and credential chain (profiles, SSO, STS, instance
+// metadata): baton.New reads a Lambda function's environment
+// (awsenv.FromEnv); package awsenv/awsconfig, which has the chain, is the
+// CLI's.
+func TestFunctionsLinkNoConfigChain(t *testing.T) {
+	chain := []string{
+		"github.com/aws/aws-sdk-go-v2/config",
+		"github.com/aws/aws-sdk-go-v2/service/sts",
+		"github.com/aws/aws-sdk-go-v2/service/sso",
+		"github.com/aws/aws-sdk-go-v2/feature/ec2/imds",
+		"github.com/baton-run/baton/pkg/awsenv/awsconfig",
+	}
+	for _, fn := range functionRoles {
+		out, err := exec.Command("go", "list", "-deps", "../functions/"+fn).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps ../functions/%s: %v\n%s", fn, err, out)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			for _, c := range chain {
+				if p == c || strings.HasPrefix(p, c+"/") {
+					t.Errorf("the %s function links %s", fn, p)
+				}
+			}
+		}
+	}
 }

@@ -25,7 +25,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/dev"
-	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/awsenv/awsconfig"
 	"github.com/baton-run/baton/pkg/cli"
 	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/providers"
@@ -85,7 +85,7 @@ func run(args []string, stdout io.Writer) error {
 		opts.Out = os.Stdout
 		// The same Config as the functions': the repository's functions
 		// and its dev server are programs of the public API.
-		cfg := baton.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore()}
+		cfg := baton.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore(), Lambda: providers.Lambda()}
 		if *emf {
 			cfg.Metrics = os.Stderr
 		}
@@ -105,7 +105,7 @@ func run(args []string, stdout io.Writer) error {
 		} else if fs.NArg() > 0 {
 			return fmt.Errorf("provision takes no arguments, got %q", fs.Args())
 		}
-		clients, err := awsenv.Load(ctx)
+		clients, err := awsconfig.Load(ctx)
 		if err != nil {
 			return err
 		}

@@ -11,5 +11,5 @@ import (
 )
 
 func main() {
-	baton.Main(baton.ResumeFunction, baton.Config{Tools: baton.DemoTools(), Metrics: os.Stderr, Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore()})
+	baton.Main(baton.ResumeFunction, baton.Config{Tools: baton.DemoTools(), Metrics: os.Stderr, Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore(), Lambda: providers.Lambda()})
 }

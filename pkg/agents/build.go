@@ -137,7 +137,7 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 		}
 		a.Compaction = comp
 	}
-	a.Tools, a.Remote = Assemble(b.local(c, bad), b.servers(c, bad), c.Approvals, b.deps.MCP, b.getenv, bad)
+	a.Tools, a.Remote = Assemble(b.local(c, lim, bad), b.servers(c, bad), c.Approvals, b.deps.MCP, b.getenv, bad)
 	return a
 }
 
@@ -182,13 +182,17 @@ func (b *builder) model(ctx context.Context, c Config, bad func(string, error)) 
 }
 
 // local resolves c's tools: declared in the file, or named.
-func (b *builder) local(c Config, bad func(string, error)) []Local {
+func (b *builder) local(c Config, lim turn.Limits, bad func(string, error)) []Local {
 	var local []Local
 	for i, ref := range c.Tools {
 		field := fmt.Sprintf("tools[%d]", i)
 		t, err := b.tool(ref)
 		if err != nil {
 			bad(field, err)
+			continue
+		}
+		if sub, err := CheckTool(t, lim); err != nil {
+			bad(field+"."+sub, fmt.Errorf("tool %q: %w", t.Name, err))
 			continue
 		}
 		local = append(local, Local{Field: field, Tool: t})
@@ -203,7 +207,7 @@ func (b *builder) tool(ref ToolRef) (tool.Tool, error) {
 		if !found {
 			return tool.Tool{}, fmt.Errorf("unknown tool %q", ref.Name)
 		}
-		return t, nil
+		return policy(t, ref.Timeout, ref.Retry)
 	}
 	if b.deps.Declared == nil {
 		return tool.Tool{}, fmt.Errorf("declared tool %q: no declared tools here", ref.Name)
@@ -221,7 +225,7 @@ func (b *builder) tool(ref ToolRef) (tool.Tool, error) {
 	if len(ref.Decl.Claims) > 0 {
 		t.Claims = claims.Of(ref.Decl.Claims...)
 	}
-	return t, nil
+	return policy(t, ref.Decl.Timeout, ref.Decl.Retry)
 }
 
 // servers checks c's MCP servers.
@@ -314,7 +318,9 @@ func (d Decl) validate() error {
 
 // DeclaredTools returns a Deps.Declared that builds lambda tools with
 // lambdaClient and http tools with httpClient. A declaration without a
-// timeout gets 30s.
+// timeout gets 30s. With a nil lambdaClient (a program that runs no tool)
+// lambda tools are still built, and their calls fail the turn
+// (tool.ErrNoLambdaInvoker).
 func DeclaredTools(lambdaClient tool.LambdaInvoker, httpClient *http.Client) func(Decl) (tool.Tool, error) {
 	return func(d Decl) (tool.Tool, error) {
 		timeout, err := duration(d.Timeout, "30s")
@@ -324,9 +330,6 @@ func DeclaredTools(lambdaClient tool.LambdaInvoker, httpClient *http.Client) fun
 		effect := tool.Effect(d.Effect)
 		switch d.Kind {
 		case "lambda":
-			if lambdaClient == nil {
-				return tool.Tool{}, fmt.Errorf("tool %q: lambda tools are not available here", d.Name)
-			}
 			return tool.LambdaTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.ARN, timeout, lambdaClient), nil
 		case "http":
 			return tool.HTTPTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.URL, timeout, httpClient), nil

@@ -189,13 +189,27 @@ type ModelRetry struct {
 	MaxSuspensions int    `json:"maxSuspensions,omitempty"`
 }
 
-// ToolRef is a tool name, or a tool declared without code.
+// ToolRef is a tool name, or a tool declared without code. A named tool
+// may also be an object that sets its timeout and retry policy:
+// {"name": "lookup", "timeout": "5s", "retry": {"attempts": 3, "backoff": "200ms"}}.
 type ToolRef struct {
 	Name string
 	Decl *Decl
+	// Timeout and Retry are a named tool's policy (a declaration has its
+	// own).
+	Timeout string
+	Retry   *ToolRetry
 }
 
-// UnmarshalJSON accepts a string or a declaration object.
+// named is the object form of a named tool with its policy.
+type named struct {
+	Name    string     `json:"name"`
+	Timeout string     `json:"timeout,omitempty"`
+	Retry   *ToolRetry `json:"retry,omitempty"`
+}
+
+// UnmarshalJSON accepts a string, a named tool's policy object, or a
+// declaration object.
 func (r *ToolRef) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '"' {
 		return json.Unmarshal(b, &r.Name)
@@ -206,14 +220,28 @@ func (r *ToolRef) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&d); err != nil {
 		return err
 	}
+	var n named
+	if dec := json.NewDecoder(bytes.NewReader(b)); dec.Decode(&n) == nil && d.policyOnly() {
+		r.Name, r.Timeout, r.Retry = n.Name, n.Timeout, n.Retry
+		return nil
+	}
 	r.Name, r.Decl = d.Name, &d
 	return nil
 }
 
-// MarshalJSON writes the name or the declaration.
+// policyOnly reports whether d names a tool and sets only its policy.
+func (d Decl) policyOnly() bool {
+	return d.Kind == "" && d.Description == "" && d.Schema == nil && d.Effect == "" && !d.Idempotent &&
+		d.ARN == "" && d.URL == "" && d.Approval == nil
+}
+
+// MarshalJSON writes the name, the policy object or the declaration.
 func (r ToolRef) MarshalJSON() ([]byte, error) {
 	if r.Decl != nil {
 		return json.Marshal(r.Decl)
+	}
+	if r.Timeout != "" || r.Retry != nil {
+		return json.Marshal(named{Name: r.Name, Timeout: r.Timeout, Retry: r.Retry})
 	}
 	return json.Marshal(r.Name)
 }
@@ -229,6 +257,7 @@ type Decl struct {
 	ARN         string          `json:"arn,omitempty"`     // lambda
 	URL         string          `json:"url,omitempty"`     // http
 	Timeout     string          `json:"timeout,omitempty"` // http and lambda; default 30s
+	Retry       *ToolRetry      `json:"retry,omitempty"`   // transient errors; see ToolRetry
 	Approval    *Rule           `json:"approval,omitempty"`
 	// Claims are the resource claims a call needs, each keyed by a
 	// top-level string field of the input (only write and external tools

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -18,6 +19,7 @@ import (
 	"github.com/baton-run/baton/pkg/model"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton/providers/awslambda"
 )
 
 const inlineScript = `{"steps":[{"text":"hi"}]}`
@@ -146,11 +148,20 @@ func TestBadConfigs(t *testing.T) {
 		{name: "declared http relative url", config: decl(`"url":"tools.example.com/lookup"`), agent: "a", field: "tools[0]", msg: "absolute http or https URL"},
 		{name: "declared http other scheme", config: decl(`"url":"ftp://tools.example.com/lookup"`), agent: "a", field: "tools[0]", msg: "absolute http or https URL"},
 		{name: "declared lambda missing arn", config: decl(`"kind":"lambda","url":null`), agent: "a", field: "tools[0]", msg: "needs arn"},
-		{name: "declared lambda without a client", config: decl(`"kind":"lambda","url":null,"arn":"arn:aws:lambda:us-east-1:000000000000:function:f"`), agent: "a", field: "tools[0]", msg: "lambda tools are not available"},
 		{name: "declared bad timeout", config: decl(`"timeout":"fast"`), agent: "a", field: "tools[0]", msg: "timeout"},
 		{name: "declared negative timeout", config: decl(`"timeout":"-1s"`), agent: "a", field: "tools[0]", msg: "not positive"},
 		{name: "declared bad approval", config: decl(`"approval":"maybe"`), agent: "a", field: "tools[0]", msg: `"maybe"`},
 		{name: "declared unknown member", config: decl(`"retries":3`), agent: "a", field: "tools[0]", msg: `unknown field "retries"`},
+		{name: "declared negative retry", config: decl(`"retry":{"attempts":-1}`), agent: "a", field: "tools[0].retry.attempts", msg: "negative"},
+
+		// A tool's timeout and retry policy.
+		{name: "tool policy negative attempts", config: scripted(`"tools":[{"name":"get_weather","retry":{"attempts":-1}}]`), agent: "a", field: "tools[0].retry.attempts", msg: "negative"},
+		{name: "tool policy maxBackoff below backoff", config: scripted(`"tools":[{"name":"get_weather","retry":{"attempts":3,"backoff":"2s","maxBackoff":"1s"}}]`), agent: "a", field: "tools[0].retry.maxBackoff", msg: "below backoff"},
+		{name: "tool policy backoff past the step", config: scripted(`"tools":[{"name":"get_weather","retry":{"attempts":2,"backoff":"2h"}}]`), agent: "a", field: "tools[0].retry.backoff", msg: "does not fit in a step"},
+		{name: "tool policy bad backoff", config: scripted(`"tools":[{"name":"get_weather","retry":{"attempts":2,"backoff":"soon"}}]`), agent: "a", field: "tools[0]", msg: "retry.backoff"},
+		{name: "tool policy bad timeout", config: scripted(`"tools":[{"name":"get_weather","timeout":"0s"}]`), agent: "a", field: "tools[0]", msg: "not positive"},
+		{name: "tool policy unknown tool", config: scripted(`"tools":[{"name":"nope","timeout":"5s"}]`), agent: "a", field: "tools[0]", msg: `unknown tool "nope"`},
+		{name: "tool policy unknown member", config: scripted(`"tools":[{"name":"get_weather","retries":3}]`), agent: "a", field: "tools[0]", msg: `unknown field "retries"`},
 		{name: "declared tool refused", config: decl(``), deps: func(d *agents.Deps) { d.Declared = nil }, agent: "a", field: "tools[0]", msg: "no declared tools here"},
 
 		// Limits.
@@ -301,7 +312,7 @@ func TestDemo(t *testing.T) {
 func TestFullConfig(t *testing.T) {
 	d := deps(t)
 	// A real Lambda client; building the tools makes no calls.
-	d.Declared = agents.DeclaredTools(lambda.NewFromConfig(aws.Config{Region: "us-east-1"}), nil)
+	d.Declared = agents.DeclaredTools(awslambda.Client{Client: lambda.NewFromConfig(aws.Config{Region: "us-east-1"})}, nil)
 	m, err := agents.Load(context.Background(), os.DirFS("testdata"), "full.json", d)
 	if err != nil {
 		t.Fatal(err)

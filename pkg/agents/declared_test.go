@@ -19,6 +19,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/providers/awslambda"
 	"github.com/baton-run/baton/test/harness"
 )
 
@@ -174,12 +175,13 @@ func TestDeclaredTimeout(t *testing.T) {
 
 // TestDeclaredLambdaTool checks the wiring of a lambda declaration to kumo:
 // the tool invokes the configured ARN (here one kumo does not know).
-// LambdaTool itself is tested against a running function in package tool.
+// LambdaTool itself is tested against a running function in package
+// providers/awslambda.
 func TestDeclaredLambdaTool(t *testing.T) {
 	emu := testenv.Emulator()
 	arn := "arn:aws:lambda:us-east-1:000000000000:function:not-deployed"
 	cfg := scripted(`"tools":[{"name":"refund","kind":"lambda","description":"Refund.","effect":"external","schema":{"type":"object"},"arn":"` + arn + `"}]`)
-	a := load(t, cfg, agents.DeclaredTools(harness.LambdaClient(emu.URL), nil))
+	a := load(t, cfg, agents.DeclaredTools(awslambda.Client{Client: harness.LambdaClient(emu.URL)}, nil))
 	refund := a.get(t, "refund")
 	if refund.Effect != tool.External || refund.Idempotent {
 		t.Errorf("refund = %+v", refund)
@@ -190,5 +192,67 @@ func TestDeclaredLambdaTool(t *testing.T) {
 	var nf *lambdatypes.ResourceNotFoundException
 	if !errors.As(err, &nf) || !strings.Contains(err.Error(), "not-deployed") {
 		t.Errorf("err = %v, want kumo's ResourceNotFoundException for the ARN", err)
+	}
+}
+
+// TestDeclaredLambdaToolNoInvoker: in a program that registered no Lambda
+// invoker (the operator and the tick register none), an agent with a
+// lambda tool still loads, and a call of that tool fails the turn
+// (tool.Fatal) naming what to register.
+func TestDeclaredLambdaToolNoInvoker(t *testing.T) {
+	cfg := scripted(`"tools":[{"name":"refund","kind":"lambda","description":"Refund.","effect":"external","schema":{"type":"object"},"arn":"arn:aws:lambda:us-east-1:000000000000:function:refund"}]`)
+	a := load(t, cfg, agents.DeclaredTools(nil, nil))
+	_, err := a.get(t, "refund").Run(context.Background(), tool.Call{ID: "c", Input: json.RawMessage(`{}`), IdempotencyKey: "k"})
+	if !errors.Is(err, tool.ErrNoLambdaInvoker) || tool.KindOf(err) != tool.Fatal {
+		t.Fatalf("err = %v (%v), want a fatal tool.ErrNoLambdaInvoker", err, tool.KindOf(err))
+	}
+}
+
+// TestToolPolicy: an agent file sets a tool's timeout and retry policy, as
+// baton.Timeout and baton.Retry do for a Go tool: a named tool with an
+// object entry, a declared tool with its own members. The declared HTTP
+// tool's 503 is transient, so the call is tried again, with the same
+// Idempotency-Key, and succeeds.
+func TestToolPolicy(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		n := len(keys)
+		mu.Unlock()
+		if n == 1 {
+			http.Error(w, "warming up", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, `{"reserved":true}`)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := scripted(`"tools":[
+		{"name":"get_weather","timeout":"5s","retry":{"attempts":3,"backoff":"100ms","maxBackoff":"1s"}},
+		{"name":"reserve","kind":"http","description":"Reserve.","effect":"write","schema":{"type":"object"},
+		 "url":"` + srv.URL + `","timeout":"10s","retry":{"attempts":2,"backoff":"1ms"}}]`)
+	a := load(t, cfg, agents.DeclaredTools(nil, nil))
+
+	w := a.get(t, "get_weather")
+	if w.Timeout != 5*time.Second || w.Retry != (tool.Retry{Attempts: 3, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second}) {
+		t.Errorf("get_weather: timeout %v, retry %+v", w.Timeout, w.Retry)
+	}
+	r := a.get(t, "reserve")
+	if r.Timeout != 10*time.Second || r.Retry != (tool.Retry{Attempts: 2, Backoff: time.Millisecond}) {
+		t.Errorf("reserve: timeout %v, retry %+v", r.Timeout, r.Retry)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := tool.Invoke(ctx, r, tool.Call{ID: "c", Name: "reserve", Input: json.RawMessage(`{}`), IdempotencyKey: "s/t/c"})
+	if err != nil || string(out) != `{"reserved":true}` {
+		t.Fatalf("Invoke = %s, %v; want the second try's answer", out, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 2 || keys[0] != "s/t/c" || keys[1] != "s/t/c" {
+		t.Errorf("the endpoint saw keys %q, want the same key twice", keys)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing/fstest"
 
 	"github.com/baton-run/baton/pkg/agents"
+	"github.com/baton-run/baton/pkg/mcp"
 	"github.com/baton-run/baton/pkg/mcp/mcptest"
 	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
@@ -157,9 +158,11 @@ func TestMCPServersAreListedWhenATurnStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An allowed tool the server does not list fails the listing, naming it.
 	listed, err := m["a"].Remote.List(context.Background())
-	if err != nil || len(listed) != 1 || listed[0].Name != "lookup" {
-		t.Fatalf("listed %+v, %v; want only lookup", listed, err)
+	var ue *mcp.UnlistedError
+	if !errors.As(err, &ue) || len(ue.Tools) != 1 || ue.Tools[0] != "rm_rf" || errors.Is(err, tool.ErrUnavailable) {
+		t.Fatalf("listed %+v, %v; want an UnlistedError naming rm_rf", listed, err)
 	}
 }
 

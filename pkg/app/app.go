@@ -225,6 +225,9 @@ type Extras struct {
 	// SDK; a turn of an agent with servers then fails to list its tools
 	// (mcp.NoDialerError).
 	MCP mcp.Dialer
+	// Lambda invokes the file's lambda tools (see Lambda); nil in a
+	// function that runs no tool.
+	Lambda Lambda
 	// Interceptors wrap every model call, tool call, step and store call
 	// of the App, the first outermost (see package intercept).
 	Interceptors []intercept.Interceptor
@@ -246,6 +249,8 @@ func New(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Logger
 
 // NewWith is New for a program that adds its own tools and agents.
 func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Logger, x Extras) (*App, error) {
+	// The MCP client logs where the app does.
+	x.MCP = mcp.WithLog(x.MCP, log)
 	agentMap, err := LoadAgentsWith(ctx, env.Agents, clients, x)
 	if err != nil {
 		return nil, err
@@ -288,16 +293,22 @@ func (e Env) StreamStore(client *s3.Client) (*streams.Store, error) {
 	return streams.NewOfType(client, bucket, t), nil
 }
 
-// FromOSWith builds an App from the process environment and the standard
-// AWS configuration chain, as a Lambda function does, with the program's
-// own tools and agents.
+// OSLogger is the logger of a function's App: env's LOG_FORMAT, on
+// standard error.
+func OSLogger(env Env) *slog.Logger { return Logger(env.LogFormat, os.Stderr) }
+
+// FromOSWith builds an App from the process environment, the AWS region
+// and credentials included (awsenv.FromEnv), as a Lambda function does,
+// with the program's own tools and agents.
 func FromOSWith(ctx context.Context, x Extras) (*App, error) {
 	env, err := EnvFromOS()
 	if err != nil {
 		return nil, err
 	}
-	log := Logger(env.LogFormat, os.Stderr)
-	clients, err := awsenv.Load(ctx)
+	log := OSLogger(env)
+	// A deployed function's credentials are in its environment; the SDK's
+	// full chain (package awsenv/awsconfig) is not linked.
+	clients, err := awsenv.FromEnv()
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +349,7 @@ func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x 
 }
 
 func loadFile(ctx context.Context, src string, clients *awsenv.Clients, x Extras) (turn.AgentMap, error) {
-	deps := Deps(clients, x.Providers)
+	deps := Deps(clients, x.Providers, x.Lambda)
 	if x.KeyStore != nil {
 		deps.Keys = apikey.NewCache(x.KeyStore(clients))
 	}

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/apikey"
 	"github.com/baton-run/baton/pkg/awsenv"
@@ -32,19 +30,32 @@ type Provider struct {
 // registers it (the resume function, the dev server) links those clients.
 type KeyStore func(clients *awsenv.Clients) apikey.Fetcher
 
+// Lambda makes, on the app's AWS clients, what invokes the agent file's
+// lambda tools (kind "lambda"). Package providers/awslambda has baton's,
+// on the AWS SDK's Lambda client: only a program that runs tools (the
+// resume function) registers it, so the operator and the tick link no
+// Lambda client. Without one, an agent with lambda tools still loads, and
+// a call of such a tool fails the turn (tool.ErrNoLambdaInvoker).
+type Lambda func(clients *awsenv.Clients) tool.LambdaInvoker
+
 // Deps are the providers and declared tools agents may use. A provider's
 // transient faults are the turn runner's to ride out, under each agent's
 // limits.modelRetry: a failed step is redone within the step's time, and a
 // model that stays unavailable suspends the turn. An agent that names one
 // of baton's providers that ps does not hold is built with a model that
-// refuses to run (agents.UnlinkedError).
-func Deps(clients *awsenv.Clients, ps []Provider) agents.Deps {
+// refuses to run (agents.UnlinkedError). lambda nil means no lambda tool
+// can run.
+func Deps(clients *awsenv.Clients, ps []Provider, lambda Lambda) agents.Deps {
 	httpClient := &http.Client{Timeout: 5 * time.Minute}
+	var invoker tool.LambdaInvoker
+	if lambda != nil {
+		invoker = lambda(clients)
+	}
 	d := agents.Deps{
 		// wait_until is every agent's to name.
 		Builtins:  []tool.Tool{tool.WaitUntil()},
 		Providers: map[string]agents.Provider{},
-		Declared:  agents.DeclaredTools(lambda.NewFromConfig(clients.Config), httpClient),
+		Declared:  agents.DeclaredTools(invoker, httpClient),
 	}
 	for _, p := range ps {
 		d.Providers[p.Name] = p.Build(clients, httpClient)

@@ -3,15 +3,12 @@ package awsenv
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -27,26 +24,6 @@ type Clients struct {
 	DynamoDB *dynamodb.Client
 	S3       *s3.Client
 	SQS      *sqs.Client
-}
-
-// Load reads the standard configuration chain. When AWS_ENDPOINT_URL is set
-// and no credentials are configured, static test credentials are used, since
-// emulators accept any.
-func Load(ctx context.Context, opts ...func(*config.LoadOptions) error) (*Clients, error) {
-	endpoint := os.Getenv("AWS_ENDPOINT_URL")
-	all := []func(*config.LoadOptions) error{}
-	if os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
-		all = append(all, config.WithRegion(DefaultRegion))
-	}
-	if endpoint != "" && os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
-		all = append(all, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
-	}
-	all = append(all, opts...)
-	cfg, err := config.LoadDefaultConfig(ctx, all...)
-	if err != nil {
-		return nil, fmt.Errorf("awsenv: load config: %w", err)
-	}
-	return New(cfg, endpoint), nil
 }
 
 // ForEndpoint builds clients for an emulator at endpoint with static test

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -37,7 +38,8 @@ type Server struct {
 	HeaderEnv map[string]string
 	// Allow names the server's tools the agent may call; the server's other
 	// tools are never offered to the model. It must not be empty, and every
-	// name must be one the server lists.
+	// name must be one the server lists: a turn whose server does not list
+	// one fails at its start, naming it (UnlistedError).
 	Allow []string
 	// Timeout bounds each request to the server; zero means DefaultTimeout.
 	Timeout time.Duration
@@ -138,6 +140,17 @@ type Dialer interface {
 	// rules). A listed tool of another server, or one the allow list no
 	// longer names, is refused at call time.
 	Adapt(s Server, listed []tool.Listed, approvals map[string]tool.Rule) []tool.Tool
+}
+
+// WithLog gives d the app's logger, when d takes one (it has a method
+// WithLog(*slog.Logger) Dialer, as package mcpsdk's Dialer has) and has
+// none of its own: the app calls it with its logger, so that a program's
+// MCP client logs where the app does.
+func WithLog(d Dialer, log *slog.Logger) Dialer {
+	if l, ok := d.(interface{ WithLog(*slog.Logger) Dialer }); ok && log != nil {
+		return l.WithLog(log)
+	}
+	return d
 }
 
 // NoDialerError is the error of listing or calling MCP tools in a program

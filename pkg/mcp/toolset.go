@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/baton-run/baton/pkg/tool"
 )
@@ -52,7 +54,9 @@ func (ts Toolset) Check() error {
 }
 
 // List lists every server's allowed tools, server by server, as
-// Dialer.List does; the first server that fails fails the listing.
+// Dialer.List does; the first server that fails fails the listing, and so
+// does one that does not list every tool its allow list names
+// (*UnlistedError).
 func (ts Toolset) List(ctx context.Context) ([]tool.Listed, error) {
 	var out []tool.Listed
 	for _, s := range ts.Servers {
@@ -63,9 +67,60 @@ func (ts Toolset) List(ctx context.Context) ([]tool.Listed, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := allListed(s, ls); err != nil {
+			return nil, err
+		}
 		out = append(out, ls...)
 	}
 	return out, nil
+}
+
+// UnlistedError is a server that does not list tools the agent's allow
+// list names. It fails the turn at its start, naming them: the agent's
+// configuration and the server disagree, and no retry mends that.
+type UnlistedError struct {
+	Server string
+	Tools  []string
+}
+
+func (e *UnlistedError) Error() string {
+	return fmt.Sprintf("mcp server %q does not list the allowed %s %s: fix the agent's allow list (mcp[].allow) or the server",
+		e.Server, plural(len(e.Tools), "tool", "tools"), quoted(e.Tools))
+}
+
+// allListed checks that ls holds every tool s allows.
+func allListed(s Server, ls []tool.Listed) error {
+	have := map[string]bool{}
+	for _, l := range ls {
+		if l.Source == s.Name {
+			have[l.Name] = true
+		}
+	}
+	var missing []string
+	for _, n := range s.Allow {
+		if !have[n] {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return &UnlistedError{Server: s.Name, Tools: missing}
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // Tools makes listed tools callable on their servers (Dialer.Adapt), in

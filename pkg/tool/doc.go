@@ -6,7 +6,10 @@
 // asks). Invoke (call.go) runs a call under its tool's Timeout and Retry
 // policy, with the Call in its context (CallFrom), and reads a tool's
 // typed Error: Transient, ForModel or Fatal. A Registry holds an agent's tools in a
-// fixed order; a Source lists tools that live elsewhere (MCP servers) when
+// fixed order, and checks a call's input against its tool's JSON Schema
+// (github.com/google/jsonschema-go; each schema compiled on its tool's
+// first check, so a program that runs no tool compiles none), naming every
+// problem it can in one sorted InputError (explain.go); a Source lists tools that live elsewhere (MCP servers) when
 // a turn starts; demo.go has the demo agent's tools, wait.go the built-in
 // timer tool every agent may name.
 package tool

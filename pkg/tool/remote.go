@@ -11,10 +11,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 )
 
 // DefaultTimeout bounds a remote tool call when no timeout is given.
@@ -27,10 +23,27 @@ const MaxResponseBytes = 8 << 20
 // excerptBytes is how much of a failed response an error quotes.
 const excerptBytes = 200
 
-// LambdaInvoker invokes Lambda functions; *lambda.Client satisfies it.
+// LambdaInvoker invokes a Lambda function synchronously (RequestResponse)
+// with a payload. Package providers/awslambda has baton's, on the AWS
+// SDK's Lambda client, which only a program that runs tools registers
+// (baton.Config.Lambda), so the operator and the tick link no Lambda
+// client.
 type LambdaInvoker interface {
-	Invoke(ctx context.Context, params *lambda.InvokeInput, optFns ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+	InvokeLambda(ctx context.Context, function string, payload []byte) (LambdaResult, error)
 }
+
+// LambdaResult is what a synchronous invocation returned.
+type LambdaResult struct {
+	Payload []byte
+	// FunctionError is the X-Amz-Function-Error of a function that ran and
+	// failed (such as "Unhandled"); empty when it succeeded.
+	FunctionError string
+}
+
+// ErrNoLambdaInvoker is why a lambda tool cannot run in a program that
+// registered no LambdaInvoker: its calls fail the turn (Fatal), since no
+// retry and no model can mend it.
+var ErrNoLambdaInvoker = errors.New("this program registered no Lambda invoker (baton.Config.Lambda, such as providers.Lambda())")
 
 // Envelope is what a remote tool receives: the model's input and the ids
 // that let it recognise a repeated call.
@@ -89,7 +102,9 @@ func (e *StatusError) Error() string {
 // with an Envelope as the payload. The function's response payload, which
 // must be JSON, is the output. A function error or a non-JSON payload is
 // an error, which the model sees as the tool's error result. timeout <= 0
-// means DefaultTimeout.
+// means DefaultTimeout. With a nil client the tool is still made (an agent
+// that names it loads), and each call fails the turn with
+// ErrNoLambdaInvoker.
 func LambdaTool(name, description string, schema json.RawMessage, effect Effect, idempotent bool, arn string, timeout time.Duration, client LambdaInvoker) Tool {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -98,7 +113,7 @@ func LambdaTool(name, description string, schema json.RawMessage, effect Effect,
 		Name: name, Description: description, Schema: schema, Effect: effect, Idempotent: idempotent,
 		Run: func(parent context.Context, c Call) (json.RawMessage, error) {
 			if client == nil {
-				return nil, fmt.Errorf("tool %s: no Lambda client", name)
+				return nil, &Error{Kind: Fatal, Err: fmt.Errorf("tool %s: %w", name, ErrNoLambdaInvoker)}
 			}
 			payload, err := envelope(c)
 			if err != nil {
@@ -106,19 +121,15 @@ func LambdaTool(name, description string, schema json.RawMessage, effect Effect,
 			}
 			ctx, cancel := context.WithTimeout(parent, timeout)
 			defer cancel()
-			out, err := client.Invoke(ctx, &lambda.InvokeInput{
-				FunctionName:   aws.String(arn),
-				InvocationType: lambdatypes.InvocationTypeRequestResponse,
-				Payload:        payload,
-			})
+			out, err := client.InvokeLambda(ctx, arn, payload)
 			if err != nil {
 				if timedOut(parent, ctx) {
 					return nil, fmt.Errorf("tool %s: no answer within %s: %w", name, timeout, err)
 				}
 				return nil, fmt.Errorf("tool %s: invoke %s: %w", name, arn, err)
 			}
-			if out.FunctionError != nil {
-				fe := &FunctionError{Tool: name, Kind: aws.ToString(out.FunctionError)}
+			if out.FunctionError != "" {
+				fe := &FunctionError{Tool: name, Kind: out.FunctionError}
 				var doc struct {
 					Type    string `json:"errorType"`
 					Message string `json:"errorMessage"`
@@ -141,7 +152,8 @@ func LambdaTool(name, description string, schema json.RawMessage, effect Effect,
 // HTTPTool is a tool run by an HTTP endpoint: each call POSTs an Envelope
 // as application/json with an Idempotency-Key header. A 2xx body is the
 // output; one that is not JSON is wrapped as a JSON string. Any other
-// status is a *StatusError. timeout <= 0 means DefaultTimeout; a nil
+// status is a *StatusError, Transient for 429, 502, 503 and 504, as is an
+// endpoint that cannot be reached (see Retry). timeout <= 0 means DefaultTimeout; a nil
 // client means a new http.Client.
 func HTTPTool(name, description string, schema json.RawMessage, effect Effect, idempotent bool, url string, timeout time.Duration, client *http.Client) Tool {
 	if timeout <= 0 {
@@ -173,7 +185,8 @@ func HTTPTool(name, description string, schema json.RawMessage, effect Effect, i
 				if timedOut(parent, ctx) {
 					return nil, fmt.Errorf("tool %s: no answer within %s: %w", name, timeout, err)
 				}
-				return nil, fmt.Errorf("tool %s: %w", name, err)
+				// No answer came: the endpoint was not reached.
+				return nil, &Error{Kind: Transient, Err: fmt.Errorf("tool %s: %w", name, err)}
 			}
 			defer resp.Body.Close()
 			body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
@@ -184,7 +197,7 @@ func HTTPTool(name, description string, schema json.RawMessage, effect Effect, i
 				return nil, fmt.Errorf("tool %s: read response: %w", name, err)
 			}
 			if resp.StatusCode < 200 || resp.StatusCode > 299 {
-				return nil, &StatusError{Tool: name, Status: resp.StatusCode, Body: excerpt(body)}
+				return nil, statusError(name, resp.StatusCode, body)
 			}
 			if len(body) > MaxResponseBytes {
 				return nil, fmt.Errorf("tool %s: response larger than %d bytes", name, MaxResponseBytes)
@@ -199,6 +212,18 @@ func HTTPTool(name, description string, schema json.RawMessage, effect Effect, i
 			return wrapped, nil
 		},
 	}
+}
+
+// statusError is an HTTP tool's answer outside 2xx: Transient for 429,
+// 502, 503 and 504, which say the request was not served (a Retry policy
+// tries it again, with the same Idempotency-Key), for the model otherwise.
+func statusError(name string, status int, body []byte) error {
+	err := &StatusError{Tool: name, Status: status, Body: excerpt(body)}
+	switch status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return &Error{Kind: Transient, Err: err}
+	}
+	return err
 }
 
 // excerpt is the start of b for an error message: whitespace collapsed,

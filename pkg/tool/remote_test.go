@@ -8,18 +8,11 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
-
-	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/test/harness"
 )
 
 var schemaAny = json.RawMessage(`{"type":"object"}`)
@@ -215,121 +208,14 @@ func TestHTTPTool(t *testing.T) {
 	})
 }
 
-// TestLambdaTool runs LambdaTool against kumo. kumo stores functions but
-// does not execute them, so the test starts testdata/echofn as a real
-// bootstrap polling kumo's Runtime API (test/harness).
-func TestLambdaTool(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a Lambda bootstrap")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	// kumo's services keep their state per process, not per server, so
-	// names must not repeat across runs of this test (-count).
-	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
-	emu := testenv.Emulator()
-	// No retries: kumo's 502 for a function nobody runs must come back as is.
-	client := harness.LambdaClient(emu.URL)
-
-	t.Run("kumo errors", func(t *testing.T) {
-		missing := "arn:aws:lambda:us-east-1:000000000000:function:nobody"
-		_, err := LambdaTool("remote", "", schemaAny, Read, true, missing, time.Second, client).Run(ctx, call(`{}`))
-		var nf *lambdatypes.ResourceNotFoundException
-		if !errors.As(err, &nf) || !strings.Contains(err.Error(), "tool remote") {
-			t.Fatalf("err = %v, want ResourceNotFoundException from the tool", err)
-		}
-
-		// Registered but not running: kumo has nothing to execute.
-		created, err := client.CreateFunction(ctx, &lambda.CreateFunctionInput{
-			FunctionName: aws.String("idle-" + suffix),
-			Role:         aws.String(harness.Role),
-			Runtime:      lambdatypes.RuntimeProvidedal2023,
-			Handler:      aws.String("bootstrap"),
-			Code:         &lambdatypes.FunctionCode{ZipFile: []byte("PK\x05\x06" + strings.Repeat("\x00", 18))},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = LambdaTool("remote", "", schemaAny, Read, true, aws.ToString(created.FunctionArn), time.Second, client).Run(ctx, call(`{}`))
-		if err == nil || !strings.Contains(err.Error(), "no runtime handler") {
-			t.Fatalf("err = %v, want kumo's no-handler error", err)
-		}
-	})
-
-	bin, err := harness.BuildBootstrap(ctx, "./pkg/tool/testdata/echofn", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := harness.StartFunction(ctx, emu.URL, "echofn-"+suffix, bin, nil, harness.WithTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fn.Stop() })
-	// The harness's Invoke waits out kumo's registration of the poller.
-	if _, err := fn.Invoke(ctx, []byte(`{"input":{}}`)); err != nil {
-		t.Fatal(err)
-	}
-	tool := func(timeout time.Duration) Tool {
-		return LambdaTool("remote", "A Lambda tool.", schemaAny, Write, false, fn.ARN, timeout, client)
-	}
-
-	t.Run("success", func(t *testing.T) {
-		tl := tool(5 * time.Second)
-		if tl.Name != "remote" || tl.Effect != Write || tl.Idempotent {
-			t.Errorf("tool metadata = %+v", tl)
-		}
-		c := call(`{"city":"Lisbon"}`)
-		out, err := tl.Run(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got Envelope
-		if err := json.Unmarshal(out, &got); err != nil {
-			t.Fatalf("output %s: %v", out, err)
-		}
-		if string(got.Input) != `{"city":"Lisbon"}` || got.ToolCallID != c.ID || got.IdempotencyKey != c.IdempotencyKey {
-			t.Errorf("the function saw %+v", got)
-		}
-	})
-
-	t.Run("function error", func(t *testing.T) {
-		_, err := tool(5*time.Second).Run(ctx, call(`{"fail":"card declined"}`))
-		var fe *FunctionError
-		if !errors.As(err, &fe) {
-			t.Fatalf("err = %v, want *FunctionError", err)
-		}
-		if fe.Kind != "Unhandled" || fe.Message != "card declined" || fe.Tool != "remote" {
-			t.Errorf("got %+v", fe)
-		}
-		if !strings.Contains(err.Error(), "card declined") {
-			t.Errorf("message = %q", err)
-		}
-	})
-
-	t.Run("non-JSON payload", func(t *testing.T) {
-		_, err := tool(5*time.Second).Run(ctx, call(`{"raw":"<html>oops</html>"}`))
-		if err == nil || !strings.Contains(err.Error(), "non-JSON payload") || !strings.Contains(err.Error(), "<html>oops") {
-			t.Fatalf("err = %v, want a non-JSON payload error", err)
-		}
-	})
-
-	// Last: the function is still sleeping when the tool gives up.
-	t.Run("timeout", func(t *testing.T) {
-		start := time.Now()
-		_, err := tool(300*time.Millisecond).Run(ctx, call(`{"sleep_ms":2000}`))
-		if err == nil || !strings.Contains(err.Error(), "no answer within 300ms") {
-			t.Fatalf("err = %v, want a timeout", err)
-		}
-		if d := time.Since(start); d > 1500*time.Millisecond {
-			t.Errorf("took %v", d)
-		}
-	})
-}
-
-func TestLambdaToolNoClient(t *testing.T) {
+// TestLambdaToolNoInvoker: a program that registered no Lambda invoker
+// (the operator, the tick) still makes lambda tools, and a call fails the
+// turn saying what to register. The invoker is tested against kumo in
+// package providers/awslambda.
+func TestLambdaToolNoInvoker(t *testing.T) {
 	_, err := LambdaTool("remote", "", schemaAny, Read, true, "arn", 0, nil).Run(context.Background(), call(`{}`))
-	if err == nil || !strings.Contains(err.Error(), "no Lambda client") {
-		t.Fatalf("err = %v", err)
+	if !errors.Is(err, ErrNoLambdaInvoker) || KindOf(err) != Fatal || !strings.Contains(err.Error(), "tool remote") {
+		t.Fatalf("err = %v (%v), want a fatal ErrNoLambdaInvoker naming the tool", err, KindOf(err))
 	}
 }
 
@@ -344,5 +230,28 @@ func TestExcerpt(t *testing.T) {
 	}
 	if got := excerpt([]byte(" a\n\tb  ")); got != "a b" {
 		t.Errorf("excerpt = %q", got)
+	}
+}
+
+// TestHTTPToolTransient: an answer that says the request was not served
+// (429, 502, 503, 504) and an endpoint that cannot be reached are
+// Transient, for the tool's Retry policy; any other status is the model's.
+func TestHTTPToolTransient(t *testing.T) {
+	var status atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(int(status.Load())) }))
+	defer srv.Close()
+	for code, want := range map[int]ErrorKind{429: Transient, 502: Transient, 503: Transient, 504: Transient, 400: ForModel, 404: ForModel, 500: ForModel} {
+		status.Store(int32(code))
+		_, err := HTTPTool("remote", "", schemaAny, Write, false, srv.URL, time.Second, nil).Run(context.Background(), call(`{}`))
+		var se *StatusError
+		if !errors.As(err, &se) || se.Status != code || KindOf(err) != want {
+			t.Errorf("HTTP %d: err = %v (%v), want a StatusError of kind %v", code, err, KindOf(err), want)
+		}
+	}
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	_, err := HTTPTool("remote", "", schemaAny, Write, false, dead.URL, time.Second, nil).Run(context.Background(), call(`{}`))
+	if KindOf(err) != Transient {
+		t.Errorf("unreachable: err = %v (%v), want Transient", err, KindOf(err))
 	}
 }

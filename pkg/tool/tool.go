@@ -4,9 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/model"
@@ -102,13 +101,15 @@ func Always(json.RawMessage) bool { return true }
 type Registry struct {
 	order   []string
 	tools   map[string]Tool
-	schemas map[string]*jsonschema.Schema // compiled once; nil for no schema
+	schemas map[string]*compiled // each compiled on its first Check
 }
 
-// NewRegistry builds a registry. Names must be unique and non-empty, and
-// every schema must compile (see CheckSchema).
+// NewRegistry builds a registry. Names must be unique and non-empty.
+// Each schema is compiled on its tool's first Check, not here: a schema
+// that does not compile fails that tool's calls (check schemas from
+// outside with CheckSchema first).
 func NewRegistry(tools ...Tool) (*Registry, error) {
-	r := &Registry{tools: make(map[string]Tool, len(tools)), schemas: make(map[string]*jsonschema.Schema, len(tools))}
+	r := &Registry{tools: make(map[string]Tool, len(tools)), schemas: make(map[string]*compiled, len(tools))}
 	for _, t := range tools {
 		if t.Name == "" {
 			return nil, fmt.Errorf("tool: a tool has no name")
@@ -125,13 +126,9 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 		if t.Claims != nil && !t.SideEffect() {
 			return nil, fmt.Errorf("tool: %q claims resources but is a read: only a side effect (write or external) claims", t.Name)
 		}
-		sch, err := compile(t.Name, t.Schema)
-		if err != nil {
-			return nil, err
-		}
 		r.order = append(r.order, t.Name)
 		r.tools[t.Name] = t
-		r.schemas[t.Name] = sch
+		r.schemas[t.Name] = &compiled{raw: slices.Clone(t.Schema)}
 	}
 	return r, nil
 }

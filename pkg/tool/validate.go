@@ -3,17 +3,15 @@ package tool
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // InputError is a tool input that does not satisfy the tool's schema. Its
@@ -31,126 +29,172 @@ func (e *InputError) Error() string {
 }
 
 // CheckSchema reports whether schema compiles as a JSON Schema (draft
-// 2020-12 unless it says otherwise). An empty schema is allowed and
-// accepts any object. References to other documents are refused: a schema
-// must be self-contained.
+// 2020-12 unless its $schema names draft-07, -06, -04 or 2019-09). An
+// empty schema is allowed and accepts any object. References to other
+// documents are refused: a schema must be self-contained.
 func CheckSchema(name string, schema json.RawMessage) error {
 	_, err := compile(name, schema)
 	return err
 }
 
+// compiled is one tool's schema, compiled on its first use (see
+// Registry.Check), so that a program that never validates a call (the
+// operator, the tick) never pays for it.
+type compiled struct {
+	raw  json.RawMessage
+	once sync.Once
+	sch  *jsonschema.Resolved
+	err  error
+}
+
+func (c *compiled) get(name string) (*jsonschema.Resolved, error) {
+	c.once.Do(func() { c.sch, c.err = compile(name, c.raw) })
+	return c.sch, c.err
+}
+
 // compile compiles one tool's schema; nil schema means none was given.
-func compile(name string, schema json.RawMessage) (*jsonschema.Schema, error) {
+func compile(name string, schema json.RawMessage) (*jsonschema.Resolved, error) {
 	if len(bytes.TrimSpace(schema)) == 0 {
 		return nil, nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		return nil, fmt.Errorf("tool: %q: schema is not JSON: %w", name, err)
+	var root jsonschema.Schema
+	if err := json.Unmarshal(schema, &root); err != nil {
+		return nil, fmt.Errorf("tool: %q: schema is not a JSON Schema: %w", name, err)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noLoader{})
-	const loc = "urn:baton:tool-schema"
-	if err := c.AddResource(loc, doc); err != nil {
+	if err := dialect(&root); err != nil {
 		return nil, fmt.Errorf("tool: %q: schema: %w", name, err)
 	}
-	sch, err := c.Compile(loc)
+	if err := checkTypes(&root); err != nil {
+		return nil, fmt.Errorf("tool: %q: schema does not compile: %w", name, err)
+	}
+	res, err := root.Resolve(&jsonschema.ResolveOptions{BaseURI: "urn:baton:tool-schema", Loader: noLoader})
 	if err != nil {
 		return nil, fmt.Errorf("tool: %q: schema does not compile: %w", name, err)
 	}
-	return sch, nil
+	return res, nil
+}
+
+// The $schema values the validator knows, and the ones validated as their
+// nearest: draft-04 and -06 as draft-07, 2019-09 as 2020-12.
+const (
+	draft07   = "http://json-schema.org/draft-07/schema#"
+	draft2020 = "https://json-schema.org/draft/2020-12/schema"
+)
+
+var dialects = map[string]string{
+	"":      "",
+	draft07: draft07,
+	"https://json-schema.org/draft-07/schema#":      draft07,
+	"http://json-schema.org/draft-07/schema":        draft07,
+	"http://json-schema.org/draft-06/schema#":       draft07,
+	"http://json-schema.org/draft-06/schema":        draft07,
+	"http://json-schema.org/draft-04/schema#":       draft07,
+	"http://json-schema.org/draft-04/schema":        draft07,
+	draft2020:                                       draft2020,
+	draft2020 + "#":                                 draft2020,
+	"https://json-schema.org/draft/2019-09/schema":  draft2020,
+	"https://json-schema.org/draft/2019-09/schema#": draft2020,
+}
+
+// dialect sets the root's $schema to the one it is validated as, or
+// refuses a $schema it does not know.
+func dialect(root *jsonschema.Schema) error {
+	d, ok := dialects[root.Schema]
+	if !ok {
+		return fmt.Errorf("$schema %q is not one baton validates (draft-04, -06, -07, 2019-09 or 2020-12)", root.Schema)
+	}
+	root.Schema = d
+	return nil
+}
+
+// jsonTypes are the type names a schema's "type" may use.
+var jsonTypes = []string{"array", "boolean", "integer", "null", "number", "object", "string"}
+
+// checkTypes refuses a "type" that names no JSON type, anywhere in s.
+func checkTypes(s *jsonschema.Schema) error {
+	var bad error
+	each(s, func(sub *jsonschema.Schema) {
+		for _, t := range append([]string{sub.Type}, sub.Types...) {
+			if t != "" && !slices.Contains(jsonTypes, t) && bad == nil {
+				bad = fmt.Errorf("type %q is not a JSON type (%s)", t, strings.Join(jsonTypes, ", "))
+			}
+		}
+	})
+	return bad
+}
+
+// each calls f with s and each of its subschemas.
+func each(s *jsonschema.Schema, f func(*jsonschema.Schema)) {
+	if s == nil {
+		return
+	}
+	f(s)
+	for _, sub := range []*jsonschema.Schema{s.Items, s.AdditionalItems, s.Contains, s.UnevaluatedItems,
+		s.AdditionalProperties, s.PropertyNames, s.UnevaluatedProperties, s.Not, s.If, s.Then, s.Else, s.ContentSchema} {
+		each(sub, f)
+	}
+	for _, list := range [][]*jsonschema.Schema{s.PrefixItems, s.ItemsArray, s.AllOf, s.AnyOf, s.OneOf} {
+		for _, sub := range list {
+			each(sub, f)
+		}
+	}
+	for _, m := range []map[string]*jsonschema.Schema{s.Defs, s.Definitions, s.DependencySchemas, s.Properties, s.PatternProperties, s.DependentSchemas} {
+		for _, sub := range m {
+			each(sub, f)
+		}
+	}
 }
 
 // noLoader refuses every external reference, so compiling a schema never
 // reads files or the network.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external schema %s: tool schemas must be self-contained", url)
+func noLoader(u *url.URL) (*jsonschema.Schema, error) {
+	return nil, fmt.Errorf("external schema %s: tool schemas must be self-contained", u)
 }
 
 // Check validates a call's input against the named tool's schema. Input
 // that is not a JSON object, or does not satisfy the schema, yields an
-// *InputError.
+// *InputError. The schema is compiled on the tool's first check; a schema
+// that does not compile is a plain error.
 func (r *Registry) Check(name string, input json.RawMessage) error {
 	if _, ok := r.tools[name]; !ok {
 		return fmt.Errorf("tool: unknown tool %q", name)
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
-	if err != nil {
+	var inst any
+	if err := json.Unmarshal(input, &inst); err != nil {
 		return &InputError{Tool: name, Problems: []string{"input: not valid JSON (" + err.Error() + ")"}}
 	}
 	if _, ok := inst.(map[string]any); !ok {
 		return &InputError{Tool: name, Problems: []string{"input: must be a JSON object, got " + jsonType(inst)}}
 	}
-	sch := r.schemas[name]
-	if sch == nil {
+	sch, err := r.schemas[name].get(name)
+	if err != nil || sch == nil {
+		return err
+	}
+	verr := sch.Validate(inst)
+	if verr == nil {
 		return nil
 	}
-	err = sch.Validate(inst)
-	if err == nil {
-		return nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return fmt.Errorf("tool: %q: validate input: %w", name, err)
-	}
-	p := message.NewPrinter(language.English)
-	probs := describe(ve, inst, p)
+	probs := explain(sch.Schema(), inst)
 	slices.Sort(probs)
 	probs = slices.Compact(probs)
 	if len(probs) == 0 {
-		probs = []string{"input: does not match the schema"}
+		probs = []string{"input: does not match the schema (" + innermost(verr) + ")"}
 	}
 	return &InputError{Tool: name, Problems: probs}
 }
 
-// describe turns a validation error tree into readable problems, one per
-// failing leaf.
-func describe(ve *jsonschema.ValidationError, inst any, p *message.Printer) []string {
-	loc := ve.InstanceLocation
-	switch ve.ErrorKind.(type) {
-	case *kind.AnyOf, *kind.OneOf:
-		if len(ve.Causes) > 0 {
-			var alts []string
-			for _, c := range ve.Causes {
-				sub := describe(c, inst, p)
-				slices.Sort(sub)
-				alts = append(alts, "["+strings.Join(sub, "; ")+"]")
-			}
-			return []string{where(inst, loc) + ": must match one of the allowed forms: " + strings.Join(alts, " or ")}
+// innermost is a validation error's message less the "validating <schema>:"
+// prefixes the validator wraps it in.
+func innermost(err error) string {
+	msg := err.Error()
+	for strings.HasPrefix(msg, "validating ") {
+		i := strings.Index(msg, ": ")
+		if i < 0 {
+			break
 		}
+		msg = msg[i+2:]
 	}
-	if len(ve.Causes) > 0 {
-		var out []string
-		for _, c := range ve.Causes {
-			out = append(out, describe(c, inst, p)...)
-		}
-		return out
-	}
-	switch k := ve.ErrorKind.(type) {
-	case *kind.Required:
-		out := make([]string, 0, len(k.Missing))
-		for _, m := range k.Missing {
-			out = append(out, where(inst, append(slices.Clone(loc), m))+": missing required property")
-		}
-		return out
-	case *kind.AdditionalProperties:
-		out := make([]string, 0, len(k.Properties))
-		for _, m := range k.Properties {
-			out = append(out, where(inst, append(slices.Clone(loc), m))+": unknown property, not allowed here")
-		}
-		return out
-	case *kind.Type:
-		return []string{where(inst, loc) + ": must be " + strings.Join(k.Want, " or ") + ", got " + k.Got}
-	case *kind.FalseSchema:
-		return []string{where(inst, loc) + ": not allowed"}
-	case nil:
-		return nil
-	default:
-		return []string{where(inst, loc) + ": " + k.LocalizedString(p)}
-	}
+	return msg
 }
 
 // where renders an instance location for a person: city, items[2].name,
@@ -210,7 +254,7 @@ func jsonType(v any) string {
 		return "null"
 	case bool:
 		return "boolean"
-	case json.Number, float64:
+	case float64:
 		return "number"
 	case string:
 		return "string"

@@ -27,11 +27,23 @@ const orderSchema = `{
 	"additionalProperties": false
 }`
 
+const refsSchema = `{
+	"type": "object",
+	"$defs": {"pos": {"type": "integer", "minimum": 1}},
+	"properties": {
+		"qty": {"$ref": "#/$defs/pos"},
+		"code": {"type": "string", "pattern": "^[A-Z]+$", "maxLength": 3},
+		"pair": {"type": "array", "prefixItems": [{"type": "string"}, {"const": 2}], "items": false}
+	},
+	"not": {"required": ["forbidden"]}
+}`
+
 func registry(t *testing.T) *Registry {
 	t.Helper()
 	tools := append(Demo(),
 		Tool{Name: "order", Schema: json.RawMessage(orderSchema), Run: noop},
 		Tool{Name: "free", Run: noop},
+		Tool{Name: "refs", Schema: json.RawMessage(refsSchema), Run: noop},
 	)
 	r, err := NewRegistry(tools...)
 	if err != nil {
@@ -65,7 +77,17 @@ func TestCheck(t *testing.T) {
 		}},
 		{name: "odd key", tool: "order", input: `{"odd key":1}`, want: []string{`["odd key"]: must be string, got number`}},
 		{name: "enum", tool: "order", input: `{"mode":"medium"}`, contains: "mode: value must be one of"},
-		{name: "minimum", tool: "order", input: `{"n":0}`, contains: "n: "},
+		{name: "minimum", tool: "order", input: `{"n":0}`, want: []string{"n: must be at least 1, got 0"}},
+		{name: "through a ref", tool: "refs", input: `{"qty":0}`, want: []string{"qty: must be at least 1, got 0"}},
+		{name: "string keywords", tool: "refs", input: `{"code":"abcd"}`, want: []string{
+			"code: must be at most 3 characters, got 4",
+			`code: must match the pattern "^[A-Z]+$"`,
+		}},
+		{name: "tuple", tool: "refs", input: `{"pair":["a",3,true]}`, want: []string{
+			"pair[1]: must be 2",
+			"pair[2]: not allowed, the array is too long",
+		}},
+		{name: "a keyword explained by the validator", tool: "refs", input: `{"forbidden":1}`, contains: "input: does not match the schema (not: "},
 		{name: "integer", tool: "order", input: `{"n":1.5}`, want: []string{"n: must be integer, got number"}},
 		{name: "anyOf", tool: "order", input: `{"v":true}`, contains: "v: must match one of the allowed forms: [v: must be string, got boolean] or [v: must be number, got boolean]"},
 		{name: "array input", tool: "get_weather", input: `["Lisbon"]`, want: []string{"input: must be a JSON object, got array"}},
@@ -113,7 +135,11 @@ func TestCheckUnknownTool(t *testing.T) {
 	}
 }
 
-func TestNewRegistrySchemas(t *testing.T) {
+// TestSchemas shows which schemas compile. A registry compiles each
+// tool's schema on its first Check, not when it is built: NewRegistry
+// takes a schema that does not compile, and that tool's calls fail with a
+// plain error naming it (not an InputError: the input is not at fault).
+func TestSchemas(t *testing.T) {
 	for _, tc := range []struct {
 		name, schema string
 		ok           bool
@@ -122,7 +148,11 @@ func TestNewRegistrySchemas(t *testing.T) {
 		{"boolean schema", `true`, true},
 		{"local ref", `{"type":"object","$defs":{"s":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/s"}}}`, true},
 		{"draft 7", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{}}`, true},
+		{"draft 4", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":"string"}}}`, true},
+		{"draft 2019-09", `{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object"}`, true},
+		{"unknown dialect", `{"$schema":"https://example.com/my-dialect","type":"object"}`, false},
 		{"bad type", `{"type":"objekt"}`, false},
+		{"bad nested type", `{"type":"object","properties":{"a":{"type":["string","text"]}}}`, false},
 		{"bad keyword value", `{"type":"object","required":"city"}`, false},
 		{"not JSON", `{"type":`, false},
 		{"remote ref", `{"type":"object","properties":{"a":{"$ref":"https://example.com/a.json"}}}`, false},
@@ -130,18 +160,24 @@ func TestNewRegistrySchemas(t *testing.T) {
 		{"dangling local ref", `{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewRegistry(Demo()[0], Tool{Name: "my_tool", Schema: json.RawMessage(tc.schema), Run: noop})
+			cerr := CheckSchema("my_tool", json.RawMessage(tc.schema))
+			r, err := NewRegistry(Demo()[0], Tool{Name: "my_tool", Schema: json.RawMessage(tc.schema), Run: noop})
+			if err != nil {
+				t.Fatalf("NewRegistry = %v; it compiles no schema", err)
+			}
+			check := r.Check("my_tool", json.RawMessage(`{"a":"x"}`))
 			if tc.ok {
-				if err != nil {
-					t.Fatalf("NewRegistry = %v", err)
+				if cerr != nil || check != nil {
+					t.Fatalf("CheckSchema = %v, Check = %v; want both nil", cerr, check)
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), `"my_tool"`) {
-				t.Fatalf("NewRegistry = %v, want an error naming my_tool", err)
+			if cerr == nil || !strings.Contains(cerr.Error(), `"my_tool"`) {
+				t.Fatalf("CheckSchema = %v, want an error naming my_tool", cerr)
 			}
-			if cerr := CheckSchema("my_tool", json.RawMessage(tc.schema)); cerr == nil {
-				t.Errorf("CheckSchema accepted what NewRegistry refused")
+			var ie *InputError
+			if check == nil || errors.As(check, &ie) || check.Error() != cerr.Error() {
+				t.Errorf("Check = %v, want CheckSchema's error %v", check, cerr)
 			}
 		})
 	}

@@ -25,8 +25,18 @@ type Dialer struct {
 	HTTPClient *http.Client
 	// Getenv reads header values; nil means os.Getenv.
 	Getenv func(string) string
-	// Log receives warnings; nil discards them.
+	// Log receives the client's logs (baton's and the SDK's); nil
+	// discards them. The app sets its own logger on a Dialer that has none
+	// (mcp.WithLog).
 	Log *slog.Logger
+}
+
+// WithLog returns d logging to log, unless d has a Log already.
+func (d Dialer) WithLog(log *slog.Logger) mcp.Dialer {
+	if d.Log == nil {
+		d.Log = log
+	}
+	return d
 }
 
 func (d Dialer) log() *slog.Logger {
@@ -53,7 +63,9 @@ func (d Dialer) Tools(ctx context.Context, s mcp.Server) ([]tool.Tool, error) {
 
 // List lists the allowed tools the server lists now, in the order of the
 // allow list, with the rules their annotations imply (see Rules). An
-// allowed tool the server does not list is not offered, and logged. List
+// allowed tool the server does not list is left out (mcp.Toolset.List
+// then refuses the listing with an *mcp.UnlistedError). A server that
+// cannot be listed is logged. List
 // fails with a *ConfigError when the server's configuration is bad or a
 // header's environment variable is empty, and with an error wrapping
 // tool.ErrUnavailable when the server cannot be reached or listed within
@@ -62,7 +74,7 @@ func (d Dialer) List(ctx context.Context, s mcp.Server) ([]tool.Listed, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
-	c, err := d.conn(s)
+	c, err := d.conn(s, d.log())
 	if err != nil {
 		return nil, err
 	}
@@ -77,13 +89,14 @@ func (d Dialer) List(ctx context.Context, s mcp.Server) ([]tool.Listed, error) {
 		return nil
 	})
 	if err != nil {
+		d.log().WarnContext(ctx, "mcp server cannot be listed", "server", s.Name, "url", s.URL, "err", err)
 		return nil, fmt.Errorf("mcp server %q: list tools: %w (%w)", s.Name, tool.ErrUnavailable, err)
 	}
 	out := make([]tool.Listed, 0, len(s.Allow))
 	for _, name := range s.Allow {
 		t, ok := listed[name]
 		if !ok {
-			d.log().WarnContext(ctx, "mcp server does not list an allowed tool; it is not offered", "server", s.Name, "tool", name)
+			// Not offered; mcp.Toolset.List fails the listing, naming it.
 			continue
 		}
 		schema, err := json.Marshal(t.InputSchema)
@@ -107,7 +120,7 @@ func (d Dialer) List(ctx context.Context, s mcp.Server) ([]tool.Listed, error) {
 // call time. approvals replace the approval rule of the named tools; any
 // other listed with Approval needs approval for every call.
 func (d Dialer) Adapt(s mcp.Server, listed []tool.Listed, approvals map[string]tool.Rule) []tool.Tool {
-	c, cerr := d.conn(s)
+	c, cerr := d.conn(s, d.log())
 	out := make([]tool.Tool, 0, len(listed))
 	for _, l := range listed {
 		t := mcp.Tool(l, approvals)
@@ -127,12 +140,12 @@ func (d Dialer) Adapt(s mcp.Server, listed []tool.Listed, approvals map[string]t
 }
 
 // conn reads the server's header values and makes its connection.
-func (d Dialer) conn(s mcp.Server) (*conn, error) {
+func (d Dialer) conn(s mcp.Server, log *slog.Logger) (*conn, error) {
 	headers, err := s.Headers(d.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	return &conn{server: s, base: d.HTTPClient, headers: headers}, nil
+	return &conn{server: s, base: d.HTTPClient, headers: headers, log: log}, nil
 }
 
 // conn reaches one server.
@@ -140,6 +153,7 @@ type conn struct {
 	server  mcp.Server
 	base    *http.Client // nil for a default client
 	headers http.Header
+	log     *slog.Logger // the SDK client's
 }
 
 // client returns an HTTP client that adds the server's headers and ends
@@ -202,7 +216,7 @@ func (b *body) Close() error {
 func (c *conn) session(ctx context.Context, f func(context.Context, *sdk.ClientSession) error) error {
 	ctx, cancel := context.WithTimeout(ctx, c.server.RequestTimeout())
 	defer cancel()
-	cl := sdk.NewClient(&sdk.Implementation{Name: "baton", Version: "v1"}, nil)
+	cl := sdk.NewClient(&sdk.Implementation{Name: "baton", Version: "v1"}, &sdk.ClientOptions{Logger: c.log})
 	cs, err := cl.Connect(ctx, &sdk.StreamableClientTransport{
 		Endpoint:             c.server.URL,
 		HTTPClient:           c.client(ctx),

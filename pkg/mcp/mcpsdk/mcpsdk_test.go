@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -219,13 +220,12 @@ func TestHangingServerEndsAtTheDeadline(t *testing.T) {
 // server by name, whatever it lists by then. A tool it no longer has, a
 // tool the allow list no longer names and a tool of a server no longer
 // configured each end in an error the model sees; only the first reaches
-// the server. An allowed tool the server does not list is not offered.
+// the server.
 func TestToolsetCallsRecordedToolsByName(t *testing.T) {
 	srv := mcptest.Start()
 	defer srv.Close()
 	ctx := context.Background()
 	s := server(srv.URL)
-	s.Allow = append(s.Allow, "not_yet")
 	ts := mcp.Toolset{Dialer: dialer, Getenv: dialer.Getenv, Servers: []mcp.Server{s},
 		Approvals: map[string]tool.Rule{mcptest.SetFlag: {Always: true}}}
 	if err := ts.Check(); err != nil {
@@ -291,5 +291,40 @@ func TestToolsetApprovalsFailClosed(t *testing.T) {
 		if got := del.Approval(json.RawMessage(in)); got != want {
 			t.Errorf("delete_file(%s): approval = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// TestToolsetRefusesUnlistedTools: an allowed tool the server does not
+// list fails the listing with an *mcp.UnlistedError naming each such tool
+// (not an unavailable server: no retry mends it), and the dialer logs to
+// the logger mcp.WithLog gives it.
+func TestToolsetRefusesUnlistedTools(t *testing.T) {
+	srv := mcptest.Start()
+	defer srv.Close()
+	s := server(srv.URL)
+	s.Allow = append(s.Allow, "not_yet", "nor_this")
+	ts := mcp.Toolset{Dialer: dialer, Getenv: dialer.Getenv, Servers: []mcp.Server{s}}
+	_, err := ts.List(context.Background())
+	var ue *mcp.UnlistedError
+	if !errors.As(err, &ue) || ue.Server != "files" || strings.Join(ue.Tools, ",") != "not_yet,nor_this" || errors.Is(err, tool.ErrUnavailable) {
+		t.Fatalf("List = %v, want an UnlistedError naming not_yet and nor_this", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, `"not_yet", "nor_this"`) || !strings.Contains(msg, `"files"`) {
+		t.Errorf("message %q does not name the server and the tools", msg)
+	}
+
+	var logs strings.Builder
+	down := mcptest.Start()
+	down.Close()
+	logged := mcp.WithLog(mcpsdk.Dialer{Getenv: dialer.Getenv}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if _, err := logged.List(context.Background(), server(down.URL)); !errors.Is(err, tool.ErrUnavailable) {
+		t.Fatalf("List = %v, want unavailable", err)
+	}
+	if !strings.Contains(logs.String(), "mcp server cannot be listed") || !strings.Contains(logs.String(), "server=files") {
+		t.Errorf("logs = %q, want the listing failure with the server", logs.String())
+	}
+	own := slog.New(slog.DiscardHandler)
+	if d := mcp.WithLog(mcpsdk.Dialer{Log: own}, slog.Default()).(mcpsdk.Dialer); d.Log != own {
+		t.Errorf("WithLog replaced the dialer's own logger")
 	}
 }

@@ -1,0 +1,49 @@
+// Package awslambda registers baton's invoker of lambda tools (an agent
+// file's tools of kind "lambda"), on the AWS SDK's Lambda client, with a
+// program: baton.Config{Lambda: awslambda.Invoker()}. Only a program that
+// imports it links the Lambda client: the resume function, which runs
+// tools; the operator and the tick do not.
+package awslambda
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/pkg/tool"
+)
+
+// Invoker is baton's invoker of lambda tools, on a Lambda client made from
+// the app's AWS config.
+func Invoker() app.Lambda {
+	return func(clients *awsenv.Clients) tool.LambdaInvoker { return Client{lambda.NewFromConfig(clients.Config)} }
+}
+
+// Client invokes functions with an AWS SDK Lambda client.
+type Client struct{ *lambda.Client }
+
+// InvokeLambda invokes function synchronously with payload. An error is
+// the SDK's, which names the operation (errors.As finds its type, such as
+// *types.ResourceNotFoundException). One the SDK itself retries
+// (throttling, a service fault: ones it judges safe to send again), once
+// its own retries are spent, is a tool.Transient error, for the tool's
+// Retry policy.
+func (c Client) InvokeLambda(ctx context.Context, function string, payload []byte) (tool.LambdaResult, error) {
+	out, err := c.Invoke(ctx, &lambda.InvokeInput{
+		FunctionName:   aws.String(function),
+		InvocationType: types.InvocationTypeRequestResponse,
+		Payload:        payload,
+	})
+	if err != nil {
+		if retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err).Bool() {
+			return tool.LambdaResult{}, &tool.Error{Kind: tool.Transient, Err: err}
+		}
+		return tool.LambdaResult{}, err
+	}
+	return tool.LambdaResult{Payload: out.Payload, FunctionError: aws.ToString(out.FunctionError)}, nil
+}
