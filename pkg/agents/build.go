@@ -121,6 +121,7 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 	}
 	a.Steering = c.Steering
 	a.Model = b.model(ctx, c, bad)
+	a.Identity = identity(c)
 	if c.Compaction != nil {
 		comp, field, err := compaction(ctx, b.fsys, b.name, c, b.deps.Providers[c.Provider], b.getenv)
 		if err != nil {
@@ -130,6 +131,16 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 	}
 	a.Tools, a.Remote = Assemble(b.local(c, bad), b.servers(c, bad), c.Approvals, b.deps.MCP, b.getenv, bad)
 	return a
+}
+
+// identity names c's model as the OpenTelemetry GenAI conventions name
+// providers (gen_ai.provider.name), for traces and metrics.
+func identity(c Config) model.Identity {
+	p := c.Provider
+	if p == "bedrock" {
+		p = "aws.bedrock"
+	}
+	return model.Identity{Provider: p, Name: c.Model}
 }
 
 // model builds c's model: a script, or one of the providers.
