@@ -28,6 +28,10 @@
 // admit, runPlans, ledgered); checks.go holds the spend and timer checks
 // before each step (check, overSpend, fits).
 //
-// Runner.Interceptors wrap its model calls, tool calls and steps (see
-// package intercept); with none the runner makes each call directly.
+// Runner.Interceptors wrap each invocation's run, its model calls, tool
+// calls and steps (see package intercept); with none the runner makes each
+// call directly. A turn's trace context (package traceparent) is data: the
+// turn.started fact records it (the posting request's, the wake's, or a
+// fresh one), every invocation's Run carries it, and the wakes the runner
+// sends carry it (trace.go).
 package turn
