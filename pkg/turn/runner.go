@@ -211,10 +211,9 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 // resumed is the rest of a resume once its turn.resumed fact stands.
 func (ru *run) resumed(ctx context.Context, prior []parts.Part, next reducer.State) (Outcome, error) {
 	lim := ru.lim
-	sink := ru.sink
 	ru.rep.Add(prior...)
 	ru.replay()
-	if status := sink.Closed(); status != streams.Open {
+	if status := ru.sink.Closed(); status != streams.Open {
 		// The last invocation closed the stream and died before recording
 		// the outcome: record it now.
 		return ru.finish(ru.finishClosed(ctx, status))

@@ -23,7 +23,7 @@ func startTrace(ctx context.Context, inbox []reducer.Message) string {
 	return resumeTrace(ctx, "")
 }
 
-// resumeTrace is the trace of a turn whose facts recorded recorded: that,
+// resumeTrace is the trace of a turn whose facts recorded trace: that,
 // or for a turn from before traces the wake's, else a fresh one.
 func resumeTrace(ctx context.Context, recorded string) string {
 	if recorded != "" {
