@@ -7,13 +7,14 @@ import (
 )
 
 // TestOperatorAndTickLinkNoOTelSDK checks that only the resume function
-// links the OpenTelemetry SDK and its OTLP exporter (providers/otel, with
-// grpc and protobuf under it): the operator and the tick record a turn's
-// trace context with package traceparent alone.
+// links the OpenTelemetry SDK (providers/otel): the operator and the tick
+// record a turn's trace context with package traceparent alone. And no
+// function links the SDK's OTLP exporters, the generated OTLP types, grpc
+// or the protobuf runtime: providers/otel writes OTLP itself, since those
+// would add some 30 MB to the resume bootstrap.
 func TestOperatorAndTickLinkNoOTelSDK(t *testing.T) {
+	sdk := []string{"github.com/baton-run/baton/providers/otel", "go.opentelemetry.io/otel/sdk"}
 	heavy := []string{
-		"github.com/baton-run/baton/providers/otel",
-		"go.opentelemetry.io/otel/sdk",
 		"go.opentelemetry.io/otel/exporters",
 		"go.opentelemetry.io/proto/otlp",
 		"google.golang.org/grpc",
@@ -34,6 +35,11 @@ func TestOperatorAndTickLinkNoOTelSDK(t *testing.T) {
 			return false
 		}
 		for _, h := range heavy {
+			if links(h) {
+				t.Errorf("the %s function links %s", fn, h)
+			}
+		}
+		for _, h := range sdk {
 			if fn != "resume" && links(h) {
 				t.Errorf("the %s function links %s", fn, h)
 			}

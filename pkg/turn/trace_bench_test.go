@@ -6,8 +6,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-
 	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/providers/otel"
 )
@@ -23,11 +21,7 @@ func BenchmarkStepTraced(b *testing.B) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}))
 	defer srv.Close()
-	exp, err := otlptracehttp.New(b.Context(), otlptracehttp.WithEndpointURL(srv.URL+"/v1/traces"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	tr := otel.New(exp)
+	tr := otel.New(otel.NewExporter(srv.URL+"/v1/traces", nil))
 	defer func() { _ = tr.Shutdown(b.Context()) }()
 	benchStep(b, []intercept.Interceptor{tr.Interceptor()})
 }

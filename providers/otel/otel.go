@@ -27,11 +27,9 @@ package otel
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -72,19 +70,29 @@ func Enabled(getenv func(string) string) bool {
 }
 
 // FromEnv is tracing over OTLP/HTTP as the standard OTEL_EXPORTER_OTLP_*
-// variables configure it, or nil (and no error) when getenv names no
-// endpoint: tracing is then off and costs nothing.
+// variables configure it (see ExporterFromEnv), or nil (and no error) when
+// getenv names no endpoint: tracing is then off and costs nothing. Its
+// service name is OTEL_SERVICE_NAME's, else the Lambda function's.
 func FromEnv(ctx context.Context, getenv func(string) string) (*Tracing, error) {
 	if !Enabled(getenv) {
 		return nil, nil
 	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := ExporterFromEnv(getenv)
 	if err != nil {
-		return nil, fmt.Errorf("otel: OTLP exporter: %w", err)
+		return nil, err
 	}
-	return New(exp), nil
+	var opts []sdktrace.TracerProviderOption
+	if getenv("OTEL_SERVICE_NAME") == "" && getenv("AWS_LAMBDA_FUNCTION_NAME") != "" {
+		r, err := resource.Merge(defaultResource(), resource.NewSchemaless(attribute.String("service.name", getenv("AWS_LAMBDA_FUNCTION_NAME"))))
+		if err == nil {
+			opts = append(opts, sdktrace.WithResource(r))
+		}
+	}
+	return New(exp, opts...), nil
 }
 
+// defaultResource is the SDK's: its service name (OTEL_SERVICE_NAME) and
+// OTEL_RESOURCE_ATTRIBUTES.
 func defaultResource() *resource.Resource {
 	r, err := resource.Merge(resource.Default(), resource.Environment())
 	if err != nil {

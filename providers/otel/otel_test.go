@@ -14,7 +14,6 @@ import (
 	"sync"
 	"testing"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -37,8 +36,8 @@ type receiver struct {
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
-		http.Error(w, "want a protobuf POST to /v1/traces", http.StatusBadRequest)
+	if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" || r.Header.Get("X-Tenant") != "desk one" {
+		http.Error(w, "want a protobuf POST to /v1/traces with the configured headers", http.StatusBadRequest)
 		return
 	}
 	var body io.Reader = r.Body
@@ -107,11 +106,11 @@ func TestOneTraceAcrossInvocations(t *testing.T) {
 	rc := &receiver{}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
-	exp, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(srv.URL+"/v1/traces"))
-	if err != nil {
-		t.Fatal(err)
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=desk%20one"}
+	tr, err := otel.FromEnv(t.Context(), func(k string) string { return env[k] })
+	if err != nil || tr == nil {
+		t.Fatalf("FromEnv: %v %v", tr, err)
 	}
-	tr := otel.New(exp)
 	defer tr.Shutdown(context.Background())
 
 	started := make(chan struct{})
