@@ -13,16 +13,18 @@
 //
 // It is built on baton's interceptor seam (package intercept): register
 // it with baton.Config{Interceptors: []baton.Interceptor{t.Interceptor()}}.
-// Only a program that imports this package links the OpenTelemetry SDK
-// and its OTLP exporter; the operator and the tick record a turn's trace
-// context with package traceparent alone.
+// Only a program that imports this package links the OpenTelemetry SDK;
+// the operator and the tick record a turn's trace context with package
+// traceparent alone.
 //
 // FromEnv exports over OTLP/HTTP when the standard variables name an
 // endpoint (OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; the template's Tracing=adot points
 // them at the ADOT Lambda layer's collector), and is off otherwise. Spans
 // are batched and flushed before each run returns, since Lambda freezes
-// the process between invocations.
+// the process between invocations. The exporter is this package's own
+// (Exporter: OTLP protobuf written by hand), not the SDK's, which links
+// grpc and the protobuf runtime: some 30 MB of a bootstrap.
 package otel
 
 import (
