@@ -226,12 +226,26 @@ func checkStatements(t *testing.T, where string, doc any, resources map[string]a
 		if len(res) == 0 {
 			t.Errorf("%s: no Resource", w)
 		}
+		if xrayOnly(asList(at(s, "Action"))) && len(res) == 1 && res[0] == "*" {
+			continue // X-Ray's segment writes take no resource but "*"
+		}
 		for _, r := range res {
 			if !scoped(r, resources) {
 				t.Errorf("%s: Resource %v is not one of this stack's resources", w, r)
 			}
 		}
 	}
+}
+
+// xrayOnly reports whether actions are all X-Ray segment writes, which
+// IAM grants on no resource but "*".
+func xrayOnly(actions []any) bool {
+	for _, a := range actions {
+		if a != "xray:PutTraceSegments" && a != "xray:PutTelemetryRecords" {
+			return false
+		}
+	}
+	return len(actions) > 0
 }
 
 func TestNoWildcardIAM(t *testing.T) {
@@ -521,10 +535,12 @@ func TestFunctionEnv(t *testing.T) {
 		"BATON_STREAM_BUCKET_TYPE": "!Ref StreamBucketType",
 	}
 	for _, fn := range []string{"OperatorFunction", "ResumeFunction", "TickFunction"} {
-		want := want
+		want := maps.Clone(want)
 		if fn == "ResumeFunction" {
-			want = maps.Clone(want)
 			maps.Copy(want, resumeKeyEnv)
+			// Tracing=adot points the resume function's OTLP exporter at
+			// the ADOT layer's collector; empty leaves tracing off.
+			want["OTEL_EXPORTER_OTLP_ENDPOINT"] = `!If ["TracingAdot","http://localhost:4318",""]`
 		}
 		if got := env[fn]; !maps.Equal(got, want) {
 			t.Errorf("%s environment\n got %v\nwant %v", fn, got, want)
@@ -565,7 +581,10 @@ func assertEnvContract(t *testing.T, reads map[string][]string) {
 func TestEnvContract(t *testing.T) {
 	vars := app.Vars()
 	assertEnvContract(t, map[string][]string{
-		"OperatorFunction": vars, "ResumeFunction": append(slices.Clone(vars), slices.Collect(maps.Keys(resumeKeyEnv))...), "TickFunction": vars,
+		// The resume function also reads the model key variables and the
+		// OpenTelemetry SDK's own variables, as otel.FromEnv and its OTLP
+		// exporter do; the template sets the endpoint.
+		"OperatorFunction": vars, "ResumeFunction": append(append(slices.Clone(vars), slices.Collect(maps.Keys(resumeKeyEnv))...), "OTEL_EXPORTER_OTLP_ENDPOINT"), "TickFunction": vars,
 	})
 }
 
@@ -912,5 +931,33 @@ func TestStreamingDoor(t *testing.T) {
 	}
 	if baton.BufferedHold+3*time.Second > 30*time.Second {
 		t.Errorf("BufferedHold %v leaves the HTTP API's 30 s no margin", baton.BufferedHold)
+	}
+}
+
+// TestTracingOption: Tracing=adot adds the ADOT layer and the OTLP
+// endpoint to the resume function, xray turns on Lambda's X-Ray tracing on
+// every function, and X-Ray writes are granted only when traced.
+func TestTracingOption(t *testing.T) {
+	tr := tree(t)
+	if got := at(tr, "Parameters", "Tracing", "AllowedValues"); fmt.Sprint(got) != "[none adot xray]" {
+		t.Errorf("Tracing allows %v", got)
+	}
+	if got := at(tr, "Globals", "Function", "Tracing", "Fn::If"); fmt.Sprint(got) != "[TracingXray Active PassThrough]" {
+		t.Errorf("Globals Tracing = %v, want Active only for xray", got)
+	}
+	layers := asList(at(tr, "Resources", "ResumeFunction", "Properties", "Layers"))
+	if len(layers) != 1 || fmt.Sprint(at(layers[0], "Fn::If")) != "[TracingAdot map[Ref:AdotLayerArn] map[Ref:AWS::NoValue]]" {
+		t.Errorf("ResumeFunction Layers = %v, want the ADOT layer for adot only", layers)
+	}
+	for role, cond := range map[string]string{"ResumeRole": "Traced", "OperatorRole": "TracingXray", "TickRole": "TracingXray"} {
+		found := false
+		for _, s := range asList(at(asList(at(tr, "Resources", role, "Properties", "Policies"))[0], "PolicyDocument", "Statement")) {
+			if alts := asList(at(s, "Fn::If")); len(alts) == 3 && at(alts[1], "Sid") == "XRay" {
+				found = alts[0] == cond
+			}
+		}
+		if !found {
+			t.Errorf("%s: no X-Ray statement under %s", role, cond)
+		}
 	}
 }

@@ -130,6 +130,7 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 		bad("children", err)
 	}
 	a.Model = b.model(ctx, c, bad)
+	a.Identity = identity(c)
 	if c.Compaction != nil {
 		comp, field, err := b.compaction(ctx, c)
 		if err != nil {
@@ -139,6 +140,16 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 	}
 	a.Tools, a.Remote = Assemble(b.local(c, lim, bad), b.servers(c, bad), c.Approvals, b.deps.MCP, b.getenv, bad)
 	return a
+}
+
+// identity names c's model as the OpenTelemetry GenAI conventions name
+// providers (gen_ai.provider.name), for traces and metrics.
+func identity(c Config) model.Identity {
+	p := c.Provider
+	if p == "bedrock" {
+		p = "aws.bedrock"
+	}
+	return model.Identity{Provider: p, Name: c.Model}
 }
 
 // model builds c's model: a script, or one of the providers.

@@ -43,7 +43,7 @@ func (o Options) CORS(w http.ResponseWriter, r *http.Request) bool {
 	}
 	hd := w.Header()
 	hd.Set("Access-Control-Allow-Methods", corsMethods)
-	hd.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, Idempotency-Key, "+VersionHeader+", X-Baton-Operator")
+	hd.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, Idempotency-Key, "+VersionHeader+", X-Baton-Operator, traceparent")
 	hd.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	return false

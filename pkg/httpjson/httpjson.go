@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/baton-run/baton/pkg/traceparent"
 )
 
 // Refusal is a request refused with its status and a message for the
@@ -67,8 +69,16 @@ func Authed(identity func(*http.Request) (string, bool), fail Failer, h Handler)
 
 // Serve serves r with mux, and a request mux has no route for in JSON: 405
 // with the mux's Allow header when the path is known under other methods,
-// 404 otherwise, instead of the mux's plain text.
+// 404 otherwise, instead of the mux's plain text. A valid traceparent
+// header is carried in the request's context (package traceparent), so a
+// message the request posts starts its turn in the caller's trace; an
+// invalid one is ignored, as W3C Trace Context asks.
 func Serve(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
+	if tp := r.Header.Get(traceparent.Header); tp != "" {
+		// What the request starts (a turn, for a posted message) is
+		// traced under the caller's trace.
+		r = r.WithContext(traceparent.With(r.Context(), tp))
+	}
 	route, pattern := mux.Handler(r)
 	if pattern != "" {
 		mux.ServeHTTP(w, r)

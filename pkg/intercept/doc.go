@@ -6,6 +6,9 @@
 // tracer or a metrics recorder is then one Interceptor, not an edit
 // across packages.
 //
+//   - Run wraps every invocation's run of a turn, a start or a resume,
+//     with the turn's trace context (see package traceparent): its steps,
+//     model calls and tool calls are inside it.
 //   - Model wraps every model call: one step's request and its stream of
 //     events (a summariser's compaction request too, with Step 0).
 //   - Tool wraps every run of a tool, retries included.
@@ -19,7 +22,7 @@
 //     returned, so a Streams decorator sees the opening, not each flush.
 //
 // Interceptors are configured on baton.Config (Interceptors), on
-// app.Extras, or directly on turn.Runner (model, tool and step calls) and
+// app.Extras, or directly on turn.Runner (runs, model, tool and step calls) and
 // with Store (store calls). The first interceptor of a list is the
 // outermost. With none configured, nothing is added on the hot path: the
 // runner calls the model, the tools and its step directly.

@@ -14,7 +14,10 @@ import (
 type ModelCall struct {
 	Session, Turn, Agent string
 	Model                model.Model
-	Request              model.Request
+	// Identity names the model (its provider and name) when the agent or
+	// the model says; zero otherwise.
+	Identity model.Identity
+	Request  model.Request
 }
 
 // ModelFunc makes a model call and streams its events.
@@ -44,6 +47,7 @@ type StepFunc func(ctx context.Context, s Step) ([]parts.Part, error)
 // Interceptor wraps the calls it cares about; a nil field passes that kind
 // of call through untouched.
 type Interceptor struct {
+	Run     func(next RunFunc) RunFunc
 	Model   func(next ModelFunc) ModelFunc
 	Tool    func(next ToolFunc) ToolFunc
 	Step    func(next StepFunc) StepFunc

@@ -77,6 +77,28 @@ type Event struct {
 	Usage Usage      // finish
 }
 
+// Identity names a model for traces and metrics: its provider, as the
+// OpenTelemetry GenAI conventions name it (gen_ai.provider.name:
+// "anthropic", "openai", "aws.bedrock"), and the model's name
+// (gen_ai.request.model).
+type Identity struct {
+	Provider, Name string
+}
+
+// Identified is a Model that names itself; the runner asks a model for its
+// identity when its agent names none.
+type Identified interface {
+	Identity() Identity
+}
+
+// IdentityOf is the identity m gives, zero when it gives none.
+func IdentityOf(m Model) Identity {
+	if id, ok := m.(Identified); ok {
+		return id.Identity()
+	}
+	return Identity{}
+}
+
 // Model streams one step. The sequence ends after a Finish event, or with a
 // non-nil error (then the step is abandoned). Implementations honour ctx.
 type Model interface {

@@ -2,6 +2,8 @@ package reducer
 
 import (
 	"slices"
+
+	"github.com/baton-run/baton/pkg/traceparent"
 )
 
 // Appliers for the session's own facts: creation, messages and the schedule.
@@ -28,6 +30,9 @@ func (s *State) applyMessageReceived(f Fact) error {
 		return s.illegal(f, "no message")
 	}
 	m := *f.Message
+	if m.Trace != "" && !traceparent.Valid(m.Trace) {
+		return s.illegal(f, "message trace %q is not a traceparent", m.Trace)
+	}
 	switch d := m.Delivery; {
 	case d == "" || d == SteerEnqueue:
 		s.Inbox = append(s.Inbox, m)

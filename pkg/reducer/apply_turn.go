@@ -2,6 +2,8 @@ package reducer
 
 import (
 	"time"
+
+	"github.com/baton-run/baton/pkg/traceparent"
 )
 
 // Appliers for the open turn's lifecycle: start, suspend, resume, compaction, timers, raised limits and the three ends.
@@ -17,8 +19,11 @@ func (s *State) applyTurnStarted(f Fact) error {
 	if len(s.Inbox) == 0 {
 		return s.illegal(f, "no message to answer")
 	}
+	if f.Trace != "" && !traceparent.Valid(f.Trace) {
+		return s.illegal(f, "trace %q is not a traceparent", f.Trace)
+	}
 	s.Turn = &Turn{ID: f.Turn, Stream: f.Stream, Started: f.Time, Since: f.Time,
-		Messages: s.Inbox, Lease: f.Lease, Invocations: 1}
+		Messages: s.Inbox, Lease: f.Lease, Invocations: 1, Trace: f.Trace}
 	s.Inbox = nil
 	s.Status = Running
 	s.Reported = false

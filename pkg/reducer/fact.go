@@ -182,6 +182,10 @@ type Message struct {
 	// received: enqueue when no turn was open. Empty in facts written
 	// before steering existed, and read as enqueue.
 	Delivery Steering `json:"delivery,omitempty"`
+	// Trace is the W3C traceparent of the request that posted the
+	// message, when it carried one: the turn the message starts is traced
+	// under it (Turn.Trace).
+	Trace string `json:"trace,omitempty"`
 }
 
 // Approval is a tool call waiting for an operator's decision.
@@ -472,6 +476,9 @@ type Fact struct {
 	Stream string `json:"stream,omitempty"`
 	// turn.started and turn.resumed: when the invocation's lease runs out.
 	Lease time.Time `json:"lease,omitzero"`
+	// turn.started: the turn's W3C trace context (a traceparent), under
+	// which every invocation of the turn is traced.
+	Trace string `json:"trace,omitempty"`
 	// turn.suspended
 	Cause Cause `json:"cause,omitempty"`
 	// turn.suspended for CauseLimit: the spend cap the turn reached.

@@ -25,6 +25,9 @@ type Turn struct {
 	Stream   string    `json:"stream"`
 	Started  time.Time `json:"started"`
 	Messages []Message `json:"messages"` // what the turn answers
+	// Trace is the turn's W3C trace context (a traceparent), as its
+	// turn.started fact recorded it; empty for a turn from before traces.
+	Trace string `json:"trace,omitempty"`
 	// Since is when the current status began.
 	Since time.Time `json:"since"`
 	// Lease is when a running invocation's hold expires.

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/pkg/traceparent"
 	"github.com/baton-run/baton/pkg/wake"
 )
 
@@ -107,8 +108,13 @@ func (s *Store) SteeringOf(agent string) reducer.Steering {
 // before, as deliver decides. A message that interrupts a suspended turn
 // ends that turn in the same write (turn.interrupted, with its snapshot),
 // since no invocation runs to end it at a step boundary; the turn's stream
-// is then returned, to be closed once the write stands.
+// is then returned, to be closed once the write stands. A message posted
+// under a trace (ctx carries a traced request's traceparent, see package
+// traceparent) records it, and the turn it starts is traced under it.
 func (s *Store) receive(ctx context.Context, id string, st reducer.State, actor reducer.Actor, msg reducer.Message, before ...reducer.Fact) (reducer.State, *streams.Sink, error) {
+	if msg.Trace == "" {
+		msg.Trace = traceparent.From(ctx)
+	}
 	if err := s.deliver(st, &msg); err != nil {
 		return reducer.State{}, nil, err
 	}
@@ -402,5 +408,5 @@ func (s *Store) log() *slog.Logger {
 // wake sends the session's wake after delay, best effort: a lost one is
 // re-sent by the tick.
 func (s *Store) wake(ctx context.Context, id string, reason wake.Reason, seq int64, delay time.Duration) {
-	wake.Notify(ctx, s.Waker, s.log(), wake.Wake{Session: id, Reason: reason, Seq: seq}, delay)
+	wake.Notify(ctx, s.Waker, s.log(), wake.Wake{Session: id, Reason: reason, Seq: seq, Trace: traceparent.From(ctx)}, delay)
 }

@@ -110,7 +110,11 @@ type Agent struct {
 	Name   string
 	System string
 	Model  model.Model
-	Tools  *tool.Registry
+	// Identity names Model (provider and model name) for traces and
+	// metrics; an agent file's agent has its provider and model. When
+	// zero, the model's own (model.Identified), if it gives one.
+	Identity model.Identity
+	Tools    *tool.Registry
 	// Remote, when set, provides tools that live outside the program, such
 	// as remote MCP servers'. A turn lists them when it starts and records
 	// the list in its stream (DataTools); every invocation of the turn

@@ -38,6 +38,10 @@
 // call a child session whose end is the call's result, the turn suspended
 // for children meanwhile, and agents it may hand the session to.
 //
-// Runner.Interceptors wrap its model calls, tool calls and steps (see
-// package intercept); with none the runner makes each call directly.
+// Runner.Interceptors wrap each invocation's run, its model calls, tool
+// calls and steps (see package intercept); with none the runner makes each
+// call directly. A turn's trace context (package traceparent) is data: the
+// turn.started fact records it (the posting request's, the wake's, or a
+// fresh one), every invocation's Run carries it, and the wakes the runner
+// sends carry it (trace.go).
 package turn

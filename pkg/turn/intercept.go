@@ -42,7 +42,8 @@ func (ru *run) stream(ctx context.Context, m model.Model, req model.Request) ite
 	if ru.hooks.model == nil {
 		return m.Stream(ctx, req)
 	}
-	return ru.hooks.model(ctx, intercept.ModelCall{Session: ru.out.Session, Turn: ru.out.Turn, Agent: ru.agent.Name, Model: m, Request: req})
+	return ru.hooks.model(ctx, intercept.ModelCall{Session: ru.out.Session, Turn: ru.out.Turn, Agent: ru.agent.Name, Model: m,
+		Identity: ru.identity(m), Request: req})
 }
 
 // invoke runs tool t for call c, through the tool interceptors.

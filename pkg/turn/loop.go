@@ -102,7 +102,7 @@ func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Dura
 	next := ru.sess.State
 	ru.out.Kind, ru.out.Cause = Suspended, cause
 	if cause != reducer.CauseApproval && cause != reducer.CauseUncertain && cause != reducer.CauseLimit {
-		wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: wake.ForCause(cause), Seq: next.LastSeq}, delay)
+		wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: wake.ForCause(cause), Seq: next.LastSeq, Trace: ru.trace}, delay)
 	}
 	return ru.out, nil
 }
@@ -309,7 +309,7 @@ func (ru *run) shelve(ctx context.Context) (Outcome, error) {
 		return ru.out, err
 	}
 	ru.out.Kind, ru.out.Cause = Suspended, reducer.CauseThrottled
-	wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: wake.Throttled, Seq: ru.sess.State.LastSeq},
+	wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: wake.Throttled, Seq: ru.sess.State.LastSeq, Trace: ru.trace},
 		ru.lim.ModelRetry.WakeDelay)
 	return ru.out, nil
 }

@@ -109,6 +109,7 @@ type run struct {
 	hooks      hooks  // the interceptor chains (see intercept)
 	timing     timing // the tool runs and checkpoint since the last step, for the next's metadata
 	kids       kids   // the sub-agent calls settle found (see children.go)
+	trace      string // the turn's traceparent (see startTrace)
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.
@@ -137,12 +138,13 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 	lim := agent.Limits.WithDefaults()
 	deadline := deadlineOf(ctx, lim.Budget)
 	turnID := ids.New("turn")
+	trace := startTrace(ctx, st.Inbox)
 	// A stream exists from its first chunk, so a losing Start leaves nothing
 	// behind: its Close writes nothing.
 	sink := r.Sessions.OpenStream(id, turnID)
 	next, err := r.Sessions.Append(ctx, id, st, reducer.Fact{
 		Type: reducer.TurnStarted, Actor: agentActor(turnID), Turn: turnID, Stream: turnID,
-		Lease: deadline.Add(lim.LeaseGrace),
+		Lease: deadline.Add(lim.LeaseGrace), Trace: trace,
 	})
 	if err != nil {
 		if cerr := sink.Close(ctx, streams.Aborted); cerr != nil {
@@ -155,10 +157,12 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 	}
 	sess.State = next
 	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, deadline: deadline,
-		out: Outcome{Session: id, Turn: turnID}}
+		out: Outcome{Session: id, Turn: turnID}, trace: trace}
 	ru.intercept()
-	ru.emit(parts.Part{Type: parts.Start, MessageID: turnID})
-	return ru.finish(ru.loop(ctx))
+	return ru.invocation(ctx, false, func(ctx context.Context) (Outcome, error) {
+		ru.emit(parts.Part{Type: parts.Start, MessageID: turnID})
+		return ru.finish(ru.loop(ctx))
+	})
 }
 
 // Resume continues a suspended turn whose wait is over, or takes over a
@@ -205,11 +209,17 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 		return Outcome{}, fmt.Errorf("turn: resume %s: %w", id, err)
 	}
 	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, parts: prior, deadline: deadline,
-		out: Outcome{Session: id, Turn: t.ID}}
+		out: Outcome{Session: id, Turn: t.ID}, trace: resumeTrace(ctx, t.Trace)}
 	ru.intercept()
+	return ru.invocation(ctx, true, func(ctx context.Context) (Outcome, error) { return ru.resumed(ctx, prior, next) })
+}
+
+// resumed is the rest of a resume once its turn.resumed fact stands.
+func (ru *run) resumed(ctx context.Context, prior []parts.Part, next reducer.State) (Outcome, error) {
+	lim := ru.lim
 	ru.rep.Add(prior...)
 	ru.replay()
-	if status := sink.Closed(); status != streams.Open {
+	if status := ru.sink.Closed(); status != streams.Open {
 		// The last invocation closed the stream and died before recording
 		// the outcome: record it now.
 		return ru.finish(ru.finishClosed(ctx, status))

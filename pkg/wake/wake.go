@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/traceparent"
 )
 
 // MaxDelay is the longest delay SQS supports on a message.
@@ -24,6 +25,12 @@ type Wake struct {
 	Reason  Reason `json:"reason"`
 	// Seq is the session's last seq when the wake was sent; informational only.
 	Seq int64 `json:"seq"`
+	// Trace is the W3C traceparent of the turn the wake is for, or of the
+	// request that sent it; informational like Seq: the worker traces a
+	// turn under the trace its facts record, and under this one only for
+	// a turn whose facts have none. A body's trace that is not a
+	// traceparent is dropped, not refused.
+	Trace string `json:"trace,omitempty"`
 }
 
 // Waker sends wakes.
@@ -49,6 +56,9 @@ func NewSQS(client *sqs.Client, queueURL string) *SQS {
 func (q *SQS) Wake(ctx context.Context, w Wake, delay time.Duration) error {
 	if err := w.check(); err != nil {
 		return fmt.Errorf("wake: send: %w", err)
+	}
+	if w.Trace != "" && !traceparent.Valid(w.Trace) {
+		w.Trace = ""
 	}
 	body, err := json.Marshal(w)
 	if err != nil {
@@ -107,6 +117,9 @@ func Parse(body string) (Wake, error) {
 	}
 	if err := w.check(); err != nil {
 		return Wake{}, err
+	}
+	if w.Trace != "" && !traceparent.Valid(w.Trace) {
+		w.Trace = ""
 	}
 	return w, nil
 }

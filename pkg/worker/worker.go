@@ -10,6 +10,7 @@ import (
 	"github.com/baton-run/baton/pkg/metrics"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
+	"github.com/baton-run/baton/pkg/traceparent"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/pkg/wake"
 )
@@ -93,6 +94,11 @@ func decide(st reducer.State, now time.Time) reducer.Action {
 func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 	var res Result
 	log := w.log().With("session", wk.Session, "reason", wk.Reason, "seq", wk.Seq)
+	if wk.Trace != "" {
+		// A turn the wake starts, with no traced message, is traced
+		// under the wake's trace (see turn.Runner.StartLoaded).
+		ctx = traceparent.With(ctx, wk.Trace)
+	}
 	for {
 		sess, err := w.Sessions.Load(ctx, wk.Session)
 		if err == nil {
