@@ -3,7 +3,9 @@ package tool
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"slices"
 	"strconv"
@@ -159,8 +161,8 @@ func (r *Registry) Check(name string, input json.RawMessage) error {
 	if _, ok := r.tools[name]; !ok {
 		return fmt.Errorf("tool: unknown tool %q", name)
 	}
-	var inst any
-	if err := json.Unmarshal(input, &inst); err != nil {
+	inst, err := decode(input)
+	if err != nil {
 		return &InputError{Tool: name, Problems: []string{"input: not valid JSON (" + err.Error() + ")"}}
 	}
 	if _, ok := inst.(map[string]any); !ok {
@@ -181,6 +183,40 @@ func (r *Registry) Check(name string, input json.RawMessage) error {
 		probs = []string{"input: does not match the schema (" + innermost(verr) + ")"}
 	}
 	return &InputError{Tool: name, Problems: probs}
+}
+
+// decode parses a call's input for validation. Numbers become float64s,
+// with a number beyond float64's range as ±Inf rather than an error: JSON
+// puts no limit on a number, so 1e400 is valid input that a tool may take.
+func decode(input json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.UseNumber()
+	var inst any
+	if err := dec.Decode(&inst); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON value")
+	}
+	return floats(inst), nil
+}
+
+// floats replaces the json.Numbers in v by float64s.
+func floats(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		f, _ := strconv.ParseFloat(v.String(), 64) // out of range is ±Inf
+		return f
+	case []any:
+		for i := range v {
+			v[i] = floats(v[i])
+		}
+	case map[string]any:
+		for k, x := range v {
+			v[k] = floats(x)
+		}
+	}
+	return v
 }
 
 // innermost is a validation error's message less the "validating <schema>:"

@@ -96,6 +96,9 @@ func TestCheck(t *testing.T) {
 		{name: "empty input", tool: "free", input: ``, contains: "input: not valid JSON"},
 		{name: "broken JSON", tool: "get_weather", input: `{"city":`, contains: "input: not valid JSON"},
 		{name: "trailing data", tool: "get_weather", input: `{"city":"x"} {}`, contains: "input: not valid JSON"},
+		{name: "a number beyond float64 is still a number", tool: "order", input: `{"v":1e400}`},
+		{name: "a tiny number is still a number", tool: "order", input: `{"v":-4.9e-330,"n":123456789012345678901234567890}`},
+		{name: "a huge number is checked too", tool: "order", input: `{"n":-1e400}`, contains: "n: must be at least 1"},
 		{name: "no schema accepts any object", tool: "free", input: `{"anything":[1,2]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
