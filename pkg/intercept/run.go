@@ -15,6 +15,11 @@ type Run struct {
 	// turn.started fact recorded it: every invocation of the turn runs
 	// under the same one, so a tracer puts them in one trace.
 	Trace string
+	// Root is set when baton minted Trace for this turn in this run (no
+	// traced request posted it): nothing else will record the span Trace
+	// names, so a tracer should make this run's span the trace's root,
+	// with Trace's span id, and the turn's later runs its children.
+	Root bool
 }
 
 // RunEnd is how a run ended: the kind of its outcome (turn.Kind:

@@ -110,6 +110,7 @@ type run struct {
 	timing     timing // the tool runs and checkpoint since the last step, for the next's metadata
 	kids       kids   // the sub-agent calls settle found (see children.go)
 	trace      string // the turn's traceparent (see startTrace)
+	traceRoot  bool   // this run minted trace: its span is the root
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.
@@ -138,7 +139,7 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 	lim := agent.Limits.WithDefaults()
 	deadline := deadlineOf(ctx, lim.Budget)
 	turnID := ids.New("turn")
-	trace := startTrace(ctx, st.Inbox)
+	trace, minted := startTrace(ctx, st.Inbox)
 	// A stream exists from its first chunk, so a losing Start leaves nothing
 	// behind: its Close writes nothing.
 	sink := r.Sessions.OpenStream(id, turnID)
@@ -157,7 +158,7 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 	}
 	sess.State = next
 	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, deadline: deadline,
-		out: Outcome{Session: id, Turn: turnID}, trace: trace}
+		out: Outcome{Session: id, Turn: turnID}, trace: trace, traceRoot: minted}
 	ru.intercept()
 	return ru.invocation(ctx, false, func(ctx context.Context) (Outcome, error) {
 		ru.emit(parts.Part{Type: parts.Start, MessageID: turnID})

@@ -12,15 +12,19 @@ import (
 // startTrace is the trace context a new turn records in its turn.started
 // fact, and every invocation of the turn runs under: the first waiting
 // message's that has one (a traced request posted it), else the one ctx
-// carries (the wake's), else a fresh one. It is data, minted once: the
+// carries (the wake's), else a fresh one, minted (then this run's span is
+// the trace's root: see intercept.Run.Root). It is data, minted once: the
 // turn's later invocations read it from the facts.
-func startTrace(ctx context.Context, inbox []reducer.Message) string {
+func startTrace(ctx context.Context, inbox []reducer.Message) (tp string, minted bool) {
 	for _, m := range inbox {
 		if m.Trace != "" {
-			return m.Trace
+			return m.Trace, false
 		}
 	}
-	return resumeTrace(ctx, "")
+	if tp := traceparent.From(ctx); tp != "" {
+		return tp, false
+	}
+	return traceparent.New(), true
 }
 
 // resumeTrace is the trace of a turn whose facts recorded trace: that,
@@ -55,7 +59,7 @@ func (ru *run) invocation(ctx context.Context, resume bool, body func(context.Co
 		invocations = t.Invocations
 	}
 	_, err := f(ctx, intercept.Run{Session: ru.out.Session, Turn: ru.out.Turn, Agent: ru.agent.Name,
-		Resume: resume, Invocation: invocations, Trace: ru.trace})
+		Resume: resume, Invocation: invocations, Trace: ru.trace, Root: ru.traceRoot})
 	return out, err
 }
 

@@ -2,8 +2,9 @@
 // semantic conventions: one trace per turn, across all its invocations.
 // Each invocation's run is an "invoke_agent {agent}" span whose parent is
 // the turn's trace context (the traceparent its turn.started fact
-// records: the request's that posted the message, or one baton minted),
-// so every invocation of a turn lands in the same trace; inside it, a
+// records: the request's that posted the message, or one baton minted,
+// whose span is then the turn's first invocation's: the trace's root), so
+// every invocation of a turn lands in the same trace; inside it, a
 // "step" span per model step, a "chat {model}" span per model call
 // (gen_ai.provider.name, gen_ai.request.model, gen_ai.usage.input_tokens
 // and output_tokens, gen_ai.response.finish_reasons) and an
@@ -55,9 +56,12 @@ type Tracing struct {
 // New traces with spans batched to exp. The options add to the provider's
 // (a resource, a sampler); by default the resource is the SDK's (service
 // name from OTEL_SERVICE_NAME, else the Lambda function's name) and the
-// sampler follows the turn's trace context.
+// sampler follows the turn's trace context. An ID generator given in opts
+// replaces baton's, which gives the root span of a trace baton minted
+// the ids its traceparent names.
 func New(exp sdktrace.SpanExporter, opts ...sdktrace.TracerProviderOption) *Tracing {
-	all := append([]sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(defaultResource())}, opts...)
+	all := append([]sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(defaultResource()),
+		sdktrace.WithIDGenerator(ids{})}, opts...)
 	tp := sdktrace.NewTracerProvider(all...)
 	return &Tracing{provider: tp, tracer: tp.Tracer(Name)}
 }

@@ -299,3 +299,73 @@ func anyString(v *commonpb.AnyValue) string {
 	}
 	return v.String()
 }
+
+// TestAMintedTraceHasItsRoot: a turn no traced request posted runs under a
+// trace baton minted; its first invocation's span is the trace's root,
+// with the ids the turn.started fact records, and the turn's later
+// invocation is its child: no span of the trace has a parent the receiver
+// never got.
+func TestAMintedTraceHasItsRoot(t *testing.T) {
+	rc := &receiver{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=desk%20one"}
+	tr, err := otel.FromEnv(t.Context(), func(k string) string { return env[k] })
+	if err != nil || tr == nil {
+		t.Fatalf("FromEnv: %v %v", tr, err)
+	}
+	defer tr.Shutdown(context.Background())
+	refund := baton.Func("refund", "Refund an order.", func(context.Context, struct {
+		Order string `json:"order"`
+	}) (string, error) {
+		return "refunded", nil
+	}, baton.Write(), baton.Idempotent(), baton.NeedsApproval(baton.Always()))
+	script, err := baton.Script([]byte(`{"steps":[
+	 {"text":"Refunding.","toolCalls":[{"name":"refund","input":{"order":"A-1"}}]},
+	 {"text":"Refunded."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kit := batontest.New(t, baton.Config{
+		Agents:       []baton.Agent{{Name: "desk", Model: named{script}, Tools: []baton.Tool{refund}}},
+		Interceptors: []baton.Interceptor{tr.Interceptor()},
+	})
+	s := kit.Session("desk")
+	s.Post("Refund A-1.")
+	if out := s.Run(); out.Kind != batontest.Suspended {
+		t.Fatalf("first invocation: %+v, want suspended", out)
+	}
+	minted, err := traceparent.Parse(s.State().Turn.Trace)
+	if err != nil {
+		t.Fatalf("the turn's trace %q: %v", s.State().Turn.Trace, err)
+	}
+	s.Approve(s.Pending()[0].ID)
+	if out := s.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("second invocation: %+v, want completed", out)
+	}
+
+	spans, _ := rc.received()
+	t.Logf("%d spans:\n%s", len(spans), tree(spans))
+	ids := map[string]bool{}
+	for _, sp := range spans {
+		ids[hex.EncodeToString(sp.SpanId)] = true
+		if !slices.Equal(sp.TraceId, minted.TraceID[:]) {
+			t.Errorf("span %q is in trace %x, want the turn's %x", sp.Name, sp.TraceId, minted.TraceID)
+		}
+	}
+	var roots []*tracepb.Span
+	for _, sp := range spans {
+		switch {
+		case len(sp.ParentSpanId) == 0:
+			roots = append(roots, sp)
+		case !ids[hex.EncodeToString(sp.ParentSpanId)]:
+			t.Errorf("span %q has parent %x, which no span is", sp.Name, sp.ParentSpanId)
+		}
+		if sp.Name == "invoke_agent desk" && num(sp, "baton.invocation") == 2 && !slices.Equal(sp.ParentSpanId, minted.SpanID[:]) {
+			t.Errorf("invocation 2's parent is %x, want the root %x", sp.ParentSpanId, minted.SpanID)
+		}
+	}
+	if len(roots) != 1 || roots[0].Name != "invoke_agent desk" || num(roots[0], "baton.invocation") != 1 || !slices.Equal(roots[0].SpanId, minted.SpanID[:]) {
+		t.Fatalf("roots %v, want invocation 1's span, with the span id %x the turn records", roots, minted.SpanID)
+	}
+}

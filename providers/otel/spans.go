@@ -29,12 +29,17 @@ func remote(ctx context.Context, tp string) context.Context {
 }
 
 // run traces an invocation's run as "invoke_agent {agent}", a child of
-// the turn's trace context, and flushes once it ends.
+// the turn's trace context (or, for the run that minted it, the span it
+// names, as the trace's root), and flushes once it ends.
 func (t *Tracing) run(next intercept.RunFunc) intercept.RunFunc {
 	return func(ctx context.Context, r intercept.Run) (intercept.RunEnd, error) {
-		ctx, span := t.tracer.Start(remote(ctx, r.Trace), "invoke_agent "+r.Agent, trace.WithAttributes(
+		parent, opts := remote(ctx, r.Trace), []trace.SpanStartOption{trace.WithAttributes(
 			operationName.String("invoke_agent"), agentName.String(r.Agent), conversation.String(r.Session),
-			turnID.String(r.Turn), attribute.Int("baton.invocation", r.Invocation), attribute.Bool("baton.resume", r.Resume)))
+			turnID.String(r.Turn), attribute.Int("baton.invocation", r.Invocation), attribute.Bool("baton.resume", r.Resume))}
+		if r.Root {
+			parent, opts = asRoot(ctx, r.Trace), append(opts, trace.WithNewRoot())
+		}
+		ctx, span := t.tracer.Start(parent, "invoke_agent "+r.Agent, opts...)
 		end, err := next(ctx, r)
 		span.SetAttributes(attribute.Int("baton.steps", end.Steps))
 		if end.Kind != "" {
