@@ -22,7 +22,6 @@ import (
 	"github.com/baton-run/baton/pkg/apikey"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/chat"
-	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/mcp"
@@ -270,8 +269,10 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 	ss.Steering = agentMap.Steering
 	ss = intercept.Store(ss, x.Interceptors)
 	// The claims broker shares the session table (a key space of its own).
-	broker := claims.New(clients.DynamoDB, env.Table)
+	// The store withdraws the waiter of a blocked turn it ends.
+	broker := dynamo.NewBroker(clients.DynamoDB, env.Table)
 	broker.Fate = turn.GrantFate(ss)
+	ss.Claims = broker
 	return &App{
 		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Metrics: x.Metrics,
 		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: x.Interceptors, Claims: broker},

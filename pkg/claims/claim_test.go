@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
-	"time"
 )
 
 func TestCheckKeyRefusesNonCanonical(t *testing.T) {
@@ -64,50 +63,5 @@ func TestStaticClaimsFromInput(t *testing.T) {
 	})
 	if _, err := typed(json.RawMessage(`{"Path":"a//b"}`)); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("typed non-canonical key: %v", err)
-	}
-}
-
-// A later arrival may not pass an earlier waiter it conflicts with, even
-// when the grant they both wait for is gone; one that conflicts with
-// neither goes ahead.
-func TestJudgeNoStarvation(t *testing.T) {
-	now := time.Unix(1000, 0)
-	s := &space{Namespace: "fs"}
-	hold := Request{ID: "g1", Session: "s1", Claims: []Claim{{Namespace: "fs", Key: "a", Access: Write}}}
-	early := Request{ID: "g2", Session: "s2", Claims: []Claim{{Namespace: "fs", Key: "a/b", Access: Write}}}
-	late := Request{ID: "g3", Session: "s3", Claims: []Claim{{Namespace: "fs", Key: "a/b/c", Access: Read}}}
-	other := Request{ID: "g4", Session: "s4", Claims: []Claim{{Namespace: "fs", Key: "b", Access: Write}}}
-	s.grant(Grant{ID: hold.ID, Claims: hold.Claims})
-	if adm, _ := s.judge(early, 0); adm.Outcome != Blocked || len(adm.Blockers) != 1 {
-		t.Fatalf("early: %+v", adm)
-	}
-	s.wait(early, now)
-	s.dropGrant(hold.ID)
-	if adm, _ := s.judge(late, 0); adm.Outcome != Blocked || adm.Ahead != 1 {
-		t.Fatalf("late passed an earlier waiter: %+v", adm)
-	}
-	if adm, _ := s.judge(other, 0); adm.Outcome != Granted {
-		t.Fatalf("other: %+v", adm)
-	}
-	if adm, _ := s.judge(early, 0); adm.Outcome != Granted {
-		t.Fatalf("early after the release: %+v", adm)
-	}
-	if r := s.ready(0); len(r) != 1 || r[0].ID != early.ID {
-		t.Fatalf("ready = %+v", r)
-	}
-}
-
-func TestJudgeCapacity(t *testing.T) {
-	s := &space{Namespace: "gpu"}
-	c := func(k string, w int) []Claim { return []Claim{{Namespace: "gpu", Key: k, Access: Read, Weight: w}} }
-	s.grant(Grant{ID: "g1", Claims: c("x", 2)})
-	if adm, _ := s.judge(Request{ID: "g2", Claims: c("y", 2)}, 3); adm.Outcome != OverCapacity {
-		t.Fatalf("over capacity: %+v", adm)
-	}
-	if adm, _ := s.judge(Request{ID: "g3", Claims: c("y", 1)}, 3); adm.Outcome != Granted {
-		t.Fatalf("fits: %+v", adm)
-	}
-	if _, err := s.judge(Request{ID: "g4", Claims: c("z", 4)}, 3); !errors.Is(err, ErrTooHeavy) {
-		t.Fatalf("too heavy: %v", err)
 	}
 }

@@ -17,9 +17,11 @@ import (
 // Receipt items: pk = "receipt#" + key, sk = -1, request, answer, expires
 // (the table's TTL attribute); they carry no index attribute, and their sk
 // is outside every fact and head query.
-// Claims items (package claims, which owns them): pk = "claims#" +
-// namespace + "#" + instance, sk = -3, v, space; like receipts, outside
-// every index, query and sweep.
+// Claims items (the claims broker, claims.go): pk = "claims#" + namespace
+// + "#" + instance, sk = -3, v (the version every write checks), space
+// (JSON of claims.Space); like receipts, outside every index, query and
+// sweep. Session ids cannot hold "#", so no session's pk is one of these.
+// Facts are sk >= 1, the head 0, receipts -1, tombstones -2.
 const (
 	attrPK       = "pk"       // S: session id
 	attrSK       = "sk"       // N: seq; 0 is the head
@@ -56,6 +58,11 @@ const (
 
 	receiptPrefix = "receipt#"
 	receiptSK     = -1
+
+	claimsPrefix = "claims#"
+	claimsSK     = "-3"
+	attrVersion  = "v"     // N: claims item: its version
+	attrSpace    = "space" // S: claims item: JSON of claims.Space
 )
 
 // timeLayout is RFC 3339 with a fixed nine-digit fraction, always UTC. Unlike

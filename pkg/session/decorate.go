@@ -3,7 +3,7 @@ package session
 // This file holds Decorate, the seam for store calls: it wraps either of
 // the store's stores.
 
-// Decorate returns a store like s, with the same Waker, Now, Steering and Log,
+// Decorate returns a store like s, with the same Waker, Now, Steering, Log and Claims,
 // whose fact log is facts(s's fact log) and whose stream store is
 // streams(s's stream store); a nil function keeps that store as it is.
 // It is the seam for store calls: a decorator sees every call the session
@@ -11,7 +11,7 @@ package session
 // injected faults), without an edit anywhere else. The copy queues its own
 // posts (see lanes); decorate once, when wiring, not per request.
 func (s *Store) Decorate(facts func(FactLog) FactLog, streams func(StreamStore) StreamStore) *Store {
-	d := &Store{facts: s.facts, streams: s.streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, Log: s.Log}
+	d := &Store{facts: s.facts, streams: s.streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, Log: s.Log, Claims: s.Claims}
 	if facts != nil {
 		d.facts = facts(d.facts)
 	}

@@ -37,6 +37,8 @@
 //   - turn streams (stream.go): OpenStream, ResumeStream, ReadStream,
 //     Streams, CloseStream; and their usage (usage.go): StreamUsage;
 //   - the end of a session's life (lifecycle.go): Delete, Sweep;
+//   - resource claims (claims.go): ReleaseGrant, and the withdrawal of a
+//     blocked turn's waiter from the broker (Store.Claims) as End ends it;
 //   - retries of a lost compare-and-set (retry.go): LostRace and the
 //     per-session lanes;
 //   - the seam (decorate.go): Decorate; and the consumed stores

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -84,6 +85,10 @@ type Store struct {
 	// Log receives what the store does not return, such as a wake it could
 	// not send; nil discards it.
 	Log *slog.Logger
+	// Claims, when set, is the resource claims broker: a turn blocked on
+	// claims that the store ends (a cancel, an interrupting message) has
+	// its waiter withdrawn from the broker's queues (see claims.go).
+	Claims claims.Broker
 
 	receipt *Receipt // see WithReceipt
 	base    *Store   // the store WithReceipt was called on
@@ -112,7 +117,8 @@ type Receipt struct {
 // with an error matching ErrReceiptTaken, writing nothing, when rc's key
 // is already taken.
 func (s *Store) WithReceipt(rc *Receipt) *Store {
-	return &Store{facts: s.facts, streams: s.streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, Log: s.Log, receipt: rc, base: s.root()}
+	return &Store{facts: s.facts, streams: s.streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, Log: s.Log, Claims: s.Claims,
+		receipt: rc, base: s.root()}
 }
 
 func (s *Store) root() *Store {
@@ -212,7 +218,9 @@ func (s *Store) number(st reducer.State, facts []reducer.Fact) {
 // the fact records its usage (the sum of its billed steps) whoever ends
 // the turn: the runner, or an operator's cancel or interrupt. The
 // snapshot is written first under a key no other writer uses; if the fact
-// loses its race the snapshot is simply never referenced.
+// loses its race the snapshot is simply never referenced. A turn that was
+// suspended as blocked on claims has its waiter withdrawn once the fact
+// stands (see withdraw).
 func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, f reducer.Fact) (reducer.State, error) {
 	return s.end(ctx, sess, turn, nil, f)
 }
@@ -252,6 +260,7 @@ func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, 
 	}
 	sess.State = next
 	sess.History = snap.Messages
+	s.withdraw(ctx, sess.ID, st)
 	return next, nil
 }
 

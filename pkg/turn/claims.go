@@ -25,7 +25,7 @@ import (
 // released as the turn next settles its calls.
 
 // Released is the reason of the wake a release sends a session it unblocked.
-const Released wake.Reason = "released"
+const Released = wake.Released
 
 // blockedErr stops runPlans at a call the broker did not admit.
 type blockedErr struct {
@@ -153,9 +153,15 @@ func (ru *run) quarantine(ctx context.Context, ex *reducer.Execution) ([]reducer
 // release wakes it, or after the broker's poll at the latest. A release
 // between the broker's answer and the durable suspension found the turn
 // still running, so its wake did nothing: once suspended, the turn looks
-// again and, if nothing blocks it now, wakes itself at once.
+// again and, if nothing blocks it now, wakes itself at once. A turn ended
+// under it (cancelled before the suspension was written) will not ask
+// again: its waiter is withdrawn (the store withdraws the waiter of a turn
+// it ends once suspended; see session.Store.Claims).
 func (ru *run) suspendBlocked(ctx context.Context, b *blockedErr) (Outcome, error) {
 	out, err := ru.suspend(ctx, reducer.CauseBlocked, ru.r.Claims.PollEvery(), reducer.Fact{Type: reducer.TurnSuspended, Block: &b.block})
+	if err == nil && out.Kind == Superseded {
+		ru.withdrawIfEnded(ctx, b.req)
+	}
 	if err != nil || out.Kind != Suspended {
 		return out, err
 	}
@@ -163,6 +169,24 @@ func (ru *run) suspendBlocked(ctx context.Context, b *blockedErr) (Outcome, erro
 		wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: Released, Seq: ru.sess.State.LastSeq}, 0)
 	}
 	return out, nil
+}
+
+// withdrawIfEnded withdraws req's waiter when the turn is over, waking the
+// sessions that waited behind it; a turn another invocation took over
+// keeps its place. Best effort: the broker's waiter TTL is the backstop.
+func (ru *run) withdrawIfEnded(ctx context.Context, req claims.Request) {
+	sess, err := ru.r.Sessions.Load(ctx, ru.out.Session)
+	if err != nil || (sess.State.Turn != nil && sess.State.Turn.ID == ru.out.Turn) {
+		return
+	}
+	ready, err := ru.r.Claims.Withdraw(ctx, req)
+	if err != nil {
+		ru.r.log().WarnContext(ctx, "the ended turn's claims waiter is left to expire", "waiter", req.ID, "err", err)
+		return
+	}
+	for _, w := range ready {
+		wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: w.Session, Reason: Released}, 0)
+	}
 }
 
 // GrantFate is the broker's Fate for a session store: what becomes of a

@@ -120,11 +120,11 @@ func refundAgent(t *testing.T, js string, tl tool.Tool, lim turn.Limits) *turn.A
 
 // claimed is an invocation whose runner has a claims broker on the same
 // (counted) clients; opts apply to the broker's requests.
-func claimed(agent *turn.Agent, poll time.Duration, opts ...func(*dynamodb.Options)) (*invocation, *claims.Broker) {
+func claimed(agent *turn.Agent, poll time.Duration, opts ...func(*dynamodb.Options)) (*invocation, *dynamo.Broker) {
 	inv := fresh(agent)
-	b := claims.New(inv.clients.DynamoDB, env.Table, opts...)
+	b := dynamo.NewBroker(inv.clients.DynamoDB, env.Table, opts...)
 	b.Poll, b.Fate = poll, turn.GrantFate(inv.sessions)
-	inv.runner.Claims = b
+	inv.runner.Claims, inv.sessions.Claims = b, b
 	return inv, b
 }
 
@@ -519,5 +519,102 @@ func TestClaimsOperatorReleasesAnEndedTurnsGrant(t *testing.T) {
 	}
 	if gs, _, err := b.Grants(ctx, "orders", instance); err != nil || len(gs) != 0 {
 		t.Fatalf("grants left: %+v %v", gs, err)
+	}
+}
+
+// A blocked turn that is cancelled withdraws its waiter: session A holds a
+// write claim, B blocks on it, C blocks behind B; B is cancelled; A's
+// release names C, and C's turn is granted and completes. The broker's
+// clock stands still, so B's waiter cannot have left by its TTL.
+func TestClaimsCancelledWaiterIsWithdrawn(t *testing.T) {
+	ctx := ctxT(t)
+	srv := newOrderServer(t, 0)
+	instance := ids.New("i")
+	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), turn.Limits{Budget: 30 * time.Second})
+	inv, b := claimed(agent, time.Second)
+	frozen := time.Now()
+	b.Clock = func() time.Time { return frozen }
+	order := []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}
+	a := newSession(t, inv, "Refund o1.")
+	holder := claims.Request{ID: reducer.GrantID(a, "tc_a"), Session: a, Turn: "turn_a", ToolCall: "tc_a",
+		Claims: order, Deadline: frozen.Add(time.Hour)}
+	adm, err := b.Acquire(ctx, holder)
+	if err != nil || adm.Outcome != claims.Granted {
+		t.Fatalf("a: %+v %v", adm, err)
+	}
+	bs, cs := newSession(t, inv, "Refund o1 too."), newSession(t, inv, "Refund o1 as well.")
+	for _, id := range []string{bs, cs} {
+		if out, err := inv.runner.Start(ctx, id); err != nil || out.Cause != reducer.CauseBlocked {
+			t.Fatalf("session %s: %+v %v, want blocked", id, out, err)
+		}
+	}
+	if st := teststack.Load(t, inv.sessions, cs); st.Turn.Block.Ahead != 1 {
+		t.Fatalf("c's block %+v, want one waiter ahead (b)", st.Turn.Block)
+	}
+	if err := inv.sessions.Cancel(ctx, bs, operator, "no longer needed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ws, err := b.Grants(ctx, "orders", instance); err != nil || len(ws) != 1 || ws[0].Session != cs {
+		t.Fatalf("queue after b's cancel: %+v %v, want only c", ws, err)
+	}
+	ready, err := b.Release(ctx, adm.Grant)
+	if err != nil || len(ready) != 1 || ready[0].Session != cs {
+		t.Fatalf("a's release: ready %+v %v, want c", ready, err)
+	}
+	if out, err := inv.runner.Resume(ctx, cs); err != nil || out.Kind != turn.Completed {
+		t.Fatalf("c after a's release: %+v %v, want completed", out, err)
+	}
+	if runs, _ := srv.report(); runs["o1"] != 1 {
+		t.Fatalf("runs = %v, want c's one refund", runs)
+	}
+}
+
+// cancelOnBlock is a broker that cancels the asking session's turn right
+// after answering that it must wait: the cancel lands between the answer
+// and the turn's suspension.
+type cancelOnBlock struct {
+	*dynamo.Broker
+	cancel func(ctx context.Context, session string)
+}
+
+func (c cancelOnBlock) Acquire(ctx context.Context, req claims.Request) (claims.Admission, error) {
+	adm, err := c.Broker.Acquire(ctx, req)
+	if err == nil && adm.Outcome != claims.Granted {
+		c.cancel(ctx, req.Session)
+	}
+	return adm, err
+}
+
+// A turn cancelled after the broker queued it and before its suspension was
+// written does not leave its waiter queued either: the runner, finding its
+// turn ended, withdraws it.
+func TestClaimsCancelBeforeTheSuspensionWithdraws(t *testing.T) {
+	ctx := ctxT(t)
+	srv := newOrderServer(t, 0)
+	instance := ids.New("i")
+	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), turn.Limits{Budget: 30 * time.Second})
+	inv, b := claimed(agent, time.Second)
+	inv.sessions.Claims = nil // only the runner may withdraw here
+	inv.runner.Claims = cancelOnBlock{Broker: b, cancel: func(ctx context.Context, id string) {
+		if err := inv.sessions.Cancel(ctx, id, operator, "stop"); err != nil {
+			t.Errorf("cancel: %v", err)
+		}
+	}}
+	a := newSession(t, inv, "Refund o1.")
+	order := []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}
+	if adm, err := b.Acquire(ctx, claims.Request{ID: reducer.GrantID(a, "tc_a"), Session: a, Claims: order,
+		Deadline: time.Now().Add(time.Hour)}); err != nil || adm.Outcome != claims.Granted {
+		t.Fatalf("a: %+v %v", adm, err)
+	}
+	other := newSession(t, inv, "Refund o1 too.")
+	out, err := inv.runner.Start(ctx, other)
+	if err != nil || out.Kind != turn.Superseded {
+		t.Fatalf("cancelled while blocked: %+v %v, want superseded", out, err)
+	}
+	if st := teststack.Load(t, inv.sessions, other); st.Turn != nil || st.Last != reducer.TurnCancelled {
+		t.Fatalf("session %s %+v, want its turn cancelled", st.Last, st.Turn)
+	}
+	if _, ws, err := b.Grants(ctx, "orders", instance); err != nil || len(ws) != 0 {
+		t.Fatalf("waiters left: %+v %v, want none", ws, err)
 	}
 }

@@ -19,12 +19,12 @@
 // execution ledger before it runs; one left uncertain by a crash reruns
 // when idempotent, or waits for an operator's verdict, and a rerun verdict
 // runs it once more as a new execution, recorded like the first. A side
-// effect whose tool declares resource claims asks Runner.Claims (package
-// claims) first: granted, the grant is recorded with the execution and
-// released once the result is durable, waking the sessions it blocked;
+// effect whose tool declares resource claims asks Runner.Claims (a
+// claims.Broker) first: granted, the grant is recorded with the execution
+// and released once the result is durable, waking the sessions it blocked;
 // blocked, the turn suspends as blocked until a release or its poll wakes
-// it; an uncertain execution's grant is quarantined until the verdict
-// (claims.go).
+// it (a turn ended meanwhile withdraws its waiter); an uncertain
+// execution's grant is quarantined until the verdict (claims.go).
 //
 // The runner is split by job: loop.go holds the loop and how a turn stops
 // (suspend, complete, fail, stopped); step.go asks the model for a step and

@@ -1,34 +1,33 @@
-package claims_test
+package dynamo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/baton-run/baton/internal/faults"
-	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/ids"
 )
 
-var env testenv.Env
-
-func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+func claimsCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-func write(ns, key string) []claims.Claim {
+func claimWrite(ns, key string) []claims.Claim {
 	return []claims.Claim{{Namespace: ns, Key: key, Access: claims.Write}}
 }
 
@@ -36,10 +35,10 @@ func write(ns, key string) []claims.Claim {
 // holds two grants, each request is granted exactly once, and every one is
 // granted in the end (a release wakes the next waiter).
 func TestBrokerRaceOneWriteClaim(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := claimsCtx(t)
 	counter := &awsenv.Counter{}
-	cl := awsenv.Counted(env.URL(), counter)
-	b := claims.New(cl.DynamoDB, env.Table)
+	cl := awsenv.Counted(testEnv.URL(), counter)
+	b := NewBroker(cl.DynamoDB, testEnv.Table)
 	ns := "race" + ids.New("n")
 	const n = 50
 	wakes := make([]chan struct{}, n)
@@ -56,7 +55,7 @@ func TestBrokerRaceOneWriteClaim(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := claims.Request{ID: fmt.Sprintf("g%02d", i), Session: fmt.Sprint(i), Claims: write(ns, "orders/o-1")}
+			req := claims.Request{ID: fmt.Sprintf("g%02d", i), Session: fmt.Sprint(i), Claims: claimWrite(ns, "orders/o-1")}
 			for {
 				adm, err := b.Acquire(ctx, req)
 				if err != nil {
@@ -134,10 +133,10 @@ func TestBrokerRaceOneWriteClaim(t *testing.T) {
 // A request whose claims are not canonical is refused with a typed error
 // and writes nothing.
 func TestBrokerRefusesNonCanonical(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := claimsCtx(t)
 	counter := &awsenv.Counter{}
-	b := claims.New(awsenv.Counted(env.URL(), counter).DynamoDB, env.Table)
-	_, err := b.Acquire(ctx, claims.Request{ID: "g", Session: "s", Claims: write("fs", "a/../b")})
+	b := NewBroker(awsenv.Counted(testEnv.URL(), counter).DynamoDB, testEnv.Table)
+	_, err := b.Acquire(ctx, claims.Request{ID: "g", Session: "s", Claims: claimWrite("fs", "a/../b")})
 	var ke *claims.KeyError
 	if !errors.As(err, &ke) {
 		t.Fatalf("err = %v, want *claims.KeyError", err)
@@ -151,22 +150,22 @@ func TestBrokerRefusesNonCanonical(t *testing.T) {
 // only when it blocks someone; a quarantined one is never released by a
 // deadline.
 func TestBrokerStaleGrantFate(t *testing.T) {
-	ctx := ctxT(t)
-	b := claims.New(env.Clients().DynamoDB, env.Table)
+	ctx := claimsCtx(t)
+	b := NewBroker(testEnv.Clients().DynamoDB, testEnv.Table)
 	ns := "fate" + ids.New("n")
 	past := time.Now().Add(-time.Minute)
 	fates := map[string]claims.Fate{"never-started": claims.Release, "started": claims.Quarantine}
 	b.Fate = func(_ context.Context, g claims.Grant) (claims.Fate, error) { return fates[g.ID], nil }
 	for id := range fates {
-		if adm, err := b.Acquire(ctx, claims.Request{ID: id, Session: id, Claims: write(ns, id), Deadline: past}); err != nil || adm.Outcome != claims.Granted {
+		if adm, err := b.Acquire(ctx, claims.Request{ID: id, Session: id, Claims: claimWrite(ns, id), Deadline: past}); err != nil || adm.Outcome != claims.Granted {
 			t.Fatalf("acquire %s: %+v %v", id, adm, err)
 		}
 	}
-	adm, err := b.Acquire(ctx, claims.Request{ID: "w1", Session: "w", Claims: write(ns, "never-started")})
+	adm, err := b.Acquire(ctx, claims.Request{ID: "w1", Session: "w", Claims: claimWrite(ns, "never-started")})
 	if err != nil || adm.Outcome != claims.Granted {
 		t.Fatalf("behind a never-started grant: %+v %v", adm, err)
 	}
-	adm, err = b.Acquire(ctx, claims.Request{ID: "w2", Session: "w", Claims: write(ns, "started")})
+	adm, err = b.Acquire(ctx, claims.Request{ID: "w2", Session: "w", Claims: claimWrite(ns, "started")})
 	if err != nil || adm.Outcome != claims.Blocked || len(adm.Blockers) != 1 || !adm.Blockers[0].Quarantined {
 		t.Fatalf("behind a started grant: %+v %v", adm, err)
 	}
@@ -176,8 +175,8 @@ func TestBrokerStaleGrantFate(t *testing.T) {
 // waits whole; a prefix of a granted key conflicts, a sibling does not;
 // the release names the waiter it unblocked.
 func TestBrokerMultiSpaceAndPrefixes(t *testing.T) {
-	ctx := ctxT(t)
-	b := claims.New(env.Clients().DynamoDB, env.Table)
+	ctx := claimsCtx(t)
+	b := NewBroker(testEnv.Clients().DynamoDB, testEnv.Table)
 	fs, git := "fs"+ids.New("n"), "git"+ids.New("n")
 	both := claims.Request{ID: "g1", Session: "s1", Claims: []claims.Claim{
 		{Namespace: fs, Key: "src/a", Access: claims.Write},
@@ -223,9 +222,9 @@ func TestBrokerMultiSpaceAndPrefixes(t *testing.T) {
 // next over capacity, refuses one heavier than the whole, and serves the
 // queue in order when a grant is released.
 func TestBrokerCapacity(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := claimsCtx(t)
 	ns := "gpu" + ids.New("n")
-	b := claims.New(env.Clients().DynamoDB, env.Table)
+	b := NewBroker(testEnv.Clients().DynamoDB, testEnv.Table)
 	b.Capacity = map[string]int{ns: 3}
 	req := func(id string, w int) claims.Request {
 		return claims.Request{ID: id, Session: "s" + id, Claims: []claims.Claim{{Namespace: ns, Key: id, Access: claims.Read, Weight: w}}}
@@ -257,12 +256,12 @@ func TestBrokerCapacity(t *testing.T) {
 func TestBrokerLostAnswers(t *testing.T) {
 	for _, kind := range []faults.Kind{faults.LostResponse, faults.Conflict, faults.Throughput} {
 		t.Run(string(kind), func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := claimsCtx(t)
 			tr := faults.New(nil)
-			b := claims.New(faults.Clients(env.URL(), tr).DynamoDB, env.Table)
+			b := NewBroker(faults.Clients(testEnv.URL(), tr).DynamoDB, testEnv.Table)
 			ns := "lost" + ids.New("n")
-			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claims.SpacePrefix + ns, Times: 1, Fault: kind})
-			first := claims.Request{ID: "g1", Session: "s1", Claims: write(ns, "a")}
+			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claimsPrefix + ns, Times: 1, Fault: kind})
+			first := claims.Request{ID: "g1", Session: "s1", Claims: claimWrite(ns, "a")}
 			adm, err := b.Acquire(ctx, first)
 			if err != nil && kind != faults.LostResponse {
 				t.Fatalf("acquire: %v", err)
@@ -273,15 +272,15 @@ func TestBrokerLostAnswers(t *testing.T) {
 			if err != nil || adm.Outcome != claims.Granted {
 				t.Fatalf("acquire: %+v %v", adm, err)
 			}
-			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claims.SpacePrefix + ns, Times: 1, Fault: kind})
-			second := claims.Request{ID: "g2", Session: "s2", Claims: write(ns, "a/b")}
+			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claimsPrefix + ns, Times: 1, Fault: kind})
+			second := claims.Request{ID: "g2", Session: "s2", Claims: claimWrite(ns, "a/b")}
 			if adm, err = b.Acquire(ctx, second); err != nil {
 				adm, err = b.Acquire(ctx, second)
 			}
 			if err != nil || adm.Outcome != claims.Blocked {
 				t.Fatalf("blocked: %+v %v", adm, err)
 			}
-			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claims.SpacePrefix + ns, Times: 1, Fault: kind})
+			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claimsPrefix + ns, Times: 1, Fault: kind})
 			ready, err := b.Release(ctx, adm.Blockers[0])
 			if err != nil {
 				ready, err = b.Release(ctx, adm.Blockers[0])
@@ -297,5 +296,91 @@ func TestBrokerLostAnswers(t *testing.T) {
 				t.Fatalf("%d faults injected, want 3", n)
 			}
 		})
+	}
+}
+
+// A blocked request that withdraws (its turn was cancelled) no longer holds
+// up the request queued behind it: A holds a write claim, B blocks, C
+// blocks behind B; B withdraws; A's release names C, and C is granted. The
+// broker's clock stands still, so no waiter's TTL is what frees C.
+func TestBrokerWithdrawLetsTheNextGo(t *testing.T) {
+	ctx := claimsCtx(t)
+	b := NewBroker(testEnv.Clients().DynamoDB, testEnv.Table)
+	b.Clock = func() time.Time { return t0 }
+	ns := "withdraw" + ids.New("n")
+	req := func(id string) claims.Request {
+		return claims.Request{ID: id, Session: "s" + id, Claims: claimWrite(ns, "orders/o-1")}
+	}
+	if adm, err := b.Acquire(ctx, req("a")); err != nil || adm.Outcome != claims.Granted {
+		t.Fatalf("a: %+v %v", adm, err)
+	}
+	if adm, err := b.Acquire(ctx, req("b")); err != nil || adm.Outcome != claims.Blocked {
+		t.Fatalf("b: %+v %v", adm, err)
+	}
+	adm, err := b.Acquire(ctx, req("c"))
+	if err != nil || adm.Outcome != claims.Blocked || adm.Ahead != 1 {
+		t.Fatalf("c: %+v %v, want blocked behind b", adm, err)
+	}
+	if ready, err := b.Withdraw(ctx, req("b")); err != nil || len(ready) != 0 {
+		t.Fatalf("withdraw b: ready %+v %v, want none (a holds)", ready, err)
+	}
+	if _, ws, err := b.Grants(ctx, ns, ""); err != nil || len(ws) != 1 || ws[0].ID != "c" {
+		t.Fatalf("queue after the withdrawal: %+v %v, want only c", ws, err)
+	}
+	if ready, err := b.Withdraw(ctx, req("b")); err != nil || len(ready) != 0 {
+		t.Fatalf("withdraw b again: %+v %v", ready, err)
+	}
+	ready, err := b.Release(ctx, adm.Blockers[0])
+	if err != nil || len(ready) != 1 || ready[0].ID != "c" {
+		t.Fatalf("release a: ready %+v %v, want c", ready, err)
+	}
+	if adm, err := b.Acquire(ctx, req("c")); err != nil || adm.Outcome != claims.Granted {
+		t.Fatalf("c after the release: %+v %v, want granted", adm, err)
+	}
+}
+
+// The broker reads the items deployed brokers wrote (pk "claims#<ns>#<instance>",
+// sk -3, a version v and the space as JSON) and writes them back in the same
+// layout at the next version.
+func TestBrokerKeepsTheItemLayout(t *testing.T) {
+	ctx := claimsCtx(t)
+	client := testEnv.Clients().DynamoDB
+	b := NewBroker(client, testEnv.Table)
+	ns, inst := "layout"+ids.New("n"), "db1"
+	pk := "claims#" + ns + "#" + inst
+	stored := `{"namespace":"` + ns + `","instance":"db1","grants":[{"id":"g1","session":"s1","turn":"t1","toolCall":"tc1",` +
+		`"claims":[{"namespace":"` + ns + `","instance":"db1","key":"a","access":"write"}],"granted":"2031-01-02T03:04:05Z"}],` +
+		`"waiters":[{"id":"g2","session":"s2","claims":[{"namespace":"` + ns + `","instance":"db1","key":"a/b","access":"read"}],` +
+		`"seq":3,"arrived":"2031-01-02T03:04:06Z","seen":"2031-01-02T03:04:06Z"}],"nextSeq":3}`
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(testEnv.Table), Item: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberN{Value: "-3"},
+		"v": &types.AttributeValueMemberN{Value: "7"}, "space": &types.AttributeValueMemberS{Value: stored},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	gs, ws, err := b.Grants(ctx, ns, inst)
+	if err != nil || len(gs) != 1 || gs[0].ToolCall != "tc1" || len(ws) != 1 || ws[0].Seq != 3 {
+		t.Fatalf("read: grants %+v waiters %+v %v", gs, ws, err)
+	}
+	b.Clock = func() time.Time { return time.Date(2031, 1, 2, 3, 5, 0, 0, time.UTC) }
+	if _, err := b.Release(ctx, gs[0]); err != nil {
+		t.Fatal(err)
+	}
+	res, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(testEnv.Table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberN{Value: "-3"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := res.Item["v"].(*types.AttributeValueMemberN)
+	body, _ := res.Item["space"].(*types.AttributeValueMemberS)
+	if v == nil || v.Value != "8" || body == nil {
+		t.Fatalf("written item %v, want v 8 and a space", res.Item)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body.Value), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := raw["grants"]; ok || string(raw["nextSeq"]) != "3" || string(raw["instance"]) != `"db1"` || raw["waiters"] == nil {
+		t.Fatalf("written space %s: want no grants, the waiter and nextSeq 3", body.Value)
 	}
 }
