@@ -29,6 +29,7 @@ import (
 	"github.com/baton-run/baton/pkg/cli"
 	"github.com/baton-run/baton/pkg/provision"
 	"github.com/baton-run/baton/providers"
+	"github.com/baton-run/baton/providers/otel"
 )
 
 func main() {
@@ -39,7 +40,10 @@ func main() {
 		stop()
 		os.Exit(code)
 	}
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "baton:", err)
 		os.Exit(1)
 	}
@@ -51,13 +55,11 @@ var local = map[string]bool{"dev": true, "provision": true, "init": true, "templ
 // run runs dev, provision, init or template. Asked for help (-h, -help or
 // --help before any "--"), dev and provision print their help to stdout and
 // do nothing else.
-func run(args []string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("usage: baton dev | provision | init DIR | template")
 	}
 	help, _ := cli.Help(args[0])
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	switch args[0] {
 	case "dev":
 		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
@@ -82,12 +84,23 @@ func run(args []string, stdout io.Writer) error {
 		if os.Getenv("AWS_ENDPOINT_URL") == "" && os.Getenv("KUMO_DATA_DIR") == "" && opts.DataDir != "" {
 			return reexec(opts.DataDir)
 		}
-		opts.Out = os.Stdout
+		opts.Out = stdout
 		// The same Config as the functions': the repository's functions
 		// and its dev server are programs of the public API.
 		cfg := baton.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore(), Lambda: providers.Lambda()}
 		if *emf {
 			cfg.Metrics = os.Stderr
+		}
+		// Turns are traced as the resume function traces them, when the
+		// standard OTEL_EXPORTER_OTLP_* variables name an endpoint.
+		tracing, err := otel.FromEnv(ctx, os.Getenv)
+		if err != nil {
+			return fmt.Errorf("dev: tracing: %w", err)
+		}
+		if tracing != nil {
+			cfg.Interceptors = append(cfg.Interceptors, tracing.Interceptor())
+			defer tracing.Shutdown(context.WithoutCancel(ctx))
+			fmt.Fprintln(stdout, "tracing turns over OTLP/HTTP (OTEL_EXPORTER_OTLP_*)")
 		}
 		return dev.Run(ctx, cfg, opts)
 	case "init":

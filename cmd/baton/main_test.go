@@ -28,7 +28,7 @@ func TestHelpTouchesNothing(t *testing.T) {
 	for _, args := range [][]string{{"provision", "--help"}, {"provision", "-h"}, {"dev", "--help"}, {"dev", "-h"},
 		{"init", "--help"}, {"init", "-h", "proj"}, {"template", "--help"}, {"template", "-w", "-h"}} {
 		var out bytes.Buffer
-		if err := run(args, &out); err != nil || !strings.HasPrefix(out.String(), "usage:\n  baton "+args[0]+" ") {
+		if err := run(t.Context(), args, &out); err != nil || !strings.HasPrefix(out.String(), "usage:\n  baton "+args[0]+" ") {
 			t.Errorf("baton %q: %v, out %q", args, err, out.String())
 		}
 	}
