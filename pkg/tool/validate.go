@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"slices"
 	"strconv"
@@ -189,14 +188,18 @@ func (r *Registry) Check(name string, input json.RawMessage) error {
 // with a number beyond float64's range as ±Inf rather than an error: JSON
 // puts no limit on a number, so 1e400 is valid input that a tool may take.
 func decode(input json.RawMessage) (any, error) {
+	var inst any
+	err := json.Unmarshal(input, &inst)
+	var big *json.UnmarshalTypeError
+	if !errors.As(err, &big) {
+		return inst, err // nil, or the input is not JSON
+	}
+	// Valid JSON with a number no float64 holds: again, numbers as text.
 	dec := json.NewDecoder(bytes.NewReader(input))
 	dec.UseNumber()
-	var inst any
+	inst = nil
 	if err := dec.Decode(&inst); err != nil {
 		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON value")
 	}
 	return floats(inst), nil
 }
