@@ -10,44 +10,47 @@ import (
 	"github.com/baton-run/baton/pkg/app"
 )
 
-// Function names one of the three functions template.yaml deploys.
-type Function int
+// Function names one of the three functions template.yaml deploys. A
+// program links only the handler of the Function it names, so the tick
+// and the resume function carry none of the operator API's code.
+type Function struct{ fn *function }
+
+type function struct {
+	name    string
+	handler func(*App) any
+}
 
 // The functions; Main starts the handler of one.
-const (
+var (
 	// OperatorFunction serves the operator API (OperatorHandler).
-	OperatorFunction Function = iota + 1
+	OperatorFunction = Function{&operatorFunction}
 	// ResumeFunction runs turns on SQS wakes (ResumeHandler).
-	ResumeFunction
+	ResumeFunction = Function{&resumeFunction}
 	// TickFunction runs on a schedule (TickHandler).
-	TickFunction
+	TickFunction = Function{&tickFunction}
+)
+
+var (
+	operatorFunction = function{"operator", func(a *App) any { return a.OperatorHandler() }}
+	resumeFunction   = function{"resume", func(a *App) any { return a.ResumeHandler() }}
+	tickFunction     = function{"tick", func(a *App) any { return a.TickHandler() }}
 )
 
 // String is the function's name: operator, resume or tick.
 func (f Function) String() string {
-	switch f {
-	case OperatorFunction:
-		return "operator"
-	case ResumeFunction:
-		return "resume"
-	case TickFunction:
-		return "tick"
+	if f.fn == nil {
+		return "Function{}"
 	}
-	return fmt.Sprintf("Function(%d)", int(f))
+	return f.fn.name
 }
 
 // Handler is f's handler, for lambda.Start; an error for a Function that
 // is none of the three.
 func (a *App) Handler(f Function) (any, error) {
-	switch f {
-	case OperatorFunction:
-		return a.OperatorHandler(), nil
-	case ResumeFunction:
-		return a.ResumeHandler(), nil
-	case TickFunction:
-		return a.TickHandler(), nil
+	if f.fn == nil {
+		return nil, fmt.Errorf("baton: %v is not a function", f)
 	}
-	return nil, fmt.Errorf("baton: %v is not a function", f)
+	return f.fn.handler(a), nil
 }
 
 // Main is a function's whole main: it builds the App of c from the

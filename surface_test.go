@@ -106,7 +106,7 @@ func TestHandlerOfEachFunction(t *testing.T) {
 			t.Errorf("%v: handler %T, %v", f, h, err)
 		}
 	}
-	if h, err := a.Handler(baton.Function(9)); err == nil {
-		t.Errorf("Function(9): handler %T, want an error", h)
+	if h, err := a.Handler(baton.Function{}); err == nil {
+		t.Errorf("Function{}: handler %T, want an error", h)
 	}
 }

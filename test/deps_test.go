@@ -1,6 +1,8 @@
 package test
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -141,6 +143,26 @@ func TestFunctionsLinkNoConfigChain(t *testing.T) {
 				if p == c || strings.HasPrefix(p, c+"/") {
 					t.Errorf("the %s function links %s", fn, p)
 				}
+			}
+		}
+	}
+}
+
+// TestOnlyTheOperatorLinksItsAPI checks, in the built bootstraps, that a
+// function links only the handler of the baton.Function its main names:
+// the web console's page and the JWT verifier are in the operator's
+// binary and in neither the resume function's nor the tick's (they were
+// while baton.Main chose the handler at run time: 1.4 MB of the tick).
+func TestOnlyTheOperatorLinksItsAPI(t *testing.T) {
+	marks := []string{"<title>baton console", "auth: an issuer and an audience are required"}
+	for _, r := range functionRoles {
+		bin, err := os.ReadFile(bootstrap(t, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range marks {
+			if has := bytes.Contains(bin, []byte(m)); has != (r == "operator") {
+				t.Errorf("the %s bootstrap holds %q: %v, want %v", r, m, has, r == "operator")
 			}
 		}
 	}

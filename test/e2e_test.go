@@ -848,8 +848,8 @@ const maxBootstrap = 12_000_000
 // registers every provider (the Anthropic, OpenAI and Bedrock SDKs), the
 // MCP SDK, the Lambda client, the Secrets Manager and SSM key store and
 // the OTLP tracer: not the 12 MB budget, but what it measured (20.5 MB
-// for issue 17, 23.7 MB with the key store and tracing of issue 18) with
-// a little room. A program that registers only the providers it uses
+// for issue 17; 23.7 MB with the key store and tracing of issue 18, 22.7
+// MB once each function linked only its own handler) with a little room. A program that registers only the providers it uses
 // stays near the scaffold's size (Bedrock adds 1.3 MB, OpenAI 2 MB,
 // Anthropic 5 MB).
 const maxResumeAllProviders = 24_000_000
