@@ -116,20 +116,84 @@ func finalText(h []conversation.Message) string {
 	return ""
 }
 
-// cancelChildren cancels the children of a cancelled turn that had not
-// ended, and theirs (Cancel recurses). A child already ended, or never
-// created, is left alone; a failure is logged: the child's own end is
-// refused by the parent, whose turn is gone.
-func (s *Store) cancelChildren(ctx context.Context, kids []reducer.Child, actor reducer.Actor, reason string) {
-	for _, c := range kids {
-		if c.Ended() {
+// ParentActor is who cancels a child its parent no longer waits for: the
+// cascade of the parent's ended turn, or the child's own check of its
+// parent (turn package) as an invocation of it starts.
+var ParentActor = reducer.Actor{Kind: reducer.ActorSystem, ID: "parent"}
+
+// OrphanReason is the reason a child cancelled for its parent records:
+// it names the parent session and its turn, and what became of that turn
+// (how, such as "ended as cancelled").
+func OrphanReason(parent, turn, how string) string {
+	return fmt.Sprintf("its parent session %s no longer waits for it: turn %s %s", parent, turn, how)
+}
+
+// Cascade cancels the children that session id's ended turns left running
+// (reducer.State.Orphans: the ending fact recorded them), each with a
+// reason naming the parent, and theirs in turn (each child's own end
+// cascades), then records child.cancelled for each in the session. A child
+// that ended meanwhile, or was never created, counts as cancelled. It is
+// what every ending runs right after its fact, and what the worker runs
+// for reducer.Cascade when the process died in between (the tick re-sends
+// the session's wake). A child that could not be cancelled stays an
+// orphan, for the next try, and is returned as an error.
+func (s *Store) Cascade(ctx context.Context, id string) error {
+	sess, err := s.Load(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = s.root().cascade(ctx, id, sess.State)
+	return err
+}
+
+// cascade is Cascade from st, the session's state as the caller last wrote
+// or read it; it returns the state after, the last one it knows of when it
+// fails. It costs nothing with no orphans; else each orphan's Cancel, and
+// one write of the child.cancelled facts (a load and a write again per
+// lost race).
+func (s *Store) cascade(ctx context.Context, id string, st reducer.State) (reducer.State, error) {
+	if len(st.Orphans) == 0 {
+		return st, nil
+	}
+	var errs []error
+	done := map[reducer.Orphan]bool{}
+	for _, o := range st.Orphans {
+		err := s.Cancel(ctx, o.ID, ParentActor, OrphanReason(id, o.Turn, "ended as "+strings.TrimPrefix(string(o.Ended), "turn.")))
+		if err != nil && !errors.Is(err, ErrNoTurn) && !errors.Is(err, ErrNotFound) {
+			errs = append(errs, fmt.Errorf("session: cancel child %s of %s: %w", o.ID, id, err))
 			continue
 		}
-		err := s.Cancel(ctx, c.ID, actor, reason)
-		if err != nil && !errors.Is(err, ErrNoTurn) && !errors.Is(err, ErrNotFound) {
-			s.log().WarnContext(ctx, "cancel a child of a cancelled turn", "child", c.ID, "err", err)
-		}
+		done[o] = true
 	}
+	cur, fresh := st, true
+	err := retry(ctx, func() error {
+		if !fresh {
+			sess, err := s.Load(ctx, id)
+			if err != nil {
+				return err
+			}
+			cur = sess.State
+		}
+		fresh = false
+		var facts []reducer.Fact
+		for _, o := range cur.Orphans {
+			if done[o] {
+				facts = append(facts, reducer.Fact{Type: reducer.ChildCancelled, Actor: ParentActor, Turn: o.Turn, Child: &reducer.Child{ID: o.ID}})
+			}
+		}
+		if len(facts) == 0 {
+			return nil // another cascade recorded them
+		}
+		next, err := s.Append(ctx, id, cur, facts...)
+		if err == nil {
+			cur = next
+		}
+		return err
+	})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("session: record the cancelled children of %s: %w", id, err))
+	}
+	return cur, errors.Join(errs...)
 }
 
 // ShowApprovals tells the parent of child session id, which st is, of the

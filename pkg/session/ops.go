@@ -310,12 +310,12 @@ func checkCaps(r reducer.Raise) error {
 	return nil
 }
 
-// Cancel ends the open turn as cancelled and closes its stream, then
-// cancels the turn's running children, recursively. A runner still working
-// on the turn loses its next compare-and-set and stops.
+// Cancel ends the open turn as cancelled, which cancels the turn's running
+// children, recursively (Cascade, as every ending does), and closes its
+// stream. A runner still working on the turn loses its next
+// compare-and-set and stops.
 func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reason string) error {
 	var sink *streams.Sink
-	var kids []reducer.Child // the turn's children, cancelled with it
 	err := retry(ctx, func() error {
 		sess, err := s.Load(ctx, id)
 		if err != nil {
@@ -325,7 +325,6 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 		if t == nil {
 			return fmt.Errorf("session: cancel %s: %w", id, ErrNoTurn)
 		}
-		kids = t.Children
 		var ps []parts.Part
 		sink, ps, err = s.streams.Resume(ctx, id, t.Stream)
 		if err != nil {
@@ -345,7 +344,6 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 	}
 	// Messages that arrived during the turn now start a new one.
 	s.wake(ctx, id, wake.Cancelled, 0, 0)
-	s.cancelChildren(ctx, kids, actor, reason)
 	return nil
 }
 

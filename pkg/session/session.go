@@ -212,7 +212,11 @@ func (s *Store) number(st reducer.State, facts []reducer.Fact) {
 // the fact records its usage (the sum of its billed steps) whoever ends
 // the turn: the runner, or an operator's cancel or interrupt. The
 // snapshot is written first under a key no other writer uses; if the fact
-// loses its race the snapshot is simply never referenced.
+// loses its race the snapshot is simply never referenced. Children the
+// turn leaves running are then cancelled (Cascade; the ending fact
+// recorded them, so a crash before that leaves them to the session's
+// wake, which the tick re-sends); a failure there is logged, and the end
+// stands.
 func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, f reducer.Fact) (reducer.State, error) {
 	return s.end(ctx, sess, turn, nil, f)
 }
@@ -250,8 +254,12 @@ func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, 
 	if err := s.appendFacts(ctx, sess.ID, next, facts); err != nil {
 		return reducer.State{}, fmt.Errorf("session: end turn of %s: %w", sess.ID, err)
 	}
-	sess.State = next
 	sess.History = snap.Messages
+	next, err = s.root().cascade(ctx, sess.ID, next)
+	if err != nil {
+		s.log().WarnContext(ctx, "cancel the children an ended turn left running; the session's wake tries again", "session", sess.ID, "err", err)
+	}
+	sess.State = next
 	return next, nil
 }
 

@@ -70,7 +70,7 @@ func (w *Worker) log() *slog.Logger {
 // handling the session's wake, so no wake is ever lost to it (grace 0).
 func decide(st reducer.State, now time.Time) reducer.Action {
 	switch a := st.Next(now, 0).Action; a {
-	case reducer.Start, reducer.Resume, reducer.Report:
+	case reducer.Start, reducer.Resume, reducer.Report, reducer.Cascade:
 		return a
 	case reducer.Reap:
 		return reducer.Resume
@@ -117,6 +117,14 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 			return res, fmt.Errorf("worker: wake for %s: %w", wk.Session, err)
 		}
 		act := decide(sess.State, w.Sessions.Clock())
+		if act == reducer.Cascade {
+			// An ended turn left children running: the process that
+			// ended it died before it cancelled them.
+			if err := w.Sessions.Cascade(ctx, wk.Session); err != nil {
+				return res, fmt.Errorf("worker: cancel the orphaned children of %s: %w", wk.Session, err)
+			}
+			continue
+		}
 		if act == reducer.Report {
 			// A child session's end waits to reach its parent.
 			if err := w.Runner.Report(ctx, wk.Session); err != nil {
