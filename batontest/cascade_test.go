@@ -84,10 +84,23 @@ func (k *killer) AppendWithReceipt(ctx context.Context, sess string, next reduce
 	return k.write(sess, facts, func() error { return k.FactLog.AppendWithReceipt(ctx, sess, next, rc, facts...) })
 }
 
+// results counts the tool results in the whole conversation.
+func results(req baton.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		for _, c := range m.Content {
+			if c.Type == baton.ContentToolResult {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // holder is a child agent's model: it holds order A (no approval needed),
 // then order B (which needs one), then answers.
 var holder = playFunc(func(req baton.Request) (string, []baton.ModelCall) {
-	switch n := len(req.Results()); n {
+	switch n := results(req); n {
 	case 0, 1:
 		in, _ := json.Marshal(holdIn{Order: string(rune('A' + n))})
 		return "", []baton.ModelCall{{ID: fmt.Sprintf("h%d", n), Name: "hold", Input: in}}

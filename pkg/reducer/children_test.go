@@ -187,3 +187,27 @@ func TestChildOrphans(t *testing.T) {
 		t.Fatalf("ended child: orphans %+v, %v", st.Orphans, err)
 	}
 }
+
+// TestChildApprovalAsker: a request a child shows names the child; one
+// shown up the chain from a deeper descendant names the turn's child it
+// came through and, as its asker, the session that asked.
+func TestChildApprovalAsker(t *testing.T) {
+	st, c := childTurn(t)
+	own := Approval{ID: "ap_own", ToolCallID: "x1", Tool: "hold"}
+	deep := Approval{ID: "ap_deep", ToolCallID: "x2", Tool: "hold"}
+	ch := Child{ID: c.ID, ToolCallID: c.ToolCallID, Agent: c.Agent}
+	st, err := st.Apply(
+		Fact{Seq: 6, Type: ChildApproval, Actor: Actor{Kind: ActorAgent, ID: c.ID}, Turn: "t1", Child: &ch, Approval: &own, Asker: c.ID},
+		Fact{Seq: 7, Type: ChildApproval, Actor: Actor{Kind: ActorAgent, ID: c.ID}, Turn: "t1", Child: &ch, Approval: &deep, Asker: "s_grand"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, ok1 := st.Turn.ChildRequest("ap_own")
+	r2, ok2 := st.Turn.ChildRequest("ap_deep")
+	if !ok1 || !ok2 || r1.Child != c.ID || r1.Asker() != c.ID || r1.Session != "" || r2.Child != c.ID || r2.Asker() != "s_grand" {
+		t.Fatalf("requests %+v %+v", r1, r2)
+	}
+	if n := st.Next(st.Updated, 0); n.Action != Resume {
+		t.Fatalf("with requests to show: %+v, want resume", n)
+	}
+}

@@ -197,33 +197,45 @@ func (s *Store) cascade(ctx context.Context, id string, st reducer.State) (reduc
 }
 
 // ShowApprovals tells the parent of child session id, which st is, of the
-// child's approval requests (child.approval, once each), and wakes the
-// parent to show them in its stream. Best effort: a failure is logged; the
-// child's own requests, and the operator's view of them, stand.
+// child's approval requests (child.approval, once each), and that parent's
+// parent, on up to the root: each ancestor's open turn records the
+// request under its own child the request came through, naming the child
+// that asked (Fact.Asker), and is woken to show it in its stream. The walk
+// up stops at an ancestor whose turn no longer waits for the child below.
+// Best effort: a failure is logged; the child's own requests, and the
+// operator's view of them, stand.
 func (s *Store) ShowApprovals(ctx context.Context, id string, st reducer.State, approvals []reducer.Approval) {
-	p := st.Parent
-	if p == nil {
-		return
-	}
-	child := &reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent}
 	for i := range approvals {
+		s.showUp(ctx, id, st, approvals[i])
+	}
+}
+
+// showUp shows approval a, which session asker (in state st) asked for,
+// to each of its ancestors, nearest first.
+func (s *Store) showUp(ctx context.Context, asker string, st reducer.State, a reducer.Approval) {
+	id := asker
+	for p := st.Parent; p != nil; p = st.Parent {
+		child := &reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent}
 		pst, err := s.transition(ctx, p.Session, func(reducer.State) (reducer.Fact, error) {
 			return reducer.Fact{Type: reducer.ChildApproval, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: id}, Turn: p.Turn,
-				Child: child, Approval: &approvals[i]}, nil
+				Child: child, Approval: &a, Asker: asker}, nil
 		})
 		if err != nil {
 			if !errors.Is(err, ErrNotPending) {
-				s.log().WarnContext(ctx, "show a child's approval request to its parent", "child", id, "parent", p.Session, "err", err)
+				s.log().WarnContext(ctx, "show a child's approval request to its parent", "child", id, "parent", p.Session, "asker", asker, "err", err)
 			}
-			continue
+			return
 		}
 		s.wake(ctx, p.Session, WakeChildEnded, pst.LastSeq, 0)
+		id, st = p.Session, pst
 	}
 }
 
 // ChildPending is the child of st's open turn whose approval approvalID
-// (for tool call toolCall; "" for any) the turn showed, "" for none. An
-// answer to it goes to the child, and the child's reducer decides it.
+// (for tool call toolCall; "" for any) the turn showed, "" for none: the
+// child that asked, or the one the request of a deeper descendant came
+// through. An answer to it goes to that child, which passes it on down
+// the same way, and the reducer of the session that asked decides it.
 func ChildPending(st reducer.State, approvalID, toolCall string) string {
 	t := st.Turn
 	if t == nil {
@@ -248,16 +260,13 @@ func childByID(t *reducer.Turn, id string) (reducer.Child, bool) {
 	return reducer.Child{}, false
 }
 
-// answerChild routes an answer to approvalID, which session id's own turn
-// does not wait for, to the child whose request its turn showed: the
-// answer is the child's to check and record. It reports whether there was
-// such a child.
-func (s *Store) answerChild(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) (bool, error) {
-	sess, err := s.Load(ctx, id)
-	if err != nil {
-		return false, err
-	}
-	child := ChildPending(sess.State, approvalID, "")
+// answerChild routes an answer to approvalID, which the own turn of
+// session id (in state st, as the refused answer read it) does not wait
+// for, to the child whose request its turn showed: the answer is the
+// child's to check and record, or to pass on down to the descendant that
+// asked. It reports whether there was such a child.
+func (s *Store) answerChild(ctx context.Context, st reducer.State, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) (bool, error) {
+	child := ChildPending(st, approvalID, "")
 	if child == "" {
 		return false, nil
 	}

@@ -158,11 +158,14 @@ func (s *Store) closeInterrupted(ctx context.Context, id string, sink *streams.S
 // Answer records an operator's decision on a pending approval and wakes the
 // turn once nothing else is pending. An approval of a child session that
 // the open turn showed (child.approval) is answered on the child, which
-// decides it. An approval id that is not pending —
+// decides it, or, for a deeper descendant's request, passes it down the
+// chain to the session that asked. An approval id that is not pending —
 // unknown, already answered, or of another turn — fails with ErrNotPending
 // and writes nothing.
 func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) error {
+	var read reducer.State // the state the answer was decided on
 	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
+		read = cur
 		// The reducer decides whether the approval is pending; this only
 		// names its turn and tool call.
 		var turn, call string
@@ -180,7 +183,7 @@ func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, appr
 	if errors.Is(err, ErrNotPending) {
 		// Perhaps a child's request, which the turn showed: the child's
 		// reducer decides it.
-		if routed, cerr := s.answerChild(ctx, id, actor, approvalID, d, reason); routed || cerr != nil {
+		if routed, cerr := s.answerChild(ctx, read, actor, approvalID, d, reason); routed || cerr != nil {
 			return cerr
 		}
 	}

@@ -256,15 +256,18 @@ func (ru *run) settleKids(ctx context.Context, approvals []reducer.Approval) (st
 }
 
 // DataChildApproval is the part that shows, in a parent's stream, an
-// approval request of one of its children: data-child-approval{data:
-// {child, approvalId, toolCallId, tool, input, expires}}. Answering it (in
-// the parent's chat, or on the child) answers the child's request, under
-// the child's approval id.
+// approval request of one of its children or of a deeper descendant:
+// data-child-approval{data: {child, session, id, toolCallId, tool, input,
+// expires}}, child being the turn's child it came through and session the
+// one that asked. Answering it (in the parent's chat, on any session of
+// the chain, or on the one that asked) answers that session's request,
+// under its approval id.
 const DataChildApproval parts.Type = "data-child-approval"
 
 // childApproval is a DataChildApproval part's data.
 type childApproval struct {
-	Child string `json:"child"`
+	Child   string `json:"child"`
+	Session string `json:"session"`
 	reducer.Approval
 }
 
@@ -282,7 +285,7 @@ func (ru *run) showRequests() {
 	}
 	for _, r := range ru.sess.State.Turn.Requests {
 		if !shown[r.Approval.ID] {
-			ru.emit(parts.Part{Type: DataChildApproval, Data: mustJSON(childApproval{Child: r.Child, Approval: r.Approval})})
+			ru.emit(parts.Part{Type: DataChildApproval, Data: mustJSON(childApproval{Child: r.Child, Session: r.Asker(), Approval: r.Approval})})
 		}
 	}
 }
