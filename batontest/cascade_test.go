@@ -278,3 +278,35 @@ func TestChildOrphansOfEveryEnding(t *testing.T) {
 		assertCancelledForParent(t, kit, p, c, pend, held)
 	})
 }
+
+// TestChildDeleteOfAParentWithOrphans: a parent whose cancel was killed
+// before its cascade is deleted: the delete first cancels the child left
+// running, then deletes both; nothing of either is found after.
+func TestChildDeleteOfAParentWithOrphans(t *testing.T) {
+	k := &killer{}
+	kit, p, c, _, held := cascadeKit(t, k, baton.Limits{})
+	ctx := context.Background()
+	ss := kit.App.Sessions()
+	k.arm(p.ID, reducer.TurnCancelled)
+	if err := ss.Cancel(ctx, p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "stop"); !errors.Is(err, errKilled) {
+		t.Fatalf("cancel in the killed process: %v", err)
+	}
+	k.revive()
+	if err := ss.Delete(ctx, c.ID, batontest.Owner, batontest.Owner); !errors.Is(err, session.ErrTurnOpen) {
+		t.Fatalf("delete of the child still waiting for its approval: %v, want refused for its open turn", err)
+	}
+	if err := ss.Delete(ctx, p.ID, batontest.Owner, batontest.Owner); err != nil {
+		t.Fatalf("delete of the parent: %v", err)
+	}
+	for _, id := range []string{p.ID, c.ID} {
+		if _, err := ss.Load(ctx, id); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("%s after the delete: %v, want not found", id, err)
+		}
+		if fs, err := ss.Facts(ctx, id, 0); err != nil || len(fs) != 0 {
+			t.Fatalf("%s's facts after the delete: %d, %v", id, len(fs), err)
+		}
+	}
+	if c.Run(); held("A") != 1 || held("B") != 0 {
+		t.Fatalf("hold ran %d times for A and %d for B", held("A"), held("B"))
+	}
+}
