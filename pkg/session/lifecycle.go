@@ -176,7 +176,8 @@ type SweepReport struct {
 
 // Sweep is the retention sweep: it deletes (as "retention") every idle
 // session last updated more than retention ago (none when retention is 0),
-// finishes every delete cut short, and deletes the snapshots no fact of
+// with its child sessions (a family with an open turn is left for a later
+// sweep), finishes every delete cut short, and deletes the snapshots no fact of
 // their session names once older than grace — those a compaction or an
 // ending wrote before its fact lost its race or never landed (a snapshot is
 // written before its fact, so a younger one may be in flight). It scans the
