@@ -18,25 +18,20 @@ import (
 	"github.com/baton-run/baton/pkg/tick"
 )
 
-// killer is a fact log that dies as its process would be killed, right
-// after a write holding a fact of type typ for session sess is durable:
-// that write stands, and it and every later write fail (as a killed
-// invocation's context, with context.Canceled) until revive, the fresh
-// process.
+// killer kills the process, as far as its fact logs go, right after a
+// write holding a fact of type typ for session sess is durable: that write
+// stands, and it and every later write fail (as a killed invocation's
+// context, with context.Canceled) until revive, the fresh process.
 type killer struct {
-	session.FactLog
 	mu   sync.Mutex
 	sess string
 	typ  reducer.Type
 	dead bool
 }
 
-// kills is the interceptor of a Config whose fact log k wraps.
+// kills is the interceptor of a Config whose fact logs k kills.
 func (k *killer) kills() baton.Interceptor {
-	return baton.Interceptor{Facts: func(next session.FactLog) session.FactLog {
-		k.FactLog = next
-		return k
-	}}
+	return baton.Interceptor{Facts: func(next session.FactLog) session.FactLog { return &killLog{FactLog: next, k: k} }}
 }
 
 func (k *killer) arm(sess string, typ reducer.Type) {
@@ -76,12 +71,18 @@ func (k *killer) write(sess string, facts []reducer.Fact, w func() error) error 
 	return nil
 }
 
-func (k *killer) Append(ctx context.Context, sess string, next reducer.State, facts ...reducer.Fact) error {
-	return k.write(sess, facts, func() error { return k.FactLog.Append(ctx, sess, next, facts...) })
+// killLog is a fact log its killer kills.
+type killLog struct {
+	session.FactLog
+	k *killer
 }
 
-func (k *killer) AppendWithReceipt(ctx context.Context, sess string, next reducer.State, rc *dynamo.Receipt, facts ...reducer.Fact) error {
-	return k.write(sess, facts, func() error { return k.FactLog.AppendWithReceipt(ctx, sess, next, rc, facts...) })
+func (l *killLog) Append(ctx context.Context, sess string, next reducer.State, facts ...reducer.Fact) error {
+	return l.k.write(sess, facts, func() error { return l.FactLog.Append(ctx, sess, next, facts...) })
+}
+
+func (l *killLog) AppendWithReceipt(ctx context.Context, sess string, next reducer.State, rc *dynamo.Receipt, facts ...reducer.Fact) error {
+	return l.k.write(sess, facts, func() error { return l.FactLog.AppendWithReceipt(ctx, sess, next, rc, facts...) })
 }
 
 // results counts the tool results in the whole conversation.
