@@ -465,8 +465,16 @@ func (e *env) showTable(s operator.Session) {
 			p.ApprovalID, p.Tool, clipText(string(p.Input), 200), s.ID, p.ApprovalID, s.ID, p.ApprovalID)
 	}
 	for _, p := range s.ChildPending {
-		fmt.Fprintf(w, "approval %s of child session %s: %s\n         baton show %s   |   baton approve %s %s\n",
-			p.ApprovalID, p.Child, p.Tool, p.Child, p.Child, p.ApprovalID)
+		asker := p.Session
+		if asker == "" {
+			asker = p.Child
+		}
+		via := ""
+		if asker != p.Child {
+			via = " (through child " + p.Child + ")"
+		}
+		fmt.Fprintf(w, "approval %s of child session %s%s: %s\n         baton show %s   |   baton approve %s %s\n",
+			p.ApprovalID, asker, via, p.Tool, asker, asker, p.ApprovalID)
 	}
 	if s.Parent != nil {
 		fmt.Fprintf(w, "parent   %s (turn %s, tool call %s)\n", s.Parent.Session, s.Parent.Turn, s.Parent.ToolCallID)

@@ -26,7 +26,8 @@ var headAttrs = map[string]bool{
 var dueWhys = map[reducer.Reason]bool{
 	reducer.ReasonLease: true, reducer.ReasonApproval: true, reducer.ReasonWake: true,
 	reducer.ReasonFault: true, reducer.ReasonInbox: true, reducer.ReasonTimer: true, reducer.ReasonSchedule: true,
-	reducer.ReasonReport: true, // a child session's end waits to reach its parent
+	reducer.ReasonReport:  true, // a child session's end waits to reach its parent
+	reducer.ReasonCascade: true, // an ended turn's running children wait to be cancelled
 }
 
 // checkHead checks that item, decoded as h, is one headItem could have
@@ -132,7 +133,8 @@ func checkHeadDue(item map[string]types.AttributeValue, h Head) error {
 	case h.Why == reducer.ReasonApproval && h.Cause != reducer.CauseApproval,
 		(h.Why == reducer.ReasonWake || h.Why == reducer.ReasonFault) && h.Status != reducer.Suspended,
 		h.Why == reducer.ReasonTimer && h.Cause != reducer.CauseTimer,
-		(h.Why == reducer.ReasonInbox || h.Why == reducer.ReasonSchedule || h.Why == reducer.ReasonReport) && h.Status != reducer.Idle:
+		(h.Why == reducer.ReasonInbox || h.Why == reducer.ReasonSchedule || h.Why == reducer.ReasonReport ||
+			h.Why == reducer.ReasonCascade) && h.Status != reducer.Idle:
 		return corruptHead("%s with %s %q", h.Status, attrWhy, h.Why)
 	}
 	return nil

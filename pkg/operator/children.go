@@ -9,10 +9,13 @@ import (
 )
 
 // ChildApproval is an approval request of a child session of the open
-// turn, pending in the child: answer it here (POST
-// /sessions/{child}/approvals/{approvalId}) or in the parent's chat.
+// turn, or of a deeper descendant, pending in the session that asked
+// (Session; Child is the turn's child it came through): answer it here
+// (POST /sessions/{id}/approvals/{approvalId}), on any session of the
+// chain down to Session, or in the chat.
 type ChildApproval struct {
 	Child      string    `json:"child"`
+	Session    string    `json:"session"`
 	ApprovalID string    `json:"approvalId"`
 	ToolCallID string    `json:"toolCallId"`
 	Tool       string    `json:"tool"`
@@ -20,9 +23,9 @@ type ChildApproval struct {
 }
 
 // childPending lists in s the approval requests the open turn's children
-// showed it (child.approval) that are still pending in the child, read
-// from each child's own facts. A child that cannot be read is left out,
-// and logged.
+// showed it (child.approval) that are still pending in the session that
+// asked, read from that session's own facts. A session that cannot be
+// read is left out, and logged.
 func (a *api) childPending(ctx context.Context, st reducer.State, s *Session) {
 	t := st.Turn
 	if t == nil || len(t.Requests) == 0 {
@@ -30,23 +33,24 @@ func (a *api) childPending(ctx context.Context, st reducer.State, s *Session) {
 	}
 	states := map[string]*reducer.State{}
 	for _, r := range t.Requests {
-		if c, ok := t.Child(r.Approval.ToolCallID); ok && c.Ended() {
+		if i := slices.IndexFunc(t.Children, func(c reducer.Child) bool { return c.ID == r.Child }); i < 0 || t.Children[i].Ended() {
 			continue
 		}
-		cst, ok := states[r.Child]
+		asker := r.Asker()
+		cst, ok := states[asker]
 		if !ok {
-			sess, err := a.sessions.Load(ctx, r.Child)
+			sess, err := a.sessions.Load(ctx, asker)
 			if err != nil {
-				a.log.WarnContext(ctx, "operator: read a child session for its approvals", "child", r.Child, "err", err)
+				a.log.WarnContext(ctx, "operator: read a child session for its approvals", "child", r.Child, "session", asker, "err", err)
 			} else {
 				cst = &sess.State
 			}
-			states[r.Child] = cst
+			states[asker] = cst
 		}
 		if cst == nil || cst.Turn == nil || !slices.ContainsFunc(cst.Turn.Pending, func(p reducer.Approval) bool { return p.ID == r.Approval.ID }) {
 			continue
 		}
-		s.ChildPending = append(s.ChildPending, ChildApproval{Child: r.Child, ApprovalID: r.Approval.ID,
+		s.ChildPending = append(s.ChildPending, ChildApproval{Child: r.Child, Session: asker, ApprovalID: r.Approval.ID,
 			ToolCallID: r.Approval.ToolCallID, Tool: r.Approval.Tool, Expires: r.Approval.Expires})
 	}
 }

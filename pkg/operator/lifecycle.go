@@ -13,8 +13,9 @@ import (
 	"github.com/baton-run/baton/pkg/streams"
 )
 
-// remove is DELETE /sessions/{id}: it deletes the caller's session (see
-// session.Store.Delete) and answers 204. A session with an open turn is
+// remove is DELETE /sessions/{id}: it deletes the caller's session and
+// its child sessions, recursively (see session.Store.Delete), and answers
+// 204. A session with an open turn, or with a descendant that has one, is
 // refused 409 and left whole: cancel the turn first. The caller deleting
 // a session it already deleted is answered 204 again (and finishes a
 // delete cut short); anyone else gets 404, as for every route of a deleted
@@ -31,7 +32,7 @@ func (a *api) remove(w http.ResponseWriter, r *http.Request, caller string) erro
 			w.WriteHeader(http.StatusNoContent)
 			return nil
 		case errors.Is(err, session.ErrTurnOpen):
-			return httpjson.Refuse(http.StatusConflict, "the session has an open turn; cancel it (POST /sessions/{id}/cancel) or let it end, then delete")
+			return httpjson.Refuse(http.StatusConflict, "the session, or one of its child sessions, has an open turn; cancel it (POST /sessions/{id}/cancel) or let it end, then delete")
 		case !errors.Is(err, session.ErrNotFound):
 			return err
 		}

@@ -88,7 +88,7 @@ type api struct {
 //	POST /sessions                                   create a session → 201
 //	GET  /sessions                                   the caller's sessions (?limit=&cursor=)
 //	GET  /sessions/{id}                              reduced state
-//	DELETE /sessions/{id}                            delete the session → 204 (409 while a turn is open)
+//	DELETE /sessions/{id}                            delete the session and its children → 204 (409 while a turn is open)
 //	GET  /sessions/{id}/export                       every fact and turn stream, one JSON bundle
 //	POST /sessions/{id}/messages                     post a message → 202
 //	GET  /sessions/{id}/facts                        facts after ?after=N

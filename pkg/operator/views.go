@@ -47,8 +47,8 @@ type Session struct {
 	// Pending are the approvals the open turn waits for.
 	Pending []Approval `json:"pending"`
 	// ChildPending are the approval requests of the open turn's child
-	// sessions, pending in the child (see ChildApproval); Parent names
-	// the turn a child session answers.
+	// sessions or deeper descendants, pending in the session that asked
+	// (see ChildApproval); Parent names the turn a child session answers.
 	ChildPending []ChildApproval `json:"childPending,omitempty"`
 	Parent       *reducer.Parent `json:"parent,omitempty"`
 	// Uncertain is the execution waiting for a verdict, null when none.

@@ -34,6 +34,10 @@ const (
 	// ChildReported (in the child): the end of its last turn was
 	// delivered to its parent.
 	ChildReported Type = "child.reported"
+	// ChildCancelled: a child an ended turn left running (an Orphan,
+	// Fact.Child names it, Fact.Turn the turn) was cancelled, or had ended
+	// already: nothing of the family runs for that turn any more.
+	ChildCancelled Type = "child.cancelled"
 	// HandedOff: the running turn handed the session to Fact.Agent, which
 	// runs the rest of the turn and the session's later turns.
 	HandedOff Type = "agent.handed-off"
@@ -46,14 +50,32 @@ const CauseChildren Cause = "children"
 
 // ReasonChildren: suspended for children that have not ended (nothing to
 // do until a child.ended); ReasonReport: a child session whose last turn
-// ended and was not yet delivered to its parent (its wake reports it).
+// ended and was not yet delivered to its parent (its wake reports it);
+// ReasonCascade: idle, with children its ended turns left running
+// (Orphans) still to cancel (its wake cancels them).
 const (
 	ReasonChildren Reason = "children"
 	ReasonReport   Reason = "report"
+	ReasonCascade  Reason = "cascade"
 )
 
 // Report: deliver the end of a child session's last turn to its parent.
-const Report Action = 100
+// Cascade: cancel the children an ended turn left running.
+const (
+	Report  Action = 100
+	Cascade Action = 101
+)
+
+// Orphan is a child session a turn left running when it ended (any way:
+// completed, failed, cancelled, interrupted): the turn no longer waits for
+// it, and it is to be cancelled. The ending fact itself records that, so a
+// crash right after it loses nothing: the session waits with
+// ReasonCascade until child.cancelled names every orphan.
+type Orphan struct {
+	ID    string `json:"id"`
+	Turn  string `json:"turn"`
+	Ended Type   `json:"ended"` // how the turn ended
+}
 
 // Parent names the turn and tool call a child session answers, and how
 // deep it is: a top-level session's children have depth 1.
@@ -80,9 +102,22 @@ type Child struct {
 }
 
 // ChildRequest is a child's approval request as its parent shows it.
+// Child is the turn's child the request came through; Session the session
+// that asked, when it is not Child itself but one of Child's descendants
+// (a grandchild's request, shown up the chain to the root).
 type ChildRequest struct {
 	Child    string   `json:"child"`
+	Session  string   `json:"session,omitempty"`
 	Approval Approval `json:"approval"`
+}
+
+// Asker is the session that asked for the approval: the one whose reducer
+// decides an answer to it.
+func (r ChildRequest) Asker() string {
+	if r.Session != "" {
+		return r.Session
+	}
+	return r.Child
 }
 
 // ChildRequest returns the request of a child of the turn for approval id.
@@ -155,6 +190,7 @@ func init() {
 	appliers[ChildEnded] = (*State).applyChildEnded
 	appliers[ChildReported] = (*State).applyChildReported
 	appliers[ChildApproval] = (*State).applyChildApproval
+	appliers[ChildCancelled] = (*State).applyChildCancelled
 	appliers[HandedOff] = (*State).applyHandedOff
 }
 
@@ -218,8 +254,35 @@ func (s *State) applyChildApproval(f Fact) error {
 	if _, ok := s.Turn.ChildRequest(f.Approval.ID); ok {
 		return s.refuse(f, ErrNotPending, "approval %s of child %s already shown", f.Approval.ID, f.Child.ID)
 	}
-	s.Turn.Requests = append(s.Turn.Requests, ChildRequest{Child: f.Child.ID, Approval: *f.Approval})
+	r := ChildRequest{Child: f.Child.ID, Approval: *f.Approval}
+	if f.Asker != "" && f.Asker != f.Child.ID {
+		r.Session = f.Asker
+	}
+	s.Turn.Requests = append(s.Turn.Requests, r)
 	return nil
+}
+
+// applyChildCancelled checks and folds a fact of type ChildCancelled.
+func (s *State) applyChildCancelled(f Fact) error {
+	if f.Child == nil || f.Child.ID == "" {
+		return s.illegal(f, "no child named")
+	}
+	i := slices.IndexFunc(s.Orphans, func(o Orphan) bool { return o.ID == f.Child.ID && o.Turn == f.Turn })
+	if i < 0 {
+		return s.refuse(f, ErrNotPending, "child %s of turn %s is not left to cancel", f.Child.ID, f.Turn)
+	}
+	s.Orphans = slices.Delete(s.Orphans, i, i+1)
+	return nil
+}
+
+// orphan records, as the open turn ends (how), the children it leaves
+// running.
+func (s *State) orphan(how Type) {
+	for _, c := range s.Turn.Children {
+		if !c.Ended() {
+			s.Orphans = append(s.Orphans, Orphan{ID: c.ID, Turn: s.Turn.ID, Ended: how})
+		}
+	}
 }
 
 // applyChildReported checks and folds a fact of type ChildReported.

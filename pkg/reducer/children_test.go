@@ -127,3 +127,87 @@ func TestChildReport(t *testing.T) {
 		t.Fatalf("reported twice: %v", err)
 	}
 }
+
+// TestChildOrphans: a turn that ends (any way) with a child still running
+// records it as an orphan in the ending fact itself; the idle session is
+// then due for the cascade (a wake-like need the tick re-sends once lost),
+// before a start, until child.cancelled names the orphan, once. A child
+// that ended before the turn is no orphan.
+func TestChildOrphans(t *testing.T) {
+	for _, end := range []Fact{
+		{Seq: 6, Type: TurnCancelled, Actor: op, Turn: "t1"},
+		{Seq: 6, Type: TurnFailed, Actor: ag, Turn: "t1", Failure: &Failure{Kind: FailLimit, Error: "resumed too often"}},
+	} {
+		st, c := childTurn(t)
+		if end.Type == TurnFailed {
+			// Running again (the child's request woke it), it fails.
+			st.Turn.Requests = []ChildRequest{{Child: c.ID, Approval: Approval{ID: "ap1", ToolCallID: "x"}}}
+			var err error
+			if st, err = st.Apply(Fact{Seq: 6, Type: TurnResumed, Actor: ag, Turn: "t1"}); err != nil {
+				t.Fatal(err)
+			}
+			end.Seq = 7
+		}
+		st, err := st.Apply(end, Fact{Seq: end.Seq + 1, Type: MessageReceived, Actor: op, Message: &Message{ID: "m2", Text: "next"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []Orphan{{ID: c.ID, Turn: "t1", Ended: end.Type}}; len(st.Orphans) != 1 || st.Orphans[0] != want[0] {
+			t.Fatalf("%s: orphans %+v, want %+v", end.Type, st.Orphans, want)
+		}
+		if n := st.Next(st.Updated, 0); n.Action != Cascade || n.Reason != ReasonCascade || !n.Due.Equal(st.Updated) {
+			t.Fatalf("%s: idle with an orphan and a message: %+v, want the cascade first", end.Type, n)
+		}
+		if n := st.Next(st.Updated.Add(time.Hour), time.Minute); n.Action != Rewake {
+			t.Fatalf("%s: long after: %+v, want rewake", end.Type, n)
+		}
+		sys := Actor{Kind: ActorSystem, ID: "parent"}
+		seq := st.LastSeq + 1
+		if _, err := st.Apply(Fact{Seq: seq, Type: ChildCancelled, Actor: sys, Turn: "t2", Child: &Child{ID: c.ID}}); !errors.Is(err, ErrNotPending) {
+			t.Fatalf("child.cancelled naming another turn: %v", err)
+		}
+		st, err = st.Apply(Fact{Seq: seq, Type: ChildCancelled, Actor: sys, Turn: "t1", Child: &Child{ID: c.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := st.Next(st.Updated, 0); len(st.Orphans) != 0 || n.Action != Start {
+			t.Fatalf("%s: after child.cancelled: orphans %+v, next %+v", end.Type, st.Orphans, n)
+		}
+		if _, err := st.Apply(Fact{Seq: seq + 1, Type: ChildCancelled, Actor: sys, Turn: "t1", Child: &Child{ID: c.ID}}); !errors.Is(err, ErrNotPending) {
+			t.Fatalf("cancelled twice: %v", err)
+		}
+	}
+	// A child that ended is no orphan of the turn's end.
+	st, c := childTurn(t)
+	done := c
+	done.Status = TurnCompleted
+	st, err := st.Apply(Fact{Seq: 6, Type: ChildEnded, Actor: ag, Turn: "t1", Child: &done},
+		Fact{Seq: 7, Type: TurnCancelled, Actor: op, Turn: "t1"})
+	if err != nil || len(st.Orphans) != 0 || st.Next(st.Updated, 0).Action != None {
+		t.Fatalf("ended child: orphans %+v, %v", st.Orphans, err)
+	}
+}
+
+// TestChildApprovalAsker: a request a child shows names the child; one
+// shown up the chain from a deeper descendant names the turn's child it
+// came through and, as its asker, the session that asked.
+func TestChildApprovalAsker(t *testing.T) {
+	st, c := childTurn(t)
+	own := Approval{ID: "ap_own", ToolCallID: "x1", Tool: "hold"}
+	deep := Approval{ID: "ap_deep", ToolCallID: "x2", Tool: "hold"}
+	ch := Child{ID: c.ID, ToolCallID: c.ToolCallID, Agent: c.Agent}
+	st, err := st.Apply(
+		Fact{Seq: 6, Type: ChildApproval, Actor: Actor{Kind: ActorAgent, ID: c.ID}, Turn: "t1", Child: &ch, Approval: &own, Asker: c.ID},
+		Fact{Seq: 7, Type: ChildApproval, Actor: Actor{Kind: ActorAgent, ID: c.ID}, Turn: "t1", Child: &ch, Approval: &deep, Asker: "s_grand"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, ok1 := st.Turn.ChildRequest("ap_own")
+	r2, ok2 := st.Turn.ChildRequest("ap_deep")
+	if !ok1 || !ok2 || r1.Child != c.ID || r1.Asker() != c.ID || r1.Session != "" || r2.Child != c.ID || r2.Asker() != "s_grand" {
+		t.Fatalf("requests %+v %+v", r1, r2)
+	}
+	if n := st.Next(st.Updated, 0); n.Action != Resume {
+		t.Fatalf("with requests to show: %+v, want resume", n)
+	}
+}

@@ -11,7 +11,12 @@
 // Sub-agents (children.go): a turn's tool call starts a child session
 // (child.started, its id ChildID's), the turn suspends for CauseChildren,
 // and the child's end is recorded once as the call's child.ended; a child
-// waits with ReasonReport until it recorded child.reported. A hand-off
+// waits with ReasonReport until it recorded child.reported. A turn that
+// ends with children still running records them as Orphans in its ending
+// fact, and the session waits with ReasonCascade until child.cancelled
+// names each. A descendant's approval request is shown to each ancestor's
+// turn as child.approval (naming the child it came through and its
+// asker). A hand-off
 // (agent.handed-off) changes the session's agent.
 //
 // Each fact type has its own applier (the appliers table in state.go; the

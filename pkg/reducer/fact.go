@@ -515,8 +515,12 @@ type Fact struct {
 	Steered []string `json:"steered,omitempty"`
 	// session.created of a child session: the turn and call it answers.
 	Parent *Parent `json:"parent,omitempty"`
-	// child.started and child.ended (see children.go).
+	// child.started, child.ended, child.approval and child.cancelled (see
+	// children.go).
 	Child *Child `json:"child,omitempty"`
+	// child.approval: the session that asked, when it is not Child but
+	// one of Child's descendants (a request shown up the chain).
+	Asker string `json:"asker,omitempty"`
 	// turn.suspended for CauseChildren: resume as each child ends, not
 	// once all have.
 	Each bool `json:"each,omitempty"`

@@ -37,6 +37,8 @@ func (a Action) String() string {
 		return "post"
 	case Report:
 		return "report"
+	case Cascade:
+		return "cascade"
 	}
 	return fmt.Sprintf("action(%d)", int(a))
 }
@@ -62,7 +64,7 @@ const (
 
 // Wake reports whether a session with this reason waits for a wake.
 func (r Reason) Wake() bool {
-	return r == ReasonWake || r == ReasonFault || r == ReasonInbox || r == ReasonTimer || r == ReasonReport
+	return r == ReasonWake || r == ReasonFault || r == ReasonInbox || r == ReasonTimer || r == ReasonReport || r == ReasonCascade
 }
 
 // WakeSkew is how early a fault suspension's delayed wake may arrive and
@@ -111,6 +113,8 @@ func (n Need) Lost(now time.Time, grace time.Duration) bool {
 //     a message's, must not spend one of the turn's fault suspensions.
 //   - suspended on a timer: Resume from Turn.Wake (less WakeSkew), None
 //     before it; the tick (grace > 0) sends its wake once due: Rewake.
+//   - idle with children its ended turns left running (Orphans):
+//     Cascade, due since the last update; before a report or a start.
 //   - idle with messages waiting: Start, due since the last update.
 //   - idle with a schedule: Post from its next occurrence (a busy
 //     session's occurrences wait until it is idle, and collapse into one).
@@ -130,10 +134,12 @@ func (s State) Next(now time.Time, grace time.Duration) Need {
 		if !now.Before(n.Due) {
 			n.Action = Post
 		}
-	case ReasonWake, ReasonFault, ReasonInbox, ReasonTimer, ReasonReport:
+	case ReasonWake, ReasonFault, ReasonInbox, ReasonTimer, ReasonReport, ReasonCascade:
 		switch {
 		case n.Lost(now, grace):
 			n.Action = Rewake
+		case n.Reason == ReasonCascade:
+			n.Action = Cascade
 		case n.Reason == ReasonReport:
 			n.Action = Report
 		case n.Reason == ReasonInbox:
@@ -179,6 +185,8 @@ func (s State) need() Need {
 		return Need{Reason: ReasonFault, Due: t.Wake}
 	case s.Status == Suspended && t != nil:
 		return Need{Reason: ReasonWake, Due: s.Updated}
+	case s.Status == Idle && len(s.Orphans) > 0:
+		return Need{Reason: ReasonCascade, Due: s.Updated}
 	case s.Status == Idle && s.Parent != nil && s.Turns > 0 && !s.Reported:
 		return Need{Reason: ReasonReport, Due: s.Updated}
 	case s.Status == Idle && len(s.Inbox) > 0:

@@ -158,6 +158,9 @@ type State struct {
 	// (child.reported), until the next turn starts.
 	Parent   *Parent `json:"parent,omitempty"`
 	Reported bool    `json:"reported,omitempty"`
+	// Orphans are the children ended turns left running, until
+	// child.cancelled records each cancelled (children.go).
+	Orphans []Orphan `json:"orphans,omitempty"`
 	// Grants are the resource claims the session's calls hold, quarantined
 	// or not (claims.go).
 	Grants []claims.Grant `json:"grants,omitempty"`
@@ -234,6 +237,7 @@ func (s *State) clone() State {
 	c := *s
 	c.Inbox = slices.Clone(s.Inbox)
 	c.Grants = slices.Clone(s.Grants)
+	c.Orphans = slices.Clone(s.Orphans)
 	if s.Turn != nil {
 		t := *s.Turn
 		t.Messages = slices.Clone(t.Messages)
@@ -349,6 +353,7 @@ func (s *State) end(f Fact) {
 		// recorded is part of it.
 		s.Usage = s.Usage.Add(f.Usage.Sub(s.Turn.Usage))
 	}
+	s.orphan(f.Type)
 	if len(s.Turn.Steer) > 0 {
 		// Never delivered: they start the next turn.
 		s.Inbox = append(slices.Clone(s.Turn.Steer), s.Inbox...)

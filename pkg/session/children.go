@@ -116,50 +116,126 @@ func finalText(h []conversation.Message) string {
 	return ""
 }
 
-// cancelChildren cancels the children of a cancelled turn that had not
-// ended, and theirs (Cancel recurses). A child already ended, or never
-// created, is left alone; a failure is logged: the child's own end is
-// refused by the parent, whose turn is gone.
-func (s *Store) cancelChildren(ctx context.Context, kids []reducer.Child, actor reducer.Actor, reason string) {
-	for _, c := range kids {
-		if c.Ended() {
+// ParentActor is who cancels a child its parent no longer waits for: the
+// cascade of the parent's ended turn, or the child's own check of its
+// parent (turn package) as an invocation of it starts.
+var ParentActor = reducer.Actor{Kind: reducer.ActorSystem, ID: "parent"}
+
+// OrphanReason is the reason a child cancelled for its parent records:
+// it names the parent session and its turn, and what became of that turn
+// (how, such as "ended as cancelled").
+func OrphanReason(parent, turn, how string) string {
+	return fmt.Sprintf("its parent session %s no longer waits for it: turn %s %s", parent, turn, how)
+}
+
+// Cascade cancels the children that session id's ended turns left running
+// (reducer.State.Orphans: the ending fact recorded them), each with a
+// reason naming the parent, and theirs in turn (each child's own end
+// cascades), then records child.cancelled for each in the session. A child
+// that ended meanwhile, or was never created, counts as cancelled. It is
+// what every ending runs right after its fact, and what the worker runs
+// for reducer.Cascade when the process died in between (the tick re-sends
+// the session's wake). A child that could not be cancelled stays an
+// orphan, for the next try, and is returned as an error.
+func (s *Store) Cascade(ctx context.Context, id string) error {
+	sess, err := s.Load(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = s.root().cascade(ctx, id, sess.State)
+	return err
+}
+
+// cascade is Cascade from st, the session's state as the caller last wrote
+// or read it; it returns the state after, the last one it knows of when it
+// fails. It costs nothing with no orphans; else each orphan's Cancel, and
+// one write of the child.cancelled facts (a load and a write again per
+// lost race).
+func (s *Store) cascade(ctx context.Context, id string, st reducer.State) (reducer.State, error) {
+	if len(st.Orphans) == 0 {
+		return st, nil
+	}
+	var errs []error
+	done := map[reducer.Orphan]bool{}
+	for _, o := range st.Orphans {
+		err := s.Cancel(ctx, o.ID, ParentActor, OrphanReason(id, o.Turn, "ended as "+strings.TrimPrefix(string(o.Ended), "turn.")))
+		if err != nil && !errors.Is(err, ErrNoTurn) && !errors.Is(err, ErrNotFound) {
+			errs = append(errs, fmt.Errorf("session: cancel child %s of %s: %w", o.ID, id, err))
 			continue
 		}
-		err := s.Cancel(ctx, c.ID, actor, reason)
-		if err != nil && !errors.Is(err, ErrNoTurn) && !errors.Is(err, ErrNotFound) {
-			s.log().WarnContext(ctx, "cancel a child of a cancelled turn", "child", c.ID, "err", err)
-		}
+		done[o] = true
 	}
+	cur, fresh := st, true
+	err := retry(ctx, func() error {
+		if !fresh {
+			sess, err := s.Load(ctx, id)
+			if err != nil {
+				return err
+			}
+			cur = sess.State
+		}
+		fresh = false
+		var facts []reducer.Fact
+		for _, o := range cur.Orphans {
+			if done[o] {
+				facts = append(facts, reducer.Fact{Type: reducer.ChildCancelled, Actor: ParentActor, Turn: o.Turn, Child: &reducer.Child{ID: o.ID}})
+			}
+		}
+		if len(facts) == 0 {
+			return nil // another cascade recorded them
+		}
+		next, err := s.Append(ctx, id, cur, facts...)
+		if err == nil {
+			cur = next
+		}
+		return err
+	})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("session: record the cancelled children of %s: %w", id, err))
+	}
+	return cur, errors.Join(errs...)
 }
 
 // ShowApprovals tells the parent of child session id, which st is, of the
-// child's approval requests (child.approval, once each), and wakes the
-// parent to show them in its stream. Best effort: a failure is logged; the
-// child's own requests, and the operator's view of them, stand.
+// child's approval requests (child.approval, once each), and that parent's
+// parent, on up to the root: each ancestor's open turn records the
+// request under its own child the request came through, naming the child
+// that asked (Fact.Asker), and is woken to show it in its stream. The walk
+// up stops at an ancestor whose turn no longer waits for the child below.
+// Best effort: a failure is logged; the child's own requests, and the
+// operator's view of them, stand.
 func (s *Store) ShowApprovals(ctx context.Context, id string, st reducer.State, approvals []reducer.Approval) {
-	p := st.Parent
-	if p == nil {
-		return
-	}
-	child := &reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent}
 	for i := range approvals {
+		s.showUp(ctx, id, st, approvals[i])
+	}
+}
+
+// showUp shows approval a, which session asker (in state st) asked for,
+// to each of its ancestors, nearest first.
+func (s *Store) showUp(ctx context.Context, asker string, st reducer.State, a reducer.Approval) {
+	id := asker
+	for p := st.Parent; p != nil; p = st.Parent {
+		child := &reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent}
 		pst, err := s.transition(ctx, p.Session, func(reducer.State) (reducer.Fact, error) {
 			return reducer.Fact{Type: reducer.ChildApproval, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: id}, Turn: p.Turn,
-				Child: child, Approval: &approvals[i]}, nil
+				Child: child, Approval: &a, Asker: asker}, nil
 		})
 		if err != nil {
 			if !errors.Is(err, ErrNotPending) {
-				s.log().WarnContext(ctx, "show a child's approval request to its parent", "child", id, "parent", p.Session, "err", err)
+				s.log().WarnContext(ctx, "show a child's approval request to its parent", "child", id, "parent", p.Session, "asker", asker, "err", err)
 			}
-			continue
+			return
 		}
 		s.wake(ctx, p.Session, WakeChildEnded, pst.LastSeq, 0)
+		id, st = p.Session, pst
 	}
 }
 
 // ChildPending is the child of st's open turn whose approval approvalID
-// (for tool call toolCall; "" for any) the turn showed, "" for none. An
-// answer to it goes to the child, and the child's reducer decides it.
+// (for tool call toolCall; "" for any) the turn showed, "" for none: the
+// child that asked, or the one the request of a deeper descendant came
+// through. An answer to it goes to that child, which passes it on down
+// the same way, and the reducer of the session that asked decides it.
 func ChildPending(st reducer.State, approvalID, toolCall string) string {
 	t := st.Turn
 	if t == nil {
@@ -184,16 +260,13 @@ func childByID(t *reducer.Turn, id string) (reducer.Child, bool) {
 	return reducer.Child{}, false
 }
 
-// answerChild routes an answer to approvalID, which session id's own turn
-// does not wait for, to the child whose request its turn showed: the
-// answer is the child's to check and record. It reports whether there was
-// such a child.
-func (s *Store) answerChild(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) (bool, error) {
-	sess, err := s.Load(ctx, id)
-	if err != nil {
-		return false, err
-	}
-	child := ChildPending(sess.State, approvalID, "")
+// answerChild routes an answer to approvalID, which the own turn of
+// session id (in state st, as the refused answer read it) does not wait
+// for, to the child whose request its turn showed: the answer is the
+// child's to check and record, or to pass on down to the descendant that
+// asked. It reports whether there was such a child.
+func (s *Store) answerChild(ctx context.Context, st reducer.State, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) (bool, error) {
+	child := ChildPending(st, approvalID, "")
 	if child == "" {
 		return false, nil
 	}

@@ -7,14 +7,17 @@
 // records the usage of its billed steps as its stream holds them, whoever
 // ends it (Store.End, Store.StreamUsage), and a raise of spend caps must
 // lift the cap the turn reached (Store.Raise). Store.Delete buries a
-// session (tombstone and head in one transaction) and then purges its facts,
-// receipts, streams and snapshots; Store.Sweep is the retention sweep.
+// session (tombstone and head in one transaction) and then purges its child
+// sessions, then its facts, receipts, streams and snapshots; Store.Sweep is
+// the retention sweep.
 // Child sessions (children.go) are created once (Store.CreateChild), report
 // their end to the parent once (Store.Report), show their approval
-// requests to it (Store.ShowApprovals; an answer given to the parent is
-// routed to the child, Store.Answer), and are cancelled with it
-// (Store.Cancel). The
-// operator API, the chat, the tick and the turn runner all go through it.
+// requests to it and on up to the root (Store.ShowApprovals; an answer
+// given to any ancestor is routed down to the session that asked,
+// Store.Answer), are cancelled when their parent's turn ends without them
+// (Store.Cascade, run by every ending and, after a crash, by the parent's
+// wake) and deleted with it (Store.Delete). The operator API, the chat,
+// the tick and the turn runner all go through it.
 //
 // It is the one way into storage. It declares the two stores it consumes,
 // FactLog (the fact log: tail, facts since a seq, append with a receipt,
@@ -39,6 +42,8 @@
 //   - the end of a session's life (lifecycle.go): Delete, Sweep;
 //   - resource claims (claims.go): ReleaseGrant, and the withdrawal of a
 //     blocked turn's waiter from the broker (Store.Claims) as End ends it;
+//   - child sessions (children.go): CreateChild, Report, Cascade,
+//     ShowApprovals;
 //   - retries of a lost compare-and-set (retry.go): LostRace and the
 //     per-session lanes;
 //   - the seam (decorate.go): Decorate; and the consumed stores

@@ -158,11 +158,14 @@ func (s *Store) closeInterrupted(ctx context.Context, id string, sink *streams.S
 // Answer records an operator's decision on a pending approval and wakes the
 // turn once nothing else is pending. An approval of a child session that
 // the open turn showed (child.approval) is answered on the child, which
-// decides it. An approval id that is not pending —
+// decides it, or, for a deeper descendant's request, passes it down the
+// chain to the session that asked. An approval id that is not pending —
 // unknown, already answered, or of another turn — fails with ErrNotPending
 // and writes nothing.
 func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) error {
+	var read reducer.State // the state the answer was decided on
 	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
+		read = cur
 		// The reducer decides whether the approval is pending; this only
 		// names its turn and tool call.
 		var turn, call string
@@ -180,7 +183,7 @@ func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, appr
 	if errors.Is(err, ErrNotPending) {
 		// Perhaps a child's request, which the turn showed: the child's
 		// reducer decides it.
-		if routed, cerr := s.answerChild(ctx, id, actor, approvalID, d, reason); routed || cerr != nil {
+		if routed, cerr := s.answerChild(ctx, read, actor, approvalID, d, reason); routed || cerr != nil {
 			return cerr
 		}
 	}
@@ -310,12 +313,12 @@ func checkCaps(r reducer.Raise) error {
 	return nil
 }
 
-// Cancel ends the open turn as cancelled and closes its stream, then
-// cancels the turn's running children, recursively. A runner still working
-// on the turn loses its next compare-and-set and stops.
+// Cancel ends the open turn as cancelled, which cancels the turn's running
+// children, recursively (Cascade, as every ending does), and closes its
+// stream. A runner still working on the turn loses its next
+// compare-and-set and stops.
 func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reason string) error {
 	var sink *streams.Sink
-	var kids []reducer.Child // the turn's children, cancelled with it
 	err := retry(ctx, func() error {
 		sess, err := s.Load(ctx, id)
 		if err != nil {
@@ -325,7 +328,6 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 		if t == nil {
 			return fmt.Errorf("session: cancel %s: %w", id, ErrNoTurn)
 		}
-		kids = t.Children
 		var ps []parts.Part
 		sink, ps, err = s.streams.Resume(ctx, id, t.Stream)
 		if err != nil {
@@ -345,7 +347,6 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 	}
 	// Messages that arrived during the turn now start a new one.
 	s.wake(ctx, id, wake.Cancelled, 0, 0)
-	s.cancelChildren(ctx, kids, actor, reason)
 	return nil
 }
 

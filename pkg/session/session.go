@@ -220,7 +220,10 @@ func (s *Store) number(st reducer.State, facts []reducer.Fact) {
 // snapshot is written first under a key no other writer uses; if the fact
 // loses its race the snapshot is simply never referenced. A turn that was
 // suspended as blocked on claims has its waiter withdrawn once the fact
-// stands (see withdraw).
+// stands (see withdraw). Children the turn leaves running are then
+// cancelled (Cascade; the ending fact recorded them, so a crash before
+// that leaves them to the session's wake, which the tick re-sends); a
+// failure there is logged, and the end stands.
 func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, f reducer.Fact) (reducer.State, error) {
 	return s.end(ctx, sess, turn, nil, f)
 }
@@ -258,9 +261,13 @@ func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, 
 	if err := s.appendFacts(ctx, sess.ID, next, facts); err != nil {
 		return reducer.State{}, fmt.Errorf("session: end turn of %s: %w", sess.ID, err)
 	}
-	sess.State = next
 	sess.History = snap.Messages
 	s.withdraw(ctx, sess.ID, st)
+	next, err = s.root().cascade(ctx, sess.ID, next)
+	if err != nil {
+		s.log().WarnContext(ctx, "cancel the children an ended turn left running; the session's wake tries again", "session", sess.ID, "err", err)
+	}
+	sess.State = next
 	return next, nil
 }
 

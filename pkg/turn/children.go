@@ -256,15 +256,18 @@ func (ru *run) settleKids(ctx context.Context, approvals []reducer.Approval) (st
 }
 
 // DataChildApproval is the part that shows, in a parent's stream, an
-// approval request of one of its children: data-child-approval{data:
-// {child, approvalId, toolCallId, tool, input, expires}}. Answering it (in
-// the parent's chat, or on the child) answers the child's request, under
-// the child's approval id.
+// approval request of one of its children or of a deeper descendant:
+// data-child-approval{data: {child, session, id, toolCallId, tool, input,
+// expires}}, child being the turn's child it came through and session the
+// one that asked. Answering it (in the parent's chat, on any session of
+// the chain, or on the one that asked) answers that session's request,
+// under its approval id.
 const DataChildApproval parts.Type = "data-child-approval"
 
 // childApproval is a DataChildApproval part's data.
 type childApproval struct {
-	Child string `json:"child"`
+	Child   string `json:"child"`
+	Session string `json:"session"`
 	reducer.Approval
 }
 
@@ -282,7 +285,7 @@ func (ru *run) showRequests() {
 	}
 	for _, r := range ru.sess.State.Turn.Requests {
 		if !shown[r.Approval.ID] {
-			ru.emit(parts.Part{Type: DataChildApproval, Data: mustJSON(childApproval{Child: r.Child, Approval: r.Approval})})
+			ru.emit(parts.Part{Type: DataChildApproval, Data: mustJSON(childApproval{Child: r.Child, Session: r.Asker(), Approval: r.Approval})})
 		}
 	}
 }
@@ -361,28 +364,33 @@ func (ru *run) report(ctx context.Context) {
 func (r *Runner) Report(ctx context.Context, id string) error { return r.Sessions.Report(ctx, id) }
 
 // orphaned ends, as cancelled, an invocation of a child session whose
-// parent no longer waits for it: the parent's turn ended (a cancel whose
-// cascade did not reach this child, as when it had not started yet), or
-// the call has its result. It costs a read of the parent per invocation of
-// a child. A parent that cannot be read is taken as still waiting.
+// parent no longer waits for it: the parent's turn ended (its cascade
+// cancels the children it left running, but a child it had not created
+// yet, as when the cancel came between child.started and the creation,
+// is created after it), or the call has its result. It costs a read of
+// the parent per invocation of a child, and none for a session without a
+// parent. A parent that cannot be read is taken as still waiting.
 func (ru *run) orphaned(ctx context.Context) (bool, Outcome, error) {
 	p := ru.sess.State.Parent
 	if p == nil {
 		return false, Outcome{}, nil
 	}
+	how := "is gone: the session was deleted"
 	ps, err := ru.r.Sessions.Load(ctx, p.Session)
 	if err == nil {
+		how = "ended"
 		if t := ps.State.Turn; t != nil && t.ID == p.Turn {
 			if ch, ok := t.Child(p.ToolCallID); ok && !ch.Ended() {
 				return false, Outcome{}, nil
 			}
+			how = "has this child's result"
 		}
 	} else if !errors.Is(err, session.ErrNotFound) {
 		ru.r.log().WarnContext(ctx, "read a child's parent", "session", ru.out.Session, "parent", p.Session, "err", err)
 		return false, Outcome{}, nil
 	}
-	err = ru.r.Sessions.Cancel(ctx, ru.out.Session, reducer.Actor{Kind: reducer.ActorSystem, ID: "parent"}, "the parent's turn no longer waits for this child")
-	if err != nil {
+	reason := session.OrphanReason(p.Session, p.Turn, how)
+	if err := ru.r.Sessions.Cancel(ctx, ru.out.Session, session.ParentActor, reason); err != nil {
 		out, err := ru.stopped(ctx, err)
 		return true, out, err
 	}

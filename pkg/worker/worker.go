@@ -66,11 +66,12 @@ func (w *Worker) log() *slog.Logger {
 
 // decide reads what the session needs from its reduced state alone: start
 // a turn, resume one (including taking over a turn whose invocation died
-// past its lease, which the tick would reap), or nothing. The worker is
+// past its lease, which the tick would reap), report a child's end, cancel
+// an ended turn's orphaned children, or nothing. The worker is
 // handling the session's wake, so no wake is ever lost to it (grace 0).
 func decide(st reducer.State, now time.Time) reducer.Action {
 	switch a := st.Next(now, 0).Action; a {
-	case reducer.Start, reducer.Resume, reducer.Report:
+	case reducer.Start, reducer.Resume, reducer.Report, reducer.Cascade:
 		return a
 	case reducer.Reap:
 		return reducer.Resume
@@ -81,7 +82,9 @@ func decide(st reducer.State, now time.Time) reducer.Action {
 // Handle looks at the session wk names and runs what its facts call for:
 // idle with waiting messages, a new turn; suspended with nothing pending
 // (a fault suspension only once its delayed wake is due), or running past
-// its lease, the open turn. Anything else — and a wake that
+// its lease, the open turn; a child session's ended turn, its report to
+// the parent; an ended turn's children left running, their cancel
+// (session.Store.Cascade). Anything else — and a wake that
 // arrives late, twice, or after someone else acted — changes nothing. After
 // a run that leaves messages waiting, Handle starts the next turn too while
 // the context's deadline leaves at least Reserve; otherwise it sends a wake
@@ -117,10 +120,9 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 			return res, fmt.Errorf("worker: wake for %s: %w", wk.Session, err)
 		}
 		act := decide(sess.State, w.Sessions.Clock())
-		if act == reducer.Report {
-			// A child session's end waits to reach its parent.
-			if err := w.Runner.Report(ctx, wk.Session); err != nil {
-				return res, fmt.Errorf("worker: report %s: %w", wk.Session, err)
+		if chore, err := w.chore(ctx, wk.Session, act); chore {
+			if err != nil {
+				return res, err
 			}
 			continue
 		}
@@ -170,6 +172,26 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 			return res, nil
 		}
 	}
+}
+
+// chore does what a session needs besides a run of its turn, and reports
+// whether act was such a chore: a child session's end to report to its
+// parent, or an ended turn's children to cancel.
+func (w *Worker) chore(ctx context.Context, id string, act reducer.Action) (bool, error) {
+	switch act {
+	case reducer.Cascade:
+		// The process that ended the turn died before it cancelled them.
+		if err := w.Sessions.Cascade(ctx, id); err != nil {
+			return true, fmt.Errorf("worker: cancel the orphaned children of %s: %w", id, err)
+		}
+		return true, nil
+	case reducer.Report:
+		if err := w.Runner.Report(ctx, id); err != nil {
+			return true, fmt.Errorf("worker: report %s: %w", id, err)
+		}
+		return true, nil
+	}
+	return false, nil
 }
 
 // timeLeft reports whether the context leaves room for another run.

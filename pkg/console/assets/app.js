@@ -280,8 +280,9 @@ async function sessionPage(id, signal) {
           el('button', { class: 'approve', onclick: answer('approve') }, 'Approve'),
           el('button', { class: 'deny', onclick: answer('deny') }, 'Deny'), note)));
     }
-    // Approvals pending in the open turn's child sessions: each links to
-    // the child, where it is answered (or answer it in the parent's chat).
+    // Approvals pending in the open turn's child sessions, or deeper down
+    // the chain: each links to the session that asked, where it is
+    // answered (or answer it in the parent's chat).
     for (const c of [...$.approvals.querySelectorAll('[data-child-approval]')]) {
       if (!(s.childPending || []).some(p => p.approvalId === c.dataset.childApproval)) c.remove();
     }
@@ -289,7 +290,7 @@ async function sessionPage(id, signal) {
       if ($.approvals.querySelector(`[data-child-approval="${CSS.escape(p.approvalId)}"]`)) continue;
       $.approvals.append(el('div', { class: 'card attention child-approval', 'data-child-approval': p.approvalId },
         el('div', { class: 'row' }, el('strong', {}, 'A child session needs an approval: ' + p.tool),
-          el('a', { href: '#/s/' + encodeURIComponent(p.child), class: 'mono child-link' }, p.child))));
+          el('a', { href: '#/s/' + encodeURIComponent(p.session || p.child), class: 'mono child-link' }, p.session || p.child))));
     }
     // The uncertain execution.
     const u = s.uncertain;
