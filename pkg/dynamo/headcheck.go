@@ -28,6 +28,7 @@ var dueWhys = map[reducer.Reason]bool{
 	reducer.ReasonFault: true, reducer.ReasonInbox: true, reducer.ReasonTimer: true, reducer.ReasonSchedule: true,
 	reducer.ReasonReport:  true, // a child session's end waits to reach its parent
 	reducer.ReasonCascade: true, // an ended turn's running children wait to be cancelled
+	reducer.ReasonShow:    true, // a child's approval requests wait to reach its ancestors
 }
 
 // checkHead checks that item, decoded as h, is one headItem could have
@@ -131,7 +132,7 @@ func checkHeadDue(item map[string]types.AttributeValue, h Head) error {
 	case (h.Status == reducer.Running) != (h.Why == reducer.ReasonLease):
 		return corruptHead("%s with %s %q: a running session, and only one, is due for its lease", h.Status, attrWhy, h.Why)
 	case h.Why == reducer.ReasonApproval && h.Cause != reducer.CauseApproval,
-		(h.Why == reducer.ReasonWake || h.Why == reducer.ReasonFault) && h.Status != reducer.Suspended,
+		(h.Why == reducer.ReasonWake || h.Why == reducer.ReasonFault || h.Why == reducer.ReasonShow) && h.Status != reducer.Suspended,
 		h.Why == reducer.ReasonTimer && h.Cause != reducer.CauseTimer,
 		(h.Why == reducer.ReasonInbox || h.Why == reducer.ReasonSchedule || h.Why == reducer.ReasonReport ||
 			h.Why == reducer.ReasonCascade) && h.Status != reducer.Idle:

@@ -29,6 +29,7 @@ func (s *State) applyApprovalRequested(f Fact) error {
 	p := *a
 	p.Requested = f.Time
 	s.Turn.Pending = append(s.Turn.Pending, p)
+	s.Turn.ShownUp = false
 	return nil
 }
 

@@ -34,6 +34,11 @@ const (
 	// ChildReported (in the child): the end of its last turn was
 	// delivered to its parent.
 	ChildReported Type = "child.reported"
+	// ChildShown (in the child): its pending approval requests reached
+	// its parent and on up to the root (child.approval there), so every
+	// ancestor's stream can show them. Until then the child waits with
+	// ReasonShow, and the tick re-sends its wake as lost.
+	ChildShown Type = "child.shown"
 	// ChildCancelled: a child an ended turn left running (an Orphan,
 	// Fact.Child names it, Fact.Turn the turn) was cancelled, or had ended
 	// already: nothing of the family runs for that turn any more.
@@ -52,18 +57,23 @@ const CauseChildren Cause = "children"
 // do until a child.ended); ReasonReport: a child session whose last turn
 // ended and was not yet delivered to its parent (its wake reports it);
 // ReasonCascade: idle, with children its ended turns left running
-// (Orphans) still to cancel (its wake cancels them).
+// (Orphans) still to cancel (its wake cancels them); ReasonShow: a child
+// session suspended with approval requests its ancestors were not yet
+// shown (its wake shows them).
 const (
 	ReasonChildren Reason = "children"
 	ReasonReport   Reason = "report"
 	ReasonCascade  Reason = "cascade"
+	ReasonShow     Reason = "show"
 )
 
 // Report: deliver the end of a child session's last turn to its parent.
-// Cascade: cancel the children an ended turn left running.
+// Cascade: cancel the children an ended turn left running. Show: show a
+// child's pending approval requests to its ancestors.
 const (
 	Report  Action = 100
 	Cascade Action = 101
+	Show    Action = 102
 )
 
 // Orphan is a child session a turn left running when it ended (any way:
@@ -189,6 +199,7 @@ func init() {
 	appliers[ChildStarted] = (*State).applyChildStarted
 	appliers[ChildEnded] = (*State).applyChildEnded
 	appliers[ChildReported] = (*State).applyChildReported
+	appliers[ChildShown] = (*State).applyChildShown
 	appliers[ChildApproval] = (*State).applyChildApproval
 	appliers[ChildCancelled] = (*State).applyChildCancelled
 	appliers[HandedOff] = (*State).applyHandedOff
@@ -292,6 +303,21 @@ func (s *State) applyChildReported(f Fact) error {
 	}
 	s.Reported = true
 	return nil
+}
+
+// applyChildShown checks and folds a fact of type ChildShown.
+func (s *State) applyChildShown(f Fact) error {
+	if !s.toShow() {
+		return s.refuse(f, ErrNotPending, "no approval request of a child session waits to be shown")
+	}
+	s.Turn.ShownUp = true
+	return nil
+}
+
+// toShow reports whether s is a child session suspended with approval
+// requests its ancestors were not shown.
+func (s State) toShow() bool {
+	return s.Parent != nil && s.Status == Suspended && s.Turn != nil && len(s.Turn.Pending) > 0 && !s.Turn.ShownUp
 }
 
 // applyHandedOff checks and folds a fact of type HandedOff.

@@ -211,3 +211,54 @@ func TestChildApprovalAsker(t *testing.T) {
 		t.Fatalf("with requests to show: %+v, want resume", n)
 	}
 }
+
+// TestChildShow: a child session suspended with approval requests waits
+// to show them to its ancestors (a wake-like need the tick re-sends) until
+// child.shown; then it waits for the answer as any session does. A second
+// child.shown is refused, and a later request must be shown again. A
+// session with no parent never waits to show.
+func TestChildShow(t *testing.T) {
+	p := Parent{Session: "s1", Turn: "t1", ToolCallID: "tc1", Depth: 1}
+	ct := Actor{Kind: ActorAgent, ID: "t9"}
+	show := Fact{Type: ChildShown, Actor: Actor{Kind: ActorSystem, ID: "show"}}
+	facts := func(parent *Parent) []Fact {
+		return []Fact{
+			{Seq: 1, Type: SessionCreated, Actor: ag, Agent: "fraud", Owner: "o", Parent: parent},
+			{Seq: 2, Type: MessageReceived, Actor: ag, Message: &Message{ID: "m1", Text: "check"}},
+			{Seq: 3, Type: TurnStarted, Actor: ct, Turn: "t9", Stream: "t9"},
+			{Seq: 4, Type: ApprovalRequested, Actor: ct, Turn: "t9", Approval: &Approval{ID: "ap1", ToolCallID: "x1", Tool: "hold"}},
+			{Seq: 5, Type: TurnSuspended, Actor: ct, Turn: "t9", Cause: CauseApproval},
+		}
+	}
+	st, err := Reduce(facts(&p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Next(st.Updated, 0); n.Reason != ReasonShow || n.Action != Show {
+		t.Fatalf("a child suspended for approval: %+v, want show", n)
+	}
+	if n := st.Next(st.Updated.Add(time.Hour), time.Minute); n.Action != Rewake {
+		t.Fatalf("long after: %+v, want rewake", n)
+	}
+	show.Seq = 6
+	if st, err = st.Apply(show); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Next(st.Updated, 0); n.Reason != ReasonOperator || n.Action != None {
+		t.Fatalf("a child whose request was shown: %+v, want to wait for the operator", n)
+	}
+	show.Seq = 7
+	if _, err := st.Apply(show); !errors.Is(err, ErrNotPending) {
+		t.Fatalf("shown twice: %v", err)
+	}
+	alone, err := Reduce(facts(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := alone.Next(alone.Updated, 0); n.Reason == ReasonShow {
+		t.Fatalf("a session with no parent: %+v", n)
+	}
+	if _, err := alone.Apply(Fact{Seq: 6, Type: ChildShown, Actor: show.Actor}); !errors.Is(err, ErrNotPending) {
+		t.Fatalf("child.shown in a session with no parent: %v", err)
+	}
+}

@@ -16,7 +16,8 @@
 // fact, and the session waits with ReasonCascade until child.cancelled
 // names each. A descendant's approval request is shown to each ancestor's
 // turn as child.approval (naming the child it came through and its
-// asker). A hand-off
+// asker); the child that asked waits with ReasonShow until it recorded
+// child.shown. A hand-off
 // (agent.handed-off) changes the session's agent.
 //
 // Each fact type has its own applier (the appliers table in state.go; the

@@ -39,6 +39,8 @@ func (a Action) String() string {
 		return "report"
 	case Cascade:
 		return "cascade"
+	case Show:
+		return "show"
 	}
 	return fmt.Sprintf("action(%d)", int(a))
 }
@@ -64,7 +66,8 @@ const (
 
 // Wake reports whether a session with this reason waits for a wake.
 func (r Reason) Wake() bool {
-	return r == ReasonWake || r == ReasonFault || r == ReasonInbox || r == ReasonTimer || r == ReasonReport || r == ReasonCascade
+	return r == ReasonWake || r == ReasonFault || r == ReasonInbox || r == ReasonTimer || r == ReasonReport || r == ReasonCascade ||
+		r == ReasonShow
 }
 
 // WakeSkew is how early a fault suspension's delayed wake may arrive and
@@ -134,12 +137,14 @@ func (s State) Next(now time.Time, grace time.Duration) Need {
 		if !now.Before(n.Due) {
 			n.Action = Post
 		}
-	case ReasonWake, ReasonFault, ReasonInbox, ReasonTimer, ReasonReport, ReasonCascade:
+	case ReasonWake, ReasonFault, ReasonInbox, ReasonTimer, ReasonReport, ReasonCascade, ReasonShow:
 		switch {
 		case n.Lost(now, grace):
 			n.Action = Rewake
 		case n.Reason == ReasonCascade:
 			n.Action = Cascade
+		case n.Reason == ReasonShow:
+			n.Action = Show
 		case n.Reason == ReasonReport:
 			n.Action = Report
 		case n.Reason == ReasonInbox:
@@ -159,6 +164,10 @@ func (s State) need() Need {
 	switch {
 	case s.Status == Running && t != nil:
 		return Need{Reason: ReasonLease, Due: t.Lease}
+	case s.toShow():
+		// Its ancestors are to show the requests first; then it waits
+		// for the answer like any session.
+		return Need{Reason: ReasonShow, Due: s.Updated}
 	case s.Status == Suspended && t != nil && len(t.Pending) > 0:
 		// The earliest expiry; an approval without one waits for the operator.
 		var first time.Time

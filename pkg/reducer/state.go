@@ -36,7 +36,10 @@ type Turn struct {
 	Cause Cause `json:"cause,omitempty"`
 	// Pending are approvals awaiting an answer; Answers those answered.
 	Pending []Approval `json:"pending,omitempty"`
-	Answers []Answer   `json:"answers,omitempty"`
+	// ShownUp is set, in a child session, once its pending requests
+	// reached its ancestors (child.shown); a new request clears it.
+	ShownUp bool     `json:"shownUp,omitempty"`
+	Answers []Answer `json:"answers,omitempty"`
 	// Executions are side-effecting tool calls recorded before they ran.
 	Executions []Execution `json:"executions,omitempty"`
 	// Uncertain is the execution awaiting an operator verdict, if any.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -202,17 +203,53 @@ func (s *Store) cascade(ctx context.Context, id string, st reducer.State) (reduc
 // request under its own child the request came through, naming the child
 // that asked (Fact.Asker), and is woken to show it in its stream. The walk
 // up stops at an ancestor whose turn no longer waits for the child below.
-// Best effort: a failure is logged; the child's own requests, and the
-// operator's view of them, stand.
+// Once every request got as far as it can, the child records that
+// (child.shown); until then it waits with reducer.ReasonShow, so a crash
+// in between leaves the showing to its wake, which the tick re-sends. A
+// failure is logged; the child's own requests, and the operator's view of
+// them, stand.
 func (s *Store) ShowApprovals(ctx context.Context, id string, st reducer.State, approvals []reducer.Approval) {
+	shown := true
 	for i := range approvals {
-		s.showUp(ctx, id, st, approvals[i])
+		if err := s.showUp(ctx, id, st, approvals[i]); err != nil {
+			s.log().WarnContext(ctx, "show a child's approval request to its ancestors; its wake tries again", "child", id, "err", err)
+			shown = false
+		}
+	}
+	if !shown {
+		return
+	}
+	_, err := s.transition(ctx, id, func(reducer.State) (reducer.Fact, error) {
+		return reducer.Fact{Type: reducer.ChildShown, Actor: reducer.Actor{Kind: reducer.ActorSystem, ID: "show"}}, nil
+	})
+	if err != nil && !errors.Is(err, ErrNotPending) {
+		s.log().WarnContext(ctx, "record that a child's approval requests were shown; its wake tries again", "child", id, "err", err)
 	}
 }
 
+// ShowPending shows the pending approval requests of child session id to
+// its ancestors (ShowApprovals), if they wait to be (reducer.ReasonShow):
+// the invocation that suspended it died first. Any number of calls show
+// each request once.
+func (s *Store) ShowPending(ctx context.Context, id string) error {
+	sess, err := s.Load(ctx, id)
+	if err != nil {
+		return err
+	}
+	st := sess.State
+	if st.Next(time.Time{}, 0).Reason != reducer.ReasonShow {
+		return nil
+	}
+	s.ShowApprovals(ctx, id, st, st.Turn.Pending)
+	return nil
+}
+
 // showUp shows approval a, which session asker (in state st) asked for,
-// to each of its ancestors, nearest first.
-func (s *Store) showUp(ctx context.Context, asker string, st reducer.State, a reducer.Approval) {
+// to each of its ancestors, nearest first. An ancestor that showed a
+// before is passed (a walk cut short by a crash goes on from there); one
+// whose turn no longer waits for the child below ends the walk, with no
+// error.
+func (s *Store) showUp(ctx context.Context, asker string, st reducer.State, a reducer.Approval) error {
 	id := asker
 	for p := st.Parent; p != nil; p = st.Parent {
 		child := &reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent}
@@ -220,15 +257,30 @@ func (s *Store) showUp(ctx context.Context, asker string, st reducer.State, a re
 			return reducer.Fact{Type: reducer.ChildApproval, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: id}, Turn: p.Turn,
 				Child: child, Approval: &a, Asker: asker}, nil
 		})
-		if err != nil {
-			if !errors.Is(err, ErrNotPending) {
-				s.log().WarnContext(ctx, "show a child's approval request to its parent", "child", id, "parent", p.Session, "asker", asker, "err", err)
+		switch {
+		case errors.Is(err, ErrNotPending):
+			// Shown there before (a walk a crash cut short goes on up), or
+			// the ancestor's turn no longer waits for the child below.
+			sess, lerr := s.Load(ctx, p.Session)
+			if lerr != nil {
+				return fmt.Errorf("session: show %s's approval %s to %s: %w", asker, a.ID, p.Session, lerr)
 			}
-			return
+			if t := sess.State.Turn; t == nil || t.ID != p.Turn {
+				return nil
+			} else if _, ok := t.ChildRequest(a.ID); !ok {
+				return nil
+			}
+			pst = sess.State
+		case errors.Is(err, ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("session: show %s's approval %s to %s: %w", asker, a.ID, p.Session, err)
+		default:
+			s.wake(ctx, p.Session, WakeChildEnded, pst.LastSeq, 0)
 		}
-		s.wake(ctx, p.Session, WakeChildEnded, pst.LastSeq, 0)
 		id, st = p.Session, pst
 	}
+	return nil
 }
 
 // ChildPending is the child of st's open turn whose approval approvalID

@@ -71,7 +71,7 @@ func (w *Worker) log() *slog.Logger {
 // handling the session's wake, so no wake is ever lost to it (grace 0).
 func decide(st reducer.State, now time.Time) reducer.Action {
 	switch a := st.Next(now, 0).Action; a {
-	case reducer.Start, reducer.Resume, reducer.Report, reducer.Cascade:
+	case reducer.Start, reducer.Resume, reducer.Report, reducer.Cascade, reducer.Show:
 		return a
 	case reducer.Reap:
 		return reducer.Resume
@@ -176,13 +176,21 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 
 // chore does what a session needs besides a run of its turn, and reports
 // whether act was such a chore: a child session's end to report to its
-// parent, or an ended turn's children to cancel.
+// parent, its approval requests to show its ancestors, or an ended turn's
+// children to cancel.
 func (w *Worker) chore(ctx context.Context, id string, act reducer.Action) (bool, error) {
 	switch act {
 	case reducer.Cascade:
 		// The process that ended the turn died before it cancelled them.
 		if err := w.Sessions.Cascade(ctx, id); err != nil {
 			return true, fmt.Errorf("worker: cancel the orphaned children of %s: %w", id, err)
+		}
+		return true, nil
+	case reducer.Show:
+		// The child's invocation died before its ancestors showed its
+		// approval requests.
+		if err := w.Sessions.ShowPending(ctx, id); err != nil {
+			return true, fmt.Errorf("worker: show the approval requests of %s: %w", id, err)
 		}
 		return true, nil
 	case reducer.Report:

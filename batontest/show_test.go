@@ -1,0 +1,82 @@
+package batontest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/tick"
+	"github.com/baton-run/baton/pkg/wake"
+)
+
+// TestChildApprovalShownAfterAKill: the child's invocation is killed right
+// after its suspension for an approval is durable, before its parent was
+// shown the request. The child's head waits with ReasonShow, so the tick
+// re-sends its wake as lost; that wake's invocation shows the request to
+// the parent (once: a second wake writes nothing), and an answer through
+// the parent reaches the child, whose write then runs once.
+func TestChildApprovalShownAfterAKill(t *testing.T) {
+	k := &killer{}
+	hold, held := holdTool()
+	kit := batontest.New(t, baton.Config{Interceptors: []baton.Interceptor{k.kills()}, Agents: []baton.Agent{
+		{Name: "desk", Model: asker([2]string{"fraud", "hold A and B"}), Children: baton.Children{Agents: []string{"fraud"}}},
+		{Name: "fraud", Model: holder, Tools: []baton.Tool{hold}},
+	}})
+	p := kit.Session("desk")
+	p.Post("Hold A and B.")
+	if out := p.Run(); out.Cause != reducer.CauseChildren {
+		t.Fatalf("parent run = %+v", out)
+	}
+	c := p.Children()[0]
+	k.arm(c.ID, reducer.ApprovalRequested)
+	// The invocation, killed once the suspension is durable.
+	if _, err := kit.App.Worker().Handle(context.Background(), wake.Wake{Session: c.ID, Reason: "child"}); !errors.Is(err, errKilled) {
+		t.Fatalf("the killed invocation: %v", err)
+	}
+	k.revive()
+	cst := c.State()
+	if cst.Status != reducer.Suspended || len(cst.Turn.Pending) != 1 || cst.Turn.ShownUp {
+		t.Fatalf("child after the kill: %s, pending %+v, shown %v; want suspended for B, not shown", cst.Status, cst.Turn.Pending, cst.Turn.ShownUp)
+	}
+	if n := factCount(p, reducer.ChildApproval); n != 0 {
+		t.Fatalf("the parent has %d child.approval facts after the kill, want 0", n)
+	}
+	if got := cst.Next(kit.Now(), 0).Reason; got != reducer.ReasonShow {
+		t.Fatalf("the child waits for %q, want %q", got, reducer.ReasonShow)
+	}
+	kit.Skip(tick.DefaultGrace + time.Second)
+	if rep := kit.Tick(); rep.Rewoken < 1 {
+		t.Fatalf("tick %+v, want the child's wake re-sent", rep)
+	}
+	c.Run() // the re-sent wake
+	if n := factCount(p, reducer.ChildApproval); n != 1 {
+		t.Fatalf("the parent has %d child.approval facts, want 1", n)
+	}
+	if !c.State().Turn.ShownUp || factCount(c, reducer.ChildShown) != 1 {
+		t.Fatalf("the child did not record that its request was shown")
+	}
+	pend := c.Pending()[0]
+	if st := p.State(); st.Turn == nil || len(st.Turn.Requests) != 1 || st.Turn.Requests[0].Approval.ID != pend.ID {
+		t.Fatalf("the parent's turn shows %+v, want the child's request %s", st.Turn, pend.ID)
+	}
+	// A second delivery of the wake shows nothing again.
+	before, cbefore := len(p.Facts()), len(c.Facts())
+	c.Run()
+	if len(p.Facts()) != before || len(c.Facts()) != cbefore {
+		t.Fatalf("a second wake wrote %d facts to the parent and %d to the child", len(p.Facts())-before, len(c.Facts())-cbefore)
+	}
+	// Answered through the parent, the child holds B, once.
+	if err := kit.App.Sessions().Answer(context.Background(), p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: "approver"}, pend.ID, reducer.Approve, ""); err != nil {
+		t.Fatalf("approve through the parent: %v", err)
+	}
+	if out := c.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("child after the approval: %+v", out)
+	}
+	if a, b := held("A"), held("B"); a != 1 || b != 1 {
+		t.Fatalf("hold ran %d times for A and %d for B, want once each", a, b)
+	}
+}
