@@ -80,3 +80,33 @@ func TestChildApprovalShownAfterAKill(t *testing.T) {
 		t.Fatalf("hold ran %d times for A and %d for B, want once each", a, b)
 	}
 }
+
+// TestChildSpendOfAnOrphanCountsTowardsParent: a child cancelled because
+// its parent's turn ended without it never reports its end, so its spend
+// comes with the parent's child.cancelled: the parent session's usage is
+// what its own turn recorded plus the child session's, once, even when
+// the cascade ran after a crash.
+func TestChildSpendOfAnOrphanCountsTowardsParent(t *testing.T) {
+	k := &killer{}
+	kit, p, c, _, _ := cascadeKit(t, k, baton.Limits{})
+	k.arm(p.ID, reducer.TurnCancelled)
+	if err := kit.App.Sessions().Cancel(context.Background(), p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "stop"); !errors.Is(err, errKilled) {
+		t.Fatalf("cancel in the killed process: %v", err)
+	}
+	k.revive()
+	own := p.State().Usage
+	kit.Skip(tick.DefaultGrace + time.Second)
+	kit.Tick()
+	p.Run() // the cascade
+	child := c.State().Usage
+	if child.InputTokens == 0 || c.State().Last != reducer.TurnCancelled {
+		t.Fatalf("child usage %+v, last %s; want a cancelled child that spent", child, c.State().Last)
+	}
+	if got, want := p.State().Usage, own.Add(child); got != want {
+		t.Fatalf("parent session usage %+v, want its own %+v plus the child's %+v", got, own, child)
+	}
+	p.Run()
+	if got, want := p.State().Usage, own.Add(child); got != want {
+		t.Fatalf("after a second wake: %+v, want %+v", got, want)
+	}
+}

@@ -41,7 +41,8 @@ const (
 	ChildShown Type = "child.shown"
 	// ChildCancelled: a child an ended turn left running (an Orphan,
 	// Fact.Child names it, Fact.Turn the turn) was cancelled, or had ended
-	// already: nothing of the family runs for that turn any more.
+	// already: nothing of the family runs for that turn any more. Its
+	// Fact.Child.Usage, the child session's, counts in this session's.
 	ChildCancelled Type = "child.cancelled"
 	// HandedOff: the running turn handed the session to Fact.Agent, which
 	// runs the rest of the turn and the session's later turns.
@@ -275,14 +276,16 @@ func (s *State) applyChildApproval(f Fact) error {
 
 // applyChildCancelled checks and folds a fact of type ChildCancelled.
 func (s *State) applyChildCancelled(f Fact) error {
-	if f.Child == nil || f.Child.ID == "" {
-		return s.illegal(f, "no child named")
+	if f.Child == nil || f.Child.ID == "" || f.Child.Usage.negative() {
+		return s.illegal(f, "no child named, or a negative usage")
 	}
 	i := slices.IndexFunc(s.Orphans, func(o Orphan) bool { return o.ID == f.Child.ID && o.Turn == f.Turn })
 	if i < 0 {
 		return s.refuse(f, ErrNotPending, "child %s of turn %s is not left to cancel", f.Child.ID, f.Turn)
 	}
 	s.Orphans = slices.Delete(s.Orphans, i, i+1)
+	// The child's spend, which no child.ended brought, counts here.
+	s.Usage = s.Usage.Add(f.Child.Usage)
 	return nil
 }
 

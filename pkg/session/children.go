@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/wake"
 )
@@ -157,14 +158,14 @@ func (s *Store) cascade(ctx context.Context, id string, st reducer.State) (reduc
 		return st, nil
 	}
 	var errs []error
-	done := map[reducer.Orphan]bool{}
+	done := map[reducer.Orphan]reducer.Usage{}
 	for _, o := range st.Orphans {
-		err := s.Cancel(ctx, o.ID, ParentActor, OrphanReason(id, o.Turn, "ended as "+strings.TrimPrefix(string(o.Ended), "turn.")))
-		if err != nil && !errors.Is(err, ErrNoTurn) && !errors.Is(err, ErrNotFound) {
-			errs = append(errs, fmt.Errorf("session: cancel child %s of %s: %w", o.ID, id, err))
+		u, err := s.cancelOrphan(ctx, id, o)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		done[o] = true
+		done[o] = u
 	}
 	cur, fresh := st, true
 	err := retry(ctx, func() error {
@@ -178,8 +179,8 @@ func (s *Store) cascade(ctx context.Context, id string, st reducer.State) (reduc
 		fresh = false
 		var facts []reducer.Fact
 		for _, o := range cur.Orphans {
-			if done[o] {
-				facts = append(facts, reducer.Fact{Type: reducer.ChildCancelled, Actor: ParentActor, Turn: o.Turn, Child: &reducer.Child{ID: o.ID}})
+			if u, ok := done[o]; ok {
+				facts = append(facts, reducer.Fact{Type: reducer.ChildCancelled, Actor: ParentActor, Turn: o.Turn, Child: &reducer.Child{ID: o.ID, Usage: u}})
 			}
 		}
 		if len(facts) == 0 {
@@ -195,6 +196,29 @@ func (s *Store) cascade(ctx context.Context, id string, st reducer.State) (reduc
 		errs = append(errs, fmt.Errorf("session: record the cancelled children of %s: %w", id, err))
 	}
 	return cur, errors.Join(errs...)
+}
+
+// cancelOrphan cancels orphan o of session id (a child that ended
+// already, or was never created, needs none) and returns the child
+// session's usage, which its report to the parent, refused once the
+// parent's turn ended, did not bring: child.cancelled counts it in the
+// parent's.
+func (s *Store) cancelOrphan(ctx context.Context, id string, o reducer.Orphan) (reducer.Usage, error) {
+	err := s.Cancel(ctx, o.ID, ParentActor, OrphanReason(id, o.Turn, "ended as "+strings.TrimPrefix(string(o.Ended), "turn.")))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return reducer.Usage{}, nil
+	case err != nil && !errors.Is(err, ErrNoTurn):
+		return reducer.Usage{}, fmt.Errorf("session: cancel child %s of %s: %w", o.ID, id, err)
+	}
+	h, err := s.Head(ctx, o.ID)
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, dynamo.ErrNotFound):
+		return reducer.Usage{}, nil
+	case err != nil:
+		return reducer.Usage{}, fmt.Errorf("session: usage of child %s of %s: %w", o.ID, id, err)
+	}
+	return h.Usage, nil
 }
 
 // ShowApprovals tells the parent of child session id, which st is, of the
