@@ -3,12 +3,14 @@ package baton_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/internal/testenv"
@@ -108,5 +110,23 @@ func TestHandlerOfEachFunction(t *testing.T) {
 	}
 	if h, err := a.Handler(baton.Function{}); err == nil {
 		t.Errorf("Function{}: handler %T, want an error", h)
+	}
+}
+
+// TestRegistrationsTakeTheSDKsConfig: what a program registers (a
+// provider, the key store, the lambda invoker) is built on the AWS SDK's
+// own aws.Config, not on a baton-internal type a program could not name
+// without importing baton's pkg/.
+func TestRegistrationsTakeTheSDKsConfig(t *testing.T) {
+	want := reflect.TypeOf(aws.Config{})
+	build, _ := reflect.TypeOf(baton.Provider{}).FieldByName("Build")
+	for name, fn := range map[string]reflect.Type{
+		"Provider.Build": build.Type,
+		"KeyStore":       reflect.TypeOf(baton.KeyStore(nil)),
+		"Lambda":         reflect.TypeOf(baton.Lambda(nil)),
+	} {
+		if fn.Kind() != reflect.Func || fn.NumIn() == 0 || fn.In(0) != want {
+			t.Errorf("%s is %v, want a func of aws.Config", name, fn)
+		}
 	}
 }

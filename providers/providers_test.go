@@ -19,7 +19,7 @@ func TestProvidersBuildTheirModels(t *testing.T) {
 	names := map[string]bool{}
 	for _, p := range providers.All() {
 		names[p.Name] = true
-		build := p.Build(clients, http.DefaultClient)
+		build := p.Build(clients.Config, http.DefaultClient)
 		if m, err := build(ctx, agents.Config{Model: "some-model"}, "key"); err != nil || m == nil {
 			t.Errorf("%s: model %v, %v; want a model", p.Name, m, err)
 		}

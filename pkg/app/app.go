@@ -352,7 +352,7 @@ func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x 
 func loadFile(ctx context.Context, src string, clients *awsenv.Clients, x Extras) (turn.AgentMap, error) {
 	deps := Deps(clients, x.Providers, x.Lambda)
 	if x.KeyStore != nil {
-		deps.Keys = apikey.NewCache(x.KeyStore(clients))
+		deps.Keys = apikey.NewCache(x.KeyStore(clients.Config))
 	}
 	deps.Tools, deps.MCP = x.Tools, x.MCP
 	switch {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/apikey"
 	"github.com/baton-run/baton/pkg/awsenv"
@@ -19,24 +21,24 @@ import (
 type Provider struct {
 	// Name is what an agent's "provider" field says.
 	Name string
-	// Build makes the provider on the app's AWS clients and the HTTP client
-	// model calls share.
-	Build func(clients *awsenv.Clients, httpClient *http.Client) agents.Provider
+	// Build makes the provider on the app's AWS configuration and the HTTP
+	// client model calls share.
+	Build func(cfg aws.Config, httpClient *http.Client) agents.Provider
 }
 
 // KeyStore makes the secret store agents' keys are fetched from
-// (apikey.Fetcher) on the app's AWS clients. providers.KeyStore() is
+// (apikey.Fetcher) on the app's AWS configuration. providers.KeyStore() is
 // baton's, on Secrets Manager and SSM Parameter Store: only a program that
 // registers it (the resume function, the dev server) links those clients.
-type KeyStore func(clients *awsenv.Clients) apikey.Fetcher
+type KeyStore func(cfg aws.Config) apikey.Fetcher
 
-// Lambda makes, on the app's AWS clients, what invokes the agent file's
+// Lambda makes, on the app's AWS configuration, what invokes the agent file's
 // lambda tools (kind "lambda"). Package providers/awslambda has baton's,
 // on the AWS SDK's Lambda client: only a program that runs tools (the
 // resume function) registers it, so the operator and the tick link no
 // Lambda client. Without one, an agent with lambda tools still loads, and
 // a call of such a tool fails the turn (tool.ErrNoLambdaInvoker).
-type Lambda func(clients *awsenv.Clients) tool.LambdaInvoker
+type Lambda func(cfg aws.Config) tool.LambdaInvoker
 
 // Deps are the providers and declared tools agents may use. A provider's
 // transient faults are the turn runner's to ride out, under each agent's
@@ -49,7 +51,7 @@ func Deps(clients *awsenv.Clients, ps []Provider, lambda Lambda) agents.Deps {
 	httpClient := &http.Client{Timeout: 5 * time.Minute}
 	var invoker tool.LambdaInvoker
 	if lambda != nil {
-		invoker = lambda(clients)
+		invoker = lambda(clients.Config)
 	}
 	d := agents.Deps{
 		// wait_until is every agent's to name.
@@ -58,19 +60,19 @@ func Deps(clients *awsenv.Clients, ps []Provider, lambda Lambda) agents.Deps {
 		Declared:  agents.DeclaredTools(invoker, httpClient),
 	}
 	for _, p := range ps {
-		d.Providers[p.Name] = p.Build(clients, httpClient)
+		d.Providers[p.Name] = p.Build(clients.Config, httpClient)
 	}
 	return d
 }
 
 // ProviderOf is the Provider name whose model for an agent's config and
-// key newModel makes, on the app's AWS clients and the HTTP client model
+// key newModel makes, on the app's AWS configuration and the HTTP client model
 // calls share: the one adapter of every provider package. A model that
 // fails to build is a nil model.Model with the error, never a typed nil.
-func ProviderOf[M model.Model](name string, newModel func(clients *awsenv.Clients, hc *http.Client, c agents.Config, key string) (M, error)) Provider {
-	return Provider{Name: name, Build: func(clients *awsenv.Clients, hc *http.Client) agents.Provider {
+func ProviderOf[M model.Model](name string, newModel func(cfg aws.Config, hc *http.Client, c agents.Config, key string) (M, error)) Provider {
+	return Provider{Name: name, Build: func(cfg aws.Config, hc *http.Client) agents.Provider {
 		return func(_ context.Context, c agents.Config, key string) (model.Model, error) {
-			m, err := newModel(clients, hc, c, key)
+			m, err := newModel(cfg, hc, c, key)
 			if err != nil {
 				return nil, err
 			}

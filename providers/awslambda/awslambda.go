@@ -14,14 +14,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/tool"
 )
 
 // Invoker is baton's invoker of lambda tools, on a Lambda client made from
 // the app's AWS config.
 func Invoker() app.Lambda {
-	return func(clients *awsenv.Clients) tool.LambdaInvoker { return Client{lambda.NewFromConfig(clients.Config)} }
+	return func(cfg aws.Config) tool.LambdaInvoker { return Client{lambda.NewFromConfig(cfg)} }
 }
 
 // Client invokes functions with an AWS SDK Lambda client.

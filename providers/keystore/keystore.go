@@ -6,14 +6,14 @@
 package keystore
 
 import (
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/baton-run/baton/pkg/apikey"
 	"github.com/baton-run/baton/pkg/apikey/awsstore"
 	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/awsenv"
 )
 
 // AWS is the key store on the app's AWS configuration (see package
 // pkg/apikey/awsstore).
 func AWS() app.KeyStore {
-	return func(clients *awsenv.Clients) apikey.Fetcher { return awsstore.New(clients.Config) }
+	return func(cfg aws.Config) apikey.Fetcher { return awsstore.New(cfg) }
 }

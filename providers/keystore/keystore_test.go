@@ -346,7 +346,7 @@ func must[T any](v T, _ int) T { return v }
 // countedStore is the key store of keystore.AWS on clients whose requests
 // c counts.
 func countedStore(endpoint string, c *awsenv.Counter) baton.KeyStore {
-	return func(*awsenv.Clients) apikey.Fetcher { return keystore.AWS()(awsenv.Counted(endpoint, c)) }
+	return func(aws.Config) apikey.Fetcher { return keystore.AWS()(awsenv.Counted(endpoint, c).Config) }
 }
 
 func all(keys []string, want string) bool {

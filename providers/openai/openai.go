@@ -6,15 +6,15 @@ package openai
 import (
 	"net/http"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/provider/openai"
 )
 
 // Provider is the "openai" provider.
 func Provider() app.Provider {
-	return app.ProviderOf("openai", func(_ *awsenv.Clients, hc *http.Client, c agents.Config, key string) (*openai.Model, error) {
+	return app.ProviderOf("openai", func(_ aws.Config, hc *http.Client, c agents.Config, key string) (*openai.Model, error) {
 		return openai.New(openai.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL,
 			EchoReasoning: c.EchoReasoning, HTTPClient: hc})
 	})
