@@ -180,6 +180,10 @@ func TestConsoleHistoryAndAccess(t *testing.T) {
 			Model: r.querySelectorAll('.bar.model').length, Tools: r.querySelectorAll('.bar.tools').length,
 			Checkpoint: r.querySelectorAll('.bar.checkpoint').length,
 			Suspended: r.querySelectorAll('.bar.suspended').length, Text: r.lastElementChild.textContent}))`)
+		// Each bar as kind:ms@left, for a failure to show what was drawn.
+		bars := eval[string](b, `[...document.querySelectorAll('#waterfall .wf-row')].map((r, i) => 'step ' + (i + 1) + ': ' +
+			[...r.querySelectorAll('.bar')].map(x => x.className.replace('bar ', '') + ':' + x.dataset.ms + '@' + x.style.left).join(' ')).join('; ')`)
+		b.t.Logf("waterfall bars: %s", bars)
 		if len(rows) != 3 {
 			b.fail("the waterfall has %d steps, want 3: %+v", len(rows), rows)
 		}
