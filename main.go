@@ -23,11 +23,11 @@ type function struct {
 // The functions; Main starts the handler of one.
 var (
 	// OperatorFunction serves the operator API (OperatorHandler).
-	OperatorFunction = Function{&operatorFunction}
+	OperatorFunction Function = Function{&operatorFunction}
 	// ResumeFunction runs turns on SQS wakes (ResumeHandler).
-	ResumeFunction = Function{&resumeFunction}
+	ResumeFunction Function = Function{&resumeFunction}
 	// TickFunction runs on a schedule (TickHandler).
-	TickFunction = Function{&tickFunction}
+	TickFunction Function = Function{&tickFunction}
 )
 
 var (
