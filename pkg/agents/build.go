@@ -273,7 +273,7 @@ func namedTools(builtins, extra []tool.Tool) (map[string]tool.Tool, error) {
 // server converts the configuration; the only thing it checks is the
 // timeout, as mcp.Server.Check checks the rest.
 func (s MCPServer) server() (mcp.Server, error) {
-	out := mcp.Server{Name: s.Name, URL: s.URL, HeaderEnv: s.HeaderEnv, Allow: s.Allow}
+	out := mcp.Server{Name: s.Name, URL: s.URL, HeaderEnv: s.HeaderEnv, Allow: s.Allow, Claims: s.Claims}
 	if s.Timeout != "" {
 		d, err := duration(s.Timeout, "")
 		if err != nil {

@@ -278,6 +278,10 @@ type MCPServer struct {
 	Allow []string `json:"allow"`
 	// Timeout bounds each request to the server (a Go duration); default 30s.
 	Timeout string `json:"timeout,omitempty"`
+	// Claims are, by allowed tool, the resource claims a call needs, as
+	// for a declared tool: {"push": [{"namespace": "branch", "field":
+	// "branch", "access": "write"}]}.
+	Claims map[string][]claims.Static `json:"claims,omitempty"`
 }
 
 // Rule is an approval policy: "never", "always", or conditions on the

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/tool"
 )
 
@@ -43,6 +44,12 @@ type Server struct {
 	Allow []string
 	// Timeout bounds each request to the server; zero means DefaultTimeout.
 	Timeout time.Duration
+	// Claims are, by allowed tool, the resource claims a call needs (see
+	// package claims: each keyed by a top-level string field of the
+	// input), asked of the broker before the call runs, as for any tool
+	// that declares claims. Only a side effect claims: a tool the server
+	// marks read-only fails the turn's start.
+	Claims map[string][]claims.Static
 }
 
 // ConfigError is a server configuration that cannot be used. Field names
@@ -89,6 +96,14 @@ func (s Server) Check() error {
 		}
 		if s.HeaderEnv[h] == "" {
 			return bad("headerEnv."+h, "names no environment variable")
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(s.Claims)) {
+		if !seen[n] {
+			return bad("claims."+n, "names a tool the allow list does not")
+		}
+		if err := claims.CheckStatic(s.Claims[n]); err != nil {
+			return bad("claims."+n, "%w", err)
 		}
 	}
 	if s.Timeout < 0 {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/tool"
 )
 
@@ -143,7 +144,12 @@ func (ts Toolset) Tools(listed []tool.Listed) []tool.Tool {
 			out = append(out, t)
 			continue
 		}
-		out = append(out, ts.Dialer.Adapt(s, []tool.Listed{l}, ts.Approvals)...)
+		for _, t := range ts.Dialer.Adapt(s, []tool.Listed{l}, ts.Approvals) {
+			if cs, ok := s.Claims[t.Name]; ok {
+				t.Claims = claims.Of(cs...)
+			}
+			out = append(out, t)
+		}
 	}
 	return out
 }
