@@ -9,6 +9,7 @@ import (
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/pkg/wake"
 )
@@ -108,5 +109,44 @@ func TestChildSpendOfAnOrphanCountsTowardsParent(t *testing.T) {
 	p.Run()
 	if got, want := p.State().Usage, own.Add(child); got != want {
 		t.Fatalf("after a second wake: %+v, want %+v", got, want)
+	}
+}
+
+// TestChildOfADeletedParentDeletesItself: the parent's last invocation,
+// still running after its turn was cancelled and its session deleted,
+// creates one more child (as a stale writer would: a session of its own).
+// That child's first invocation finds its parent gone: it cancels its
+// turn and deletes itself, so nothing of the family is left; its task's
+// model is never asked.
+func TestChildOfADeletedParentDeletesItself(t *testing.T) {
+	k := &killer{}
+	kit, p, c, _, held := cascadeKit(t, k, baton.Limits{})
+	ctx := context.Background()
+	ss := kit.App.Sessions()
+	turnID := p.State().Turn.ID
+	if err := ss.Cancel(ctx, p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.Delete(ctx, p.ID, batontest.Owner, batontest.Owner); err != nil {
+		t.Fatalf("delete of the parent: %v", err)
+	}
+	late := reducer.Child{ID: reducer.ChildID(p.ID, turnID, "late"), ToolCallID: "late", Agent: "fraud", Task: "hold C"}
+	created, err := ss.CreateChild(ctx, batontest.Owner, reducer.Parent{Session: p.ID, Turn: turnID, ToolCallID: "late", Depth: 1}, late)
+	if err != nil || !created {
+		t.Fatalf("the stale writer's child: %v, %v", created, err)
+	}
+	if _, err := kit.App.Worker().Handle(ctx, wake.Wake{Session: late.ID, Reason: "child"}); err != nil {
+		t.Fatalf("the late child's invocation: %v", err)
+	}
+	for _, id := range []string{p.ID, c.ID, late.ID} {
+		if _, err := ss.Load(ctx, id); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("%s after: %v, want not found", id, err)
+		}
+		if fs, err := ss.Facts(ctx, id, 0); err != nil || len(fs) != 0 {
+			t.Fatalf("%s's facts after: %d, %v", id, len(fs), err)
+		}
+	}
+	if held("A") != 1 || held("B") != 0 || held("C") != 0 {
+		t.Fatalf("hold ran %d, %d, %d times for A, B, C; want once, never, never", held("A"), held("B"), held("C"))
 	}
 }

@@ -367,9 +367,11 @@ func (r *Runner) Report(ctx context.Context, id string) error { return r.Session
 // parent no longer waits for it: the parent's turn ended (its cascade
 // cancels the children it left running, but a child it had not created
 // yet, as when the cancel came between child.started and the creation,
-// is created after it), or the call has its result. It costs a read of
-// the parent per invocation of a child, and none for a session without a
-// parent. A parent that cannot be read is taken as still waiting.
+// is created after it), or the call has its result. A child whose parent
+// was deleted is deleted too, as the parent's delete would have. It costs
+// a read of the parent per invocation of a child, and none for a session
+// without a parent. A parent that cannot be read is taken as still
+// waiting.
 func (ru *run) orphaned(ctx context.Context) (bool, Outcome, error) {
 	p := ru.sess.State.Parent
 	if p == nil {
@@ -393,6 +395,14 @@ func (ru *run) orphaned(ctx context.Context) (bool, Outcome, error) {
 	if err := ru.r.Sessions.Cancel(ctx, ru.out.Session, session.ParentActor, reason); err != nil {
 		out, err := ru.stopped(ctx, err)
 		return true, out, err
+	}
+	if err != nil {
+		// Its parent was deleted, with the family it knew of: this child
+		// (created after, by the parent's last invocation) goes the same
+		// way. A failure leaves it cancelled, for the retention sweep.
+		if derr := ru.r.Sessions.Delete(ctx, ru.out.Session, ru.sess.State.Owner, session.ParentActor.ID); derr != nil {
+			ru.r.log().WarnContext(ctx, "delete a child of a deleted parent", "session", ru.out.Session, "parent", p.Session, "err", derr)
+		}
 	}
 	ru.out.Kind = Superseded
 	return true, ru.out, nil
