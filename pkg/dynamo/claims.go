@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/pkg/retry"
 )
 
 // Broker is the resource claims broker (claims.Broker) on the session
@@ -41,9 +41,24 @@ type Broker struct {
 
 var _ claims.Broker = (*Broker)(nil)
 
-// maxRaces bounds the tries of one broker call that keeps losing the
-// version check to other writers.
-const maxRaces = 200
+// racePolicy bounds the tries of one broker call that keeps losing the
+// version check to other writers; past it the call fails with
+// claims.ErrRaced.
+var racePolicy = retry.Policy{Attempts: 200, Base: 5 * time.Millisecond, Max: 100 * time.Millisecond}
+
+// raced runs fn under racePolicy, again while it loses the version check
+// (errVersion) or asks to (errAgain).
+func raced(ctx context.Context, fn func() error) error {
+	err := retry.Do(ctx, racePolicy, fn, func(err error) bool { return errors.Is(err, errVersion) || errors.Is(err, errAgain) })
+	if errors.Is(err, retry.ErrExhausted) {
+		return fmt.Errorf("%w: %w", claims.ErrRaced, err)
+	}
+	return err
+}
+
+// errAgain: the state a call judged changed under it (a stale grant was
+// settled); judge again.
+var errAgain = errors.New("dynamo: claims changed, judge again")
 
 // NewBroker returns a claims broker on table (the session table). opts
 // apply to each request (a test's request counter, for example).
@@ -79,35 +94,31 @@ func (b *Broker) Acquire(ctx context.Context, req claims.Request) (claims.Admiss
 		return claims.Admission{}, err
 	}
 	asked := map[string]bool{} // grants whose fate was asked
-	for try := 0; try < maxRaces; try++ {
+	var adm claims.Admission
+	err := raced(ctx, func() error {
 		spaces, err := b.read(ctx, req.Claims)
 		if err != nil {
-			return claims.Admission{}, err
+			return err
 		}
-		adm, err := b.policy().Admit(spaces.all(), req, b.now())
+		adm, err = b.policy().Admit(spaces.all(), req, b.now())
 		if err != nil {
-			return claims.Admission{}, err
+			return err
 		}
 		if adm.Outcome != claims.Granted {
 			settled, err := b.settleStale(ctx, adm.Blockers, asked)
 			if err != nil {
-				return claims.Admission{}, err
+				return err
 			}
 			if settled {
-				continue
+				return errAgain
 			}
 		}
-		err = b.write(ctx, spaces)
-		if errors.Is(err, errVersion) {
-			backoff(ctx, try)
-			continue
-		}
-		if err != nil {
-			return claims.Admission{}, err
-		}
-		return adm, nil
+		return b.write(ctx, spaces)
+	})
+	if err != nil {
+		return claims.Admission{}, err
 	}
-	return claims.Admission{}, claims.ErrRaced
+	return adm, nil
 }
 
 // settleStale asks Fate about the blockers past their deadline, once each
@@ -181,26 +192,23 @@ func (b *Broker) Quarantine(ctx context.Context, g claims.Grant) error {
 // change reads the spaces of cs, lets f change them, and writes them back
 // if it did, reading again when another writer won; it returns f's waiters.
 func (b *Broker) change(ctx context.Context, cs []claims.Claim, f func([]*claims.Space, time.Time) ([]claims.Waiter, bool)) ([]claims.Waiter, error) {
-	for try := 0; try < maxRaces; try++ {
+	var ready []claims.Waiter
+	err := raced(ctx, func() error {
 		spaces, err := b.read(ctx, cs)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		ready, changed := f(spaces.all(), b.now())
+		var changed bool
+		ready, changed = f(spaces.all(), b.now())
 		if !changed {
-			return ready, nil
+			return nil
 		}
-		err = b.write(ctx, spaces)
-		if errors.Is(err, errVersion) {
-			backoff(ctx, try)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return ready, nil
+		return b.write(ctx, spaces)
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, claims.ErrRaced
+	return ready, nil
 }
 
 // Grants: see claims.Broker.
@@ -214,16 +222,6 @@ func (b *Broker) Grants(ctx context.Context, namespace, instance string) ([]clai
 
 // errVersion: another writer changed a space since it was read.
 var errVersion = errors.New("dynamo: a claims space changed since it was read")
-
-func backoff(ctx context.Context, try int) {
-	d := time.Duration(1+rand.IntN(5+min(try, 20)*5)) * time.Millisecond
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
 
 // storedSpace is a space as read, with the version of its item (0: no
 // item yet).
