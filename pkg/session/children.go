@@ -277,7 +277,9 @@ func (s *Store) showUp(ctx context.Context, asker string, st reducer.State, a re
 	id := asker
 	for p := st.Parent; p != nil; p = st.Parent {
 		child := &reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent}
-		pst, err := s.transition(ctx, p.Session, func(reducer.State) (reducer.Fact, error) {
+		var seen reducer.State // the ancestor as the refused try read it
+		pst, err := s.transition(ctx, p.Session, func(cur reducer.State) (reducer.Fact, error) {
+			seen = cur
 			return reducer.Fact{Type: reducer.ChildApproval, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: id}, Turn: p.Turn,
 				Child: child, Approval: &a, Asker: asker}, nil
 		})
@@ -285,16 +287,12 @@ func (s *Store) showUp(ctx context.Context, asker string, st reducer.State, a re
 		case errors.Is(err, ErrNotPending):
 			// Shown there before (a walk a crash cut short goes on up), or
 			// the ancestor's turn no longer waits for the child below.
-			sess, lerr := s.Load(ctx, p.Session)
-			if lerr != nil {
-				return fmt.Errorf("session: show %s's approval %s to %s: %w", asker, a.ID, p.Session, lerr)
-			}
-			if t := sess.State.Turn; t == nil || t.ID != p.Turn {
+			if t := seen.Turn; t == nil || t.ID != p.Turn {
 				return nil
 			} else if _, ok := t.ChildRequest(a.ID); !ok {
 				return nil
 			}
-			pst = sess.State
+			pst = seen
 		case errors.Is(err, ErrNotFound):
 			return nil
 		case err != nil:
