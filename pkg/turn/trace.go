@@ -33,10 +33,8 @@ func resumeTrace(ctx context.Context, recorded string) string {
 	if recorded != "" {
 		return recorded
 	}
-	if tp := traceparent.From(ctx); tp != "" {
-		return tp
-	}
-	return traceparent.New()
+	tp, _ := startTrace(ctx, nil)
+	return tp
 }
 
 // invocation runs body, the rest of the invocation once its turn.started
