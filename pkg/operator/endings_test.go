@@ -63,8 +63,18 @@ type ran struct {
 	err error
 }
 
-// startHeld starts the turn with ctx and returns once its hold tool runs.
+// startHeld starts the turn with ctx and returns once its hold tool runs
+// with its step (the second) written.
 func (g *endingRig) startHeld(t *testing.T, ctx context.Context, r *turn.Runner) <-chan ran {
+	t.Helper()
+	done := g.startEntered(t, ctx, r)
+	heldStepWritten(t, g.e, g.id, 2)
+	return done
+}
+
+// startEntered starts the turn with ctx and returns once its hold tool
+// runs, its step written or not.
+func (g *endingRig) startEntered(t *testing.T, ctx context.Context, r *turn.Runner) <-chan ran {
 	t.Helper()
 	done := make(chan ran, 1)
 	go func() {
@@ -170,6 +180,32 @@ func TestCancelDuringAToolRunKeepsItsStep(t *testing.T) {
 	want := g.billed(t)
 	if want.Steps != 2 {
 		t.Fatalf("the stream holds %d billed steps, want 2: the step whose tool ran when the turn was cancelled is lost", want.Steps)
+	}
+	g.agree(t, want)
+}
+
+// A cancel as soon as a step's read tool starts, before its step is written
+// (within turn.BilledGrace), still counts that step: the stream has it, or,
+// when the canceller closed the stream first, the cancelled invocation
+// records it in a usage.recorded fact. Either way it is counted once.
+func TestCancelBeforeAReadsStepIsWrittenCountsIt(t *testing.T) {
+	g := newEndingRig(t)
+	done := g.startEntered(t, t.Context(), g.runner(t, endingScript, turn.Limits{}))
+	g.e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + g.id + "/cancel", user: g.alice, body: `{}`})
+	if out := g.finish(t, done); out.Kind != turn.Superseded {
+		t.Fatalf("the cancelled invocation: %+v", out)
+	}
+	want := g.billed(t)
+	recorded := 0
+	for _, f := range g.e.facts(g.id) {
+		if f.Type == reducer.UsageRecorded {
+			recorded++
+			want = want.Add(*f.Usage)
+		}
+	}
+	t.Logf("the stream holds %d billed steps; %d usage.recorded facts", g.billed(t).Steps, recorded)
+	if want.Steps != 2 || recorded > 1 {
+		t.Fatalf("stream and usage.recorded count %d steps (%d facts), want the 2 the provider billed", want.Steps, recorded)
 	}
 	g.agree(t, want)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/pkg/awsenv"
@@ -124,6 +125,25 @@ func holdTool(entered chan<- struct{}, release <-chan struct{}) tool.Tool {
 	}
 }
 
+// heldStepWritten waits until the stream of the session's last turn holds
+// steps billed steps: a read tool that runs past turn.BilledGrace has its
+// step written ahead of its result. It fails the test if that never comes.
+func heldStepWritten(t *testing.T, e *env, id string, steps int64) {
+	t.Helper()
+	var stream string
+	for _, f := range e.facts(id) {
+		if f.Type == reducer.TurnStarted {
+			stream = f.Stream
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); streamUsage(t, e, id, stream).Steps < steps; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream never held %d billed steps while a read tool ran", steps)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // A running turn's usage, and the session's, count its completed steps as
 // its stream holds them, cost included: in a first turn that has not
 // suspended yet (whose recorded usage is zero), and in a resumed one
@@ -174,6 +194,7 @@ func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 		case r := <-done:
 			t.Fatalf("the invocation ended before the hold tool ran: %+v, %v", r.out, r.err)
 		}
+		heldStepWritten(t, e, s.ID, wantSteps)
 		sess, err := e.store.Load(t.Context(), s.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -273,6 +294,7 @@ func TestSessionUsageFallsBackWhenTheStreamCannotBeRead(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("the turn ended before the hold tool ran: %v", err)
 	}
+	heldStepWritten(t, e, s.ID, 2)
 	ft.Set(faults.Rule{Op: "s3:ListObjectsV2", Fault: faults.SlowDown})
 	var got operator.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)

@@ -2,9 +2,10 @@
 // rebuilds the conversation and the tools the turn offers (an agent's
 // remote tools are listed when the turn starts and recorded in its stream),
 // calls the model and the tools step by step, checkpoints every step to the
-// turn's stream (a step whose tools run is written before they do: the
-// provider billed it; one that completes after a cancel closed the stream
-// has its usage recorded in a usage.recorded fact), and ends by completing, failing, or suspending the
+// turn's stream (a step is written before its side effects run, and before
+// its reads pass BilledGrace: the provider billed it; one that completes
+// after a cancel closed the stream has its usage recorded in a
+// usage.recorded fact), and ends by completing, failing, or suspending the
 // turn — for its budget, a spend cap (named in the suspension), an
 // approval, a model or remote tools that stay throttled
 // or unavailable, a throttled store, or an uncertain side effect — to be

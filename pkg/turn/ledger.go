@@ -98,11 +98,11 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 		if !runs {
 			continue
 		}
-		if err := ru.flushBilled(ctx); err != nil {
-			return nil, nil, err
-		}
 		p := &plan{c: c, t: t}
 		if t.SideEffect() {
+			if err := ru.flushBilled(ctx); err != nil {
+				return nil, nil, err
+			}
 			var uncertain *reducer.Execution
 			p.exec, p.ledger, uncertain = ledgered(st.Turn, c, t)
 			if uncertain != nil {
@@ -192,12 +192,20 @@ func (ru *run) admit(c *conversation.Call, turn *reducer.Turn, now time.Time) (t
 	return t, true, nil
 }
 
+// BilledGrace is how long a step's read-only tools may run before the step
+// the model completed is written ahead of their results. Reads done within
+// it have their results written with the step, in its one checkpoint; a
+// longer read runs with the step already durable, so that a takeover after
+// a kill during the read still counts what the provider billed. A side
+// effect's step is written before it runs, whatever its duration.
+const BilledGrace = 50 * time.Millisecond
+
 // flushBilled writes the step the model just completed, if the sink still
-// holds it, before its first tool runs: the provider billed that step, and
-// a cancel or a takeover during the tool run would otherwise leave no
-// record of it (the canceller closes the stream after the chunks it read,
-// and this writer's later chunk is refused as stale). Its results follow
-// in the checkpoint before the next step.
+// holds it: the provider billed that step, and a takeover after a kill
+// during a long tool run would otherwise leave no record of it. (A cancel
+// is counted either way: this writer's later chunk is refused, and
+// recordUnwritten records the step's usage.) Its results follow in the
+// checkpoint before the next step.
 func (ru *run) flushBilled(ctx context.Context) error {
 	if !ru.billed {
 		return nil
@@ -212,11 +220,12 @@ func (ru *run) flushBilled(ctx context.Context) error {
 // runPlans emits the planned calls' results in call order. Side effects run
 // here, one at a time, each made durable before and after it runs.
 func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
+	grace := time.Now().Add(BilledGrace)
 	for _, p := range plans {
 		if p.out != nil {
-			part := <-p.out
-			if p.err != nil {
-				return ru.toolStopped(part, p.err)
+			part, err := ru.awaitRead(ctx, p, grace)
+			if err != nil {
+				return ru.toolStopped(part, err)
 			}
 			ru.emit(part)
 			continue
@@ -257,6 +266,25 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 		}
 	}
 	return nil
+}
+
+// awaitRead waits for read p's result, writing the billed step first once
+// the reads have run past grace (BilledGrace).
+func (ru *run) awaitRead(ctx context.Context, p *plan, grace time.Time) (parts.Part, error) {
+	if ru.billed {
+		t := time.NewTimer(time.Until(grace))
+		select {
+		case part := <-p.out:
+			t.Stop()
+			return part, p.err
+		case <-t.C:
+			if err := ru.flushBilled(ctx); err != nil {
+				return parts.Part{}, err
+			}
+		}
+	}
+	part := <-p.out
+	return part, p.err
 }
 
 // recordStart makes a side effect's execution durable before it runs: the step

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -22,6 +23,7 @@ import (
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
 	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/traceparent"
 	"github.com/baton-run/baton/providers/otel"
@@ -115,13 +117,21 @@ func TestOneTraceAcrossInvocations(t *testing.T) {
 
 	started := make(chan struct{})
 	var once sync.Once
+	var s *batontest.Session
 	lookup := baton.Func("lookup", "Look an order up.", func(ctx context.Context, in struct {
 		Order string `json:"order"`
 	}) (string, error) {
 		killed := false
-		once.Do(func() { killed = true; close(started) })
+		once.Do(func() { killed = true })
 		if killed {
-			<-ctx.Done() // the process dies here
+			// The process dies here, once the lookup's step is written
+			// (past turn.BilledGrace), so the resume redoes the lookup
+			// alone.
+			for finishedSteps(s.Parts()) < 2 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			close(started)
+			<-ctx.Done()
 			return "", ctx.Err()
 		}
 		return "order " + in.Order + ": 250 EUR", nil
@@ -142,7 +152,7 @@ func TestOneTraceAcrossInvocations(t *testing.T) {
 		Agents:       []baton.Agent{{Name: "desk", Model: named{script}, Tools: []baton.Tool{refund, lookup}}},
 		Interceptors: []baton.Interceptor{tr.Interceptor()},
 	})
-	s := kit.Session("desk")
+	s = kit.Session("desk")
 	const request = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	ctx := traceparent.With(t.Context(), request)
 	if _, err := kit.App.Sessions().Post(ctx, s.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "Refund A-1."); err != nil {
@@ -368,4 +378,15 @@ func TestAMintedTraceHasItsRoot(t *testing.T) {
 	if len(roots) != 1 || roots[0].Name != "invoke_agent desk" || num(roots[0], "baton.invocation") != 1 || !slices.Equal(roots[0].SpanId, minted.SpanID[:]) {
 		t.Fatalf("roots %v, want invocation 1's span, with the span id %x the turn records", roots, minted.SpanID)
 	}
+}
+
+// finishedSteps counts the step ends in ps.
+func finishedSteps(ps []batontest.Part) int {
+	n := 0
+	for _, p := range ps {
+		if p.Type == parts.FinishStep {
+			n++
+		}
+	}
+	return n
 }
