@@ -78,31 +78,25 @@ func DefaultLimits() Limits {
 // WithDefaults fills zero fields from the defaults.
 func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits()
-	if l.Budget > 0 {
-		d.Budget = l.Budget
-	}
-	if l.Margin > 0 {
-		d.Margin = l.Margin
-	}
-	if l.MaxStepsPerInvocation > 0 {
-		d.MaxStepsPerInvocation = l.MaxStepsPerInvocation
-	}
-	if l.MaxStepsPerTurn > 0 {
-		d.MaxStepsPerTurn = l.MaxStepsPerTurn
-	}
-	if l.MaxInvocationsPerTurn > 0 {
-		d.MaxInvocationsPerTurn = l.MaxInvocationsPerTurn
-	}
-	if l.LeaseGrace > 0 {
-		d.LeaseGrace = l.LeaseGrace
-	}
-	if l.ApprovalTTL > 0 {
-		d.ApprovalTTL = l.ApprovalTTL
-	}
+	d.Budget = positive(l.Budget, d.Budget)
+	d.Margin = positive(l.Margin, d.Margin)
+	d.MaxStepsPerInvocation = positive(l.MaxStepsPerInvocation, d.MaxStepsPerInvocation)
+	d.MaxStepsPerTurn = positive(l.MaxStepsPerTurn, d.MaxStepsPerTurn)
+	d.MaxInvocationsPerTurn = positive(l.MaxInvocationsPerTurn, d.MaxInvocationsPerTurn)
+	d.LeaseGrace = positive(l.LeaseGrace, d.LeaseGrace)
+	d.ApprovalTTL = positive(l.ApprovalTTL, d.ApprovalTTL)
 	d.ModelRetry = l.ModelRetry.WithDefaults()
 	d.LiveFlush = l.LiveFlush
 	d.Spend = l.Spend
 	return d
+}
+
+// positive is v when it is above zero, else def.
+func positive[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // Agent is what a turn runs: a model, its tools and its limits.
