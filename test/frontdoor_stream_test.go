@@ -255,8 +255,8 @@ func TestDeployedWritesPerStep(t *testing.T) {
 	// Each step writes at most its live flushes (the leading and the
 	// trailing edge of each burst of model events: the scripted step has
 	// two bursts, and the second's trailing edge is its end's), its end,
-	// and, for a step whose tools only read, the billed step before they
-	// run: 5 per step.
+	// and, for a step whose reads run past turn.BilledGrace, the billed
+	// step before their results: 5 per step.
 	if lc > 5*steps || qc > 5*steps {
 		t.Errorf("more than 5 stream writes per step: live %d, quiet %d for %d steps", lc, qc, steps)
 	}
