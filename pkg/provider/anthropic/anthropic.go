@@ -353,49 +353,31 @@ func toolParam(t model.ToolSpec) (*sdk.ToolParam, error) {
 // and is dropped), empty text is dropped, and consecutive messages of the
 // same role are merged, as the API wants roles to alternate.
 func Messages(msgs []conversation.Message) ([]sdk.MessageParam, error) {
-	if err := provider.CheckToolPairing(msgs); err != nil {
-		return nil, err
+	return provider.Alternate(msgs, contentBlock, sdk.MessageParamRoleUser, sdk.MessageParamRoleAssistant,
+		func(role sdk.MessageParamRole, blocks []sdk.ContentBlockParamUnion) sdk.MessageParam {
+			return sdk.MessageParam{Role: role, Content: blocks}
+		})
+}
+
+// contentBlock is the Anthropic block of content c of message i.
+func contentBlock(i int, c conversation.Content) (sdk.ContentBlockParamUnion, error) {
+	switch c.Type {
+	case conversation.Text:
+		return sdk.NewTextBlock(c.Text), nil
+	case conversation.Reasoning:
+		return sdk.NewThinkingBlock(c.Signature, c.Text), nil
+	case conversation.ToolCall:
+		return sdk.NewToolUseBlock(c.ToolCallID, provider.InputOrEmpty(c.Input), c.ToolName), nil
+	case conversation.ToolResult:
+		tr := &sdk.ToolResultBlockParam{ToolUseID: c.ToolCallID}
+		if text := provider.ResultText(c.Output); text != "" {
+			tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: text}}}
+		}
+		if c.IsError {
+			tr.IsError = sdk.Bool(true)
+		}
+		return sdk.ContentBlockParamUnion{OfToolResult: tr}, nil
+	default:
+		return sdk.ContentBlockParamUnion{}, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("anthropic: message %d: unknown content type %q", i, c.Type)}
 	}
-	out := make([]sdk.MessageParam, 0, len(msgs))
-	for i, m := range msgs {
-		role := sdk.MessageParamRoleUser
-		if m.Role == conversation.Assistant {
-			role = sdk.MessageParamRoleAssistant
-		}
-		blocks := make([]sdk.ContentBlockParamUnion, 0, len(m.Content))
-		for _, c := range m.Content {
-			switch c.Type {
-			case conversation.Text:
-				if c.Text != "" {
-					blocks = append(blocks, sdk.NewTextBlock(c.Text))
-				}
-			case conversation.Reasoning:
-				if m.Role == conversation.Assistant && c.Signature != "" {
-					blocks = append(blocks, sdk.NewThinkingBlock(c.Signature, c.Text))
-				}
-			case conversation.ToolCall:
-				blocks = append(blocks, sdk.NewToolUseBlock(c.ToolCallID, provider.InputOrEmpty(c.Input), c.ToolName))
-			case conversation.ToolResult:
-				tr := &sdk.ToolResultBlockParam{ToolUseID: c.ToolCallID}
-				if text := provider.ResultText(c.Output); text != "" {
-					tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: text}}}
-				}
-				if c.IsError {
-					tr.IsError = sdk.Bool(true)
-				}
-				blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: tr})
-			default:
-				return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("anthropic: message %d: unknown content type %q", i, c.Type)}
-			}
-		}
-		if len(blocks) == 0 {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
-			continue
-		}
-		out = append(out, sdk.MessageParam{Role: role, Content: blocks})
-	}
-	return out, nil
 }

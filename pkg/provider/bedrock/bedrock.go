@@ -331,67 +331,49 @@ func (m *Model) input(req model.Request) (*bedrockruntime.ConverseStreamInput, e
 // is dropped, and consecutive messages of one role are merged, as Converse
 // wants roles to alternate.
 func Messages(msgs []conversation.Message) ([]types.Message, error) {
-	if err := provider.CheckToolPairing(msgs); err != nil {
-		return nil, err
+	return provider.Alternate(msgs, contentBlock, types.ConversationRoleUser, types.ConversationRoleAssistant,
+		func(role types.ConversationRole, blocks []types.ContentBlock) types.Message {
+			return types.Message{Role: role, Content: blocks}
+		})
+}
+
+// contentBlock is the Converse block of content c of message i.
+func contentBlock(i int, c conversation.Content) (types.ContentBlock, error) {
+	switch c.Type {
+	case conversation.Text:
+		return &types.ContentBlockMemberText{Value: c.Text}, nil
+	case conversation.Reasoning:
+		return &types.ContentBlockMemberReasoningContent{
+			Value: &types.ReasoningContentBlockMemberReasoningText{
+				Value: types.ReasoningTextBlock{Text: aws.String(c.Text), Signature: aws.String(c.Signature)},
+			},
+		}, nil
+	case conversation.ToolCall:
+		input, err := jsonDocument(provider.InputOrEmpty(c.Input))
+		if err != nil {
+			return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("bedrock: message %d: tool call %s: %w", i, c.ToolCallID, err)}
+		}
+		return &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
+			ToolUseId: aws.String(c.ToolCallID),
+			Name:      aws.String(c.ToolName),
+			Input:     document.NewLazyDocument(input),
+		}}, nil
+	case conversation.ToolResult:
+		text := provider.ResultText(c.Output)
+		if text == "" {
+			text = "(no output)" // Converse rejects an empty text block
+		}
+		tr := types.ToolResultBlock{
+			ToolUseId: aws.String(c.ToolCallID),
+			Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}},
+		}
+		if c.IsError {
+			tr.Status = types.ToolResultStatusError
+		}
+		return &types.ContentBlockMemberToolResult{Value: tr}, nil
+	default:
+		return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("bedrock: message %d: unknown content type %q", i, c.Type)}
 	}
-	out := make([]types.Message, 0, len(msgs))
-	for i, m := range msgs {
-		role := types.ConversationRoleUser
-		if m.Role == conversation.Assistant {
-			role = types.ConversationRoleAssistant
-		}
-		blocks := make([]types.ContentBlock, 0, len(m.Content))
-		for _, c := range m.Content {
-			switch c.Type {
-			case conversation.Text:
-				if c.Text != "" {
-					blocks = append(blocks, &types.ContentBlockMemberText{Value: c.Text})
-				}
-			case conversation.Reasoning:
-				if m.Role == conversation.Assistant && c.Signature != "" {
-					blocks = append(blocks, &types.ContentBlockMemberReasoningContent{
-						Value: &types.ReasoningContentBlockMemberReasoningText{
-							Value: types.ReasoningTextBlock{Text: aws.String(c.Text), Signature: aws.String(c.Signature)},
-						},
-					})
-				}
-			case conversation.ToolCall:
-				input, err := jsonDocument(provider.InputOrEmpty(c.Input))
-				if err != nil {
-					return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("bedrock: message %d: tool call %s: %w", i, c.ToolCallID, err)}
-				}
-				blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
-					ToolUseId: aws.String(c.ToolCallID),
-					Name:      aws.String(c.ToolName),
-					Input:     document.NewLazyDocument(input),
-				}})
-			case conversation.ToolResult:
-				text := provider.ResultText(c.Output)
-				if text == "" {
-					text = "(no output)" // Converse rejects an empty text block
-				}
-				tr := types.ToolResultBlock{
-					ToolUseId: aws.String(c.ToolCallID),
-					Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}},
-				}
-				if c.IsError {
-					tr.Status = types.ToolResultStatusError
-				}
-				blocks = append(blocks, &types.ContentBlockMemberToolResult{Value: tr})
-			default:
-				return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("bedrock: message %d: unknown content type %q", i, c.Type)}
-			}
-		}
-		if len(blocks) == 0 {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
-			continue
-		}
-		out = append(out, types.Message{Role: role, Content: blocks})
-	}
-	return out, nil
 }
 
 // jsonDocument decodes JSON into values the SDK's document encoder writes
