@@ -83,7 +83,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.E
 			yield(model.Event{}, err)
 			return
 		}
-		provider.Relay(ctx, name, m.client.Messages.NewStreaming(ctx, params), &state{}, classify, yield)
+		provider.Relay(ctx, name, m.client.Messages.NewStreaming(ctx, params), &state{}, failure, yield)
 	}
 }
 
@@ -213,11 +213,8 @@ func stopReason(r sdk.StopReason) model.StopReason {
 	}
 }
 
-// classify turns an SDK error into a *model.Error.
-func classify(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return provider.Canceled(name, ctx.Err())
-	}
+// failure reads what the API reported from an SDK error.
+func failure(err error) provider.Failure {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
 		f := provider.Failure{
@@ -242,7 +239,7 @@ func classify(ctx context.Context, err error) error {
 				f.Code = body.Error.Type
 			}
 		}
-		return provider.Classify(f)
+		return f
 	}
 	// An error event whose body the SDK could not parse, or a transport error.
 	msg := err.Error()
@@ -250,7 +247,7 @@ func classify(ctx context.Context, err error) error {
 	if strings.Contains(msg, "received error while streaming") {
 		f.Code = msg
 	}
-	return provider.Classify(f)
+	return f
 }
 
 // CountTokens implements model.Counter with the Messages API's token
@@ -270,7 +267,7 @@ func (m *Model) CountTokens(ctx context.Context, req model.Request) (int64, erro
 	}
 	res, err := m.client.Messages.CountTokens(ctx, cp)
 	if err != nil {
-		return 0, classify(ctx, err)
+		return 0, provider.ClassifyCall(ctx, name, err, failure)
 	}
 	return res.InputTokens, nil
 }

@@ -76,7 +76,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.E
 		}
 		out, err := m.client.ConverseStream(ctx, in, noRetries)
 		if err != nil {
-			yield(model.Event{}, classify(ctx, err))
+			yield(model.Event{}, provider.ClassifyCall(ctx, name, err, failure))
 			return
 		}
 		stream := out.GetStream()
@@ -106,7 +106,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.E
 			}
 		}
 		if err := stream.Err(); err != nil {
-			yield(model.Event{}, classify(ctx, err))
+			yield(model.Event{}, provider.ClassifyCall(ctx, name, err, failure))
 			return
 		}
 		if ctx.Err() != nil {
@@ -222,11 +222,8 @@ func stopReason(r types.StopReason) model.StopReason {
 	}
 }
 
-// classify turns an SDK error into a *model.Error.
-func classify(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return provider.Canceled(name, ctx.Err())
-	}
+// failure reads what Bedrock reported from an SDK error.
+func failure(err error) provider.Failure {
 	f := provider.Failure{Err: fmt.Errorf("bedrock: %w", err)}
 	var re *awshttp.ResponseError
 	if errors.As(err, &re) {
@@ -249,7 +246,7 @@ func classify(ctx context.Context, err error) error {
 			f.Message = *mse.OriginalMessage
 		}
 	}
-	return provider.Classify(f)
+	return f
 }
 
 // input builds the ConverseStream request for one step.
@@ -269,7 +266,7 @@ func (m *Model) CountTokens(ctx context.Context, req model.Request) (int64, erro
 		}},
 	}, noRetries)
 	if err != nil {
-		return 0, classify(ctx, err)
+		return 0, provider.ClassifyCall(ctx, name, err, failure)
 	}
 	if out.InputTokens == nil {
 		return 0, &model.Error{Kind: model.Other, Err: errors.New("bedrock: count tokens: no count in the answer")}
