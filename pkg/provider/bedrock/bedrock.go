@@ -249,7 +249,6 @@ func failure(err error) provider.Failure {
 	return f
 }
 
-// input builds the ConverseStream request for one step.
 // CountTokens implements model.Counter with Bedrock's CountTokens for the
 // Converse request the step would send: messages, system prompt, tools and
 // additional fields.
@@ -274,6 +273,7 @@ func (m *Model) CountTokens(ctx context.Context, req model.Request) (int64, erro
 	return int64(*out.InputTokens), nil
 }
 
+// input builds the ConverseStream request for one step.
 func (m *Model) input(req model.Request) (*bedrockruntime.ConverseStreamInput, error) {
 	msgs, err := Messages(req.Messages)
 	if err != nil {
