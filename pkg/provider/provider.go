@@ -2,6 +2,7 @@ package provider
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -335,6 +336,16 @@ func Truncated(provider string) *model.Error {
 // the model's output is unusable, and another try may do better.
 func BadToolInput(provider, call string) *model.Error {
 	return &model.Error{Kind: model.BadOutput, Err: fmt.Errorf("%s: tool call %s: input is not valid JSON", provider, call)}
+}
+
+// ClassifyCall is the *model.Error of a provider call that failed with err:
+// Canceled when ctx has ended, as the caller abandoned the step, else the
+// Classify of what failure reads from err.
+func ClassifyCall(ctx context.Context, provider string, err error, failure func(error) Failure) *model.Error {
+	if ctx.Err() != nil {
+		return Canceled(provider, ctx.Err())
+	}
+	return Classify(failure(err))
 }
 
 // Canceled classifies an error seen after ctx ended: the step was abandoned

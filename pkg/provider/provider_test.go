@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -203,5 +204,21 @@ func TestCheckToolPairing(t *testing.T) {
 		if model.KindOf(err) != model.InvalidRequest || !strings.Contains(err.Error(), strings.TrimSpace(want)) {
 			t.Errorf("%s: err = %v", want, err)
 		}
+	}
+}
+
+// TestClassifyCall: a call whose context has ended was abandoned by the
+// caller, whatever the provider said; otherwise the provider's failure is
+// classified.
+func TestClassifyCall(t *testing.T) {
+	throttled := func(err error) Failure { return Failure{Status: 429, Err: err} }
+	cause := errors.New("too many requests")
+	if err := ClassifyCall(context.Background(), "test", cause, throttled); err.Kind != model.Throttled || !errors.Is(err, cause) {
+		t.Fatalf("live: %v, want the failure throttled", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := ClassifyCall(ctx, "test", cause, throttled); err.Kind != model.Other || !errors.Is(err, context.Canceled) || errors.Is(err, cause) {
+		t.Fatalf("cancelled: %v, want Canceled", err)
 	}
 }

@@ -26,10 +26,10 @@ type Folder[E any] interface {
 }
 
 // Relay yields the model events f folds from stream until the step is
-// done, the consumer stops, ctx ends (Canceled), or the stream fails (the
-// error classify makes of it), then closes stream: the one read loop of
-// the SSE providers.
-func Relay[E any](ctx context.Context, name string, stream SSEStream[E], f Folder[E], classify func(context.Context, error) error, yield func(model.Event, error) bool) {
+// done, the consumer stops, ctx ends (Canceled), or the stream fails (its
+// ClassifyCall, with what failure reads from the error), then closes
+// stream: the one read loop of the SSE providers.
+func Relay[E any](ctx context.Context, name string, stream SSEStream[E], f Folder[E], failure func(error) Failure, yield func(model.Event, error) bool) {
 	defer stream.Close()
 	emit := func(evs []model.Event) bool {
 		for _, e := range evs {
@@ -55,7 +55,7 @@ func Relay[E any](ctx context.Context, name string, stream SSEStream[E], f Folde
 		}
 	}
 	if err := stream.Err(); err != nil {
-		yield(model.Event{}, classify(ctx, err))
+		yield(model.Event{}, ClassifyCall(ctx, name, err, failure))
 		return
 	}
 	out, err := f.End()

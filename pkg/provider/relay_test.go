@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/baton-run/baton/pkg/model"
@@ -40,9 +41,9 @@ func (folder) Fold(ev *string) ([]model.Event, bool, error) {
 func (f folder) End() ([]model.Event, error) { return f.end, f.endErr }
 
 func relay(ctx context.Context, s *sse, f folder, stopAfter int) (texts []string, err error) {
-	classify := func(_ context.Context, err error) error { return errors.Join(errors.New("classified"), err) }
+	failure := func(err error) Failure { return Failure{Err: errors.Join(errors.New("classified"), err)} }
 	n := 0
-	Relay(ctx, "test", s, f, classify, func(e model.Event, e2 error) bool {
+	Relay(ctx, "test", s, f, failure, func(e model.Event, e2 error) bool {
 		if e2 != nil {
 			err = e2
 			return false
@@ -77,8 +78,8 @@ func TestRelay(t *testing.T) {
 		t.Fatalf("bad event: %v, want the fold's error", err)
 	}
 	broken := errors.New("connection reset")
-	if _, err := relay(ctx, &sse{evs: []string{"a"}, err: broken}, folder{}, 0); !errors.Is(err, broken) || err.Error()[:10] != "classified" {
-		t.Fatalf("broken: %v, want the classified stream error", err)
+	if _, err := relay(ctx, &sse{evs: []string{"a"}, err: broken}, folder{}, 0); !errors.Is(err, broken) || !strings.Contains(err.Error(), "classified") || model.KindOf(err) != model.Interrupted {
+		t.Fatalf("broken: %v, want the classified stream error, interrupted", err)
 	}
 	got, err = relay(ctx, &sse{evs: []string{"a"}}, folder{end: []model.Event{{Type: model.Finish}}}, 0)
 	if err != nil || len(got) != 2 || got[1] != string(model.Finish)+":" {

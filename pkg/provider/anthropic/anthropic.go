@@ -83,7 +83,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.E
 			yield(model.Event{}, err)
 			return
 		}
-		provider.Relay(ctx, name, m.client.Messages.NewStreaming(ctx, params), &state{}, classify, yield)
+		provider.Relay(ctx, name, m.client.Messages.NewStreaming(ctx, params), &state{}, failure, yield)
 	}
 }
 
@@ -213,11 +213,8 @@ func stopReason(r sdk.StopReason) model.StopReason {
 	}
 }
 
-// classify turns an SDK error into a *model.Error.
-func classify(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return provider.Canceled(name, ctx.Err())
-	}
+// failure reads what the API reported from an SDK error.
+func failure(err error) provider.Failure {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
 		f := provider.Failure{
@@ -242,7 +239,7 @@ func classify(ctx context.Context, err error) error {
 				f.Code = body.Error.Type
 			}
 		}
-		return provider.Classify(f)
+		return f
 	}
 	// An error event whose body the SDK could not parse, or a transport error.
 	msg := err.Error()
@@ -250,7 +247,7 @@ func classify(ctx context.Context, err error) error {
 	if strings.Contains(msg, "received error while streaming") {
 		f.Code = msg
 	}
-	return provider.Classify(f)
+	return f
 }
 
 // CountTokens implements model.Counter with the Messages API's token
@@ -270,7 +267,7 @@ func (m *Model) CountTokens(ctx context.Context, req model.Request) (int64, erro
 	}
 	res, err := m.client.Messages.CountTokens(ctx, cp)
 	if err != nil {
-		return 0, classify(ctx, err)
+		return 0, provider.ClassifyCall(ctx, name, err, failure)
 	}
 	return res.InputTokens, nil
 }
@@ -353,49 +350,31 @@ func toolParam(t model.ToolSpec) (*sdk.ToolParam, error) {
 // and is dropped), empty text is dropped, and consecutive messages of the
 // same role are merged, as the API wants roles to alternate.
 func Messages(msgs []conversation.Message) ([]sdk.MessageParam, error) {
-	if err := provider.CheckToolPairing(msgs); err != nil {
-		return nil, err
+	return provider.Alternate(msgs, contentBlock, sdk.MessageParamRoleUser, sdk.MessageParamRoleAssistant,
+		func(role sdk.MessageParamRole, blocks []sdk.ContentBlockParamUnion) sdk.MessageParam {
+			return sdk.MessageParam{Role: role, Content: blocks}
+		})
+}
+
+// contentBlock is the Anthropic block of content c of message i.
+func contentBlock(i int, c conversation.Content) (sdk.ContentBlockParamUnion, error) {
+	switch c.Type {
+	case conversation.Text:
+		return sdk.NewTextBlock(c.Text), nil
+	case conversation.Reasoning:
+		return sdk.NewThinkingBlock(c.Signature, c.Text), nil
+	case conversation.ToolCall:
+		return sdk.NewToolUseBlock(c.ToolCallID, provider.InputOrEmpty(c.Input), c.ToolName), nil
+	case conversation.ToolResult:
+		tr := &sdk.ToolResultBlockParam{ToolUseID: c.ToolCallID}
+		if text := provider.ResultText(c.Output); text != "" {
+			tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: text}}}
+		}
+		if c.IsError {
+			tr.IsError = sdk.Bool(true)
+		}
+		return sdk.ContentBlockParamUnion{OfToolResult: tr}, nil
+	default:
+		return sdk.ContentBlockParamUnion{}, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("anthropic: message %d: unknown content type %q", i, c.Type)}
 	}
-	out := make([]sdk.MessageParam, 0, len(msgs))
-	for i, m := range msgs {
-		role := sdk.MessageParamRoleUser
-		if m.Role == conversation.Assistant {
-			role = sdk.MessageParamRoleAssistant
-		}
-		blocks := make([]sdk.ContentBlockParamUnion, 0, len(m.Content))
-		for _, c := range m.Content {
-			switch c.Type {
-			case conversation.Text:
-				if c.Text != "" {
-					blocks = append(blocks, sdk.NewTextBlock(c.Text))
-				}
-			case conversation.Reasoning:
-				if m.Role == conversation.Assistant && c.Signature != "" {
-					blocks = append(blocks, sdk.NewThinkingBlock(c.Signature, c.Text))
-				}
-			case conversation.ToolCall:
-				blocks = append(blocks, sdk.NewToolUseBlock(c.ToolCallID, provider.InputOrEmpty(c.Input), c.ToolName))
-			case conversation.ToolResult:
-				tr := &sdk.ToolResultBlockParam{ToolUseID: c.ToolCallID}
-				if text := provider.ResultText(c.Output); text != "" {
-					tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: text}}}
-				}
-				if c.IsError {
-					tr.IsError = sdk.Bool(true)
-				}
-				blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: tr})
-			default:
-				return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("anthropic: message %d: unknown content type %q", i, c.Type)}
-			}
-		}
-		if len(blocks) == 0 {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
-			continue
-		}
-		out = append(out, sdk.MessageParam{Role: role, Content: blocks})
-	}
-	return out, nil
 }

@@ -76,7 +76,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.E
 		}
 		out, err := m.client.ConverseStream(ctx, in, noRetries)
 		if err != nil {
-			yield(model.Event{}, classify(ctx, err))
+			yield(model.Event{}, provider.ClassifyCall(ctx, name, err, failure))
 			return
 		}
 		stream := out.GetStream()
@@ -106,7 +106,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.E
 			}
 		}
 		if err := stream.Err(); err != nil {
-			yield(model.Event{}, classify(ctx, err))
+			yield(model.Event{}, provider.ClassifyCall(ctx, name, err, failure))
 			return
 		}
 		if ctx.Err() != nil {
@@ -222,11 +222,8 @@ func stopReason(r types.StopReason) model.StopReason {
 	}
 }
 
-// classify turns an SDK error into a *model.Error.
-func classify(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return provider.Canceled(name, ctx.Err())
-	}
+// failure reads what Bedrock reported from an SDK error.
+func failure(err error) provider.Failure {
 	f := provider.Failure{Err: fmt.Errorf("bedrock: %w", err)}
 	var re *awshttp.ResponseError
 	if errors.As(err, &re) {
@@ -249,10 +246,9 @@ func classify(ctx context.Context, err error) error {
 			f.Message = *mse.OriginalMessage
 		}
 	}
-	return provider.Classify(f)
+	return f
 }
 
-// input builds the ConverseStream request for one step.
 // CountTokens implements model.Counter with Bedrock's CountTokens for the
 // Converse request the step would send: messages, system prompt, tools and
 // additional fields.
@@ -269,7 +265,7 @@ func (m *Model) CountTokens(ctx context.Context, req model.Request) (int64, erro
 		}},
 	}, noRetries)
 	if err != nil {
-		return 0, classify(ctx, err)
+		return 0, provider.ClassifyCall(ctx, name, err, failure)
 	}
 	if out.InputTokens == nil {
 		return 0, &model.Error{Kind: model.Other, Err: errors.New("bedrock: count tokens: no count in the answer")}
@@ -277,6 +273,7 @@ func (m *Model) CountTokens(ctx context.Context, req model.Request) (int64, erro
 	return int64(*out.InputTokens), nil
 }
 
+// input builds the ConverseStream request for one step.
 func (m *Model) input(req model.Request) (*bedrockruntime.ConverseStreamInput, error) {
 	msgs, err := Messages(req.Messages)
 	if err != nil {
@@ -331,67 +328,49 @@ func (m *Model) input(req model.Request) (*bedrockruntime.ConverseStreamInput, e
 // is dropped, and consecutive messages of one role are merged, as Converse
 // wants roles to alternate.
 func Messages(msgs []conversation.Message) ([]types.Message, error) {
-	if err := provider.CheckToolPairing(msgs); err != nil {
-		return nil, err
+	return provider.Alternate(msgs, contentBlock, types.ConversationRoleUser, types.ConversationRoleAssistant,
+		func(role types.ConversationRole, blocks []types.ContentBlock) types.Message {
+			return types.Message{Role: role, Content: blocks}
+		})
+}
+
+// contentBlock is the Converse block of content c of message i.
+func contentBlock(i int, c conversation.Content) (types.ContentBlock, error) {
+	switch c.Type {
+	case conversation.Text:
+		return &types.ContentBlockMemberText{Value: c.Text}, nil
+	case conversation.Reasoning:
+		return &types.ContentBlockMemberReasoningContent{
+			Value: &types.ReasoningContentBlockMemberReasoningText{
+				Value: types.ReasoningTextBlock{Text: aws.String(c.Text), Signature: aws.String(c.Signature)},
+			},
+		}, nil
+	case conversation.ToolCall:
+		input, err := jsonDocument(provider.InputOrEmpty(c.Input))
+		if err != nil {
+			return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("bedrock: message %d: tool call %s: %w", i, c.ToolCallID, err)}
+		}
+		return &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
+			ToolUseId: aws.String(c.ToolCallID),
+			Name:      aws.String(c.ToolName),
+			Input:     document.NewLazyDocument(input),
+		}}, nil
+	case conversation.ToolResult:
+		text := provider.ResultText(c.Output)
+		if text == "" {
+			text = "(no output)" // Converse rejects an empty text block
+		}
+		tr := types.ToolResultBlock{
+			ToolUseId: aws.String(c.ToolCallID),
+			Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}},
+		}
+		if c.IsError {
+			tr.Status = types.ToolResultStatusError
+		}
+		return &types.ContentBlockMemberToolResult{Value: tr}, nil
+	default:
+		return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("bedrock: message %d: unknown content type %q", i, c.Type)}
 	}
-	out := make([]types.Message, 0, len(msgs))
-	for i, m := range msgs {
-		role := types.ConversationRoleUser
-		if m.Role == conversation.Assistant {
-			role = types.ConversationRoleAssistant
-		}
-		blocks := make([]types.ContentBlock, 0, len(m.Content))
-		for _, c := range m.Content {
-			switch c.Type {
-			case conversation.Text:
-				if c.Text != "" {
-					blocks = append(blocks, &types.ContentBlockMemberText{Value: c.Text})
-				}
-			case conversation.Reasoning:
-				if m.Role == conversation.Assistant && c.Signature != "" {
-					blocks = append(blocks, &types.ContentBlockMemberReasoningContent{
-						Value: &types.ReasoningContentBlockMemberReasoningText{
-							Value: types.ReasoningTextBlock{Text: aws.String(c.Text), Signature: aws.String(c.Signature)},
-						},
-					})
-				}
-			case conversation.ToolCall:
-				input, err := jsonDocument(provider.InputOrEmpty(c.Input))
-				if err != nil {
-					return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("bedrock: message %d: tool call %s: %w", i, c.ToolCallID, err)}
-				}
-				blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
-					ToolUseId: aws.String(c.ToolCallID),
-					Name:      aws.String(c.ToolName),
-					Input:     document.NewLazyDocument(input),
-				}})
-			case conversation.ToolResult:
-				text := provider.ResultText(c.Output)
-				if text == "" {
-					text = "(no output)" // Converse rejects an empty text block
-				}
-				tr := types.ToolResultBlock{
-					ToolUseId: aws.String(c.ToolCallID),
-					Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}},
-				}
-				if c.IsError {
-					tr.Status = types.ToolResultStatusError
-				}
-				blocks = append(blocks, &types.ContentBlockMemberToolResult{Value: tr})
-			default:
-				return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("bedrock: message %d: unknown content type %q", i, c.Type)}
-			}
-		}
-		if len(blocks) == 0 {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
-			continue
-		}
-		out = append(out, types.Message{Role: role, Content: blocks})
-	}
-	return out, nil
 }
 
 // jsonDocument decodes JSON into values the SDK's document encoder writes

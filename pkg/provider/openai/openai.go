@@ -85,7 +85,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.E
 			yield(model.Event{}, err)
 			return
 		}
-		provider.Relay(ctx, name, m.client.Chat.Completions.NewStreaming(ctx, params), &state{}, classify, yield)
+		provider.Relay(ctx, name, m.client.Chat.Completions.NewStreaming(ctx, params), &state{}, failure, yield)
 	}
 }
 
@@ -223,11 +223,8 @@ func finishReason(r string) model.StopReason {
 	}
 }
 
-// classify turns an SDK error into a *model.Error.
-func classify(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return provider.Canceled(name, ctx.Err())
-	}
+// failure reads what the server reported from an SDK error.
+func failure(err error) provider.Failure {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
 		f := provider.Failure{
@@ -242,14 +239,14 @@ func classify(ctx context.Context, err error) error {
 		if apiErr.Response != nil {
 			f.Header = apiErr.Response.Header
 		}
-		return provider.Classify(f)
+		return f
 	}
 	// The SDK reports an error object inside the stream as plain text.
 	const prefix = "received error while streaming: "
 	if msg := err.Error(); strings.HasPrefix(msg, prefix) {
-		return provider.Classify(streamFailure(strings.TrimPrefix(msg, prefix), err))
+		return streamFailure(strings.TrimPrefix(msg, prefix), err)
 	}
-	return provider.Classify(provider.Failure{Err: fmt.Errorf("openai: stream: %w", err)})
+	return provider.Failure{Err: fmt.Errorf("openai: stream: %w", err)}
 }
 
 // streamFailure reads an in-stream error object such as
