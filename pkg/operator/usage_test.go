@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"testing"
@@ -490,5 +491,87 @@ func TestSessionViewCountsCompactions(t *testing.T) {
 	}
 	if got.Usage.InputTokens <= steps.InputTokens || got.Usage.Steps != steps.Steps {
 		t.Fatalf("usage %+v: want the steps' %+v plus the summariser's tokens", got.Usage, steps)
+	}
+}
+
+// A read that runs past turn.BilledGrace while S3 refuses writes: the
+// billed step's write fails, and the invocation suspends as throttled
+// without taking the read's result. The next invocation redoes the step
+// (its parts never reached a flushed finish) and completes the turn; the
+// stream holds only whole parts, and the session's usage is the stream's.
+// (The refused step's own model call is not counted: nothing durable
+// records it.)
+func TestABilledWriteThatFailsDuringARead(t *testing.T) {
+	// The first writes of the turn's stream are the billed step's tries
+	// (the SDK makes 3): they are refused; the writes after them land.
+	ft := faults.New(nil, faults.Rule{Op: "s3:PutObject", Fault: faults.SlowDown, Times: 3})
+	var store *session.Store // the runner's: its stream writes go through ft
+	e := newEnv(t, func(c *operator.Config) {
+		s3 := streams.New(faults.Clients(shared.URL(), ft).S3, shared.Bucket)
+		c.Sessions = c.Sessions.Decorate(nil, func(session.StreamStore) session.StreamStore { return s3 })
+		store = c.Sessions
+	})
+	alice := ids.New("alice")
+	s := e.create(alice)
+	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice, body: `{"text":"Wait."}`})
+	m, err := model.ParseScript([]byte(`{"steps":[
+ {"text":"holding","toolCalls":[{"name":"hold","input":{}}]},
+ {"text":"done"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}, 2), make(chan struct{}, 2)
+	reg, err := tool.NewRegistry(append(tool.Demo(), holdTool(entered, release))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &turn.Agent{Name: "demo", System: "You are a test agent.", Model: m, Tools: reg, MaxTokens: 1024,
+		Price: &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}}
+	runner := &turn.Runner{Sessions: store, Agents: turn.AgentMap{agent.Name: agent}}
+	done := make(chan error, 1)
+	go func() {
+		out, err := runner.Start(t.Context(), s.ID)
+		if err == nil && (out.Kind != turn.Suspended || out.Cause != reducer.CauseThrottled) {
+			err = fmt.Errorf("the first invocation %+v, want suspended as throttled", out)
+		}
+		done <- err
+	}()
+	<-entered
+	select {
+	case err = <-done: // the billed write failed: the read's result is never taken
+	case <-time.After(20 * time.Second):
+		t.Fatal("the invocation went on after its billed write was refused")
+	}
+	ft.Set()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ft.Count("s3:PutObject"); n != 3 {
+		t.Fatalf("%d writes refused, want the billed write's 3 tries", n)
+	}
+	release <- struct{}{} // the abandoned read returns
+	release <- struct{}{} // the redone read's
+	if out, err := runner.Resume(t.Context(), s.ID); err != nil || out.Kind != turn.Completed {
+		t.Fatalf("the resume: %+v, %v", out, err)
+	}
+	var stream string
+	for _, f := range e.facts(s.ID) {
+		if f.Type == reducer.TurnStarted {
+			stream = f.Stream
+		}
+	}
+	page, err := e.store.ReadStream(t.Context(), s.ID, stream, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range page.Entries {
+		if en.Part.Type == "" {
+			t.Fatalf("the stream holds a part with no type: %+v", en.Part)
+		}
+	}
+	var got operator.Session
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
+	if got.Usage != streamUsage(t, e, s.ID, stream) {
+		t.Fatalf("session usage %+v, want the stream's %+v", got.Usage, streamUsage(t, e, s.ID, stream))
 	}
 }

@@ -73,6 +73,7 @@ type plan struct {
 	c      *conversation.Call
 	t      tool.Tool
 	out    chan parts.Part // the result of a read tool running concurrently
+	part   parts.Part      // that result, once received (awaitRead)
 	ledger bool            // record execution.started before running
 	exec   *reducer.Execution
 	err    error // errCut or *toolFatal for the read (set before out is sent)
@@ -223,11 +224,13 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 	grace := time.Now().Add(BilledGrace)
 	for _, p := range plans {
 		if p.out != nil {
-			part, err := ru.awaitRead(ctx, p, grace)
-			if err != nil {
-				return ru.toolStopped(part, err)
+			if err := ru.awaitRead(ctx, p, grace); err != nil {
+				return err
 			}
-			ru.emit(part)
+			if p.err != nil {
+				return ru.toolStopped(p.part, p.err)
+			}
+			ru.emit(p.part)
 			continue
 		}
 		grant, facts, refused, err := ru.claim(ctx, p)
@@ -268,23 +271,24 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 	return nil
 }
 
-// awaitRead waits for read p's result, writing the billed step first once
-// the reads have run past grace (BilledGrace).
-func (ru *run) awaitRead(ctx context.Context, p *plan, grace time.Time) (parts.Part, error) {
+// awaitRead waits for read p's result (p.part, p.err), writing the billed
+// step first once the reads have run past grace (BilledGrace). Its error is
+// that write's.
+func (ru *run) awaitRead(ctx context.Context, p *plan, grace time.Time) error {
 	if ru.billed {
 		t := time.NewTimer(time.Until(grace))
+		defer t.Stop()
 		select {
-		case part := <-p.out:
-			t.Stop()
-			return part, p.err
+		case p.part = <-p.out:
+			return nil
 		case <-t.C:
 			if err := ru.flushBilled(ctx); err != nil {
-				return parts.Part{}, err
+				return err
 			}
 		}
 	}
-	part := <-p.out
-	return part, p.err
+	p.part = <-p.out
+	return nil
 }
 
 // recordStart makes a side effect's execution durable before it runs: the step
