@@ -8,6 +8,7 @@ package test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -236,6 +237,8 @@ type stackConfig struct {
 	// timeout bounds the whole stack's life (its context); zero means 2
 	// minutes.
 	timeout time.Duration
+	// wakeGrace is the stack's BATON_WAKE_GRACE; zero means wakeGrace.
+	wakeGrace time.Duration
 }
 
 type namedLog struct {
@@ -296,7 +299,7 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		"BATON_BUCKET":       res.Bucket,
 		"BATON_QUEUE_URL":    res.QueueURL,
 		"BATON_AGENTS":       cfg.agents,
-		"BATON_WAKE_GRACE":   wakeGrace.String(),
+		"BATON_WAKE_GRACE":   cmp.Or(cfg.wakeGrace, wakeGrace).String(),
 		"LOG_FORMAT":         "json",
 		"BATON_JWT_ISSUER":   issuer(t).URL,
 		"BATON_JWT_AUDIENCE": jwtAudience,
