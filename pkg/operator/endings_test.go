@@ -104,13 +104,7 @@ func (g *endingRig) finish(t *testing.T, done <-chan ran) turn.Outcome {
 // stream: what the provider billed.
 func (g *endingRig) billed(t *testing.T) reducer.Usage {
 	t.Helper()
-	var stream string
-	for _, f := range g.e.facts(g.id) {
-		if f.Type == reducer.TurnStarted {
-			stream = f.Stream
-		}
-	}
-	return streamUsage(t, g.e, g.id, stream)
+	return streamUsage(t, g.e, g.id, lastStream(g.e, g.id))
 }
 
 // agree checks that the session view and the listing say usage want.

@@ -10,8 +10,6 @@ import (
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/streams"
 )
 
 // family is a parent session of user, with a child that has a child of
@@ -131,10 +129,7 @@ func TestDeleteCascadesToChildSessions(t *testing.T) {
 // which outlive them, and finishes the purge of all three.
 func TestDeleteOfAFamilyCutShortIsFinishedByARetry(t *testing.T) {
 	ft := faults.New(nil)
-	e := newEnv(t, func(c *operator.Config) {
-		s3 := streams.New(faults.Clients(shared.URL(), ft).S3, shared.Bucket)
-		c.Sessions = c.Sessions.Decorate(nil, func(session.StreamStore) session.StreamStore { return s3 })
-	})
+	e := newEnv(t, streamsThrough(ft))
 	alice := ids.New("alice")
 	f := e.family(t, alice, false)
 	ft.Set(faults.Rule{Op: "s3:DeleteObject", Fault: faults.ServerError})

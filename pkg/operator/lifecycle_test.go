@@ -16,7 +16,6 @@ import (
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/parts"
-	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 )
 
@@ -167,10 +166,7 @@ func TestExportBundlesFactsAndStreams(t *testing.T) {
 // purge and nothing of the session remains but the tombstone.
 func TestDeleteCutShortIsFinishedByARetry(t *testing.T) {
 	ft := faults.New(nil)
-	e := newEnv(t, func(c *operator.Config) {
-		s3 := streams.New(faults.Clients(shared.URL(), ft).S3, shared.Bucket)
-		c.Sessions = c.Sessions.Decorate(nil, func(session.StreamStore) session.StreamStore { return s3 })
-	})
+	e := newEnv(t, streamsThrough(ft))
 	alice, bob := ids.New("alice"), ids.New("bob")
 	s := e.create(alice)
 	seedObjects(t, e, s.ID)

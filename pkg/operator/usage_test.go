@@ -102,10 +102,26 @@ func TestSessionUsageIncludesTheOpenTurn(t *testing.T) {
 
 // countStreams makes the API read streams through counter.
 func countStreams(counter *awsenv.Counter) func(*operator.Config) {
+	return streamsThrough(faults.New(counter))
+}
+
+// streamsThrough makes the API's session store reach S3 through ft.
+func streamsThrough(ft *faults.Transport) func(*operator.Config) {
 	return func(c *operator.Config) {
-		s3 := streams.New(faults.Clients(shared.URL(), faults.New(counter)).S3, shared.Bucket)
+		s3 := streams.New(faults.Clients(shared.URL(), ft).S3, shared.Bucket)
 		c.Sessions = c.Sessions.Decorate(nil, func(session.StreamStore) session.StreamStore { return s3 })
 	}
+}
+
+// lastStream is the stream of session id's last turn.
+func lastStream(e *env, id string) string {
+	var stream string
+	for _, f := range e.facts(id) {
+		if f.Type == reducer.TurnStarted {
+			stream = f.Stream
+		}
+	}
+	return stream
 }
 
 // holdTool is a read tool whose calls each wait, once entered has told the
@@ -131,12 +147,7 @@ func holdTool(entered chan<- struct{}, release <-chan struct{}) tool.Tool {
 // step written ahead of its result. It fails the test if that never comes.
 func heldStepWritten(t *testing.T, e *env, id string, steps int64) {
 	t.Helper()
-	var stream string
-	for _, f := range e.facts(id) {
-		if f.Type == reducer.TurnStarted {
-			stream = f.Stream
-		}
-	}
+	stream := lastStream(e, id)
 	for deadline := time.Now().Add(10 * time.Second); streamUsage(t, e, id, stream).Steps < steps; {
 		if time.Now().After(deadline) {
 			t.Fatalf("the stream never held %d billed steps while a read tool ran", steps)
@@ -264,10 +275,7 @@ func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 // the usage the facts recorded and says so.
 func TestSessionUsageFallsBackWhenTheStreamCannotBeRead(t *testing.T) {
 	ft := faults.New(nil)
-	e := newEnv(t, func(c *operator.Config) {
-		s3 := streams.New(faults.Clients(shared.URL(), ft).S3, shared.Bucket)
-		c.Sessions = c.Sessions.Decorate(nil, func(session.StreamStore) session.StreamStore { return s3 })
-	})
+	e := newEnv(t, streamsThrough(ft))
 	alice := ids.New("alice")
 	s := e.create(alice)
 	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice, body: `{"text":"Weather, then wait."}`})
@@ -507,8 +515,7 @@ func TestABilledWriteThatFailsDuringARead(t *testing.T) {
 	ft := faults.New(nil, faults.Rule{Op: "s3:PutObject", Fault: faults.SlowDown, Times: 3})
 	var store *session.Store // the runner's: its stream writes go through ft
 	e := newEnv(t, func(c *operator.Config) {
-		s3 := streams.New(faults.Clients(shared.URL(), ft).S3, shared.Bucket)
-		c.Sessions = c.Sessions.Decorate(nil, func(session.StreamStore) session.StreamStore { return s3 })
+		streamsThrough(ft)(c)
 		store = c.Sessions
 	})
 	alice := ids.New("alice")
@@ -554,12 +561,7 @@ func TestABilledWriteThatFailsDuringARead(t *testing.T) {
 	if out, err := runner.Resume(t.Context(), s.ID); err != nil || out.Kind != turn.Completed {
 		t.Fatalf("the resume: %+v, %v", out, err)
 	}
-	var stream string
-	for _, f := range e.facts(s.ID) {
-		if f.Type == reducer.TurnStarted {
-			stream = f.Stream
-		}
-	}
+	stream := lastStream(e, s.ID)
 	page, err := e.store.ReadStream(t.Context(), s.ID, stream, "")
 	if err != nil {
 		t.Fatal(err)
