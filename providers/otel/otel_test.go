@@ -97,6 +97,22 @@ func attr(s *tracepb.Span, key string) *commonpb.AnyValue {
 func str(s *tracepb.Span, key string) string { return attr(s, key).GetStringValue() }
 func num(s *tracepb.Span, key string) int64  { return attr(s, key).GetIntValue() }
 
+// exported is tracing configured from the environment as a function's
+// would be, exporting to an in-test OTLP receiver; both end with the test.
+func exported(t *testing.T) (*receiver, *otel.Tracing) {
+	t.Helper()
+	rc := &receiver{}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=desk%20one"}
+	tr, err := otel.FromEnv(t.Context(), func(k string) string { return env[k] })
+	if err != nil || tr == nil {
+		t.Fatalf("FromEnv: %v %v", tr, err)
+	}
+	t.Cleanup(func() { tr.Shutdown(context.Background()) })
+	return rc, tr
+}
+
 // TestOneTraceAcrossInvocations is the issue's Must show 1: a turn posted
 // under a traced request, suspended for an approval, approved, killed
 // mid-step and resumed, runs in three invocations; the in-test OTLP
@@ -105,15 +121,7 @@ func num(s *tracepb.Span, key string) int64  { return attr(s, key).GetIntValue()
 // gen_ai.* attributes; execute_tool spans for the approved refund and the
 // lookup the kill cut short and the resume redid.
 func TestOneTraceAcrossInvocations(t *testing.T) {
-	rc := &receiver{}
-	srv := httptest.NewServer(rc)
-	defer srv.Close()
-	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=desk%20one"}
-	tr, err := otel.FromEnv(t.Context(), func(k string) string { return env[k] })
-	if err != nil || tr == nil {
-		t.Fatalf("FromEnv: %v %v", tr, err)
-	}
-	defer tr.Shutdown(context.Background())
+	rc, tr := exported(t)
 
 	started := make(chan struct{})
 	var once sync.Once
@@ -316,15 +324,7 @@ func anyString(v *commonpb.AnyValue) string {
 // invocation is its child: no span of the trace has a parent the receiver
 // never got.
 func TestAMintedTraceHasItsRoot(t *testing.T) {
-	rc := &receiver{}
-	srv := httptest.NewServer(rc)
-	defer srv.Close()
-	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=desk%20one"}
-	tr, err := otel.FromEnv(t.Context(), func(k string) string { return env[k] })
-	if err != nil || tr == nil {
-		t.Fatalf("FromEnv: %v %v", tr, err)
-	}
-	defer tr.Shutdown(context.Background())
+	rc, tr := exported(t)
 	refund := baton.Func("refund", "Refund an order.", func(context.Context, struct {
 		Order string `json:"order"`
 	}) (string, error) {
