@@ -43,15 +43,7 @@ func writeCascadeAgents(t *testing.T, ts *toolServer) string {
 			Tools: []agents.ToolRef{{Name: "upsert", Decl: &agents.Decl{Name: "upsert", Kind: "http", Description: "Write.",
 				Schema: schema, Effect: "write", URL: ts.url("upsert"), Timeout: "5s", Approval: &agents.Rule{Always: true}}}}},
 	}}
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "agents.json")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeAgentsFile(t, dir, f)
 }
 
 // TestChildCancelCascadeAfterSIGKILL: a parent's child waits for the

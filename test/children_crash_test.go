@@ -68,15 +68,7 @@ func writeChildAgents(t *testing.T, ts *toolServer) string {
 				Schema: schema, Effect: "write", Idempotent: true, URL: ts.url("upsert"), Timeout: "5s"}}},
 			Limits: lim},
 	}}
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "agents.json")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeAgentsFile(t, dir, f)
 }
 
 // childTrial is what one child trial did and found.

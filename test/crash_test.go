@@ -180,6 +180,20 @@ func (ts *toolServer) snapshot() []toolCall {
 
 // --- the agent ---
 
+// writeAgentsFile writes f as dir's agents.json and returns its path.
+func writeAgentsFile(t *testing.T, dir string, f agents.File) string {
+	t.Helper()
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "agents.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // writeCrashAgents writes an agent file declaring the crash agent, whose
 // HTTP tools point at ts, next to a copy of its script, and returns its path.
 func writeCrashAgents(t *testing.T, ts *toolServer) string {
@@ -218,15 +232,7 @@ func writeCrashAgents(t *testing.T, ts *toolServer) string {
 				MaxStepsPerInvocation: 20, MaxStepsPerTurn: 50, LiveFlush: "30ms"},
 		},
 	}}
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "agents.json")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeAgentsFile(t, dir, f)
 }
 
 // --- the trials ---
