@@ -213,7 +213,7 @@ func (s *Store) cancelOrphan(ctx context.Context, id string, o reducer.Orphan) (
 	}
 	h, err := s.Head(ctx, o.ID)
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, dynamo.ErrNotFound):
+	case errors.Is(err, dynamo.ErrNotFound):
 		return reducer.Usage{}, nil
 	case err != nil:
 		return reducer.Usage{}, fmt.Errorf("session: usage of child %s of %s: %w", o.ID, id, err)
