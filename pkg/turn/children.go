@@ -391,12 +391,13 @@ func (ru *run) orphaned(ctx context.Context) (bool, Outcome, error) {
 		ru.r.log().WarnContext(ctx, "read a child's parent", "session", ru.out.Session, "parent", p.Session, "err", err)
 		return false, Outcome{}, nil
 	}
+	deleted := err != nil // the parent was not found
 	reason := session.OrphanReason(p.Session, p.Turn, how)
 	if err := ru.r.Sessions.Cancel(ctx, ru.out.Session, session.ParentActor, reason); err != nil {
 		out, err := ru.stopped(ctx, err)
 		return true, out, err
 	}
-	if err != nil {
+	if deleted {
 		// Its parent was deleted, with the family it knew of: this child
 		// (created after, by the parent's last invocation) goes the same
 		// way. A failure leaves it cancelled, for the retention sweep.
