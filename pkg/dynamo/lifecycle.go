@@ -32,6 +32,11 @@ const (
 // one while it was being deleted): nothing was deleted.
 var ErrTurnOpen = errors.New("dynamo: the session has an open turn")
 
+// ErrDeleting is matched when a session is created under the id of an
+// earlier session whose delete has not finished: nothing was written. The
+// id is free again once the delete's purge is done.
+var ErrDeleting = errors.New("dynamo: an earlier session of this id is still being deleted")
+
 // Tombstone says who deleted a session and when.
 type Tombstone struct {
 	Session, Owner, By string
@@ -39,6 +44,23 @@ type Tombstone struct {
 	// Purged is whether the session's facts, receipts and objects are all
 	// gone; a tombstone not purged is a delete still to finish.
 	Purged bool
+}
+
+// A session id may be used again once the delete of its earlier session
+// has finished: reusable is the condition on the id's tombstone item that
+// says so (none, or one marked purged). Creating a session checks it in
+// the same transaction (reuseCheck), so no session is created while an
+// earlier one of that id is still being purged; burying checks it too,
+// and replaces the purged tombstone of the earlier session with its own.
+const reusable = "attribute_not_exists(#pk) OR attribute_exists(#purged)"
+
+// reuseCheck is the transaction item that checks, as a session is
+// created, that its id is reusable.
+func (s *Store) reuseCheck(session string) types.TransactWriteItem {
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: aws.String(s.table),
+		Key:                      map[string]types.AttributeValue{attrPK: str(session), attrSK: num(tombstoneSK)},
+		ConditionExpression:      aws.String(reusable),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#purged": attrPurged}}}
 }
 
 // Bury writes the session's tombstone and deletes its head in one
@@ -56,8 +78,8 @@ func (s *Store) Bury(ctx context.Context, h Head, by string, at time.Time) error
 	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: aws.String(s.table), Item: tomb,
-			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-			ExpressionAttributeNames: map[string]string{"#pk": attrPK}}},
+			ConditionExpression:      aws.String(reusable),
+			ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#purged": attrPurged}}},
 		{Delete: &types.Delete{TableName: aws.String(s.table),
 			Key:                       map[string]types.AttributeValue{attrPK: str(h.Session), attrSK: num(0)},
 			ConditionExpression:       aws.String("#lastSeq = :seq AND attribute_not_exists(#turn)"),

@@ -66,7 +66,11 @@ func (s *Store) receiptPut(rc *Receipt, now time.Time) *types.Put {
 
 // receiptTaken reports whether err says the condition of transaction item
 // i, a receipt, failed.
-func receiptTaken(err error, i int) bool {
+func receiptTaken(err error, i int) bool { return checkFailedAt(err, i) }
+
+// checkFailedAt reports whether err is a cancelled transaction whose item
+// i failed its condition.
+func checkFailedAt(err error, i int) bool {
 	cancelled, ok := errors.AsType[*types.TransactionCanceledException](err)
 	return ok && i < len(cancelled.CancellationReasons) &&
 		aws.ToString(cancelled.CancellationReasons[i].Code) == "ConditionalCheckFailed"

@@ -120,7 +120,10 @@ type appendTx struct {
 // appendItems is the transaction's items: each fact, the head moving from
 // the fact before the first, and rc if not nil.
 func (s *Store) appendItems(a appendTx, next reducer.State, rc *Receipt, facts []reducer.Fact) ([]types.TransactWriteItem, error) {
-	items := make([]types.TransactWriteItem, 0, len(facts)+2)
+	items := make([]types.TransactWriteItem, 0, len(facts)+3)
+	if a.first == 1 {
+		items = append(items, s.reuseCheck(a.session))
+	}
 	for _, f := range facts {
 		body, err := json.Marshal(f)
 		if err != nil {
@@ -180,6 +183,8 @@ func (s *Store) resolveAppend(ctx context.Context, a appendTx, in *dynamodb.Tran
 			outcome = fmt.Errorf("dynamo: append facts %d..%d of %s: %w (outcome unknown: %w)", a.first, a.last, a.session, err, rerr)
 		case found && mine:
 			outcome = nil
+		case a.first == 1 && checkFailedAt(err, 0):
+			outcome = fmt.Errorf("dynamo: create %s: %w", a.session, ErrDeleting)
 		case a.receipt && receiptTaken(err, len(in.TransactItems)-1):
 			outcome = fmt.Errorf("dynamo: append facts %d..%d of %s: %w: %w", a.first, a.last, a.session, ErrReceiptTaken, err)
 		case found || conditionFailed(err):
@@ -264,6 +269,8 @@ func checkAppend(session string, next reducer.State, facts []reducer.Fact) error
 		return errors.New("no facts")
 	case len(facts) > MaxAppend:
 		return fmt.Errorf("%d facts, at most %d per append", len(facts), MaxAppend)
+	case facts[0].Seq == 1 && len(facts) > MaxAppend-1:
+		return fmt.Errorf("%d facts creating a session, at most %d", len(facts), MaxAppend-1)
 	case facts[0].Seq < 1:
 		return fmt.Errorf("first fact has seq %d, seqs start at 1", facts[0].Seq)
 	}

@@ -72,6 +72,9 @@ var conflicts = []struct {
 	{session.ErrReceiptTaken, http.StatusConflict, func(Words) string {
 		return "a request under this Idempotency-Key is being handled; retry"
 	}},
+	{session.ErrDeleting, http.StatusConflict, func(w Words) string {
+		return "an earlier " + w.Noun + " of this id is still being deleted; retry once its delete has finished"
+	}},
 	{session.ErrBusy, http.StatusServiceUnavailable, func(w Words) string {
 		return "the " + w.Noun + " is busy with other writes; nothing was changed; retry"
 	}},

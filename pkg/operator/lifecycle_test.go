@@ -13,9 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/baton-run/baton/internal/faults"
+	"github.com/baton-run/baton/pkg/chat"
 	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 )
 
@@ -187,5 +189,55 @@ func TestDeleteCutShortIsFinishedByARetry(t *testing.T) {
 	e.must(http.StatusNoContent, req{method: "DELETE", path: "/sessions/" + s.ID, user: alice})
 	if items, objects := remains(t, e, s.ID); len(items) != 1 || len(objects) != 0 {
 		t.Fatalf("after the retry: items %v objects %v, want only the tombstone", items, objects)
+	}
+}
+
+// TestChatDeletedAndCreatedAgainIsDeletedAgain: a chat deleted and
+// created again (its id names a new session) answers DELETE 204 every
+// time, as do repeats; other callers still get 404.
+func TestChatDeletedAndCreatedAgainIsDeletedAgain(t *testing.T) {
+	e := newEnv(t, nil)
+	alice, bob := ids.New("alice"), ids.New("bob")
+	chatID := ids.New("c")
+	sid := chat.SessionID(alice, chatID)
+	for life := range 3 {
+		if _, _, err := e.store.Converse(t.Context(), sid, alice, "demo", reducer.Message{ID: ids.New("m"), Text: "hi"},
+			func(reducer.State) error { return nil }); err != nil {
+			t.Fatalf("life %d: chat message: %v", life, err)
+		}
+		e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + chatID, user: alice})
+		e.must(http.StatusNotFound, req{method: "DELETE", path: "/sessions/" + chatID, user: bob})
+		for range 2 {
+			e.must(http.StatusNoContent, req{method: "DELETE", path: "/sessions/" + chatID, user: alice})
+		}
+		e.must(http.StatusNotFound, req{method: "GET", path: "/sessions/" + chatID, user: alice})
+	}
+}
+
+// TestConcurrentDeletesAllAnswer204: deletes of one session sent at once
+// are each answered as a delete (204), none with the 409 that means an
+// open turn, and the session is gone whole.
+func TestConcurrentDeletesAllAnswer204(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := ids.New("alice")
+	for range 3 {
+		s := e.create(alice)
+		seedObjects(t, e, s.ID)
+		got := make(chan response, 8)
+		for range cap(got) {
+			go func() { got <- e.do(req{method: "DELETE", path: "/sessions/" + s.ID, user: alice}) }()
+		}
+		var answers []response
+		for range cap(got) {
+			answers = append(answers, <-got)
+		}
+		for _, r := range answers {
+			if r.status != http.StatusNoContent {
+				t.Fatalf("a concurrent delete answered %d %s, want 204", r.status, r.body)
+			}
+		}
+		if items, objects := remains(t, e, s.ID); len(items) != 1 || len(objects) != 0 {
+			t.Fatalf("after the deletes: items %v objects %v, want only the tombstone", items, objects)
+		}
 	}
 }

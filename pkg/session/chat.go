@@ -3,8 +3,10 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
+	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/wake"
@@ -44,6 +46,9 @@ func (s *Store) Converse(ctx context.Context, id, owner, agent string, msg reduc
 			return nil
 		}
 		st, ended, err = s.receive(ctx, id, sess.State, actor, msg, facts...)
+		if errors.Is(err, ErrConflict) && len(facts) == 0 {
+			return s.buried(ctx, id, err)
+		}
 		return err
 	})
 	if err != nil || dup {
@@ -52,6 +57,17 @@ func (s *Store) Converse(ctx context.Context, id, owner, agent string, msg reduc
 	s.closeInterrupted(ctx, id, ended)
 	s.wake(ctx, id, wake.Message, st.LastSeq, 0)
 	return st, false, nil
+}
+
+// buried tells a conflict from a session whose facts are still there
+// but whose head is gone: a delete buried it and has yet to purge it, so
+// the id names no session until it has (ErrDeleting). Any other
+// conflict, err, is returned as it is, to be retried.
+func (s *Store) buried(ctx context.Context, id string, err error) error {
+	if _, herr := s.facts.Head(ctx, id); errors.Is(herr, ErrNotFound) || errors.Is(herr, dynamo.ErrNotFound) {
+		return fmt.Errorf("session: %s: %w", id, ErrDeleting)
+	}
+	return err
 }
 
 // HasMessage reports whether message id waits in st's inbox or is one the

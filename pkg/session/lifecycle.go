@@ -20,6 +20,11 @@ import (
 // it (or let it end) first. Nothing was deleted.
 var ErrTurnOpen = dynamo.ErrTurnOpen
 
+// ErrDeleting is matched when a session is created (Create, or Converse's
+// first message) under the id of a deleted session whose delete has not
+// finished: nothing was written. Once it has, the id names a new session.
+var ErrDeleting = dynamo.ErrDeleting
+
 // Delete deletes session id of owner, and its child sessions with it,
 // recursively, recording by as who deleted them. It first buries the
 // session — writes its tombstone and deletes its head in one transaction,
@@ -32,8 +37,25 @@ var ErrTurnOpen = dynamo.ErrTurnOpen
 // or by Sweep. It refuses a session with an open turn, or with a child
 // (or deeper descendant) that has one, with ErrTurnOpen, deleting nothing;
 // children its ended turns left running are cancelled first (Cascade). It
-// answers ErrNotFound for a session that is not owner's.
+// answers ErrNotFound for a session that is not owner's. A delete that
+// loses a race to another delete of the session answers as the repeated
+// delete does; one that raced any other write reads the session again.
 func (s *Store) Delete(ctx context.Context, id, owner, by string) error {
+	var err error
+	for range deleteTries {
+		if err = s.deleteOnce(ctx, id, owner, by); !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+// deleteTries is how often Delete reads the session again after its head
+// changed under it.
+const deleteTries = 4
+
+// deleteOnce is one try of Delete, from reading the head.
+func (s *Store) deleteOnce(ctx context.Context, id, owner, by string) error {
 	h, err := s.facts.Head(ctx, id)
 	switch {
 	case errors.Is(err, dynamo.ErrNotFound):
