@@ -13,8 +13,8 @@ import (
 	"github.com/baton-run/baton/pkg/provision"
 )
 
-// TestInitProject runs baton init into a temporary directory with a replace
-// to this checkout, then the project's own go test ./..., builds its three
+// TestInitProject runs baton init DIR from this checkout, with no flag but
+// the directory, into a temporary directory, then the project's own go test ./..., builds its three
 // bootstraps, and checks its template.yaml (parsed with goformation) has
 // baton's routes. go mod tidy resolves the project's module graph through
 // the shared module cache (and the proxy for what it lacks).
@@ -38,7 +38,11 @@ func TestInitProject(t *testing.T) {
 		}
 		return string(msg)
 	}
-	run(root, nil, "go", "run", "./cmd/baton", "init", "-module", "example.com/hello", "-replace", root, proj)
+	// From a checkout, the directory is all baton init needs: the project
+	// replaces baton with this checkout.
+	if got := run(root, nil, "go", "run", "./cmd/baton", "init", proj); !strings.Contains(got, "using the baton checkout at "+root) {
+		t.Errorf("baton init from the checkout did not say it uses it:\n%s", got)
+	}
 	for _, f := range []string{"go.mod", "template.yaml", "Makefile", "README.md", "agent.go", "agent_test.go",
 		"cmd/dev/main.go", "functions/operator/main.go", "functions/resume/main.go", "functions/tick/main.go"} {
 		if _, err := os.Stat(filepath.Join(proj, f)); err != nil {
@@ -47,7 +51,7 @@ func TestInitProject(t *testing.T) {
 	}
 	mod := []string{"GOFLAGS=-mod=mod"}
 	run(proj, mod, "go", "mod", "tidy")
-	if got := run(proj, mod, "go", "test", "./..."); !strings.Contains(got, "ok  \texample.com/hello") {
+	if got := run(proj, mod, "go", "test", "./..."); !strings.Contains(got, "ok  \thello") {
 		t.Errorf("the project's go test ./... ran no test of the agent:\n%s", got)
 	}
 	bin := t.TempDir()

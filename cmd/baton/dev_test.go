@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -114,4 +115,57 @@ func TestDevTracesTurns(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("dev: %v", err)
 	}
+}
+
+// TestDevReadsBatonAgents: `baton dev` serves the agent file that
+// BATON_AGENTS names, as the functions do, and --agents overrides it.
+func TestDevReadsBatonAgents(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, agent string) string {
+		p := dir + "/" + name
+		body := `{"agents":{"` + agent + `":{"provider":"scripted","script":{"steps":[{"text":"hi"}]},"system":"You greet."}}}`
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	fromEnv, fromFlag := file("env.json", "fromenv"), file("flag.json", "fromflag")
+	t.Setenv("BATON_AGENTS", fromEnv)
+	t.Setenv("KUMO_DATA_DIR", t.TempDir()) // no re-exec: the emulator runs in this process
+	t.Chdir(t.TempDir())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{{nil, "fromenv"}, {[]string{"--agents", fromFlag}, "fromflag"}} {
+		if got := devAgents(t, c.args...); got != c.want {
+			t.Errorf("baton dev %q serves agents %q, want %q", c.args, got, c.want)
+		}
+	}
+}
+
+// devAgents starts baton dev with args and returns the agents its banner
+// lists, then stops it.
+func devAgents(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"dev", "-addr", "127.0.0.1:0", "-tick", "1s"}, args...), pw)
+		pw.Close()
+	}()
+	agents := ""
+	sc := bufio.NewScanner(pr)
+	for agents == "" && sc.Scan() {
+		if m := regexp.MustCompile(`^\s+agents\s+(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			agents = m[1]
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	cancel()
+	if err := <-done; agents == "" {
+		t.Fatalf("baton dev printed no agents line: %v", err)
+	}
+	return agents
 }

@@ -3,7 +3,8 @@
 //	baton dev        the dev server: emulator, demo agent, operator API on 127.0.0.1:8080
 //	baton provision  create the table, bucket and queues at AWS_ENDPOINT_URL
 //	baton init DIR   write a new project that imports baton as a module
-//	                 (-module PATH, -replace BATON_CHECKOUT, -agent NAME)
+//	                 (-module PATH, -replace BATON_CHECKOUT, -version V,
+//	                 -agent NAME; built from a checkout, it uses that one)
 //	baton template   print the project's template.yaml and Makefile as
 //	                 this baton derives them; --diff compares them with
 //	                 the files in the current directory, -w rewrites them
@@ -13,7 +14,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +25,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/dev"
+	"github.com/baton-run/baton/pkg/app"
 	"github.com/baton-run/baton/pkg/awsenv/awsconfig"
 	"github.com/baton-run/baton/pkg/cli"
 	"github.com/baton-run/baton/pkg/provision"
@@ -59,25 +60,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("usage: baton dev | provision | init DIR | template")
 	}
-	help, _ := cli.Help(args[0])
 	switch args[0] {
 	case "dev":
 		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-		fs.SetOutput(stdout)
-		fs.Usage = func() {
-			fmt.Fprint(stdout, help, "\nFlags:\n")
-			fs.PrintDefaults()
-		}
 		opts := dev.Options{}
 		fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "operator API address")
 		fs.StringVar(&opts.DataDir, "data", ".baton/data", "where the embedded emulator keeps its data")
-		fs.StringVar(&opts.AgentFile, "agents", "", "agent config file (default: the embedded demo agent)")
+		fs.StringVar(&opts.AgentFile, "agents", app.AgentsFrom(os.Getenv), "agent config file (default: $"+app.EnvAgents+", else the embedded demo agent)")
 		fs.DurationVar(&opts.Tick, "tick", 10*time.Second, "how often the tick runs")
 		emf := fs.Bool("metrics", false, "write the metrics as CloudWatch EMF lines to stderr (off by default)")
-		if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
-			return nil
-		} else if err != nil {
+		pos, help, err := parseLocal(fs, args[1:], stdout)
+		if help || err != nil {
 			return err
+		}
+		if len(pos) > 0 {
+			return fmt.Errorf("dev takes no arguments, got %q (an agent file is --agents FILE)", pos)
 		}
 		// kumo reads KUMO_DATA_DIR when the process starts, so set it and
 		// start again.
@@ -109,14 +106,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return templateCmd(args[1:], ".", stdout)
 	case "provision":
 		fs := flag.NewFlagSet("provision", flag.ContinueOnError)
-		fs.SetOutput(stdout)
-		fs.Usage = func() { fmt.Fprint(stdout, help) }
-		if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
-			return nil
-		} else if err != nil {
+		pos, help, err := parseLocal(fs, args[1:], stdout)
+		if help || err != nil {
 			return err
-		} else if fs.NArg() > 0 {
-			return fmt.Errorf("provision takes no arguments, got %q", fs.Args())
+		} else if len(pos) > 0 {
+			return fmt.Errorf("provision takes no arguments, got %q", pos)
 		}
 		clients, err := awsconfig.Load(ctx)
 		if err != nil {

@@ -108,6 +108,10 @@ type Env struct {
 	Retention time.Duration
 }
 
+// AgentsFrom is the agent file the functions read from the variables
+// getenv gives (BATON_AGENTS): a path, an s3:// URL, or "" for none.
+func AgentsFrom(getenv func(string) string) string { return getenv(EnvAgents) }
+
 // EnvFromOS reads Env from the process environment.
 func EnvFromOS() (Env, error) { return EnvFrom(os.Getenv) }
 
@@ -118,7 +122,7 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 		Table:        getenv(EnvTable),
 		Bucket:       getenv(EnvBucket),
 		QueueURL:     getenv(EnvQueueURL),
-		Agents:       getenv(EnvAgents),
+		Agents:       AgentsFrom(getenv),
 		LogFormat:    getenv(EnvLogFormat),
 		ChatAgent:    getenv(EnvChatAgent),
 		ChatOrigins:  chat.ParseOrigins(getenv(EnvChatOrigins)),

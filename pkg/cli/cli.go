@@ -39,9 +39,12 @@ const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
 Local:
   baton dev [--addr A] [--data DIR] [--agents FILE] [--tick D] [--metrics]
                                             run the dev server (emulator, demo agent, API on 127.0.0.1:8080);
+                                            --agents (default $BATON_AGENTS) serves an agent file's agents;
                                             --metrics writes CloudWatch EMF metric lines to stderr
   baton provision                           create the table, bucket and queues at AWS_ENDPOINT_URL
-  baton init DIR [-module PATH] [-replace BATON_DIR]   write a new project that imports baton
+  baton init DIR [-module PATH] [-replace BATON_DIR] [-version V] [-agent NAME]
+                                            write a new project that imports baton; a baton built
+                                            from a checkout uses that checkout (no flag needed)
   baton template [--diff | -w]              a project's template.yaml and Makefile as this baton derives them
 
 Client of the operator API:
@@ -304,24 +307,11 @@ func (e *env) flags(name string, withJSON bool) *command {
 // positional arguments, checking there are exactly want of them, or at
 // least want when rest is true.
 func (c *command) parse(args []string, want int, rest bool, names string) ([]string, error) {
-	var pos []string
-	for {
-		if err := c.fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-			return nil, &helpRequest{fs: c.fs}
-		} else if err != nil {
-			return nil, usagef("%v", err)
-		}
-		left := c.fs.Args()
-		// Parse stops at the first positional argument, or after "--".
-		if n := len(args) - len(left); n > 0 && args[n-1] == "--" {
-			pos = append(pos, left...)
-			break
-		}
-		if len(left) == 0 {
-			break
-		}
-		pos = append(pos, left[0])
-		args = left[1:]
+	pos, err := ParseFlags(c.fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, &helpRequest{fs: c.fs}
+	} else if err != nil {
+		return nil, usagef("%v", err)
 	}
 	if len(pos) < want || (!rest && len(pos) > want) {
 		return nil, usagef("want %s, got %d argument(s)", names, len(pos))
@@ -332,6 +322,30 @@ func (c *command) parse(args []string, want int, rest bool, names string) ([]str
 		}
 	}
 	return pos, nil
+}
+
+// ParseFlags parses fs's flags wherever they stand among args, before,
+// between or after the positional arguments, and returns the positional
+// arguments in order; everything after "--" is positional. Every baton
+// command parses its command line with it. It returns fs.Parse's error
+// (flag.ErrHelp when help was asked for).
+func ParseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		// Parse stops at the first positional argument, or after "--".
+		if n := len(args) - len(left); n > 0 && args[n-1] == "--" {
+			return append(pos, left...), nil
+		}
+		if len(left) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, left[0])
+		args = left[1:]
+	}
 }
 
 // client returns the API client: --api of the command, then the global

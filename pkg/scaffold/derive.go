@@ -48,7 +48,22 @@ func Makefile() []byte {
 		l = strings.ReplaceAll(l, " bench ", " ")
 		l = strings.Replace(l, "#   make run      the local dev server: emulator, demo agent, API on :8080",
 			"#   make run      the local dev server: emulator, your agent, API on :8080", 1)
+		l = strings.Replace(l, "#   make test     the full test suite (the same command CI runs)",
+			"#   make test     the project's tests (go test ./...)", 1)
+		if ours, ok := projectComment[strings.TrimSpace(l)]; ok {
+			l = ours
+		}
 		out.WriteString(l)
 	}
 	return out.Bytes()
+}
+
+// projectComment rewrites the lines of baton's Makefile that speak of
+// baton's own repository (by the line, trimmed) for a project's: "" drops
+// the line.
+var projectComment = map[string]string{
+	"# baton — build, test, run and deploy.":                                     "# Build, test, run and deploy this baton project.\n",
+	"# FUNCTIONS_DIR holds the mains the bootstraps are built from: the":         "# FUNCTIONS_DIR holds the mains the bootstraps are built from.\n",
+	"# repository's own, or a program's, such as examples/supportdesk/functions": "",
+	"# (make deploy FUNCTIONS_DIR=./examples/supportdesk/functions).":            "",
 }
