@@ -252,10 +252,15 @@ func TestCommandsAgainstTheDevServer(t *testing.T) {
 		t.Fatalf("sessions --json lacks %s idle with usage: %+v", id, all)
 	}
 
-	// An idle session's tail --until-idle ends at once, having shown no turn.
+	// An idle session's tail --until-idle ends at once, having shown no
+	// turn, and says why it had nothing to follow (it printed nothing);
+	// --json prints no notes.
 	r := baton(ctx, env, "tail", id, "--until-idle")
-	if r.code != 0 || r.out != "" {
+	if r.code != 0 || !strings.Contains(r.out, "is idle with nothing waiting") || strings.Contains(r.out, "turn ") {
 		t.Fatalf("tail --until-idle of an idle session: exit %d, out %q, stderr %q", r.code, r.out, r.stderr)
+	}
+	if r := baton(ctx, env, "tail", "--json", id, "--until-idle"); r.code != 0 || r.out != "" {
+		t.Fatalf("tail --json --until-idle of an idle session: exit %d, out %q, stderr %q", r.code, r.out, r.stderr)
 	}
 }
 

@@ -81,6 +81,11 @@ func (f *follower) run(ctx context.Context) error {
 		return err
 	}
 	after := s.LastSeq
+	if f.untilIdle && s.Turn == nil && s.Status == reducer.Idle && s.Inbox == 0 {
+		f.out.note("session %s is idle with nothing waiting (%d turns, the last fact %s): nothing to follow; baton show %s has its state",
+			f.session, s.Turns, lastFact(s), f.session)
+		return nil
+	}
 	if s.Turn != nil {
 		if err := f.turn(ctx, s.Turn.ID); err != nil {
 			return err
@@ -120,6 +125,14 @@ func (f *follower) run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// lastFact names the session's last fact, for a note.
+func lastFact(s operator.Session) string {
+	if s.Last == "" {
+		return "unknown"
+	}
+	return string(s.Last)
 }
 
 // retry calls op until it succeeds, fails for good, or fails maxRetries
