@@ -97,6 +97,18 @@ const agentsJSON = `{"agents": {
     ]},
     "tools": ["get_weather", "send_email"]
   },
+  "boss": {
+    "provider": "scripted",
+    "script": {"steps": [
+      {"text": "Asking the helper.", "toolCalls": [{"name": "helper", "input": {"task": "Say hello."}}]},
+      {"text": "The helper said hello."}
+    ]},
+    "agents": ["helper"]
+  },
+  "helper": {
+    "provider": "scripted",
+    "script": {"steps": [{"text": "Hello."}]}
+  },
   "notes": {
     "provider": "scripted",
     "script": {"steps": [{"text": "Noted, and filed with the rest of the notes for later."}]},
@@ -843,4 +855,59 @@ func TestConsoleShowsSteering(t *testing.T) {
 	b.waitFor("the delivery in the timeline", jsHasText(`#timeline li[data-type="message.received"]`, "(steer)"))
 	b.waitFor("the steering fact in the timeline", jsHasText(`#timeline li[data-type="message.steered"]`, "steered in"))
 	b.shot("12-steering")
+}
+
+// TestConsoleChildPageAndNewSessionBox: a child session's page shows its
+// Parent link apart from its Usage (a long session id used to run over
+// it), and the New session box is not filled with an agent this server
+// does not have (it said "demo" on every server), but with the agent of
+// the newest session listed.
+func TestConsoleChildPageAndNewSessionBox(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := newBrowser(t, ctx)
+	s := newStack(t, ctx, "http://127.0.0.1:1", func(*http.Request) (string, bool) { return "local", true })
+	b.open(s.url + "/console/#/")
+	b.waitFor("the empty list", jsHasText(`#sessions`, "No sessions yet."))
+	if box := eval[string](b, `document.querySelector('#agent').value`); box != "" {
+		t.Fatalf("the New session box of a server with no sessions holds %q, want it empty", box)
+	}
+	id := s.session(ctx, "boss", "Go.")
+	var view operator.Session
+	for view.Turns != 1 || view.Status != reducer.Idle {
+		if ctx.Err() != nil {
+			t.Fatalf("the boss's turn did not end: %+v", view)
+		}
+		time.Sleep(50 * time.Millisecond)
+		s.call(ctx, "GET", "/sessions/"+id, "", &view)
+	}
+	var facts operator.Facts
+	s.call(ctx, "GET", "/sessions/"+id+"/facts", "", &facts)
+	child := ""
+	for _, f := range facts.Facts {
+		if f.Type == reducer.ChildStarted && f.Child != nil {
+			child = f.Child.ID
+		}
+	}
+	if child == "" {
+		t.Fatal("the boss started no child session")
+	}
+	b.open(s.url + "/console/#/s/" + child)
+	b.waitFor("the parent link", `document.querySelector('#parent-link')`)
+	b.waitFor("the usage", `document.querySelector('#usage')`)
+	apart := eval[bool](b, `(() => {
+		const box = e => e.closest('div').getBoundingClientRect();
+		const p = box(document.querySelector('#parent-link')), u = box(document.querySelector('#usage'));
+		const link = document.querySelector('#parent-link').getBoundingClientRect();
+		const inside = link.right <= p.right + 0.5 && link.bottom <= p.bottom + 0.5;
+		const overlap = p.left < u.right && u.left < p.right && p.top < u.bottom && u.top < p.bottom;
+		return inside && !overlap;
+	})()`)
+	b.shot("13-child-page")
+	if !apart {
+		t.Fatal("the Parent link runs over its cell or overlaps Usage")
+	}
+	b.open(s.url + "/console/#/")
+	b.waitFor("the listed sessions", `document.querySelectorAll('#sessions tr[data-id]').length >= 1`)
+	b.waitFor("the box filled with the newest session's agent", `['boss', 'helper'].includes(document.querySelector('#agent').value)`)
 }

@@ -86,7 +86,10 @@ const statusBadge = (status, cause) => badge(status + (cause ? ': ' + cause : ''
 async function listPage(signal) {
   const rows = el('tbody');
   const more = el('button', { hidden: true }, 'More');
-  const agent = el('input', { id: 'agent', placeholder: 'agent', value: 'demo', size: 12 });
+  // The New session box starts empty and takes the agent of the newest
+  // session listed: the console does not know this server's agents.
+  let typed = false;
+  const agent = el('input', { id: 'agent', placeholder: 'agent name', size: 12, oninput: () => { typed = true; } });
   const note = el('span', { class: 'error' });
   const all = []; // the sessions of the pages loaded, as the listing has them
   const fStatus = el('select', { id: 'filter-status', onchange: () => draw() }, el('option', { value: '' }, 'any status'));
@@ -139,6 +142,9 @@ async function listPage(signal) {
     all.push(...page.sessions);
     options(fStatus, all.map(s => s.status));
     options(fAgent, all.map(s => s.agent));
+    if (!agent.value && !typed && all.length) {
+      agent.value = all.reduce((a, b) => (b.created > a.created ? b : a)).agent;
+    }
     draw();
     next = page.next;
     more.hidden = !next;
