@@ -419,12 +419,19 @@ func TestOperatorRoutes(t *testing.T) {
 	if def == "" || jwt == nil {
 		t.Fatalf("HttpApi has no default JWT authorizer: %v", auth)
 	}
-	if ref := at(jwt, "issuer", "Ref"); ref != "JwtIssuer" {
-		t.Errorf("JWT issuer %v, want !Ref JwtIssuer", at(jwt, "issuer"))
+	// The issuer is JwtIssuer, or with none the stack's own user pool; the
+	// audience JwtAudience, or that pool's client.
+	iss := asList(at(jwt, "issuer", "Fn::If"))
+	if len(iss) != 3 || iss[0] != "OwnUserPool" || !strings.Contains(fmt.Sprint(at(iss[1], "Fn::Sub")), "${UserPool}") ||
+		at(iss[2], "Ref") != "JwtIssuer" {
+		t.Errorf("JWT issuer %v, want !If [OwnUserPool, the pool's issuer, !Ref JwtIssuer]", at(jwt, "issuer"))
 	}
 	aud := asList(at(jwt, "audience"))
-	if len(aud) != 1 || at(aud[0], "Ref") != "JwtAudience" {
-		t.Errorf("JWT audience %v, want [!Ref JwtAudience]", aud)
+	if len(aud) != 1 {
+		t.Fatalf("JWT audience %v, want one", aud)
+	}
+	if a := asList(at(aud[0], "Fn::If")); len(a) != 3 || a[0] != "OwnUserPool" || at(a[1], "Ref") != "UserPoolClient" || at(a[2], "Ref") != "JwtAudience" {
+		t.Errorf("JWT audience %v, want [!If [OwnUserPool, !Ref UserPoolClient, !Ref JwtAudience]]", aud)
 	}
 }
 
@@ -517,16 +524,17 @@ func TestFunctionEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"BATON_TABLE":          "!Ref SessionsTable",
-		"BATON_BUCKET":         "!Ref StreamsBucket",
-		"BATON_QUEUE_URL":      "!Ref WakeQueue",
-		"BATON_AGENTS":         "!Ref AgentsConfig",
-		"BATON_WAKE_GRACE":     "2m",
-		"LOG_FORMAT":           "json",
-		"BATON_CHAT_AGENT":     "!Ref ChatAgent",
-		"BATON_CHAT_ORIGINS":   "!Ref ChatOrigins",
-		"BATON_JWT_ISSUER":     "!Ref JwtIssuer",
-		"BATON_JWT_AUDIENCE":   "!Ref JwtAudience",
+		"BATON_TABLE":        "!Ref SessionsTable",
+		"BATON_BUCKET":       "!Ref StreamsBucket",
+		"BATON_QUEUE_URL":    "!Ref WakeQueue",
+		"BATON_AGENTS":       "!Ref AgentsConfig",
+		"BATON_WAKE_GRACE":   "2m",
+		"LOG_FORMAT":         "json",
+		"BATON_CHAT_AGENT":   "!Ref ChatAgent",
+		"BATON_CHAT_ORIGINS": "!Ref ChatOrigins",
+		// The HTTP API's authorizer's own (TestOperatorRoutes).
+		"BATON_JWT_ISSUER":     `!If ["OwnUserPool","!Sub https://cognito-idp.${AWS::Region}.amazonaws.com/${UserPool}","!Ref JwtIssuer"]`,
+		"BATON_JWT_AUDIENCE":   `!If ["OwnUserPool","!Ref UserPoolClient","!Ref JwtAudience"]`,
 		"BATON_JWKS_URL":       "!Ref JwksUrl",
 		"BATON_HOLD":           "14m",
 		"BATON_RETENTION_DAYS": "!Ref RetentionDays",
