@@ -132,13 +132,13 @@ func TestUnknownKeyRefetchLimited(t *testing.T) {
 	accepts(t, v, is.Sign(good), "warm")
 	for i := range 100 {
 		clk.Add(100 * time.Millisecond) // 10 s in all
-		refuses(t, v, is.SignUnknownKid(fmt.Sprintf("random-%d", i), good), "a random kid")
+		refuses(t, v, is.SignOtherKey(fmt.Sprintf("random-%d", i), good), "a random kid")
 	}
 	fetches(t, is, 1, "100 random kids within UnknownKeyRefetch")
 
 	clk.Add(auth.UnknownKeyRefetch - 10*time.Second)
 	for i := range 100 {
-		refuses(t, v, is.SignUnknownKid(fmt.Sprintf("later-%d", i), good), "a random kid")
+		refuses(t, v, is.SignOtherKey(fmt.Sprintf("later-%d", i), good), "a random kid")
 	}
 	fetches(t, is, 2, "100 random kids once UnknownKeyRefetch passed")
 
@@ -166,7 +166,7 @@ func TestBadSignatureNeverFetches(t *testing.T) {
 	clk.Add(auth.UnknownKeyRefetch)
 	for range 100 {
 		refuses(t, v, is.SignWrongKey(good), "a bad signature, known kid")
-		refuses(t, v, is.SignUnknownKid("", good), "a bad signature, no kid")
+		refuses(t, v, is.SignOtherKey("", good), "a bad signature, no kid")
 		clk.Add(2 * time.Second) // 200 s in all: past UnknownKeyRefetch, within DefaultKeyAge
 	}
 	fetches(t, is, 1, "200 bad signatures")
@@ -192,7 +192,7 @@ func TestKeyFetchSingleFlight(t *testing.T) {
 			}
 		})
 		wg.Go(func() {
-			if _, err := v.Verify(t.Context(), is.SignUnknownKid(fmt.Sprintf("k%d", i), good)); err == nil {
+			if _, err := v.Verify(t.Context(), is.SignOtherKey(fmt.Sprintf("k%d", i), good)); err == nil {
 				errs <- fmt.Errorf("an unknown kid was accepted")
 			}
 		})

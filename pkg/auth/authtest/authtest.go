@@ -214,9 +214,10 @@ func (is *Issuer) SignWrongKey(claims map[string]any) string {
 	return sign(jose.RS256, is.other, "rsa-1", claims)
 }
 
-// SignUnknownKid signs claims with a key the JWKS does not hold, under kid
-// (one it does not hold either, or none when kid is "").
-func (is *Issuer) SignUnknownKid(kid string, claims map[string]any) string {
+// SignOtherKey signs claims with a key the JWKS never holds, under kid:
+// one the JWKS holds (a bad signature for a known key), one it does not
+// (an unknown key), or none when kid is "".
+func (is *Issuer) SignOtherKey(kid string, claims map[string]any) string {
 	return sign(jose.RS256, is.other, kid, claims)
 }
 
