@@ -177,8 +177,9 @@ func (ks *keySet) startLocked(ctx context.Context, gap time.Duration) *keyFetch 
 	return f
 }
 
-// wait returns f's keys once it is done: fetched after the caller asked,
-// they are as fresh as keys get.
+// wait returns f's keys once it is done: they arrived after the caller
+// asked, so they are as fresh as keys get (even if the fetch took longer
+// than their age).
 func (f *keyFetch) wait(ctx context.Context) ([]jose.JSONWebKey, error) {
 	select {
 	case <-ctx.Done():
