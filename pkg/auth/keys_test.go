@@ -1,9 +1,13 @@
 package auth_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,4 +240,71 @@ func TestExpiredKeysIssuerDown(t *testing.T) {
 	clk.Add(auth.MinKeyAge)
 	accepts(t, v, tok, "issuer back")
 	fetches(t, is, 4, "issuer back")
+}
+
+// TestDiscoveryRetryLimited: while the issuer's discovery document cannot
+// be had, tokens are refused and discovery is retried at most once per
+// MinKeyAge, however many tokens come.
+func TestDiscoveryRetryLimited(t *testing.T) {
+	var gets atomic.Int64
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		gets.Add(1)
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(down.Close)
+	is, clk := issuer(t), newClock()
+	v := verifier(t, auth.Config{Issuer: down.URL, Audience: is.Audience, Now: clk.Now})
+	tok := is.Sign(with(is.Claims("alice"), "iss", down.URL))
+	for range 100 {
+		refuses(t, v, tok, "discovery down")
+	}
+	if n := gets.Load(); n != 1 {
+		t.Fatalf("100 tokens while discovery is down made %d requests, want 1", n)
+	}
+	clk.Add(auth.MinKeyAge)
+	refuses(t, v, tok, "a second later")
+	if n := gets.Load(); n != 2 {
+		t.Fatalf("a second later: %d requests in all, want 2", n)
+	}
+}
+
+// TestJWKSKeysSkipped: a JWKS key that is symmetric, for encryption, of an
+// algorithm not accepted or of a type not understood is skipped; the
+// others are used.
+func TestJWKSKeysSkipped(t *testing.T) {
+	is, clk := issuer(t), newClock()
+	mixed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Get(is.JWKSURL())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		var set struct{ Keys []map[string]any }
+		if err := json.NewDecoder(resp.Body).Decode(&set); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		enc := maps.Clone(set.Keys[0])
+		enc["kid"], enc["use"] = "enc-1", "enc"
+		hs := maps.Clone(set.Keys[0])
+		hs["kid"], hs["alg"] = "hs-1", "HS256"
+		set.Keys = append([]map[string]any{
+			{"kty": "oct", "kid": "oct-1", "k": "c2VjcmV0"},
+			{"kty": "OKP", "crv": "X448", "kid": "x448-1", "x": "AAAA"},
+			{"kty": "mystery", "kid": "m-1"},
+			enc, hs,
+		}, set.Keys...)
+		_ = json.NewEncoder(w).Encode(set)
+	}))
+	t.Cleanup(mixed.Close)
+	v := verifier(t, auth.Config{Issuer: is.URL, Audience: is.Audience, JWKSURL: mixed.URL, Now: clk.Now})
+	good := is.Claims("alice")
+	accepts(t, v, is.Sign(good), "RS256 beside skipped keys")
+	accepts(t, v, is.SignES256(good), "ES256 beside skipped keys")
+	// The RSA key, published again as an encryption key and as an HS256
+	// key: neither verifies a signature.
+	refuses(t, v, is.SignUnder("enc-1", "rsa-1", good), "a key for encryption")
+	refuses(t, v, is.SignUnder("hs-1", "rsa-1", good), "a key for HS256")
+	accepts(t, v, is.SignUnder("rsa-1", "rsa-1", good), "the same key as published for RS256")
 }

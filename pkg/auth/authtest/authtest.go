@@ -194,13 +194,22 @@ func (is *Issuer) Sign(claims map[string]any) string {
 
 // SignWith signs claims with the RSA key kid, published or revoked (RS256).
 func (is *Issuer) SignWith(kid string, claims map[string]any) string {
+	return is.SignUnder("", kid, claims)
+}
+
+// SignUnder signs claims with the RSA key kid (RS256) under the header
+// kid as ("" is kid itself).
+func (is *Issuer) SignUnder(as, kid string, claims map[string]any) string {
 	is.mu.Lock()
 	k := is.rsaKeys[kid]
 	is.mu.Unlock()
 	if k == nil {
 		panic(fmt.Sprintf("authtest: no key %q", kid)) // a test names a key it made
 	}
-	return sign(jose.RS256, k, kid, claims)
+	if as == "" {
+		as = kid
+	}
+	return sign(jose.RS256, k, as, claims)
 }
 
 // SignES256 signs claims with the issuer's EC key (ES256, kid ec-1).
