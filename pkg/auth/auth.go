@@ -38,10 +38,11 @@ type Config struct {
 	Algorithms []string
 	// HTTPClient fetches discovery and keys; nil means http.DefaultClient.
 	HTTPClient *http.Client
-	// Now is the clock for expiry; nil means time.Now.
+	// Now is the clock for the tokens' expiry and the cached keys' age; nil
+	// means time.Now.
 	Now func() time.Time
-	// Log receives refusals (debug) and key fetch failures (error); nil
-	// discards them.
+	// Log receives refusals and key fetches (debug) and key fetch failures
+	// (error); nil discards them.
 	Log *slog.Logger
 }
 
@@ -49,8 +50,9 @@ type Config struct {
 type Verifier struct {
 	c Config
 
-	mu sync.Mutex
-	v  *oidc.IDTokenVerifier
+	mu     sync.Mutex
+	v      *oidc.IDTokenVerifier
+	failed time.Time // the last failed discovery
 }
 
 // New returns a Verifier for c. It fetches nothing yet.
@@ -79,37 +81,47 @@ func New(c Config) (*Verifier, error) {
 }
 
 // verifier returns the go-oidc verifier, discovering the JWKS on first use;
-// a failed discovery is retried on the next call.
+// a failed discovery is retried on a later call, at most once per
+// MinKeyAge.
 func (v *Verifier) verifier(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.v != nil {
 		return v.v, nil
 	}
-	// The key set outlives the request that first needs it: it refetches
-	// keys on its own context.
-	keyCtx := oidc.ClientContext(context.WithoutCancel(ctx), v.c.HTTPClient)
-	jwks := v.c.JWKSURL
-	if jwks == "" {
-		var meta struct {
-			JWKS string `json:"jwks_uri"`
-		}
-		p, err := oidc.NewProvider(oidc.ClientContext(ctx, v.c.HTTPClient), v.c.Issuer)
-		if err != nil {
-			return nil, fmt.Errorf("auth: discover %s: %w", v.c.Issuer, err)
-		}
-		if err := p.Claims(&meta); err != nil || meta.JWKS == "" {
-			return nil, fmt.Errorf("auth: discover %s: no jwks_uri", v.c.Issuer)
-		}
-		jwks = meta.JWKS
+	if !v.failed.IsZero() && v.c.Now().Sub(v.failed) < MinKeyAge {
+		return nil, fmt.Errorf("auth: discover %s: failed less than %s ago", v.c.Issuer, MinKeyAge)
 	}
-	v.v = oidc.NewVerifier(v.c.Issuer, oidc.NewRemoteKeySet(keyCtx, jwks), &oidc.Config{
+	jwks, err := v.jwksURL(ctx)
+	if err != nil {
+		v.failed = v.c.Now()
+		return nil, err
+	}
+	v.v = oidc.NewVerifier(v.c.Issuer, newKeySet(jwks, v.c), &oidc.Config{
 		// The audience is checked below, with client_id as well.
 		SkipClientIDCheck:    true,
 		SupportedSigningAlgs: v.c.Algorithms,
 		Now:                  v.c.Now,
 	})
 	return v.v, nil
+}
+
+// jwksURL is Config.JWKSURL, or the issuer's discovered jwks_uri.
+func (v *Verifier) jwksURL(ctx context.Context) (string, error) {
+	if v.c.JWKSURL != "" {
+		return v.c.JWKSURL, nil
+	}
+	var meta struct {
+		JWKS string `json:"jwks_uri"`
+	}
+	p, err := oidc.NewProvider(oidc.ClientContext(ctx, v.c.HTTPClient), v.c.Issuer)
+	if err != nil {
+		return "", fmt.Errorf("auth: discover %s: %w", v.c.Issuer, err)
+	}
+	if err := p.Claims(&meta); err != nil || meta.JWKS == "" {
+		return "", fmt.Errorf("auth: discover %s: no jwks_uri", v.c.Issuer)
+	}
+	return meta.JWKS, nil
 }
 
 // claims are the claims checked besides go-oidc's.
