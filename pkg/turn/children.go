@@ -171,7 +171,8 @@ func (k *kids) active() bool { return len(k.spawn)+len(k.waiting) > 0 || k.hando
 
 // admitChild settles pending call c if it is a sub-agent's or a hand-off:
 // a child that ended has its result emitted, a running one waits, a new
-// one is to start (unless a limit refuses it: an error result says which),
+// one is to start (unless a limit or the check of its task, a message's
+// text, refuses it: an error result says which),
 // and a hand-off is taken. It reports whether c was one.
 func (ru *run) admitChild(c *conversation.Call, turn *reducer.Turn) bool {
 	if target, ok := strings.CutPrefix(c.Name, HandoffPrefix); ok &&
@@ -213,6 +214,12 @@ func (ru *run) admitChild(c *conversation.Call, turn *reducer.Turn) bool {
 		Task string `json:"task"`
 	}
 	_ = json.Unmarshal(c.Input, &in) // the schema accepted it
+	if err := reducer.CheckText("task", in.Task); err != nil {
+		// The child's first message is its task: the one message check applies.
+		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID,
+			ErrorText: fmt.Sprintf("cannot start the %s agent: %v", c.Name, err)})
+		return true
+	}
 	ru.kids.spawn = append(ru.kids.spawn, reducer.Child{ID: reducer.ChildID(ru.out.Session, ru.out.Turn, c.ID),
 		ToolCallID: c.ID, Agent: c.Name, Task: in.Task})
 	return true
