@@ -20,7 +20,8 @@ type Agent struct {
 	Name string
 	// Model plays each step. Required.
 	Model Model
-	// System is the system prompt.
+	// System is the system prompt: at most agents.MaxSystem (256 KiB) of
+	// UTF-8.
 	System string
 	// Tools are the agent's own tools, in the order the model sees them.
 	Tools []Tool
@@ -52,8 +53,10 @@ type Agent struct {
 	Steering Steering
 	// Children are the agents it may call as tools, each call a child
 	// session whose final answer is the call's result, and those it may
-	// hand the conversation to (see turn.Children). baton.New checks the
-	// names against all the agents, Go and agent-file alike.
+	// hand the conversation to (see turn.Children). Build checks the
+	// limits (turn.Children.Check: MaxDepth at most 10, MaxChildren at most
+	// 32); baton.New checks the names against all the agents, Go and
+	// agent-file alike.
 	Children Children
 }
 
@@ -153,12 +156,11 @@ func (a Agent) BuildWith(ctx context.Context, d MCPDialer) (*turn.Agent, error) 
 	if a.Model == nil {
 		bad("model", errors.New("missing"))
 	}
-	if a.MaxOutputTokens < 0 {
-		bad("maxOutputTokens", errors.New("negative"))
+	shared := agents.Shared{System: a.System, MaxOutputTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Children: a.Children}
+	if a.Compaction != nil {
+		shared.CompactionPrompt = a.Compaction.Prompt
 	}
-	if a.MaxToolOutput < 0 {
-		bad("maxToolOutput", errors.New("negative"))
-	}
+	agents.CheckShared(shared, bad)
 	if field, err := agents.CheckLimits(a.Limits); err != nil {
 		bad(field, err)
 	}

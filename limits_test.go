@@ -2,24 +2,36 @@ package baton_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/pkg/agents"
+	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/model"
 )
 
-// TestGoAgentAndAgentFileRefuseTheSameLimits builds each bad set of limits
-// twice, as a Go agent and as an agent file: both are refused, naming the
-// same field with the same reason (one agent check).
+// TestGoAgentAndAgentFileRefuseTheSameLimits builds each bad agent twice,
+// as a Go agent and as an agent file: both are refused, naming the same
+// field with the same reason (one agent check). Besides the limits it
+// covers the other bounds both kinds share: the children's maxDepth and
+// maxChildren, the system and compaction prompts, and an MCP server's
+// claim namespaces.
 func TestGoAgentAndAgentFileRefuseTheSameLimits(t *testing.T) {
 	m, err := model.ParseScript([]byte(`{"steps":[{"text":"hi"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	type bad struct {
+		name  string
+		agent baton.Agent // Name and Model are set
+		file  string      // the same in an agent file: members of the agent
+	}
+	var cases []bad
 	for _, c := range []struct {
 		name   string
 		limits baton.Limits
@@ -44,13 +56,44 @@ func TestGoAgentAndAgentFileRefuseTheSameLimits(t *testing.T) {
 			`{"budget":"5s","margin":"10s"}`},
 		{"negative spend", baton.Limits{Spend: baton.Spend{Turn: baton.Caps{Cost: -1}}}, `{"spend":{"turn":{"cost":-1}}}`},
 	} {
+		cases = append(cases, bad{c.name, baton.Agent{Limits: c.limits}, `"limits":` + c.file})
+	}
+	long := strings.Repeat("p", agents.MaxSystem+1)
+	ns := strings.Repeat("n", claims.MaxNamespace+1)
+	server := func(namespace string) baton.MCPServer {
+		return baton.MCPServer{Name: "gh", URL: "https://mcp.example.com/", Allow: []string{"push"},
+			Claims: map[string][]baton.ClaimDecl{"push": {{Namespace: namespace, Field: "branch", Access: claims.Write}}}}
+	}
+	serverJSON := func(namespace string) string {
+		q, err := json.Marshal(namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return `"mcp":[{"name":"gh","url":"https://mcp.example.com/","allow":["push"],"claims":{"push":[{"namespace":` +
+			string(q) + `,"field":"branch","access":"write"}]}}]`
+	}
+	cases = append(cases,
+		bad{"maxDepth of 1e9", baton.Agent{Children: baton.Children{Agents: []string{"a"}, MaxDepth: 1e9}}, `"agents":["a"],"maxDepth":1000000000`},
+		bad{"maxChildren of 1e9", baton.Agent{Children: baton.Children{Agents: []string{"a"}, MaxChildren: 1e9}}, `"agents":["a"],"maxChildren":1000000000`},
+		bad{"maxDepth past the bound", baton.Agent{Children: baton.Children{MaxDepth: 11}}, `"maxDepth":11`},
+		bad{"negative maxChildren", baton.Agent{Children: baton.Children{MaxChildren: -1}}, `"maxChildren":-1`},
+		bad{"system prompt past the bound", baton.Agent{System: long}, `"system":"` + long + `"`},
+		bad{"compaction prompt past the bound", baton.Agent{Compaction: &baton.Compaction{InputTokens: 1000, Prompt: long}},
+			`"compaction":{"inputTokens":1000,"prompt":"` + long + `"}`},
+		bad{"claim namespace past the bound", baton.Agent{MCP: []baton.MCPServer{server(ns)}}, serverJSON(ns)},
+		bad{"claim namespace with NUL", baton.Agent{MCP: []baton.MCPServer{server("orders\x00")}}, serverJSON("orders\x00")},
+		bad{"claim namespace with a newline", baton.Agent{MCP: []baton.MCPServer{server("orders\nrefunds")}}, serverJSON("orders\nrefunds")},
+	)
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, goErr := baton.Agent{Name: "a", Model: m, Limits: c.limits}.Build(context.Background())
+			a := c.agent
+			a.Name, a.Model = "a", m
+			_, goErr := a.Build(context.Background())
 			var ae *baton.AgentError
 			if !errors.As(goErr, &ae) {
 				t.Fatalf("Go agent: %v, want an AgentError", goErr)
 			}
-			cfg := `{"agents":{"a":{"provider":"scripted","script":{"steps":[{"text":"hi"}]},"limits":` + c.file + `}}}`
+			cfg := `{"agents":{"a":{"provider":"scripted","script":{"steps":[{"text":"hi"}]},` + c.file + `}}}`
 			fsys := fstest.MapFS{"agents.json": &fstest.MapFile{Data: []byte(cfg)}}
 			_, fileErr := agents.Load(context.Background(), fsys, "agents.json", agents.Deps{})
 			var ce *agents.ConfigError
@@ -58,7 +101,7 @@ func TestGoAgentAndAgentFileRefuseTheSameLimits(t *testing.T) {
 				t.Fatalf("agent file: %v, want a ConfigError", fileErr)
 			}
 			if ae.Field != ce.Field || ae.Err.Error() != ce.Err.Error() {
-				t.Fatalf("Go agent: %s: %v; agent file: %s: %v; want the same field and reason", ae.Field, ae.Err, ce.Field, ce.Err)
+				t.Fatalf("Go agent: %s: %.300v; agent file: %s: %.300v; want the same field and reason", ae.Field, ae.Err, ce.Field, ce.Err)
 			}
 		})
 	}

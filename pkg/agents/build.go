@@ -107,12 +107,6 @@ type builder struct {
 // agent checks and builds the agent an of config c.
 func (b *builder) agent(ctx context.Context, an string, c Config, bad func(string, error)) *turn.Agent {
 	a := &turn.Agent{Name: an, System: c.System, MaxTokens: c.MaxOutputTokens, MaxToolOutput: c.MaxToolOutput}
-	if c.MaxOutputTokens < 0 {
-		bad("maxOutputTokens", errors.New("negative"))
-	}
-	if c.MaxToolOutput < 0 {
-		bad("maxToolOutput", errors.New("negative"))
-	}
 	lim, field, err := c.Limits.limits()
 	if err != nil {
 		bad(field, err)
@@ -129,6 +123,11 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 	if a.Children, err = children(c); err != nil {
 		bad("children", err)
 	}
+	shared := Shared{System: c.System, MaxOutputTokens: c.MaxOutputTokens, MaxToolOutput: c.MaxToolOutput, Children: a.Children}
+	if c.Compaction != nil {
+		shared.CompactionPrompt = c.Compaction.Prompt
+	}
+	CheckShared(shared, bad)
 	a.Model = b.model(ctx, c, bad)
 	a.Identity = identity(c)
 	if c.Compaction != nil {
@@ -159,6 +158,7 @@ func (b *builder) model(ctx context.Context, c Config, bad func(string, error)) 
 		bad("provider", errors.New("missing"))
 		return nil
 	case "scripted":
+		scriptedOnly(c, bad)
 		m, err := script(b.fsys, b.name, c.Script)
 		if err != nil {
 			bad("script", err)
@@ -190,6 +190,24 @@ func (b *builder) model(ctx context.Context, c Config, bad func(string, error)) 
 		return nil
 	}
 	return m
+}
+
+// scriptedOnly refuses, on a scripted agent, the fields that mean nothing
+// for a script: an API key (apiKeySecret, apiKeyEnv), an endpoint
+// (baseURL), echoReasoning. (Its model names it in traces.) Left in, they would be silently
+// ignored, and a reader would believe the agent used them.
+func scriptedOnly(c Config, bad func(string, error)) {
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{
+		{"apiKeySecret", c.APIKeySecret != ""}, {"apiKeyEnv", c.APIKeyEnv != ""}, {"baseURL", c.BaseURL != ""},
+		{"echoReasoning", c.EchoReasoning},
+	} {
+		if f.set {
+			bad(f.field, errors.New("a scripted agent has no provider to give it to: remove it"))
+		}
+	}
 }
 
 // local resolves c's tools: declared in the file, or named.

@@ -8,7 +8,8 @@ import (
 
 // children is the sub-agents part of an agent's config (turn.Children):
 // whether the file's agents it names exist is checked once all agents are
-// known, with the program's Go agents (turn.AgentMap.Link).
+// known, with the program's Go agents (turn.AgentMap.Link); its limits
+// with the rest of what Go agents share (CheckShared).
 func children(c Config) (turn.Children, error) {
 	k := turn.Children{Agents: c.Agents, Handoffs: c.Handoffs, MaxDepth: c.MaxDepth, MaxChildren: c.MaxChildren}
 	switch c.Children {
@@ -17,9 +18,6 @@ func children(c Config) (turn.Children, error) {
 		k.Each = true
 	default:
 		return k, fmt.Errorf("%q: want all or each", c.Children)
-	}
-	if c.MaxDepth < 0 || c.MaxChildren < 0 {
-		return k, fmt.Errorf("maxDepth %d and maxChildren %d may not be negative", c.MaxDepth, c.MaxChildren)
 	}
 	return k, nil
 }

@@ -35,12 +35,27 @@ func TestChildrenConfig(t *testing.T) {
 	}
 }
 
+// TestBadChildrenConfig: a children mode that is not all or each, and
+// limits that are negative or past their bounds (a maxDepth or maxChildren
+// of 1e9 would let a recursive agent fan out without end), are refused
+// naming the field.
 func TestBadChildrenConfig(t *testing.T) {
-	for _, extra := range []string{`"children":"some"`, `"maxChildren":-1`} {
-		_, err := loadSpend(t, scripted(extra))
+	for _, c := range []struct{ extra, field string }{
+		{`"children":"some"`, "children"},
+		{`"maxChildren":-1`, "maxChildren"},
+		{`"maxDepth":-1`, "maxDepth"},
+		{`"maxDepth":1000000000`, "maxDepth"},
+		{`"maxChildren":1000000000`, "maxChildren"},
+		{`"agents":["a"],"maxDepth":11`, "maxDepth"},
+		{`"agents":["a"],"maxChildren":33`, "maxChildren"},
+	} {
+		_, err := loadSpend(t, scripted(c.extra))
 		var ce *agents.ConfigError
-		if !errors.As(err, &ce) || ce.Field != "children" {
-			t.Errorf("%s: err = %v, want a ConfigError on children", extra, err)
+		if !errors.As(err, &ce) || ce.Field != c.field {
+			t.Errorf("%s: err = %v, want a ConfigError on %s", c.extra, err, c.field)
 		}
+	}
+	if _, err := loadSpend(t, scripted(`"agents":["a"],"maxDepth":10,"maxChildren":32`)); err != nil {
+		t.Errorf("the bounds themselves: %v", err)
 	}
 }

@@ -313,7 +313,9 @@ func (e *ConfigError) Error() string {
 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// Parse decodes a configuration file strictly: unknown fields are errors.
+// Parse decodes a configuration file strictly: unknown fields are errors,
+// and so is a member that appears twice in its object (which encoding/json
+// would let the last of win), named by its path.
 // A decoding error names the agent and, as far as it can be found, the
 // field it is in.
 func Parse(name string, data []byte) (File, error) {
@@ -327,6 +329,9 @@ func Parse(name string, data []byte) (File, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return File{}, &ConfigError{File: name, Err: errors.New("parse: trailing data after the object")}
+	}
+	if path := duplicate(data); path != nil {
+		return File{}, duplicateError(name, path)
 	}
 	if len(top.Agents) == 0 {
 		return File{}, &ConfigError{File: name, Field: "agents", Err: errors.New("no agents")}

@@ -5,7 +5,13 @@
 // reaching MCP servers, naming
 // the file, the agent and the field of every error, and builds the
 // turn.Agents the runner uses. Its approval rules are package tool's Rule,
-// which fails closed on input it cannot read.
+// which fails closed on input it cannot read. Parsing is strict: unknown
+// members and members that appear twice are refused, by path. What Go
+// agents share with the file's (the prompts, the output caps, the
+// children's limits, the limits, steering) is checked by one function for
+// both (CheckShared, CheckLimits, CheckSteering), so that both refuse the
+// same values naming the same field; a scripted agent refuses the fields
+// only a provider uses (apiKeySecret, apiKeyEnv, baseURL, echoReasoning).
 //
 // An agent's API key is read from the environment variable its apiKeyEnv
 // names, or fetched from the secret its apiKeySecret names (or, when it

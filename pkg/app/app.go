@@ -68,8 +68,16 @@ const (
 	EnvStreamBucketType = "BATON_STREAM_BUCKET_TYPE"
 	// EnvRetentionDays is how many days an idle session is kept before the
 	// daily retention sweep deletes it; 0 or unset keeps every session.
+	// At most MaxRetentionDays.
 	EnvRetentionDays = "BATON_RETENTION_DAYS"
 )
+
+// MaxRetentionDays is the longest retention BATON_RETENTION_DAYS may set:
+// 36,500 days, a hundred years, far inside what a time.Duration holds
+// (past 106,751 days it would overflow: negative, turning retention off,
+// or wrapped round to minutes, deleting every session idle that long).
+// template.yaml's RetentionDays has it as its MaxValue.
+const MaxRetentionDays = 36500
 
 // Vars lists every environment variable baton's code reads, besides the
 // AWS SDK's own (AWS_REGION, AWS_ENDPOINT_URL, credentials).
@@ -145,8 +153,8 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 	e.StreamBucketType = t
 	if r := getenv(EnvRetentionDays); r != "" {
 		n, err := strconv.Atoi(r)
-		if err != nil || n < 0 {
-			return Env{}, fmt.Errorf("app: %s=%q: want a whole number of days, 0 or more", EnvRetentionDays, r)
+		if err != nil || n < 0 || n > MaxRetentionDays {
+			return Env{}, fmt.Errorf("app: %s=%q: want a whole number of days from 0 (keep every session) to %d", EnvRetentionDays, r, MaxRetentionDays)
 		}
 		e.Retention = time.Duration(n) * 24 * time.Hour
 	}

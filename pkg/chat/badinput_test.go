@@ -43,7 +43,7 @@ func TestChatBadInput(t *testing.T) {
 		{"unsafe id", "", "", fresh, `{"id":"../x","messages":[{"id":"m","role":"user","parts":[{"type":"text","text":"hi"}]}]}`, 400, "not a chat id"},
 		{"no messages", "", "", fresh, `{"id":"` + fresh + `","messages":[]}`, 400, "messages is required"},
 		{"messages not a list", "", "", fresh, `{"id":"` + fresh + `","messages":{}}`, 400, "messages"},
-		{"blank text", "", "", fresh, userBody(fresh, "m1", "  ", ""), 400, "no text"},
+		{"blank text", "", "", fresh, userBody(fresh, "m1", "  ", ""), 400, "must not be blank"},
 		{"file part", "", "", fresh, `{"id":"` + fresh + `","messages":[{"id":"m","role":"user","parts":[{"type":"file","url":"x"}]}]}`, 400, "only text parts"},
 		{"system last", "", "", fresh, `{"id":"` + fresh + `","messages":[{"id":"m","role":"system","parts":[{"type":"text","text":"x"}]}]}`, 400, "role"},
 		{"regenerate", "", "", fresh, `{"id":"` + fresh + `","trigger":"regenerate-message","messages":[{"id":"m","role":"user","parts":[{"type":"text","text":"x"}]}]}`, 400, "regenerate-message is not supported"},

@@ -24,8 +24,9 @@ const (
 	// DefaultMaxBody is the request body limit when Config.MaxBody is 0.
 	// A chat request carries the client's whole history.
 	DefaultMaxBody = 1 << 20
-	// MaxText is the longest message text accepted, in bytes.
-	MaxText = 100 << 10
+	// MaxText is the longest message text accepted, in bytes: the one
+	// bound of every message's text (reducer.MaxText, reducer.CheckText).
+	MaxText = reducer.MaxText
 	// pollInterval is how often a response looks for new facts and parts.
 	pollInterval = 100 * time.Millisecond
 )

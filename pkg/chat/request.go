@@ -118,11 +118,8 @@ func userMessage(m UIMessage) (*reducer.Message, error) {
 		}
 	}
 	joined := strings.Join(text, "\n")
-	switch {
-	case strings.TrimSpace(joined) == "":
-		return nil, httpjson.Refuse(http.StatusBadRequest, "the last message has no text")
-	case len(joined) > MaxText:
-		return nil, httpjson.Refuse(http.StatusBadRequest, "the last message's text is %d bytes, longer than the %d allowed", len(joined), MaxText)
+	if err := reducer.CheckText("the last message's text", joined); err != nil {
+		return nil, httpjson.Refuse(http.StatusBadRequest, "%v", err)
 	}
 	return &reducer.Message{ID: m.ID, Text: joined}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Access says whether a claim reads or writes its resource.
@@ -18,6 +20,12 @@ const (
 
 // MaxKey bounds a claim key's length in bytes.
 const MaxKey = 1024
+
+// MaxNamespace bounds a claim's namespace, and its instance, in bytes: the
+// two name the claims space's DynamoDB item, whose partition key
+// ("claims#<namespace>#<instance>") must stay under DynamoDB's 2,048 bytes
+// with room to spare.
+const MaxNamespace = 256
 
 // Claim names an outside resource a tool call needs: a key in a namespace
 // (such as "orders" or "git-ref") on one instance of it (a database, a
@@ -60,7 +68,8 @@ func (e *KeyError) Error() string {
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *KeyError) Is(target error) bool { return target == ErrInvalid }
 
-// CheckKey checks that key is canonical: non-empty, at most MaxKey bytes,
+// CheckKey checks that key is canonical: non-empty, at most MaxKey bytes
+// of UTF-8 with no control character (NUL, newline, tab, DEL...),
 // relative, with no empty, "." or ".." segment (so no leading, trailing or
 // doubled "/").
 func CheckKey(key string) error {
@@ -69,6 +78,10 @@ func CheckKey(key string) error {
 		return &KeyError{Key: key, Reason: "empty"}
 	case len(key) > MaxKey:
 		return &KeyError{Key: key[:32] + "…", Reason: fmt.Sprintf("longer than %d bytes", MaxKey)}
+	case !utf8.ValidString(key):
+		return &KeyError{Key: key, Reason: "not valid UTF-8"}
+	case strings.ContainsFunc(key, unicode.IsControl):
+		return &KeyError{Key: key, Reason: "holds a control character"}
 	case strings.HasPrefix(key, "/"):
 		return &KeyError{Key: key, Reason: "absolute (leading /)"}
 	case strings.HasSuffix(key, "/"):
@@ -91,26 +104,53 @@ type ClaimError struct {
 	Reason string
 }
 
-func (e *ClaimError) Error() string { return fmt.Sprintf("claims: claim %s: %s", e.Claim, e.Reason) }
+func (e *ClaimError) Error() string {
+	c := e.Claim.String()
+	if len(c) > 200 {
+		c = c[:200] + "…"
+	}
+	return fmt.Sprintf("claims: claim %q: %s", c, e.Reason)
+}
 
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *ClaimError) Is(target error) bool { return target == ErrInvalid }
 
-// Check checks a claim: a namespace with no "#" (the broker's separator),
-// an instance likewise, read or write access, a weight not below zero, and
+// Check checks a claim: a non-empty namespace and an instance, each at
+// most MaxNamespace bytes of UTF-8 with no "#" (the broker's separator) and
+// no control character, read or write access, a weight not below zero, and
 // a canonical key.
 func (c Claim) Check() error {
+	if c.Namespace == "" {
+		return &ClaimError{Claim: c, Reason: "namespace must be non-empty"}
+	}
+	if reason := checkName(c.Namespace); reason != "" {
+		return &ClaimError{Claim: c, Reason: "namespace " + reason}
+	}
+	if reason := checkName(c.Instance); reason != "" {
+		return &ClaimError{Claim: c, Reason: "instance " + reason}
+	}
 	switch {
-	case c.Namespace == "" || strings.Contains(c.Namespace, "#"):
-		return &ClaimError{Claim: c, Reason: "namespace must be non-empty, without #"}
-	case strings.Contains(c.Instance, "#"):
-		return &ClaimError{Claim: c, Reason: "instance must not contain #"}
 	case c.Access != Read && c.Access != Write:
 		return &ClaimError{Claim: c, Reason: fmt.Sprintf("access %q: want read or write", c.Access)}
 	case c.Weight < 0:
 		return &ClaimError{Claim: c, Reason: "negative weight"}
 	}
 	return CheckKey(c.Key)
+}
+
+// checkName says what is wrong with a namespace or an instance, or "".
+func checkName(s string) string {
+	switch {
+	case len(s) > MaxNamespace:
+		return fmt.Sprintf("is %d bytes, longer than the %d allowed", len(s), MaxNamespace)
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case strings.Contains(s, "#"):
+		return "must not contain #"
+	case strings.ContainsFunc(s, unicode.IsControl):
+		return "holds a control character (NUL, newline...)"
+	}
+	return ""
 }
 
 // CheckAll checks every claim.

@@ -8,7 +8,10 @@
 //
 // Keys are never normalised: CheckKey refuses `a/../b`, `./a`, `a//b`, a
 // trailing `/` and empty segments with a *KeyError, so no two spellings
-// of one resource can be held at once. Two claims conflict (Conflict) when
+// of one resource can be held at once; it refuses control characters (NUL,
+// newline...) and bytes that are not UTF-8 too. A namespace and an instance
+// are at most MaxNamespace bytes, with no `#` and no control character
+// (Claim.Check, which CheckStatic applies as a tool is built). Two claims conflict (Conflict) when
 // they share namespace and instance, one key is a path prefix of the
 // other by whole segments, and one of them writes.
 //

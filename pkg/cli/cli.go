@@ -525,14 +525,14 @@ func (e *env) send(ctx context.Context, args []string) error {
 	}
 	text := strings.Join(pos[1:], " ")
 	if text == "-" {
-		b, err := io.ReadAll(io.LimitReader(e.stdin, operator.MaxText+1))
+		b, err := io.ReadAll(io.LimitReader(e.stdin, reducer.MaxText+1))
 		if err != nil {
 			return fmt.Errorf("read stdin: %w", err)
 		}
 		text = string(b)
 	}
-	if strings.TrimSpace(text) == "" {
-		return usagef("TEXT is blank")
+	if err := reducer.CheckText("TEXT", text); err != nil {
+		return usagef("%v", err)
 	}
 	var out operator.MessageAccepted
 	if err := e.call(ctx, c, http.MethodPost, "/sessions/"+seg(pos[0])+"/messages", map[string]string{"text": text}, &out); err != nil {

@@ -180,6 +180,14 @@ func (e *env) schedule(ctx context.Context, args []string) error {
 	case !clear && (strings.TrimSpace(in.Cron) == "" || strings.TrimSpace(in.Text) == ""):
 		return usagef("want --cron and --text, or --clear")
 	}
+	if !clear {
+		if err := reducer.CheckCron(in.Cron); err != nil {
+			return usagef("--cron: %v", err)
+		}
+		if err := reducer.CheckText("--text", in.Text); err != nil {
+			return usagef("%v", err)
+		}
+	}
 	path := "/sessions/" + seg(pos[0]) + "/schedule"
 	if clear {
 		if err := e.call(ctx, c, http.MethodDelete, path, nil, nil); err != nil {

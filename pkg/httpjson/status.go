@@ -23,7 +23,8 @@ type Words struct {
 }
 
 // Status is the one table from an error to its HTTP status and message,
-// used by the operator API and the chat: a refusal as it says, known
+// used by the operator API and the chat: a refusal as it says, a message
+// text reducer.CheckText refused with a 400 saying why, known
 // session errors with 404, 409 or 503 (a session too busy to write to in
 // time, a failing store, a store that did not answer within the request
 // budget), anything else a generic 500. reqErr is the request context's
@@ -31,6 +32,9 @@ type Words struct {
 func Status(err, reqErr error, w Words) (int, string) {
 	if ae, ok := errors.AsType[*Refusal](err); ok {
 		return ae.Status, ae.Msg
+	}
+	if te, ok := errors.AsType[*reducer.TextError](err); ok {
+		return http.StatusBadRequest, te.Error()
 	}
 	if te, ok := errors.AsType[*reducer.TransitionError](err); ok && te.Kind == nil {
 		return http.StatusConflict, "not allowed now: " + te.Reason

@@ -27,8 +27,10 @@ const (
 	// within Lambda's 6 MB synchronous payload, base64 included (API
 	// Gateway's HTTP API allows 10 MB).
 	DefaultMaxBody = 1 << 20
-	// MaxText is the longest message text accepted, in bytes of UTF-8.
-	MaxText = 100 << 10
+	// MaxText is the longest message text accepted, in bytes of UTF-8:
+	// reducer.MaxText, which every message's check (reducer.CheckText)
+	// applies, a schedule's text included.
+	MaxText = reducer.MaxText
 	// MaxReason is the longest reason accepted with an answer or a cancel.
 	MaxReason = 4 << 10
 	// MaxListLimit is the largest page GET /sessions serves.
@@ -346,11 +348,8 @@ func (a *api) message(w http.ResponseWriter, r *http.Request, caller string) err
 	if err := decode(w, r, a.maxBody, &in, false); err != nil {
 		return err
 	}
-	switch {
-	case strings.TrimSpace(in.Text) == "":
-		return httpjson.Refuse(http.StatusBadRequest, "text is required and must not be blank")
-	case len(in.Text) > MaxText:
-		return httpjson.Refuse(http.StatusBadRequest, "text is %d bytes, longer than the %d allowed", len(in.Text), MaxText)
+	if err := reducer.CheckText("text", in.Text); err != nil {
+		return httpjson.Refuse(http.StatusBadRequest, "%v", err)
 	}
 	accepted := func(msg string) (reply, error) {
 		return newReply(http.StatusAccepted, "", MessageAccepted{MessageID: msg})

@@ -1,7 +1,9 @@
 package reducer
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -17,7 +19,61 @@ type Schedule struct {
 	From time.Time `json:"from,omitzero"`
 }
 
-// ParseCron checks a standard five-field cron expression.
+// MaxCron is the longest cron expression CheckCron accepts, in bytes.
+const MaxCron = 512
+
+// ErrBadCron: a cron expression CheckCron refuses.
+var ErrBadCron = errors.New("bad cron expression")
+
+// CheckCron is the check of a new schedule's cron: exactly five fields
+// (minute, hour, day of month, month, day of week), read in UTC. It
+// refuses what the cron library would also take: descriptors (@every 1s,
+// @daily), a CRON_TZ= or TZ= time zone prefix, and a sixth field of
+// seconds, each with an error (wrapping ErrBadCron) that names the
+// problem.
+func CheckCron(expr string) error {
+	bad := func(format string, args ...any) error {
+		return cronError(fmt.Sprintf("cron %q ", clip(expr)) + fmt.Sprintf(format, args...))
+	}
+	fields := strings.Fields(expr)
+	switch {
+	case len(expr) > MaxCron:
+		return bad("is %d bytes, longer than the %d allowed", len(expr), MaxCron)
+	case len(fields) == 0:
+		return bad("is empty: want five fields (minute hour day-of-month month day-of-week), in UTC")
+	case strings.HasPrefix(fields[0], "@"):
+		return bad("is a descriptor, which schedules do not take: want five fields (minute hour day-of-month month day-of-week), in UTC")
+	case strings.HasPrefix(fields[0], "CRON_TZ=") || strings.HasPrefix(fields[0], "TZ="):
+		return bad("names a time zone, which schedules do not take: the five fields are read in UTC")
+	case len(fields) == 6:
+		return bad("has six fields: seconds are not taken; want five (minute hour day-of-month month day-of-week), in UTC")
+	case len(fields) != 5:
+		return bad("has %d fields: want five (minute hour day-of-month month day-of-week), in UTC", len(fields))
+	}
+	if _, err := ParseCron(expr); err != nil {
+		return cronError(err.Error())
+	}
+	return nil
+}
+
+// cronError is CheckCron's refusal: its message as is, matching ErrBadCron.
+type cronError string
+
+func (e cronError) Error() string        { return string(e) }
+func (e cronError) Is(target error) bool { return target == ErrBadCron }
+
+// clip shortens a long expression for an error message.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return s[:64] + "…"
+}
+
+// ParseCron parses a cron expression as the cron library's standard
+// parser does. It reads schedules already recorded, which facts written
+// before CheckCron may hold with a descriptor or a time zone; a new
+// schedule is checked with CheckCron.
 func ParseCron(expr string) (cron.Schedule, error) {
 	s, err := cron.ParseStandard(expr)
 	if err != nil {

@@ -18,13 +18,17 @@ import (
 
 // Converse records msg from owner in session id, creating the session for
 // owner with agent, in the same write, when there is none; then it wakes
-// the session. The message is delivered as the agent's steering policy
+// the session. A text reducer.CheckText refuses fails with a
+// *reducer.TextError, writing nothing. The message is delivered as the agent's steering policy
 // says (see Store.Steering); reject fails with ErrRejected. check sees the loaded state (the zero State for a new
 // session) before anything is written, and its error is returned as is.
 // A message whose id is already in the inbox or the open turn is not
 // appended again: Converse returns the state with dup true. The state
 // returned is the one after the write.
 func (s *Store) Converse(ctx context.Context, id, owner, agent string, msg reducer.Message, check func(reducer.State) error) (st reducer.State, dup bool, err error) {
+	if err := reducer.CheckText("text", msg.Text); err != nil {
+		return reducer.State{}, false, fmt.Errorf("session: converse in %s: %w", id, err)
+	}
 	actor := reducer.Actor{Kind: reducer.ActorOperator, ID: owner}
 	var ended *streams.Sink
 	err = retry(ctx, func() error {

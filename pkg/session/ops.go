@@ -32,11 +32,16 @@ func (s *Store) Create(ctx context.Context, id, owner, agent string) (reducer.St
 }
 
 // Post records a user message and wakes the session. It returns the
-// message id. While a turn is open the agent's steering policy decides the
+// message id. A text reducer.CheckText refuses (blank, over
+// reducer.MaxText, not UTF-8) fails with a *reducer.TextError, writing
+// nothing. While a turn is open the agent's steering policy decides the
 // message's delivery (see deliver): an agent that rejects fails with
 // ErrRejected and nothing is written. Posts to one session from this store take turns; a post that
 // cannot commit within RetryBudget (or ctx's deadline) fails with ErrBusy.
 func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text string) (string, error) {
+	if err := reducer.CheckText("text", text); err != nil {
+		return "", fmt.Errorf("session: post to %s: %w", id, err)
+	}
 	msg := reducer.Message{ID: ids.New("msg"), Text: text}
 	// The budget covers the wait for this process's earlier posts too.
 	bctx, cancel := context.WithTimeout(ctx, RetryBudget)
@@ -264,14 +269,17 @@ func (s *Store) SetTimer(ctx context.Context, id string, actor reducer.Actor, at
 }
 
 // SetSchedule gives the session a schedule, replacing any: at each
-// occurrence of cronExpr (five fields, UTC) the tick posts text. A cron that
-// does not parse or an empty text fails with ErrBadSchedule, writing nothing.
+// occurrence of cronExpr (five fields, UTC) the tick posts text. A cron
+// reducer.CheckCron refuses (a descriptor such as @every, a time zone
+// prefix, six fields, one that does not parse) or a text reducer.CheckText
+// refuses (blank, over reducer.MaxText) fails with ErrBadSchedule, wrapping
+// the check's error, and writes nothing.
 func (s *Store) SetSchedule(ctx context.Context, id string, actor reducer.Actor, cronExpr, text string) error {
-	if _, err := reducer.ParseCron(cronExpr); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadSchedule, err)
+	if err := reducer.CheckCron(cronExpr); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSchedule, err)
 	}
-	if text == "" {
-		return fmt.Errorf("%w: the text is empty", ErrBadSchedule)
+	if err := reducer.CheckText("text", text); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSchedule, err)
 	}
 	_, err := s.transition(ctx, id, func(reducer.State) (reducer.Fact, error) {
 		return reducer.Fact{Type: reducer.ScheduleSet, Actor: actor, Schedule: &reducer.Schedule{Cron: cronExpr, Text: text}}, nil

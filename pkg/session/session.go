@@ -35,7 +35,8 @@ var (
 	// ErrCapNotLifted: a raise that leaves the spend cap the turn reached
 	// at or under its usage, so the turn could not go on.
 	ErrCapNotLifted = errors.New("session: the raise does not lift the cap the turn reached")
-	// ErrBadSchedule: a schedule whose cron does not parse or whose text is empty.
+	// ErrBadSchedule: a schedule whose cron reducer.CheckCron refuses or
+	// whose text reducer.CheckText refuses.
 	ErrBadSchedule = errors.New("session: bad schedule")
 	// ErrNoTurn: the session has no open turn.
 	ErrNoTurn = errors.New("session: no open turn")

@@ -35,10 +35,17 @@ import (
 // agent: handoff_to_<agent>.
 const HandoffPrefix = "handoff_to_"
 
-// Defaults of Children's limits.
+// Defaults of Children's limits, and the most they may be set to. Every
+// level of a family checks the depth a new child would be at against the
+// spawning agent's own maxDepth, so an agent that lists itself as a child
+// (directly or through a cycle) nests no deeper than the largest maxDepth on
+// the way: a session's family is at most maxChildren + maxChildren² + … +
+// maxChildren^maxDepth sessions, under the largest limits of its agents.
 const (
 	DefaultMaxDepth    = 3
 	DefaultMaxChildren = 8
+	MaxDepthBound      = 10
+	MaxChildrenBound   = 32
 )
 
 // Children are an agent's sub-agents and hand-offs.
@@ -54,9 +61,29 @@ type Children struct {
 	Each bool
 	// MaxDepth bounds how deep this agent's children may be nested: a
 	// top-level session's children are at depth 1. MaxChildren bounds the
-	// children one turn may start. Zero takes the defaults.
+	// children one turn may start. Zero takes the defaults; Check refuses
+	// a negative value and one past MaxDepthBound or MaxChildrenBound.
 	MaxDepth    int
 	MaxChildren int
+}
+
+// Check is the one check of Children's limits, for Go agents and agent
+// files alike: maxDepth from 0 (the default) to MaxDepthBound, maxChildren
+// from 0 to MaxChildrenBound. It returns the field at fault, named as in an
+// agent file ("maxDepth", "maxChildren"), and why.
+func (c Children) Check() (string, error) {
+	for _, f := range []struct {
+		field    string
+		v, bound int
+	}{{"maxDepth", c.MaxDepth, MaxDepthBound}, {"maxChildren", c.MaxChildren, MaxChildrenBound}} {
+		switch {
+		case f.v < 0:
+			return f.field, fmt.Errorf("%d is negative", f.v)
+		case f.v > f.bound:
+			return f.field, fmt.Errorf("%d is more than the %d allowed", f.v, f.bound)
+		}
+	}
+	return "", nil
 }
 
 func (c Children) maxDepth() int {
@@ -82,7 +109,7 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // their tools to the agents that name them: one check for Go agents and
 // agent-file agents alike. An agent named but missing, a name no provider
 // takes as a tool's, a hand-off to itself or to an agent with remote tools,
-// a negative limit, or a tool name already taken is an error naming the
+// a limit Children.Check refuses, or a tool name already taken is an error naming the
 // agent. Linking twice changes nothing.
 func (m AgentMap) Link() error {
 	var errs []error
@@ -99,8 +126,8 @@ func (m AgentMap) link(a *Agent) error {
 	if c.none() || a.linked {
 		return nil
 	}
-	if c.MaxDepth < 0 || c.MaxChildren < 0 {
-		return fmt.Errorf("children: maxDepth %d and maxChildren %d may not be negative", c.MaxDepth, c.MaxChildren)
+	if field, err := c.Check(); err != nil {
+		return fmt.Errorf("children: %s: %w", field, err)
 	}
 	var add []tool.Tool
 	for _, n := range c.Agents {
@@ -171,7 +198,8 @@ func (k *kids) active() bool { return len(k.spawn)+len(k.waiting) > 0 || k.hando
 
 // admitChild settles pending call c if it is a sub-agent's or a hand-off:
 // a child that ended has its result emitted, a running one waits, a new
-// one is to start (unless a limit refuses it: an error result says which),
+// one is to start (unless a limit or the check of its task, a message's
+// text, refuses it: an error result says which),
 // and a hand-off is taken. It reports whether c was one.
 func (ru *run) admitChild(c *conversation.Call, turn *reducer.Turn) bool {
 	if target, ok := strings.CutPrefix(c.Name, HandoffPrefix); ok &&
@@ -213,6 +241,12 @@ func (ru *run) admitChild(c *conversation.Call, turn *reducer.Turn) bool {
 		Task string `json:"task"`
 	}
 	_ = json.Unmarshal(c.Input, &in) // the schema accepted it
+	if err := reducer.CheckText("task", in.Task); err != nil {
+		// The child's first message is its task: the one message check applies.
+		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID,
+			ErrorText: fmt.Sprintf("cannot start the %s agent: %v", c.Name, err)})
+		return true
+	}
 	ru.kids.spawn = append(ru.kids.spawn, reducer.Child{ID: reducer.ChildID(ru.out.Session, ru.out.Turn, c.ID),
 		ToolCallID: c.ID, Agent: c.Name, Task: in.Task})
 	return true

@@ -1,0 +1,60 @@
+package agents
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/baton-run/baton/pkg/turn"
+)
+
+// MaxSystem is the longest system prompt (and compaction prompt) an agent
+// may have, in bytes of UTF-8: 256 KiB, some 64k tokens sent with every
+// model step. A longer reference belongs in a tool the model calls.
+const MaxSystem = 256 << 10
+
+// Shared is what Go agents and an agent file's agents both set and one
+// check covers (CheckShared), so that both refuse the same values naming
+// the same field.
+type Shared struct {
+	System string
+	// CompactionPrompt is the compaction policy's prompt, if any.
+	CompactionPrompt string
+	MaxOutputTokens  int
+	MaxToolOutput    int
+	Children         turn.Children
+}
+
+// CheckShared checks s, calling bad with the field at fault (named as in
+// an agent file: "system", "maxOutputTokens", "maxDepth") and why, for
+// each problem. Limits and steering have their own checks (CheckLimits,
+// CheckSteering), which both kinds of agent call too.
+func CheckShared(s Shared, bad func(field string, err error)) {
+	if err := CheckPrompt(s.System); err != nil {
+		bad("system", err)
+	}
+	if err := CheckPrompt(s.CompactionPrompt); err != nil {
+		bad("compaction.prompt", err)
+	}
+	if s.MaxOutputTokens < 0 {
+		bad("maxOutputTokens", errors.New("negative"))
+	}
+	if s.MaxToolOutput < 0 {
+		bad("maxToolOutput", errors.New("negative"))
+	}
+	if field, err := s.Children.Check(); err != nil {
+		bad(field, err)
+	}
+}
+
+// CheckPrompt checks a system or compaction prompt: valid UTF-8, at most
+// MaxSystem bytes.
+func CheckPrompt(p string) error {
+	switch {
+	case len(p) > MaxSystem:
+		return fmt.Errorf("%d bytes, longer than the %d allowed", len(p), MaxSystem)
+	case !utf8.ValidString(p):
+		return errors.New("not valid UTF-8")
+	}
+	return nil
+}
