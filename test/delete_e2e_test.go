@@ -123,7 +123,7 @@ func (fm *fakeModel) since(agent string, t time.Time) int {
 // boss (which hands the looking up to a looker child) on fm and ts.
 func writeCancelDeleteAgents(t *testing.T, fm *fakeModel, ts *toolServer) string {
 	t.Helper()
-	lim := agents.Limits{Budget: "2s", Margin: "200ms", LeaseGrace: "100ms", MaxStepsPerInvocation: 200, MaxStepsPerTurn: 2000}
+	lim := agents.Limits{Budget: "4s", Margin: "200ms", LeaseGrace: "100ms", MaxStepsPerInvocation: 200, MaxStepsPerTurn: 2000}
 	schema := json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string"}},"required":["ref"]}`)
 	model := func(system string) agents.Config {
 		return agents.Config{Provider: "openai", Model: "fake", BaseURL: fm.srv.URL, APIKeyEnv: fakeKeyEnv, System: system, Limits: lim}
@@ -213,18 +213,19 @@ func waitToolCalls(t *testing.T, ts *toolServer, id string, n int) {
 }
 
 // TestCancelDeleteStopsTheRunningTurn: a turn whose every step calls a
-// read tool runs; an operator cancels it and deletes the session, with 0,
-// 50 ms or 1 s between the two, or with the cancel's wake held until
-// after the delete. From the cancel's answer on, the invocation that ran
+// read tool runs; while the model answers a step, an operator cancels it
+// and deletes the session, with 0, 50 ms or 1 s between the two, or with
+// the cancel's wake held until after the delete. From the cancel's answer on, the invocation that ran
 // the turn calls neither the model nor the tool again, and once its lease
 // has passed the tick finishes the delete: nothing of the session is left
 // in the table or the bucket but its purged tombstone. The same for a
 // parent whose child session runs such a turn, cancelled and deleted
 // together.
 func TestCancelDeleteStopsTheRunningTurn(t *testing.T) {
-	fm := newFakeModel(t, 150*time.Millisecond)
+	// A model call takes a second; the cancel lands in one.
+	fm := newFakeModel(t, time.Second)
 	ts := newToolServer(t)
-	ts.begin(50*time.Millisecond, "", 0)
+	ts.begin(20*time.Millisecond, "", 0)
 	s := newStack(t, stackConfig{agents: writeCancelDeleteAgents(t, fm, ts), timeout: 5 * time.Minute,
 		env: map[string]string{fakeKeyEnv: "fake-key"}})
 	type variant struct {
@@ -249,7 +250,8 @@ func TestCancelDeleteStopsTheRunningTurn(t *testing.T) {
 				})
 				looker = ofType(facts, reducer.ChildStarted)[0].Child.ID
 			}
-			waitToolCalls(t, ts, looker, 3)
+			waitToolCalls(t, ts, looker, 2)
+			time.Sleep(300 * time.Millisecond) // into the next model call
 			var held <-chan sqstypes.Message
 			if v.holdWake {
 				held = s.pump.intercept(func(w wake.Wake) bool { return w.Session == id && w.Reason == wake.Cancelled })
