@@ -53,7 +53,7 @@ func TestDeleteOfAnUnreportedChildReportsFirst(t *testing.T) {
 		}
 	}
 	if ended != 1 {
-		t.Fatalf("the parent recorded the deleted child's end %d times, want once: %v", ended, e.facts(p.ID))
+		t.Fatalf("the parent recorded the deleted child's end %d times, want once", ended)
 	}
 	if n := e.state(p.ID).Next(e.store.Clock(), 0); n.Action != reducer.Resume {
 		t.Fatalf("the parent after the child's delete: %+v, want it due to resume", n)
@@ -64,5 +64,38 @@ func TestDeleteOfAnUnreportedChildReportsFirst(t *testing.T) {
 	}
 	if !woken {
 		t.Fatal("the parent was not woken by the child's report")
+	}
+}
+
+// TestDeleteOfAChildThatNeverRanTellsItsParent: a child session created
+// but not yet started (its task waits in its inbox) is deleted: the parent
+// records the child as ended, cancelled by the delete, and is woken,
+// instead of waiting for a child that will never run.
+func TestDeleteOfAChildThatNeverRanTellsItsParent(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := ids.New("alice")
+	p := e.create(alice)
+	pt, _ := e.startTurn(p.ID)
+	agent := reducer.Actor{Kind: reducer.ActorAgent, ID: pt}
+	c := reducer.Child{ID: reducer.ChildID(p.ID, pt, "call-1"), ToolCallID: "call-1", Agent: "demo", Task: "look"}
+	e.append(p.ID, reducer.Fact{Type: reducer.ChildStarted, Actor: agent, Turn: pt, Child: &c},
+		reducer.Fact{Type: reducer.TurnSuspended, Actor: agent, Turn: pt, Cause: reducer.CauseChildren})
+	if _, err := e.store.CreateChild(t.Context(), alice, reducer.Parent{Session: p.ID, Turn: pt, ToolCallID: "call-1", Depth: 1}, c); err != nil {
+		t.Fatal(err)
+	}
+	e.wakes()
+	e.must(http.StatusNoContent, req{method: "DELETE", path: "/sessions/" + c.ID, user: alice})
+	e.must(http.StatusNotFound, req{method: "GET", path: "/sessions/" + c.ID, user: alice})
+	var ended []reducer.Fact
+	for _, f := range e.facts(p.ID) {
+		if f.Type == reducer.ChildEnded && f.Child.ID == c.ID {
+			ended = append(ended, f)
+		}
+	}
+	if len(ended) != 1 || ended[0].Child.Status != reducer.TurnCancelled || !strings.Contains(ended[0].Child.Error, "deleted") {
+		t.Fatalf("the parent's record of the deleted child: %+v, want one end, cancelled by the delete", ended)
+	}
+	if n := e.state(p.ID).Next(e.store.Clock(), 0); n.Action != reducer.Resume {
+		t.Fatalf("the parent after the child's delete: %+v, want it due to resume", n)
 	}
 }

@@ -64,24 +64,62 @@ func (s *Store) Delete(ctx context.Context, id, owner, by string) error {
 	return s.bury(ctx, h, by)
 }
 
-// reportFirst delivers the end of child session h's last turn to its
-// parent before the child is deleted, if it waits to report it
-// (reducer.ReasonReport, after a crash between its end and its report):
-// deleted first, the child would leave its parent waiting for it forever.
-// It returns the child's head after the report; a report that fails fails
-// the delete, which deleted nothing.
+// reportFirst tells the parent of child session h, before the child is
+// deleted, what became of the child, if the parent's turn may still wait
+// for it: deleted first, the child would leave its parent suspended for
+// it with nothing to wake it. A child whose turn ended but has not
+// reported it (reducer.ReasonReport, after a crash between its end and
+// its report) reports it (Report); one that never ran a turn (idle with
+// its task waiting) is recorded as ended, cancelled by its delete
+// (abandonChild). It returns the child's head after that; a report that
+// fails fails the delete, which deleted nothing.
 func (s *Store) reportFirst(ctx context.Context, h dynamo.Head) (dynamo.Head, error) {
-	if h.Why != reducer.ReasonReport {
+	switch h.Why {
+	case reducer.ReasonReport:
+		if err := s.root().Report(ctx, h.Session); err != nil {
+			return h, fmt.Errorf("session: delete %s: report its end to its parent first: %w", h.Session, err)
+		}
+	case reducer.ReasonInbox:
+		sess, err := s.Load(ctx, h.Session)
+		if err != nil {
+			return h, fmt.Errorf("session: delete %s: %w", h.Session, err)
+		}
+		if st := sess.State; st.Parent == nil || st.Turns > 0 {
+			return h, nil
+		}
+		if err := s.abandonChild(ctx, h.Session, sess.State); err != nil {
+			return h, err
+		}
+		return h, nil // the child's own facts are unchanged
+	default:
 		return h, nil
-	}
-	if err := s.root().Report(ctx, h.Session); err != nil {
-		return h, fmt.Errorf("session: delete %s: report its end to its parent first: %w", h.Session, err)
 	}
 	h, err := s.facts.Head(ctx, h.Session)
 	if err != nil {
 		return h, fmt.Errorf("session: delete %s: %w", h.Session, err)
 	}
 	return h, nil
+}
+
+// abandonChild records in the parent of child session id (in state st),
+// which never ran a turn, that the child ended, cancelled by its delete,
+// and wakes the parent. A parent whose turn no longer waits for it, or
+// that is gone, needs nothing.
+func (s *Store) abandonChild(ctx context.Context, id string, st reducer.State) error {
+	p := st.Parent
+	c := reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent, Status: reducer.TurnCancelled,
+		Error: "the child session was deleted before it ran"}
+	pst, err := s.root().transition(ctx, p.Session, func(reducer.State) (reducer.Fact, error) {
+		return reducer.Fact{Type: reducer.ChildEnded, Actor: reducer.Actor{Kind: reducer.ActorSystem, ID: "delete"}, Turn: p.Turn, Child: &c}, nil
+	})
+	switch {
+	case errors.Is(err, ErrNotPending), errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("session: delete %s: tell its parent %s first: %w", id, p.Session, err)
+	}
+	s.wake(ctx, p.Session, WakeChildEnded, pst.LastSeq, 0)
+	return nil
 }
 
 // bury buries the session of head h, once none of its family has an open
