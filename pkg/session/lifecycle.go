@@ -29,7 +29,9 @@ var ErrTurnOpen = dynamo.ErrTurnOpen
 // tombstone purged: the facts that name the children outlive them. A
 // delete cut short after the burial is finished by calling Delete again
 // (owner's delete of a buried session resumes the purge, children first)
-// or by Sweep. It refuses a session with an open turn, or with a child
+// or by Sweep; one that waits for a cancelled invocation's lease (see purge)
+// is finished by the tick (FinishDelete). A child session is reported to
+// its parent first (reportFirst). It refuses a session with an open turn, or with a child
 // (or deeper descendant) that has one, with ErrTurnOpen, deleting nothing;
 // children its ended turns left running are cancelled first (Cascade). It
 // answers ErrNotFound for a session that is not owner's.
