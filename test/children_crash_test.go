@@ -12,6 +12,15 @@ package test
 // child's write run under one idempotency key only (no double effect: a
 // child started twice would write under a second key).
 //
+// Some trials also delete the family at a random point (cancel the parent,
+// then DELETE it through the API; one in five trials) or run the
+// retention sweep at one (session.Store.Sweep with a retention of 1 ns,
+// which deletes every idle session; one in five). A deleted family must
+// leave nothing in the table or the bucket but its tombstones once the
+// leases have passed and the tick ran, and get no tool call after its
+// delete; a family that survives a sweep must complete as above, with its
+// children's ends delivered once, deleted children or not.
+//
 //	go test ./test/ -run ChildKill -v                                  # 6 trials
 //	BATON_CHILD_TRIALS=100 go test ./test/ -run ChildKill -v -timeout 30m
 //	BATON_CHILD_SEED=<seed> ...                                        # replay the choices
@@ -20,6 +29,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,6 +41,7 @@ import (
 
 	"github.com/baton-run/baton/pkg/agents"
 	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -80,6 +91,90 @@ type childTrial struct {
 	phase    string
 	problems []string
 	took     time.Duration
+
+	// action is what the trial did besides kills: "", "delete" or
+	// "retention"; acted is when it returned.
+	action string
+	acted  time.Time
+	// deleted: the parent was gone at the end; orphans are what of the
+	// deleted family was left once the leases passed and the tick ran;
+	// late counts the family's tool calls after the delete returned.
+	deleted                 bool
+	orphans, late, overlaps int
+}
+
+// childTally sums the trials' outcomes.
+type childTally struct {
+	deleted, byAPI, bySweep, survived                 int
+	completed, lost, doubled, overlaps, orphans, late int
+}
+
+func (c *childTally) add(tr *childTrial) {
+	switch {
+	case tr.deleted:
+		c.deleted++
+		if tr.action == "delete" {
+			c.byAPI++
+		} else {
+			c.bySweep++
+		}
+	case tr.action == "retention":
+		c.survived++
+	}
+	lost, doubled := false, false
+	for _, p := range tr.problems {
+		lost = lost || strings.Contains(p, "did not settle") || strings.Contains(p, "delivered 0 times") ||
+			strings.Contains(p, "child results") || strings.Contains(p, "0 parent turn.completed")
+		doubled = doubled || strings.Contains(p, "idempotency keys") || strings.Contains(p, "times, want once") ||
+			strings.Contains(p, "created 2") || strings.Contains(p, "started 2")
+	}
+	if len(tr.problems) == 0 {
+		c.completed++
+	}
+	if lost {
+		c.lost++
+	}
+	if doubled {
+		c.doubled++
+	}
+	c.overlaps += tr.overlaps
+	c.orphans += tr.orphans
+	c.late += tr.late
+}
+
+// keyOverlaps counts the pairs of calls under one idempotency key that
+// were at the tool server at the same time.
+func keyOverlaps(calls []toolCall) int {
+	n := 0
+	end := func(c toolCall) time.Time {
+		switch {
+		case !c.Answered.IsZero():
+			return c.Answered
+		case !c.Gone.IsZero():
+			return c.Gone
+		}
+		return time.Now()
+	}
+	for i, a := range calls {
+		for _, b := range calls[i+1:] {
+			if a.EnvKey == b.EnvKey && a.At.Before(end(b)) && b.At.Before(end(a)) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// trialAction is what trial n does besides kills: a delete for one in
+// five, a retention sweep for another one in five.
+func trialAction(n int) string {
+	switch n % 5 {
+	case 1:
+		return "delete"
+	case 3:
+		return "retention"
+	}
+	return ""
 }
 
 func (tr *childTrial) problem(format string, args ...any) {
@@ -120,17 +215,21 @@ func TestChildKillTrials(t *testing.T) {
 	span := control.took
 	t.Logf("control: %v from message to the parent's completion", span.Round(time.Millisecond))
 	kills, failed := 0, 0
+	var tally childTally
 	phases := map[string]int{}
 	for i := 1; i <= trials; i++ {
 		tr := rig.childTrial(i, rng, span)
 		kills += tr.kills
 		phases[tr.phase]++
+		tally.add(tr)
 		if len(tr.problems) > 0 {
 			failed++
-			t.Errorf("trial %d (parent %s, kill %s): %s", i, tr.parent, tr.phase, strings.Join(tr.problems, "; "))
+			t.Errorf("trial %d (parent %s, kill %s, action %q): %s", i, tr.parent, tr.phase, tr.action, strings.Join(tr.problems, "; "))
 		}
 	}
 	t.Logf("%d trials, %d kills, %d failed; each child started once and delivered once in the others", trials, kills, failed)
+	t.Logf("%d deleted (%d through the API, %d by the retention sweep), %d survived a sweep; completed %d, lost %d, doubled %d, overlaps %d, orphaned objects and items %d, tool calls after a delete %d",
+		tally.deleted, tally.byAPI, tally.bySweep, tally.survived, tally.completed, tally.lost, tally.doubled, tally.overlaps, tally.orphans, tally.late)
 	for _, p := range slices.Sorted(func(yield func(string) bool) {
 		for k := range phases {
 			if !yield(k) {
@@ -188,12 +287,112 @@ func (rig *crashRig) childTrial(n int, rng *rand.Rand, span time.Duration) *chil
 			tr.kills++
 		})
 	}
+	var actor sync.WaitGroup
+	if act := trialAction(n); span > 0 && act != "" {
+		tr.action = act
+		at := time.Duration(rng.Int64N(int64(span)))
+		actor.Go(func() {
+			select {
+			case <-time.After(at):
+			case <-done: // the family settled first: act on it as it is
+			}
+			rig.act(tr, id)
+		})
+	}
 	rig.driveChildren(tr, id)
 	close(done)
 	killer.Wait()
+	actor.Wait()
+	if tr.action != "" {
+		rig.driveChildren(tr, id) // what the action left goes on
+	}
 	tr.took = time.Since(began)
-	rig.checkChildren(tr, id)
+	tr.overlaps = keyOverlaps(rig.ts.snapshot())
+	if tr.overlaps > 0 {
+		tr.problem("%d overlapping calls under one idempotency key", tr.overlaps)
+	}
+	if tr.deleted = rig.gone(id); tr.deleted {
+		rig.checkDeleted(tr, id)
+	} else {
+		rig.checkChildren(tr, id)
+	}
 	return tr
+}
+
+// act does the trial's action: cancel the parent and delete it through
+// the API (a family with an open turn below its parent is refused 409
+// until the cancel's cascade reached it: tried again), or run the
+// retention sweep with a retention of 1 ns, which buries every idle
+// session (one with an open turn is left alone).
+func (rig *crashRig) act(tr *childTrial, id string) {
+	s := rig.s
+	switch tr.action {
+	case "delete":
+		s.do("POST", "/sessions/"+id+"/cancel", alice, `{"reason":"the trial deletes it"}`, nil) // 409 with no open turn
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			r := s.do("DELETE", "/sessions/"+id, alice, "", nil)
+			if r.code == http.StatusNoContent {
+				break
+			}
+			if r.code != http.StatusConflict || time.Now().After(deadline) {
+				tr.problem("delete: %v", r)
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	case "retention":
+		if _, err := s.store.Sweep(s.ctx, time.Nanosecond, time.Hour); err != nil {
+			tr.problem("retention sweep: %v", err)
+		}
+	}
+	tr.acted = time.Now()
+}
+
+// gone reports whether session id was deleted: it has a tombstone.
+func (rig *crashRig) gone(id string) bool {
+	_, err := dynamo.New(rig.s.emu.Clients.DynamoDB, rig.s.res.Table).Tombstone(rig.s.ctx, id)
+	return err == nil
+}
+
+// checkDeleted asserts what a deleted family must leave behind: nothing
+// but purged tombstones once the leases have passed and the tick ran, no
+// tool call after the delete, and no child's write under two keys.
+func (rig *crashRig) checkDeleted(tr *childTrial, id string) {
+	ids := append([]string{id}, tr.kids...)
+	for _, c := range rig.ts.snapshot() { // children created after the delete's read of the parent
+		sess, _, _ := strings.Cut(c.EnvKey, "/")
+		if sess != "" && !slices.Contains(ids, sess) && rig.gone(sess) {
+			ids = append(ids, sess)
+		}
+	}
+	left := rig.s.waitGone(ids...)
+	tr.orphans = len(left)
+	if len(left) > 0 {
+		tr.problem("left of the deleted family: %v", left)
+	}
+	keys := map[string]map[string]bool{}
+	for _, c := range rig.ts.snapshot() {
+		sess, _, _ := strings.Cut(c.EnvKey, "/")
+		if !slices.Contains(ids, sess) {
+			continue
+		}
+		if c.At.After(tr.acted) && tr.action == "delete" {
+			tr.late++
+		}
+		if keys[sess] == nil {
+			keys[sess] = map[string]bool{}
+		}
+		keys[sess][c.EnvKey] = true
+	}
+	if tr.late > 0 {
+		tr.problem("%d tool calls of the family after its delete", tr.late)
+	}
+	for sess, k := range keys {
+		if len(k) > 1 {
+			tr.problem("child %s wrote under %d idempotency keys, want 1", sess, len(k))
+		}
+	}
 }
 
 // childKill SIGKILLs the resume process and starts a fresh one, and says
@@ -236,13 +435,21 @@ func (rig *crashRig) driveChildren(tr *childTrial, id string) {
 	deadline := time.Now().Add(time.Minute)
 	var lastTick time.Time
 	for time.Now().Before(deadline) {
-		ids := append([]string{id}, rig.kidsOf(id)...)
+		for _, k := range rig.kidsOf(id) {
+			if !slices.Contains(tr.kids, k) {
+				tr.kids = append(tr.kids, k)
+			}
+		}
+		if tr.action != "" && rig.gone(id) {
+			return // deleted: checkDeleted waits for what is left
+		}
+		ids := append([]string{id}, tr.kids...)
 		settled, tick := true, false
 		now := time.Now()
 		for _, sid := range ids {
 			sess, err := s.store.Load(s.ctx, sid)
 			if err != nil {
-				settled = false
+				settled = settled && tr.action != "" && rig.gone(sid) // a child the sweep deleted
 				continue
 			}
 			st := sess.State
@@ -315,12 +522,32 @@ func (rig *crashRig) checkChildren(tr *childTrial, id string) {
 	calls := rig.ts.snapshot()
 	for _, f := range started {
 		c := f.Child
-		tr.kids = append(tr.kids, c.ID)
+		if !slices.Contains(tr.kids, c.ID) {
+			tr.kids = append(tr.kids, c.ID)
+		}
 		if want := reducer.ChildID(id, f.Turn, c.ToolCallID); c.ID != want {
 			tr.problem("child id %s, want the derived %s", c.ID, want)
 		}
 		if ended[c.ID] != 1 {
 			tr.problem("child %s delivered %d times, want once", c.ID, ended[c.ID])
+		}
+		keys := map[string]bool{}
+		for _, tc := range calls {
+			if strings.HasPrefix(tc.EnvKey, c.ID+"/") {
+				keys[tc.EnvKey] = true
+			}
+		}
+		if tr.action != "" && rig.gone(c.ID) {
+			// The sweep deleted it once it was idle: its end was
+			// delivered (checked above); nothing of it may be left.
+			if len(keys) > 1 {
+				tr.problem("child %s wrote under %d idempotency keys, want 1", c.ID, len(keys))
+			}
+			if left := rig.s.waitGone(c.ID); len(left) > 0 {
+				tr.orphans += len(left)
+				tr.problem("left of the deleted child %s: %v", c.ID, left)
+			}
+			continue
 		}
 		cf, err := s.store.Facts(s.ctx, c.ID, 0)
 		if err != nil {
@@ -338,12 +565,6 @@ func (rig *crashRig) checkChildren(tr *childTrial, id string) {
 		}
 		if n := len(ofType(cf, reducer.ChildReported)); n != 1 {
 			tr.problem("child %s reported %d times, want once", c.ID, n)
-		}
-		keys := map[string]bool{}
-		for _, tc := range calls {
-			if strings.HasPrefix(tc.EnvKey, c.ID+"/") {
-				keys[tc.EnvKey] = true
-			}
 		}
 		if len(keys) != 1 {
 			tr.problem("child %s wrote under %d idempotency keys, want 1", c.ID, len(keys))

@@ -239,6 +239,8 @@ type stackConfig struct {
 	timeout time.Duration
 	// wakeGrace is the stack's BATON_WAKE_GRACE; zero means wakeGrace.
 	wakeGrace time.Duration
+	// env is more environment for every function.
+	env map[string]string
 }
 
 type namedLog struct {
@@ -304,6 +306,7 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		"BATON_JWT_ISSUER":   issuer(t).URL,
 		"BATON_JWT_AUDIENCE": jwtAudience,
 	}
+	maps.Copy(s.env, cfg.env)
 	if cfg.count {
 		s.proxies = map[string]*harness.CountingProxy{}
 		for _, r := range functionRoles {

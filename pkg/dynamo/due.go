@@ -153,9 +153,20 @@ func (s *Store) dueAt(ctx context.Context, shard int, at int64) ([]Head, int, er
 	}
 }
 
+// decodeHeads decodes the byDue index's items: heads, and tombstones whose
+// purge was deferred (DeferPurge), as a Head with only Session, Why
+// (WhyPurge) and Due.
 func decodeHeads(items []map[string]types.AttributeValue) ([]Head, error) {
 	heads := make([]Head, 0, len(items))
 	for _, item := range items {
+		if sk, _ := numAttr(item, attrSK); sk == tombstoneSK {
+			ms, err := numAttr(item, attrDue)
+			if err != nil {
+				return nil, fmt.Errorf("tombstone of %s: %w", strAttr(item, attrPK), err)
+			}
+			heads = append(heads, Head{Session: strAttr(item, attrPK), Why: WhyPurge, Due: time.UnixMilli(ms).UTC()})
+			continue
+		}
 		h, err := decodeHead(item)
 		if err != nil {
 			return nil, err

@@ -16,17 +16,27 @@ import (
 
 // Tombstone items: pk = session, sk = -2, deletedOwner, deletedBy, deletedAt, and
 // purged once every other item and object of the session is gone. A
-// tombstone is the one thing a deleted session leaves behind.
+// tombstone is the one thing a deleted session leaves behind. One whose
+// purge waits for an invocation that may still run (DeferPurge) also holds
+// fence and fenced, and sits in the byDue index (dueShard, due, why =
+// WhyPurge) until MarkPurged.
 const (
 	tombstoneSK   = -2
 	attrDeletedBy = "deletedBy" // S: tombstone: who deleted the session
 	attrDeletedAt = "deletedAt" // S: tombstone: when
 	attrPurged    = "purged"    // S: tombstone: when the purge finished; absent until then
+	attrFence     = "fence"     // S: tombstone: until when an invocation may still write a fenced stream
+	attrFenced    = "fenced"    // SS: tombstone: the streams whose last chunk (the fence) stays until then
 	attrReceipt   = "receipt"   // S: on a fact item written with a receipt, the receipt's pk
 	// S: tombstone: the session's owner; not attrOwner, which would put
 	// the tombstone in the byOwner index.
 	attrDeletedOwner = "deletedOwner"
 )
+
+// WhyPurge is the byDue reason of a tombstone whose purge was deferred
+// (DeferPurge): Due passes it as a Head with only Session, Why and Due set,
+// and the tick finishes the purge once it is due.
+const WhyPurge reducer.Reason = "purge"
 
 // ErrTurnOpen is matched when a session to delete has an open turn (or got
 // one while it was being deleted): nothing was deleted.
@@ -44,6 +54,12 @@ type Tombstone struct {
 	// Purged is whether the session's facts, receipts and objects are all
 	// gone; a tombstone not purged is a delete still to finish.
 	Purged bool
+	// Fence, when set, is when the last invocation that may still write
+	// the session's Fenced streams stops (its lease): until then each of
+	// those streams keeps its last chunk, the fence that refuses the
+	// invocation's next write (see DeferPurge).
+	Fence  time.Time
+	Fenced []string
 }
 
 // A session id may be used again once the delete of its earlier session
@@ -117,8 +133,50 @@ func (s *Store) Tombstone(ctx context.Context, session string) (Tombstone, error
 
 func decodeTombstone(item map[string]types.AttributeValue) Tombstone {
 	at, _ := time.Parse(time.RFC3339Nano, strAttr(item, attrDeletedAt))
-	return Tombstone{Session: strAttr(item, attrPK), Owner: strAttr(item, attrDeletedOwner), By: strAttr(item, attrDeletedBy),
+	t := Tombstone{Session: strAttr(item, attrPK), Owner: strAttr(item, attrDeletedOwner), By: strAttr(item, attrDeletedBy),
 		At: at, Purged: strAttr(item, attrPurged) != ""}
+	if v := strAttr(item, attrFence); v != "" {
+		t.Fence, _ = time.Parse(time.RFC3339Nano, v)
+	}
+	if ss, ok := item[attrFenced].(*types.AttributeValueMemberSS); ok {
+		t.Fenced = ss.Value
+	}
+	return t
+}
+
+// DeferPurge records on the session's tombstone that the purge of its
+// objects cannot finish before until: an invocation whose turn was ended
+// under it (a cancel) may still be running, and learns of the end only
+// when its next chunk write finds the stream's last chunk taken. So the
+// last chunks of streams stay until then, and the tombstone is put in the
+// byDue index at until (why WhyPurge) for the tick to finish the purge.
+// until and streams are added to what the tombstone holds (the later
+// time, the union of streams). It fails for a session with no tombstone,
+// or one purged already.
+func (s *Store) DeferPurge(ctx context.Context, session string, until time.Time, streams []string) error {
+	names := map[string]string{"#fence": attrFence, "#shard": attrDueShard, "#due": attrDue, "#why": attrWhy,
+		"#by": attrDeletedBy, "#purged": attrPurged}
+	vals := map[string]types.AttributeValue{
+		":fence": str(formatTime(until)), ":shard": str(dueShardKey(DueShardOf(session))),
+		":due": num(until.UnixMilli()), ":why": str(string(WhyPurge)),
+	}
+	update := "SET #fence = :fence, #shard = :shard, #due = :due, #why = :why"
+	if len(streams) > 0 {
+		names["#fenced"], vals[":fenced"] = attrFenced, &types.AttributeValueMemberSS{Value: streams}
+		update += " ADD #fenced :fenced"
+	}
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       map[string]types.AttributeValue{attrPK: str(session), attrSK: num(tombstoneSK)},
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("attribute_exists(#by) AND attribute_not_exists(#purged)"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: vals,
+	}, s.count...)
+	if err != nil {
+		return fmt.Errorf("dynamo: defer the purge of %s: %w", session, err)
+	}
+	return nil
 }
 
 // Purge deletes a buried session's fact items and the idempotency receipts
@@ -163,14 +221,16 @@ func (s *Store) Purge(ctx context.Context, session string) (int, error) {
 	}
 }
 
-// MarkPurged records on the session's tombstone that its purge finished.
+// MarkPurged records on the session's tombstone that its purge finished,
+// and takes it out of the byDue index.
 func (s *Store) MarkPurged(ctx context.Context, session string, at time.Time) error {
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       map[string]types.AttributeValue{attrPK: str(session), attrSK: num(tombstoneSK)},
-		UpdateExpression:          aws.String("SET #p = :at"),
-		ConditionExpression:       aws.String("attribute_exists(#by)"),
-		ExpressionAttributeNames:  map[string]string{"#p": attrPurged, "#by": attrDeletedBy},
+		TableName:           aws.String(s.table),
+		Key:                 map[string]types.AttributeValue{attrPK: str(session), attrSK: num(tombstoneSK)},
+		UpdateExpression:    aws.String("SET #p = :at REMOVE #shard, #due, #why"),
+		ConditionExpression: aws.String("attribute_exists(#by)"),
+		ExpressionAttributeNames: map[string]string{"#p": attrPurged, "#by": attrDeletedBy,
+			"#shard": attrDueShard, "#due": attrDue, "#why": attrWhy},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(formatTime(at))},
 	}, s.count...)
 	if err != nil {

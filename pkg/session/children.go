@@ -62,7 +62,10 @@ func (s *Store) CreateChild(ctx context.Context, owner string, p reducer.Parent,
 // if it waits to (reducer.ReasonReport): the parent records it once
 // (child.ended; a second delivery is refused, and changes nothing), is
 // woken, and the child records that it reported. Any number of Reports,
-// concurrent or after a crash, deliver it once.
+// concurrent or after a crash, deliver it once. A child deleted meanwhile
+// (buried: its head is gone, its facts not yet purged) reports nothing:
+// its delete delivered its end first (Delete), or deletes its parent too;
+// that is an error matching ErrNotFound.
 func (s *Store) Report(ctx context.Context, id string) error {
 	sess, err := s.Load(ctx, id)
 	if err != nil {
@@ -71,6 +74,11 @@ func (s *Store) Report(ctx context.Context, id string) error {
 	st := sess.State
 	if st.Parent == nil || st.Status != reducer.Idle || st.Turns == 0 || st.Reported {
 		return nil
+	}
+	if _, err := s.facts.Head(ctx, id); errors.Is(err, dynamo.ErrNotFound) {
+		return fmt.Errorf("session: report child %s: it was deleted: %w", id, ErrNotFound)
+	} else if err != nil {
+		return fmt.Errorf("session: report child %s: %w", id, err)
 	}
 	c := reducer.Child{ID: id, ToolCallID: st.Parent.ToolCallID, Agent: st.Agent, Status: st.Last,
 		Output: finalText(sess.History), Usage: st.Usage}

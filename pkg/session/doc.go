@@ -8,8 +8,11 @@
 // ends it (Store.End, Store.StreamUsage), and a raise of spend caps must
 // lift the cap the turn reached (Store.Raise). Store.Delete buries a
 // session (tombstone and head in one transaction) and then purges its child
-// sessions, then its facts, receipts, streams and snapshots; Store.Sweep is
-// the retention sweep.
+// sessions, then its facts, receipts, streams and snapshots — but for the
+// close chunk of a stream whose cancelled invocation may still run, which
+// stays as its fence until that invocation's lease has passed, when the tick
+// finishes the delete (Store.FinishDelete); a child is reported to its
+// parent first. Store.Sweep is the retention sweep.
 // Child sessions (children.go) are created once (Store.CreateChild), report
 // their end to the parent once (Store.Report), show their approval
 // requests to it and on up to the root (Store.ShowApprovals; an answer
@@ -39,7 +42,7 @@
 //   - reads of the fact log (read.go): Facts, Head, ByOwner, Due, Receipt;
 //   - turn streams (stream.go): OpenStream, ResumeStream, ReadStream,
 //     Streams, CloseStream; and their usage (usage.go): StreamUsage;
-//   - the end of a session's life (lifecycle.go): Delete, Sweep;
+//   - the end of a session's life (lifecycle.go): Delete, FinishDelete, Sweep;
 //   - resource claims (claims.go): ReleaseGrant, and the withdrawal of a
 //     blocked turn's waiter from the broker (Store.Claims) as End ends it;
 //   - child sessions (children.go): CreateChild, Report, Cascade,

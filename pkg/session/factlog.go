@@ -35,6 +35,7 @@ type FactLog interface {
 	Tombstone(ctx context.Context, session string) (dynamo.Tombstone, error)
 	Bury(ctx context.Context, h dynamo.Head, by string, at time.Time) error
 	Purge(ctx context.Context, session string) (int, error)
+	DeferPurge(ctx context.Context, session string, until time.Time, streams []string) error
 	MarkPurged(ctx context.Context, session string, at time.Time) error
 	Sweep(ctx context.Context, before time.Time, expired func(dynamo.Head) error, unpurged func(dynamo.Tombstone) error) error
 }

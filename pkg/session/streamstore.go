@@ -32,7 +32,7 @@ type StreamStore interface {
 	GetSnapshot(ctx context.Context, key string, v any) error
 
 	// Deletion and retention (see Store.Delete and Store.Sweep).
-	DeleteSession(ctx context.Context, session string) (int, error)
+	DeleteSession(ctx context.Context, session string, fenced ...string) (int, error)
 	DeleteObject(ctx context.Context, key string) error
 	Snapshots(ctx context.Context, fn func(streams.SnapshotObject) error) error
 }

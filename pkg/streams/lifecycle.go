@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,9 +16,14 @@ const snapshotRoot = "snapshots/"
 func snapshotPrefix(session string) string { return snapshotRoot + session + "/" }
 
 // DeleteSession deletes every object of session: its turn streams' chunks
-// and its snapshots. It returns how many it deleted; deleting what is gone
-// is no error, so a delete cut short is finished by running it again.
-func (s *Store) DeleteSession(ctx context.Context, session string) (int, error) {
+// and its snapshots, but for the last chunk of each stream named in fenced.
+// That chunk is a fence: a writer of the stream that has not yet learnt
+// its turn ended (a cancel closed the stream under it) finds its next
+// chunk taken by it and stops, where without it its write would land
+// again. A writer never writes below its next chunk, so the chunks before
+// the fence go. It returns how many objects it deleted; deleting what is
+// gone is no error, so a delete cut short is finished by running it again.
+func (s *Store) DeleteSession(ctx context.Context, session string, fenced ...string) (int, error) {
 	if err := checkID("session", session); err != nil {
 		return 0, fmt.Errorf("streams: delete %s: %w", session, err)
 	}
@@ -27,7 +33,11 @@ func (s *Store) DeleteSession(ctx context.Context, session string) (int, error) 
 		if err != nil {
 			return n, fmt.Errorf("streams: delete %s: %w", session, err)
 		}
+		fences := lastChunks(keys, prefix, fenced)
 		for _, k := range keys {
+			if fences[k] {
+				continue
+			}
 			if err := s.DeleteObject(ctx, k); err != nil {
 				return n, fmt.Errorf("streams: delete %s: %w", session, err)
 			}
@@ -35,6 +45,26 @@ func (s *Store) DeleteSession(ctx context.Context, session string) (int, error) 
 		}
 	}
 	return n, nil
+}
+
+// lastChunks is the set of the last keys (sorted keys under prefix,
+// prefix + stream + "/" + chunk name) of each stream in streams.
+func lastChunks(keys []string, prefix string, streams []string) map[string]bool {
+	if len(streams) == 0 {
+		return nil
+	}
+	last := map[string]string{}
+	for _, k := range keys {
+		stream, _, ok := strings.Cut(strings.TrimPrefix(k, prefix), "/")
+		if ok && slices.Contains(streams, stream) && k > last[stream] {
+			last[stream] = k
+		}
+	}
+	out := make(map[string]bool, len(last))
+	for _, k := range last {
+		out[k] = true
+	}
+	return out
 }
 
 // DeleteObject deletes the object at key (gone already is no error).

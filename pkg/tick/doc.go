@@ -4,7 +4,8 @@
 // session, and from its reduced facts reaps turns whose invocation died
 // (recording the usage of the steps they left in the stream), denies
 // approvals that expired, wakes timers that are due, posts schedules'
-// messages, and re-sends wakes that were lost. It stops short of its own
+// messages, re-sends wakes that were lost, and finishes the deletes that
+// waited for a cancelled invocation's lease (dynamo.WhyPurge). It stops short of its own
 // deadline. Retention is the daily retention sweep the same function runs on
 // its other schedule (Scheduled tells the two events apart).
 package tick

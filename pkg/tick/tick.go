@@ -76,6 +76,9 @@ type Report struct {
 	Rewoken int
 	// Posted counts schedule occurrences posted as messages.
 	Posted int
+	// Purged counts deletes finished whose purge waited for the lease of
+	// an invocation a cancel ended (dynamo.WhyPurge).
+	Purged int
 	// Pages counts index pages read.
 	Pages int
 	// Errors counts sessions the run failed to handle; the next run tries
@@ -125,7 +128,7 @@ func orDefault[T int | int32 | time.Duration](v, d T) T {
 func (t *Tick) HandleScheduled(ctx context.Context, ev events.EventBridgeEvent) (Report, error) {
 	rep, err := t.Run(ctx)
 	log := t.log().With("event", ev.ID, "scheduled", ev.Time, "seen", rep.Seen, "reaped", rep.Reaped,
-		"expired", rep.Expired, "rewoken", rep.Rewoken, "posted", rep.Posted, "pages", rep.Pages, "errors", rep.Errors, "stopped", rep.Stopped)
+		"expired", rep.Expired, "rewoken", rep.Rewoken, "posted", rep.Posted, "purged", rep.Purged, "pages", rep.Pages, "errors", rep.Errors, "stopped", rep.Stopped)
 	if err != nil {
 		log.ErrorContext(ctx, "tick failed", "err", err)
 		return rep, err
@@ -304,6 +307,16 @@ func (t *Tick) page(ctx context.Context, now time.Time, out chan<- dynamo.Head, 
 // visit does what one due session needs, as reducer.State.Next decides it.
 func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *counts) error {
 	grace := orDefault(t.Grace, DefaultGrace)
+	if h.Why == dynamo.WhyPurge {
+		// A deleted session's tombstone: the invocation its purge waited
+		// for has stopped (its lease passed).
+		if err := t.Sessions.FinishDelete(ctx, h.Session); err != nil {
+			return err
+		}
+		c.add(func(r *Report) { r.Purged++ })
+		t.log().InfoContext(ctx, "tick: finished the delete of a session", "session", h.Session)
+		return nil
+	}
 	if h.Why.Wake() {
 		// A session waiting for a wake needs only its head: the head is
 		// written in the same transaction as every fact, so a consistent

@@ -131,8 +131,15 @@ func (ru *run) compactTurn(ctx context.Context, c *Compaction, spent time.Durati
 // again within the step's time and then suspending the turn for it, as for
 // a step's transient fault: the request is not sent over the budget
 // meanwhile. A summariser that fails otherwise stops compaction for the
-// rest of the invocation: summary is then empty and stop false.
+// rest of the invocation: summary is then empty and stop false. A turn
+// ended under the invocation (fenceReads) stops it before the call.
 func (ru *run) summary(ctx context.Context, c *Compaction, msgs []conversation.Message, spent time.Duration) (summary string, usage reducer.Usage, stop bool, out Outcome, err error) {
+	// The summariser is a model call like a step's, after reads whose step
+	// is not yet written: fenced like them.
+	if err := ru.fenceReads(ctx); err != nil {
+		out, err := ru.stopped(ctx, err)
+		return "", usage, true, out, err
+	}
 	for tries := 1; ; tries++ {
 		summary, usage, err = ru.summarise(ctx, c, msgs)
 		if err == nil {

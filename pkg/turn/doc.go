@@ -5,7 +5,10 @@
 // turn's stream (a step is written before its side effects run, and before
 // its reads pass BilledGrace: the provider billed it; one that completes
 // after a cancel closed the stream has its usage recorded in a
-// usage.recorded fact), and ends by completing, failing, or suspending the
+// usage.recorded fact; a step's reads start only once one read of the
+// session's head found the turn still open, unless the step was written
+// since the model answered: a cancel, or a cancel and a delete, stops the
+// invocation before any tool or model call — fenceReads), and ends by completing, failing, or suspending the
 // turn — for its budget, a spend cap (named in the suspension), an
 // approval, a model or remote tools that stay throttled
 // or unavailable, a throttled store, or an uncertain side effect — to be

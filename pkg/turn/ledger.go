@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/tool"
 )
 
@@ -88,6 +90,7 @@ type plan struct {
 func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]reducer.Approval, *reducer.Execution, error) {
 	var requests []reducer.Approval
 	var plans []*plan
+	fenced := false // the reads' fence was checked (fenceReads)
 	ru.wait, ru.kids = time.Time{}, kids{}
 	st := ru.sess.State
 	now := ru.r.Sessions.Clock()
@@ -121,6 +124,12 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 				continue
 			}
 		} else {
+			if !fenced {
+				if err := ru.fenceReads(ctx); err != nil {
+					return nil, nil, err
+				}
+				fenced = true
+			}
 			p.out = make(chan parts.Part, 1)
 			tc := ru.call(c, nil) // read here: the run's state changes while reads run
 			go func() {
@@ -135,6 +144,34 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 	// wait_until calls made after them wait as usual.
 	ru.settled = true
 	return requests, nil, ru.runPlans(ctx, plans)
+}
+
+// fenceReads makes sure, before a step's first read tool starts, that the
+// turn is still this invocation's. A side effect is fenced by its ledger
+// write, and a model call by the checkpoint before it, whose chunk a
+// cancel's close takes; but reads start as soon as the model answered,
+// and their results are written with the step after they ran: a cancel,
+// or a cancel and a delete, landed while the model answered would be
+// learnt only after the reads. So when the step the model just completed
+// is not yet written (the window a cancel may be in), one consistent read
+// of the session's head (a GetItem) checks that the session is there and
+// its open turn is this one; a lost race otherwise, and nothing runs. A
+// step written since the model answered (an earlier call's side effect
+// flushed it), or one this invocation resumed, needs no read.
+func (ru *run) fenceReads(ctx context.Context) error {
+	if !ru.billed || ru.sink.Buffered() == 0 {
+		return nil
+	}
+	h, err := ru.r.Sessions.Head(ctx, ru.out.Session)
+	switch {
+	case errors.Is(err, dynamo.ErrNotFound):
+		return fmt.Errorf("turn %s: the session was deleted before its reads ran: %w", ru.out.Turn, session.ErrConflict)
+	case err != nil:
+		return fmt.Errorf("turn %s: check the turn before its reads run: %w", ru.out.Turn, err)
+	case h.Turn != ru.out.Turn:
+		return fmt.Errorf("turn %s: the turn ended before its reads ran: %w", ru.out.Turn, session.ErrConflict)
+	}
+	return nil
 }
 
 // admit decides whether pending call c runs now, and returns its tool. A

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/metrics"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
@@ -117,12 +118,12 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 			log.WarnContext(ctx, "could not look again after the run", "err", err)
 			return res, nil
 		case err != nil:
-			return res, fmt.Errorf("worker: wake for %s: %w", wk.Session, err)
+			return res, w.failed(ctx, log, wk.Session, fmt.Errorf("worker: wake for %s: %w", wk.Session, err))
 		}
 		act := decide(sess.State, w.Sessions.Clock())
 		if chore, err := w.chore(ctx, wk.Session, act); chore {
 			if err != nil {
-				return res, err
+				return res, w.failed(ctx, log, wk.Session, err)
 			}
 			continue
 		}
@@ -159,7 +160,7 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 			w.Metrics.WakeDropped(DropUnknownAgent)
 			return res, nil
 		case err != nil:
-			return res, fmt.Errorf("worker: %s %s: %w", act, wk.Session, err)
+			return res, w.failed(ctx, log, wk.Session, fmt.Errorf("worker: %s %s: %w", act, wk.Session, err))
 		}
 		res.Runs++
 		res.Outcomes = append(res.Outcomes, out)
@@ -172,6 +173,22 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 			return res, nil
 		}
 	}
+}
+
+// failed is the error a wake for session id that failed with err returns,
+// for SQS to deliver it again: err, unless the session was deleted
+// meanwhile (its head is gone, read consistently: the delete buries it
+// before it purges the facts a load reads, so a wake handled during the
+// purge may load it and fail to write, as a child's report does). A wake
+// for a deleted session is dropped like one for a session that never
+// existed: no retry can succeed.
+func (w *Worker) failed(ctx context.Context, log *slog.Logger, id string, err error) error {
+	if _, herr := w.Sessions.Head(ctx, id); !errors.Is(herr, dynamo.ErrNotFound) || ctx.Err() != nil {
+		return err
+	}
+	log.WarnContext(ctx, "wake for a session deleted meanwhile; dropped", "err", err)
+	w.Metrics.WakeDropped(DropUnknownSession)
+	return nil
 }
 
 // chore does what a session needs besides a run of its turn, and reports
