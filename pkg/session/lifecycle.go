@@ -117,8 +117,9 @@ func (s *Store) childIDs(ctx context.Context, id string) ([]string, error) {
 }
 
 // purge removes what a buried session left — its children first, each
-// buried (as by) and purged in turn, then its own facts, receipts, streams
-// and snapshots — and marks its tombstone purged.
+// buried (as by) and purged in turn, then, once its grants are orphaned in
+// the claims broker (orphanGrants), its own facts, receipts, streams and
+// snapshots — and marks its tombstone purged.
 func (s *Store) purge(ctx context.Context, id, by string) error {
 	kids, err := s.childIDs(ctx, id)
 	if err != nil {
@@ -128,6 +129,11 @@ func (s *Store) purge(ctx context.Context, id, by string) error {
 		if err := s.deleteChild(ctx, k, by); err != nil {
 			return fmt.Errorf("session: delete %s: %w", id, err)
 		}
+	}
+	// The grants its facts hold stay held, orphaned, before the facts go
+	// (orphans.go): a deleted holder never frees a claim.
+	if err := s.orphanGrants(ctx, id); err != nil {
+		return err
 	}
 	if _, err := s.facts.Purge(ctx, id); err != nil {
 		return fmt.Errorf("session: delete %s: %w", id, err)
