@@ -239,6 +239,9 @@ type stackConfig struct {
 	timeout time.Duration
 	// wakeGrace is the stack's BATON_WAKE_GRACE; zero means wakeGrace.
 	wakeGrace time.Duration
+	// claimsPoll is the stack's BATON_CLAIMS_POLL; zero leaves it unset
+	// (claims.DefaultPoll).
+	claimsPoll time.Duration
 }
 
 type namedLog struct {
@@ -303,6 +306,9 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		"LOG_FORMAT":         "json",
 		"BATON_JWT_ISSUER":   issuer(t).URL,
 		"BATON_JWT_AUDIENCE": jwtAudience,
+	}
+	if cfg.claimsPoll > 0 {
+		s.env["BATON_CLAIMS_POLL"] = cfg.claimsPoll.String()
 	}
 	if cfg.count {
 		s.proxies = map[string]*harness.CountingProxy{}
