@@ -241,6 +241,9 @@ type stackConfig struct {
 	wakeGrace time.Duration
 	// env is more environment for every function.
 	env map[string]string
+	// claimsPoll is the stack's BATON_CLAIMS_POLL; zero leaves it unset
+	// (claims.DefaultPoll).
+	claimsPoll time.Duration
 }
 
 type namedLog struct {
@@ -307,6 +310,9 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		"BATON_JWT_AUDIENCE": jwtAudience,
 	}
 	maps.Copy(s.env, cfg.env)
+	if cfg.claimsPoll > 0 {
+		s.env["BATON_CLAIMS_POLL"] = cfg.claimsPoll.String()
+	}
 	if cfg.count {
 		s.proxies = map[string]*harness.CountingProxy{}
 		for _, r := range functionRoles {

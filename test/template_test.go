@@ -538,6 +538,7 @@ func TestFunctionEnv(t *testing.T) {
 		"BATON_JWKS_URL":       "!Ref JwksUrl",
 		"BATON_HOLD":           "14m",
 		"BATON_RETENTION_DAYS": "!Ref RetentionDays",
+		"BATON_CLAIMS_POLL":    "30s",
 		// Streams go to the Express directory bucket when the stack says so.
 		"BATON_STREAM_BUCKET":      `!If ["ExpressStreams","!Ref ExpressStreamsBucket","!Ref StreamsBucket"]`,
 		"BATON_STREAM_BUCKET_TYPE": "!Ref StreamBucketType",

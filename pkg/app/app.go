@@ -22,6 +22,7 @@ import (
 	"github.com/baton-run/baton/pkg/apikey"
 	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/chat"
+	"github.com/baton-run/baton/pkg/claims"
 	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/intercept"
 	"github.com/baton-run/baton/pkg/mcp"
@@ -70,6 +71,10 @@ const (
 	// daily retention sweep deletes it; 0 or unset keeps every session.
 	// At most MaxRetentionDays.
 	EnvRetentionDays = "BATON_RETENTION_DAYS"
+	// EnvClaimsPoll is how long a turn blocked on resource claims waits
+	// before it asks the broker again without a release's wake (a Go
+	// duration); unset means claims.DefaultPoll (30s).
+	EnvClaimsPoll = "BATON_CLAIMS_POLL"
 )
 
 // MaxRetentionDays is the longest retention BATON_RETENTION_DAYS may set:
@@ -83,7 +88,7 @@ const MaxRetentionDays = 36500
 // AWS SDK's own (AWS_REGION, AWS_ENDPOINT_URL, credentials).
 func Vars() []string {
 	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace, EnvChatAgent, EnvChatOrigins,
-		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold, EnvStreamBucket, EnvStreamBucketType, EnvRetentionDays}
+		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold, EnvStreamBucket, EnvStreamBucketType, EnvRetentionDays, EnvClaimsPoll}
 }
 
 // Env is baton's configuration.
@@ -114,6 +119,9 @@ type Env struct {
 	// Retention is how long an idle session is kept (BATON_RETENTION_DAYS);
 	// zero keeps every session.
 	Retention time.Duration
+	// ClaimsPoll is the claims broker's poll (BATON_CLAIMS_POLL); zero
+	// means claims.DefaultPoll.
+	ClaimsPoll time.Duration
 }
 
 // AgentsFrom is the agent file the functions read from the variables
@@ -157,6 +165,13 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 			return Env{}, fmt.Errorf("app: %s=%q: want a whole number of days from 0 (keep every session) to %d", EnvRetentionDays, r, MaxRetentionDays)
 		}
 		e.Retention = time.Duration(n) * 24 * time.Hour
+	}
+	if p := getenv(EnvClaimsPoll); p != "" {
+		d, err := time.ParseDuration(p)
+		if err != nil || d <= 0 || d >= claims.DefaultWaiterTTL {
+			return Env{}, fmt.Errorf("app: %s=%q: want a positive Go duration below the waiter TTL (%s)", EnvClaimsPoll, p, claims.DefaultWaiterTTL)
+		}
+		e.ClaimsPoll = d
 	}
 	if g := getenv(EnvWakeGrace); g != "" {
 		d, err := time.ParseDuration(g)
@@ -284,6 +299,7 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 	// The store withdraws the waiter of a blocked turn it ends.
 	broker := dynamo.NewBroker(clients.DynamoDB, env.Table)
 	broker.Fate = turn.GrantFate(ss)
+	broker.Poll = env.ClaimsPoll
 	ss.Claims = broker
 	return &App{
 		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Metrics: x.Metrics,

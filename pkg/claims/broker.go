@@ -50,9 +50,22 @@ type Broker interface {
 	// deadline frees it until it is acquired again or released. A grant no
 	// longer held is left alone.
 	Quarantine(ctx context.Context, g Grant) error
-	// Grants lists the grants held and the waiters queued in the space of
-	// (namespace, instance), for views and tests; an unused space has none.
-	Grants(ctx context.Context, namespace, instance string) ([]Grant, []Waiter, error)
+	// Orphan quarantines grant g for good and lists it among the orphans
+	// of g.Owner, in one write: its holder is gone (its session was
+	// deleted, or was never found), so nothing but ReleaseOrphan frees it,
+	// whatever its deadline or Fate says. A grant no longer held is left
+	// alone; orphaning one already orphaned changes nothing.
+	Orphan(ctx context.Context, g Grant) error
+	// Orphans lists owner's orphaned grants, oldest first.
+	Orphans(ctx context.Context, owner string) ([]Grant, error)
+	// ReleaseOrphan frees owner's orphaned grant grantID (an operator says
+	// its effect is over) and returns the waiters nothing blocks any more,
+	// as Release does. A grant that is not an orphan of owner fails with
+	// ErrNotOrphan, and nothing is written.
+	ReleaseOrphan(ctx context.Context, owner, grantID string) ([]Waiter, error)
+	// Grants lists the grants held and the waiters queued in space k, for
+	// views and tests; an unused space has none.
+	Grants(ctx context.Context, k SpaceKey) ([]Grant, []Waiter, error)
 	// PollEvery is how long a blocked turn waits before it asks again,
 	// even without a release's wake; it is shorter than the waiter TTL, so
 	// a waiting turn keeps its place.
@@ -75,6 +88,11 @@ const (
 // many times in a row; nothing of it was written, and asking again is safe.
 var ErrRaced = errors.New("claims: too many concurrent writers; try again")
 
+// ErrNotOrphan is matched when a grant to release as an orphan is not one
+// of the owner's orphaned grants (another owner's, released already, or
+// never orphaned).
+var ErrNotOrphan = errors.New("claims: not an orphaned grant of the owner")
+
 // ErrTooHeavy is matched when a request weighs more than its namespace's
 // whole capacity: it could never be granted, so it is refused, not queued.
 var ErrTooHeavy = errors.New("claims: the claims weigh more than the namespace's capacity")
@@ -93,6 +111,11 @@ const (
 	// Quarantine: its execution started and its invocation is gone; it
 	// keeps its claims until an operator's verdict.
 	Quarantine
+	// Orphan: its holder is gone (its session was deleted, or none was
+	// ever found), so nothing says its effect is over; it is orphaned
+	// (Broker.Orphan) and keeps its claims until an operator releases it
+	// (Broker.ReleaseOrphan). A missing holder never frees a grant.
+	Orphan
 )
 
 // Grant is an admitted call's hold on its claims, until it is released. Its
@@ -101,16 +124,45 @@ const (
 // past it, a grant whose execution never started is released, and one
 // whose execution may have started is kept (see Fate).
 type Grant struct {
-	ID       string    `json:"id"`
-	Session  string    `json:"session"`
+	ID string `json:"id,omitempty"`
+	// Owner is the owner of the session that holds it: the owner whose
+	// claim space its unshared claims are held in.
+	Owner    string    `json:"owner,omitempty"`
+	Session  string    `json:"session,omitempty"`
 	Turn     string    `json:"turn,omitempty"`
 	ToolCall string    `json:"toolCall,omitempty"`
-	Claims   []Claim   `json:"claims"`
-	Granted  time.Time `json:"granted"`
+	Claims   []Claim   `json:"claims,omitempty"`
+	Granted  time.Time `json:"granted,omitzero"`
 	Deadline time.Time `json:"deadline,omitzero"`
 	// Quarantined: its execution is uncertain (the invocation died while
 	// it ran); it keeps its claims until an operator's verdict settles it.
 	Quarantined bool `json:"quarantined,omitempty"`
+	// Orphaned: its session was deleted while its effect may still have
+	// run; only an operator's ReleaseOrphan frees it.
+	Orphaned bool `json:"orphaned,omitempty"`
+	// Opaque: another owner's grant, as Masked shows it to a caller: it
+	// blocks, and nothing else of it is told.
+	Opaque bool `json:"opaque,omitempty"`
+}
+
+// Masked returns gs as owner may see them: its own grants whole, and each
+// grant of another owner (only a shared claim can block across owners) as
+// an opaque entry with nothing of it (no id, session, turn, call, claims
+// or times), since those are the other tenant's. A grant recorded before
+// grants named their owner is another owner's unless owner is "" too.
+func Masked(owner string, gs []Grant) []Grant {
+	if gs == nil {
+		return nil
+	}
+	out := make([]Grant, len(gs))
+	for i, g := range gs {
+		if g.Owner == owner && !g.Opaque {
+			out[i] = g
+			continue
+		}
+		out[i] = Grant{Opaque: true}
+	}
+	return out
 }
 
 // Waiter is a blocked request in a space's queue, in arrival order (Seq).
@@ -143,16 +195,18 @@ const (
 type Admission struct {
 	Outcome Outcome `json:"outcome"`
 	Grant   Grant   `json:"grant,omitzero"` // when granted
-	// Blockers are the grants the request waits for; Ahead counts the
-	// earlier waiters it may not pass.
+	// Blockers are the grants the request waits for, another owner's
+	// opaque (Masked); Ahead counts the earlier waiters it may not pass.
 	Blockers []Grant `json:"blockers,omitempty"`
 	Ahead    int     `json:"ahead,omitempty"`
 }
 
 // Request asks for a grant. ID names it (the same for every ask of one
-// call); Session is who to wake when it may go on.
+// call); Session is who to wake when it may go on; Owner is its session's
+// owner, whose claim space its unshared claims are asked in.
 type Request struct {
 	ID       string
+	Owner    string
 	Session  string
 	Turn     string
 	ToolCall string

@@ -31,18 +31,29 @@ const MaxNamespace = 256
 // (such as "orders" or "git-ref") on one instance of it (a database, a
 // repository; "" for the namespace's only one), read or written. Weight is
 // what the claim counts against its namespace's capacity (0 counts as 1).
+//
+// Claims are per owner by default: a claim is held in the claim space of
+// its session's owner (Request.Owner), so one tenant's grants never block
+// another tenant's calls. Shared claims opt into the one space every owner
+// shares, for a resource tenants really share, where blocking each other is
+// the point (a shared claim never conflicts with an unshared one); there a
+// blocker of another owner is shown opaque (see Masked).
 type Claim struct {
 	Namespace string `json:"namespace"`
 	Instance  string `json:"instance,omitempty"`
 	Key       string `json:"key"`
 	Access    Access `json:"access"`
 	Weight    int    `json:"weight,omitempty"`
+	Shared    bool   `json:"shared,omitempty"`
 }
 
 func (c Claim) String() string {
 	in := ""
 	if c.Instance != "" {
 		in = "@" + c.Instance
+	}
+	if c.Shared {
+		return fmt.Sprintf("%s%s:%s (%s, shared)", c.Namespace, in, c.Key, c.Access)
 	}
 	return fmt.Sprintf("%s%s:%s (%s)", c.Namespace, in, c.Key, c.Access)
 }
@@ -164,10 +175,12 @@ func CheckAll(cs []Claim) error {
 }
 
 // Overlap reports whether a and b name overlapping resources: the same
-// namespace and instance, and one key equal to the other or a path prefix
-// of it by whole segments ("a/b" covers "a/b/c", never "a/bc").
+// namespace and instance, both shared or neither, and one key equal to the
+// other or a path prefix of it by whole segments ("a/b" covers "a/b/c",
+// never "a/bc"). Unshared claims overlap only within one owner's space: the
+// broker compares only claims of one space (see SpaceKey).
 func Overlap(a, b Claim) bool {
-	if a.Namespace != b.Namespace || a.Instance != b.Instance {
+	if a.Namespace != b.Namespace || a.Instance != b.Instance || a.Shared != b.Shared {
 		return false
 	}
 	return a.Key == b.Key || strings.HasPrefix(a.Key, b.Key+"/") || strings.HasPrefix(b.Key, a.Key+"/")
@@ -197,13 +210,15 @@ type Func func(input json.RawMessage) ([]Claim, error)
 
 // Static is a claim declared with its tool: a namespace and instance, the
 // input field (a top-level string property) whose value is the key, and the
-// access. It is the form an agent file declares.
+// access. It is the form an agent file declares. Shared puts the claim in
+// the space every owner shares (see Claim); by default it is the owner's.
 type Static struct {
 	Namespace string `json:"namespace"`
 	Instance  string `json:"instance,omitempty"`
 	Field     string `json:"field"`
 	Access    Access `json:"access"`
 	Weight    int    `json:"weight,omitempty"`
+	Shared    bool   `json:"shared,omitempty"`
 }
 
 // Of turns static declarations into a Func. Each names a top-level input
@@ -224,7 +239,7 @@ func Of(decls ...Static) Func {
 			if err := json.Unmarshal(raw, &key); err != nil {
 				return nil, fmt.Errorf("claims: input field %q is not a string: %w", d.Field, err)
 			}
-			c := Claim{Namespace: d.Namespace, Instance: d.Instance, Key: key, Access: d.Access, Weight: d.Weight}
+			c := Claim{Namespace: d.Namespace, Instance: d.Instance, Key: key, Access: d.Access, Weight: d.Weight, Shared: d.Shared}
 			if err := c.Check(); err != nil {
 				return nil, err
 			}

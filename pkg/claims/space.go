@@ -11,9 +11,13 @@ import (
 // touches: a broker reads the spaces, lets Policy decide and change them,
 // and writes back what changed under its own concurrency control.
 
-// Space is one namespace and instance: the grants held in it and its queue
-// of waiters, in arrival order. Its JSON form is what a broker stores.
+// Space is one namespace and instance in one owner's claim space, or in
+// the space every owner shares (Shared): the grants held in it and its
+// queue of waiters, in arrival order. Its JSON form is what a broker
+// stores.
 type Space struct {
+	Owner     string   `json:"owner,omitempty"`
+	Shared    bool     `json:"shared,omitempty"`
 	Namespace string   `json:"namespace"`
 	Instance  string   `json:"instance,omitempty"`
 	Grants    []Grant  `json:"grants,omitempty"`
@@ -21,28 +25,57 @@ type Space struct {
 	NextSeq   int64    `json:"nextSeq,omitempty"`
 }
 
-// SpaceKey names a space.
-type SpaceKey struct{ Namespace, Instance string }
+// SpaceKey names a space: a namespace and instance of Owner's claim space,
+// or, Shared, of the one every owner shares (Owner is then empty).
+type SpaceKey struct {
+	Owner               string
+	Shared              bool
+	Namespace, Instance string
+}
 
-// KeyOf is the space of claim c.
-func KeyOf(c Claim) SpaceKey { return SpaceKey{c.Namespace, c.Instance} }
+// KeyOf is the space of claim c asked for by a session of owner: the
+// shared one for a shared claim, owner's otherwise.
+func KeyOf(owner string, c Claim) SpaceKey {
+	if c.Shared {
+		return SpaceKey{Shared: true, Namespace: c.Namespace, Instance: c.Instance}
+	}
+	return SpaceKey{Owner: owner, Namespace: c.Namespace, Instance: c.Instance}
+}
 
 // Key is s's name.
-func (s *Space) Key() SpaceKey { return SpaceKey{s.Namespace, s.Instance} }
+func (s *Space) Key() SpaceKey {
+	return SpaceKey{Owner: s.Owner, Shared: s.Shared, Namespace: s.Namespace, Instance: s.Instance}
+}
 
-// SpacesOf lists the spaces cs touch, each once, by namespace then
-// instance: the order a broker reads and writes them in.
-func SpacesOf(cs []Claim) []SpaceKey {
+// NewSpace is the empty space k.
+func NewSpace(k SpaceKey) *Space {
+	return &Space{Owner: k.Owner, Shared: k.Shared, Namespace: k.Namespace, Instance: k.Instance}
+}
+
+// SpacesOf lists the spaces cs touch for a session of owner, each once, by
+// owner's before the shared ones, then by namespace and instance: the order
+// a broker reads and writes them in.
+func SpacesOf(owner string, cs []Claim) []SpaceKey {
 	var keys []SpaceKey
 	for _, c := range cs {
-		if k := KeyOf(c); !slices.Contains(keys, k) {
+		if k := KeyOf(owner, c); !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}
 	slices.SortFunc(keys, func(a, b SpaceKey) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Instance, b.Instance))
+		return cmp.Or(compareBool(a.Shared, b.Shared), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Instance, b.Instance))
 	})
 	return keys
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case b:
+		return -1
+	}
+	return 1
 }
 
 // Policy is a broker's admission rules. Its zero value is no capacity
@@ -106,7 +139,7 @@ func (p Policy) Admit(spaces []*Space, req Request, now time.Time) (Admission, e
 	if held != nil {
 		g = *held
 	}
-	g.Session, g.Turn, g.ToolCall, g.Claims, g.Deadline, g.Quarantined = req.Session, req.Turn, req.ToolCall, slices.Clone(req.Claims), req.Deadline, false
+	g.Owner, g.Session, g.Turn, g.ToolCall, g.Claims, g.Deadline, g.Quarantined = req.Owner, req.Session, req.Turn, req.ToolCall, slices.Clone(req.Claims), req.Deadline, false
 	for _, s := range spaces {
 		s.grant(g)
 	}
@@ -119,7 +152,7 @@ func (p Policy) check(spaces []*Space, req Request) error {
 	if err := req.Check(); err != nil {
 		return err
 	}
-	for _, k := range SpacesOf(req.Claims) {
+	for _, k := range SpacesOf(req.Owner, req.Claims) {
 		if !slices.ContainsFunc(spaces, func(s *Space) bool { return s.Key() == k }) {
 			return fmt.Errorf("claims: the space %s@%s of request %s was not given", k.Namespace, k.Instance, req.ID)
 		}
@@ -183,12 +216,27 @@ func MarkQuarantined(spaces []*Space, grantID string) bool {
 	return changed
 }
 
+// MarkOrphaned marks grant grantID orphaned (and quarantined) in every
+// space of spaces that holds it, and reports whether one changed.
+func MarkOrphaned(spaces []*Space, grantID string) bool {
+	changed := false
+	for _, s := range spaces {
+		for i := range s.Grants {
+			if g := &s.Grants[i]; g.ID == grantID && !(g.Orphaned && g.Quarantined) {
+				g.Orphaned, g.Quarantined, changed = true, true, true
+			}
+		}
+	}
+	return changed
+}
+
 // Stale lists the grants of blockers past their deadline at now: a broker
-// asks its Fate about them before it makes a request wait for them.
+// asks its Fate about them before it makes a request wait for them. An
+// orphaned grant is never stale: only an operator's release frees it.
 func Stale(blockers []Grant, now time.Time) []Grant {
 	var out []Grant
 	for _, g := range blockers {
-		if !g.Deadline.IsZero() && now.After(g.Deadline) {
+		if !g.Orphaned && !g.Deadline.IsZero() && now.After(g.Deadline) {
 			out = append(out, g)
 		}
 	}
@@ -225,11 +273,12 @@ func (p Policy) Ready(s *Space) []Waiter {
 	return out
 }
 
-// mine returns the claims of cs in space k.
+// mine returns the claims of cs in space k (of a session of k's owner, for
+// an owner's space).
 func mine(cs []Claim, k SpaceKey) []Claim {
 	var out []Claim
 	for _, c := range cs {
-		if KeyOf(c) == k {
+		if KeyOf(k.Owner, c) == k {
 			out = append(out, c)
 		}
 	}
@@ -246,10 +295,15 @@ func weigh(cs []Claim) int {
 
 // judge decides req in space s under capacity (0: none), without changing
 // s: granted, or what blocks it. A grant of req's own ID already held
-// grants it again. The caller checked that req fits the capacity at all.
+// grants it again, unless it is orphaned: its session was deleted, and no
+// invocation may run under it again (it blocks its own request). The
+// caller checked that req fits the capacity at all.
 func (s *Space) judge(req Request, capacity int) Admission {
 	want := mine(req.Claims, s.Key())
 	if i := slices.IndexFunc(s.Grants, func(g Grant) bool { return g.ID == req.ID }); i >= 0 {
+		if s.Grants[i].Orphaned {
+			return Admission{Outcome: Blocked, Blockers: []Grant{s.Grants[i]}}
+		}
 		return Admission{Outcome: Granted, Grant: s.Grants[i]}
 	}
 	adm := Admission{Outcome: Granted}

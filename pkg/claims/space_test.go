@@ -23,8 +23,8 @@ func spacesFor(reqs ...claims.Request) []*claims.Space {
 		cs = append(cs, r.Claims...)
 	}
 	var out []*claims.Space
-	for _, k := range claims.SpacesOf(cs) {
-		out = append(out, &claims.Space{Namespace: k.Namespace, Instance: k.Instance})
+	for _, k := range claims.SpacesOf("", cs) {
+		out = append(out, claims.NewSpace(k))
 	}
 	return out
 }

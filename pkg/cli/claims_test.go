@@ -36,9 +36,11 @@ func TestShowClaims(t *testing.T) {
 	call := "tc_" + turn + "_1_0"
 	mine := claims.Grant{ID: reducer.GrantID(id, call), Session: id, Turn: turn, ToolCall: call,
 		Claims: []claims.Claim{{Namespace: "orders", Key: "o-1", Access: claims.Write}}}
-	theirs := claims.Grant{ID: "gr_other", Session: "s_other", Claims: []claims.Claim{{Namespace: "orders", Key: "o-2", Access: claims.Write}}, Quarantined: true}
+	theirs := claims.Grant{ID: "gr_other", Owner: sess.State.Owner, Session: "s_other", Claims: []claims.Claim{{Namespace: "orders", Key: "o-2", Access: claims.Write}}, Quarantined: true}
+	// A blocker of another owner (a shared claim) is shown opaque.
+	foreign := claims.Grant{ID: "gr_bob", Owner: "bob-" + ids.New("o"), Session: "s_bob", Claims: theirs.Claims}
 	block := reducer.Block{ToolCallID: "tc_" + turn + "_1_1", Tool: "refund", Claims: theirs.Claims, Outcome: claims.Blocked,
-		Blockers: []claims.Grant{theirs}, Ahead: 2}
+		Blockers: []claims.Grant{theirs, foreign}, Ahead: 2}
 	if _, err := store.Append(ctx, id, sess.State,
 		reducer.Fact{Type: reducer.MessageReceived, Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "local"},
 			Message: &reducer.Message{ID: ids.New("msg"), Text: demoMessage}},
@@ -52,12 +54,18 @@ func TestShowClaims(t *testing.T) {
 	show := must(t, ctx, env, "show", id)
 	for _, want := range []string{"status   suspended (blocked)",
 		"grant    " + mine.ID + " QUARANTINED until its execution's verdict by " + call + ": orders:o-1 (write)",
-		"blocked  refund blocked on orders:o-2 (write): gr_other (session s_other) quarantined; 2 earlier waiter(s) ahead"} {
+		"blocked  refund blocked on orders:o-2 (write): gr_other (session s_other) quarantined, a grant of another owner; 2 earlier waiter(s) ahead"} {
 		if !strings.Contains(show, want) {
 			t.Fatalf("show lacks %q:\n%s", want, show)
 		}
 	}
+	if strings.Contains(show, "s_bob") || strings.Contains(show, "gr_bob") {
+		t.Fatalf("show names another owner's grant:\n%s", show)
+	}
 	js := must(t, ctx, env, "show", "--json", id)
+	if strings.Contains(js, "s_bob") || strings.Contains(js, "gr_bob") {
+		t.Fatalf("show --json names another owner's grant:\n%s", js)
+	}
 	for _, want := range []string{`"grants":[{"id":"` + mine.ID, `"blocked":{"toolCallId":"` + block.ToolCallID, `"quarantined":true`} {
 		if !strings.Contains(strings.ReplaceAll(strings.ReplaceAll(js, " ", ""), "\n", ""), want) {
 			t.Fatalf("show --json lacks %s:\n%s", want, js)

@@ -30,7 +30,7 @@ const (
 )
 
 // Commands are the subcommands Run knows, besides help.
-var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "verdict", "release", "cancel", "export", "delete", "completion"}
+var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "verdict", "release", "orphans", "cancel", "export", "delete", "completion"}
 
 // Usage is the text `baton help` prints.
 const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
@@ -62,7 +62,9 @@ Client of the operator API:
   baton verdict SESSION EXECUTION rerun|abandon
                                             settle an uncertain execution
   baton release SESSION GRANT               release the resource claims a grant holds after its turn ended
-                                            (cancelled while its execution was uncertain)
+                                            (cancelled while its execution was uncertain), or that the
+                                            deleted session SESSION left orphaned
+  baton orphans [-o table|json|yaml]        the grants your deleted sessions left held (orphaned)
   baton cancel SESSION [--reason R]         cancel the open turn
   baton raise SESSION [--turn-cost USD] [--turn-input-tokens N] [--turn-output-tokens N]
               [--session-cost USD] [--session-input-tokens N] [--session-output-tokens N]
@@ -246,7 +248,7 @@ func (e *env) command(ctx context.Context, name string, args []string) (known bo
 	}
 	run, ok := map[string]func(context.Context, []string) error{
 		"sessions": e.sessions, "show": e.show, "new": e.newSession, "send": e.send, "tail": e.tail,
-		"approve": answer("approve"), "deny": answer("deny"), "verdict": e.verdict, "release": e.release, "cancel": e.cancel,
+		"approve": answer("approve"), "deny": answer("deny"), "verdict": e.verdict, "release": e.release, "orphans": e.orphans, "cancel": e.cancel,
 		"raise": e.raise, "wake": e.wake, "schedule": e.schedule, "export": e.export, "delete": e.remove,
 		"completion": func(_ context.Context, args []string) error { return e.completion(args) },
 	}[name]

@@ -96,7 +96,7 @@ func (b *Broker) Acquire(ctx context.Context, req claims.Request) (claims.Admiss
 	asked := map[string]bool{} // grants whose fate was asked
 	var adm claims.Admission
 	err := raced(ctx, func() error {
-		spaces, err := b.read(ctx, req.Claims)
+		spaces, err := b.read(ctx, req.Owner, req.Claims)
 		if err != nil {
 			return err
 		}
@@ -118,12 +118,13 @@ func (b *Broker) Acquire(ctx context.Context, req claims.Request) (claims.Admiss
 	if err != nil {
 		return claims.Admission{}, err
 	}
+	adm.Blockers = claims.Masked(req.Owner, adm.Blockers)
 	return adm, nil
 }
 
 // settleStale asks Fate about the blockers past their deadline, once each
-// per Acquire, and releases or quarantines them; it reports whether it
-// changed any, so the caller judges again.
+// per Acquire, and releases, quarantines or orphans them; it reports
+// whether it changed any, so the caller judges again.
 func (b *Broker) settleStale(ctx context.Context, blockers []claims.Grant, asked map[string]bool) (bool, error) {
 	if b.Fate == nil {
 		return false, nil
@@ -146,6 +147,8 @@ func (b *Broker) settleStale(ctx context.Context, blockers []claims.Grant, asked
 				continue
 			}
 			err = b.Quarantine(ctx, g)
+		case claims.Orphan:
+			err = b.Orphan(ctx, g)
 		default:
 			continue
 		}
@@ -159,7 +162,7 @@ func (b *Broker) settleStale(ctx context.Context, blockers []claims.Grant, asked
 
 // Admissible: see claims.Broker.
 func (b *Broker) Admissible(ctx context.Context, req claims.Request) (bool, error) {
-	spaces, err := b.read(ctx, req.Claims)
+	spaces, err := b.read(ctx, req.Owner, req.Claims)
 	if err != nil {
 		return false, err
 	}
@@ -169,32 +172,33 @@ func (b *Broker) Admissible(ctx context.Context, req claims.Request) (bool, erro
 
 // Release: see claims.Broker.
 func (b *Broker) Release(ctx context.Context, g claims.Grant) ([]claims.Waiter, error) {
-	return b.change(ctx, g.Claims, func(spaces []*claims.Space, now time.Time) ([]claims.Waiter, bool) {
+	return b.change(ctx, g.Owner, g.Claims, func(spaces []*claims.Space, now time.Time) ([]claims.Waiter, bool) {
 		return b.policy().Free(spaces, g.ID, now)
 	})
 }
 
 // Withdraw: see claims.Broker.
 func (b *Broker) Withdraw(ctx context.Context, req claims.Request) ([]claims.Waiter, error) {
-	return b.change(ctx, req.Claims, func(spaces []*claims.Space, now time.Time) ([]claims.Waiter, bool) {
+	return b.change(ctx, req.Owner, req.Claims, func(spaces []*claims.Space, now time.Time) ([]claims.Waiter, bool) {
 		return b.policy().Withdraw(spaces, req.ID, now)
 	})
 }
 
 // Quarantine: see claims.Broker.
 func (b *Broker) Quarantine(ctx context.Context, g claims.Grant) error {
-	_, err := b.change(ctx, g.Claims, func(spaces []*claims.Space, _ time.Time) ([]claims.Waiter, bool) {
+	_, err := b.change(ctx, g.Owner, g.Claims, func(spaces []*claims.Space, _ time.Time) ([]claims.Waiter, bool) {
 		return nil, claims.MarkQuarantined(spaces, g.ID)
 	})
 	return err
 }
 
-// change reads the spaces of cs, lets f change them, and writes them back
-// if it did, reading again when another writer won; it returns f's waiters.
-func (b *Broker) change(ctx context.Context, cs []claims.Claim, f func([]*claims.Space, time.Time) ([]claims.Waiter, bool)) ([]claims.Waiter, error) {
+// change reads the spaces of cs (asked for by a session of owner), lets f
+// change them, and writes them back if it did, reading again when another
+// writer won; it returns f's waiters.
+func (b *Broker) change(ctx context.Context, owner string, cs []claims.Claim, f func([]*claims.Space, time.Time) ([]claims.Waiter, bool)) ([]claims.Waiter, error) {
 	var ready []claims.Waiter
 	err := raced(ctx, func() error {
-		spaces, err := b.read(ctx, cs)
+		spaces, err := b.read(ctx, owner, cs)
 		if err != nil {
 			return err
 		}
@@ -212,8 +216,8 @@ func (b *Broker) change(ctx context.Context, cs []claims.Claim, f func([]*claims
 }
 
 // Grants: see claims.Broker.
-func (b *Broker) Grants(ctx context.Context, namespace, instance string) ([]claims.Grant, []claims.Waiter, error) {
-	spaces, err := b.read(ctx, []claims.Claim{{Namespace: namespace, Instance: instance}})
+func (b *Broker) Grants(ctx context.Context, k claims.SpaceKey) ([]claims.Grant, []claims.Waiter, error) {
+	spaces, err := b.readKeys(ctx, []claims.SpaceKey{k})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -240,7 +244,16 @@ func (ss storedSpaces) all() []*claims.Space {
 	return out
 }
 
-func claimsPK(k claims.SpaceKey) string { return claimsPrefix + k.Namespace + "#" + k.Instance }
+// claimsPK is space k's pk: claims#<ns>#<instance> for a shared space,
+// claimsof#<owner>#<ns>#<instance> for an owner's. Namespaces and instances
+// hold no "#", so the last two fields always split the same way, whatever
+// the owner holds.
+func claimsPK(k claims.SpaceKey) string {
+	if k.Shared {
+		return claimsPrefix + k.Namespace + "#" + k.Instance
+	}
+	return claimsOwnerPrefix + k.Owner + "#" + k.Namespace + "#" + k.Instance
+}
 
 func claimsKey(k claims.SpaceKey) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
@@ -249,10 +262,14 @@ func claimsKey(k claims.SpaceKey) map[string]types.AttributeValue {
 	}
 }
 
-// read loads the spaces cs touch, in a stable order (claims.SpacesOf),
-// with consistent reads.
-func (b *Broker) read(ctx context.Context, cs []claims.Claim) (storedSpaces, error) {
-	keys := claims.SpacesOf(cs)
+// read loads the spaces cs touch for a session of owner, in a stable order
+// (claims.SpacesOf), with consistent reads.
+func (b *Broker) read(ctx context.Context, owner string, cs []claims.Claim) (storedSpaces, error) {
+	return b.readKeys(ctx, claims.SpacesOf(owner, cs))
+}
+
+// readKeys loads spaces keys, in their order, with consistent reads.
+func (b *Broker) readKeys(ctx context.Context, keys []claims.SpaceKey) (storedSpaces, error) {
 	out := make(storedSpaces, 0, len(keys))
 	for _, k := range keys {
 		res, err := b.client.GetItem(ctx, &dynamodb.GetItemInput{
@@ -261,7 +278,7 @@ func (b *Broker) read(ctx context.Context, cs []claims.Claim) (storedSpaces, err
 		if err != nil {
 			return nil, fmt.Errorf("dynamo: read claims space %s: %w", claimsPK(k), err)
 		}
-		s := storedSpace{Space: &claims.Space{Namespace: k.Namespace, Instance: k.Instance}}
+		s := storedSpace{Space: claims.NewSpace(k)}
 		if res.Item != nil {
 			if s.version, err = decodeSpace(res.Item, s.Space); err != nil {
 				return nil, fmt.Errorf("dynamo: read claims space %s: %w", claimsPK(k), err)
@@ -309,16 +326,21 @@ func (b *Broker) put(s storedSpace) (*types.Put, error) {
 }
 
 // write stores the spaces, each only if its version is still the one
-// read: one conditional put, or one transaction for several, so a grant
-// over several spaces is written whole or not at all.
-func (b *Broker) write(ctx context.Context, spaces storedSpaces) error {
-	puts := make([]*types.Put, len(spaces))
+// read, with the extra puts (an orphan list): one conditional put, or one
+// transaction for several, so a grant over several spaces is written whole
+// or not at all.
+func (b *Broker) write(ctx context.Context, spaces storedSpaces, extra ...*types.Put) error {
+	puts := make([]*types.Put, len(spaces), len(spaces)+len(extra))
 	for i, s := range spaces {
 		p, err := b.put(s)
 		if err != nil {
 			return err
 		}
 		puts[i] = p
+	}
+	puts = append(puts, extra...)
+	if len(puts) == 0 {
+		return nil
 	}
 	if len(puts) == 1 {
 		p := puts[0]

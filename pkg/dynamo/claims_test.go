@@ -84,7 +84,7 @@ func TestBrokerRaceOneWriteClaim(t *testing.T) {
 					lat = append(lat, time.Since(time.Unix(0, w)))
 					latMu.Unlock()
 				}
-				gs, _, err := b.Grants(ctx, ns, "")
+				gs, _, err := b.Grants(ctx, claims.SpaceKey{Namespace: ns, Instance: ""})
 				if err != nil || len(gs) != 1 || gs[0].ID != req.ID {
 					overlaps.Add(1)
 				}
@@ -119,7 +119,7 @@ func TestBrokerRaceOneWriteClaim(t *testing.T) {
 	if granted.Load() != n {
 		t.Fatalf("%d grants, want %d", granted.Load(), n)
 	}
-	gs, ws, err := b.Grants(ctx, ns, "")
+	gs, ws, err := b.Grants(ctx, claims.SpaceKey{Namespace: ns, Instance: ""})
 	if err != nil || len(gs) != 0 || len(ws) != 0 {
 		t.Fatalf("left over: %d grants, %d waiters, %v", len(gs), len(ws), err)
 	}
@@ -187,7 +187,7 @@ func TestBrokerMultiSpaceAndPrefixes(t *testing.T) {
 		t.Fatalf("both: %+v %v", adm, err)
 	}
 	for _, ns := range []string{fs, git} {
-		if gs, _, _ := b.Grants(ctx, ns, ""); len(gs) != 1 || gs[0].ID != "g1" {
+		if gs, _, _ := b.Grants(ctx, claims.SpaceKey{Namespace: ns, Instance: ""}); len(gs) != 1 || gs[0].ID != "g1" {
 			t.Fatalf("space %s holds %+v, want g1", ns, gs)
 		}
 	}
@@ -203,7 +203,7 @@ func TestBrokerMultiSpaceAndPrefixes(t *testing.T) {
 	if err != nil || adm.Outcome != claims.Blocked || len(adm.Blockers) != 2 {
 		t.Fatalf("reading src under writes to src/a and src/ab: %+v %v", adm, err)
 	}
-	if gs, _, _ := b.Grants(ctx, git, ""); len(gs) != 1 {
+	if gs, _, _ := b.Grants(ctx, claims.SpaceKey{Namespace: git, Instance: ""}); len(gs) != 1 {
 		t.Fatalf("a blocked request took part of its claims: %+v", gs)
 	}
 	if ready, err := b.Release(ctx, claims.Grant{ID: "g2", Claims: sibling.Claims}); err != nil || len(ready) != 0 {
@@ -260,7 +260,7 @@ func TestBrokerLostAnswers(t *testing.T) {
 			tr := faults.New(nil)
 			b := NewBroker(faults.Clients(testEnv.URL(), tr).DynamoDB, testEnv.Table)
 			ns := "lost" + ids.New("n")
-			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claimsPrefix + ns, Times: 1, Fault: kind})
+			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claimsOwnerPrefix + "#" + ns, Times: 1, Fault: kind})
 			first := claims.Request{ID: "g1", Session: "s1", Claims: claimWrite(ns, "a")}
 			adm, err := b.Acquire(ctx, first)
 			if err != nil && kind != faults.LostResponse {
@@ -272,7 +272,7 @@ func TestBrokerLostAnswers(t *testing.T) {
 			if err != nil || adm.Outcome != claims.Granted {
 				t.Fatalf("acquire: %+v %v", adm, err)
 			}
-			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claimsPrefix + ns, Times: 1, Fault: kind})
+			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claimsOwnerPrefix + "#" + ns, Times: 1, Fault: kind})
 			second := claims.Request{ID: "g2", Session: "s2", Claims: claimWrite(ns, "a/b")}
 			if adm, err = b.Acquire(ctx, second); err != nil {
 				adm, err = b.Acquire(ctx, second)
@@ -280,12 +280,12 @@ func TestBrokerLostAnswers(t *testing.T) {
 			if err != nil || adm.Outcome != claims.Blocked {
 				t.Fatalf("blocked: %+v %v", adm, err)
 			}
-			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claimsPrefix + ns, Times: 1, Fault: kind})
+			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claimsOwnerPrefix + "#" + ns, Times: 1, Fault: kind})
 			ready, err := b.Release(ctx, adm.Blockers[0])
 			if err != nil {
 				ready, err = b.Release(ctx, adm.Blockers[0])
 			}
-			gs, ws, gerr := b.Grants(ctx, ns, "")
+			gs, ws, gerr := b.Grants(ctx, claims.SpaceKey{Namespace: ns, Instance: ""})
 			if err != nil || gerr != nil || len(gs) != 0 || len(ws) != 1 || ws[0].ID != "g2" {
 				t.Fatalf("after the release: ready %+v (%v), grants %+v, waiters %+v (%v)", ready, err, gs, ws, gerr)
 			}
@@ -324,7 +324,7 @@ func TestBrokerWithdrawLetsTheNextGo(t *testing.T) {
 	if ready, err := b.Withdraw(ctx, req("b")); err != nil || len(ready) != 0 {
 		t.Fatalf("withdraw b: ready %+v %v, want none (a holds)", ready, err)
 	}
-	if _, ws, err := b.Grants(ctx, ns, ""); err != nil || len(ws) != 1 || ws[0].ID != "c" {
+	if _, ws, err := b.Grants(ctx, claims.SpaceKey{Namespace: ns, Instance: ""}); err != nil || len(ws) != 1 || ws[0].ID != "c" {
 		t.Fatalf("queue after the withdrawal: %+v %v, want only c", ws, err)
 	}
 	if ready, err := b.Withdraw(ctx, req("b")); err != nil || len(ready) != 0 {
@@ -339,9 +339,9 @@ func TestBrokerWithdrawLetsTheNextGo(t *testing.T) {
 	}
 }
 
-// The broker reads the items deployed brokers wrote (pk "claims#<ns>#<instance>",
-// sk -3, a version v and the space as JSON) and writes them back in the same
-// layout at the next version.
+// The broker reads the items deployed brokers wrote for shared claims (pk
+// "claims#<ns>#<instance>", sk -3, a version v and the space as JSON) and
+// writes them back in the same layout at the next version.
 func TestBrokerKeepsTheItemLayout(t *testing.T) {
 	ctx := claimsCtx(t)
 	client := testEnv.Clients().DynamoDB
@@ -349,8 +349,8 @@ func TestBrokerKeepsTheItemLayout(t *testing.T) {
 	ns, inst := "layout"+ids.New("n"), "db1"
 	pk := "claims#" + ns + "#" + inst
 	stored := `{"namespace":"` + ns + `","instance":"db1","grants":[{"id":"g1","session":"s1","turn":"t1","toolCall":"tc1",` +
-		`"claims":[{"namespace":"` + ns + `","instance":"db1","key":"a","access":"write"}],"granted":"2031-01-02T03:04:05Z"}],` +
-		`"waiters":[{"id":"g2","session":"s2","claims":[{"namespace":"` + ns + `","instance":"db1","key":"a/b","access":"read"}],` +
+		`"claims":[{"namespace":"` + ns + `","instance":"db1","key":"a","access":"write","shared":true}],"granted":"2031-01-02T03:04:05Z"}],` +
+		`"waiters":[{"id":"g2","session":"s2","claims":[{"namespace":"` + ns + `","instance":"db1","key":"a/b","access":"read","shared":true}],` +
 		`"seq":3,"arrived":"2031-01-02T03:04:06Z","seen":"2031-01-02T03:04:06Z"}],"nextSeq":3}`
 	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(testEnv.Table), Item: map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberN{Value: "-3"},
@@ -358,7 +358,7 @@ func TestBrokerKeepsTheItemLayout(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	gs, ws, err := b.Grants(ctx, ns, inst)
+	gs, ws, err := b.Grants(ctx, claims.SpaceKey{Shared: true, Namespace: ns, Instance: inst})
 	if err != nil || len(gs) != 1 || gs[0].ToolCall != "tc1" || len(ws) != 1 || ws[0].Seq != 3 {
 		t.Fatalf("read: grants %+v waiters %+v %v", gs, ws, err)
 	}

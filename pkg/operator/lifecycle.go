@@ -66,6 +66,7 @@ func (a *api) export(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err != nil {
 		return err
 	}
+	maskFacts(caller, facts)
 	infos, err := a.sessions.Streams(r.Context(), id)
 	if err != nil {
 		return err

@@ -102,6 +102,8 @@ type api struct {
 //	DELETE /sessions/{id}/schedule                   clear the schedule → 202
 //	POST /sessions/{id}/executions/{executionId}     rerun or abandon → 202
 //	POST /sessions/{id}/grants/{grantId}/release     release a grant an ended turn left → 202
+//	GET  /claims/orphans                             the caller's orphaned grants (of deleted sessions)
+//	POST /claims/orphans/{grantId}/release           release one of them → 202 (404 if none of the caller's)
 //	/chat, /chat/{id}/stream, /chat/{id}/stop,
 //	/chat/{id}/messages                              the AI SDK chat endpoint (pkg/chat)
 //	GET  /console/                                   the web console (static, unauthenticated)
@@ -330,6 +332,7 @@ func (a *api) facts(w http.ResponseWriter, r *http.Request, caller string) error
 	if err != nil {
 		return err
 	}
+	maskFacts(caller, facts)
 	if facts == nil {
 		facts = []reducer.Fact{}
 	}

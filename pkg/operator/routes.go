@@ -25,6 +25,8 @@ func (a *api) routes() map[string]func(http.ResponseWriter, *http.Request, strin
 		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel),
 		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle),
 		"POST /sessions/{id}/grants/{grantId}/release": a.idempotent(a.release),
+		"GET /claims/orphans":                          a.orphans,
+		"POST /claims/orphans/{grantId}/release":       a.idempotent(a.releaseOrphan),
 		"POST /sessions/{id}/limits":                   a.idempotent(a.raise),
 		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer),
 		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule),

@@ -28,7 +28,7 @@ func blockedTurn(t *testing.T, s *session.Store, b *dynamo.Broker, id string, c 
 	}
 	turn, call := ids.New("turn"), ids.New("tc")
 	agent := reducer.Actor{Kind: reducer.ActorAgent, ID: turn}
-	req := claims.Request{ID: reducer.GrantID(id, call), Session: id, Turn: turn, ToolCall: call, Claims: []claims.Claim{c}}
+	req := claims.Request{ID: reducer.GrantID(id, call), Owner: "alice", Session: id, Turn: turn, ToolCall: call, Claims: []claims.Claim{c}}
 	adm, err := b.Acquire(ctx, req)
 	if err != nil || adm.Outcome != claims.Blocked {
 		t.Fatalf("%s: %+v %v, want blocked", id, adm, err)
@@ -70,8 +70,8 @@ func TestEndingABlockedTurnWithdrawsItsWaiter(t *testing.T) {
 			s.Claims = b
 			ns := "withdraw" + ids.New("n")
 			order := claims.Claim{Namespace: ns, Key: "o1", Access: claims.Write}
-			holder := claims.Grant{ID: "holder", Session: ids.New("s"), Claims: []claims.Claim{order}}
-			if adm, err := b.Acquire(ctx, claims.Request{ID: holder.ID, Session: holder.Session, Claims: holder.Claims}); err != nil || adm.Outcome != claims.Granted {
+			holder := claims.Grant{ID: "holder", Owner: "alice", Session: ids.New("s"), Claims: []claims.Claim{order}}
+			if adm, err := b.Acquire(ctx, claims.Request{ID: holder.ID, Owner: holder.Owner, Session: holder.Session, Claims: holder.Claims}); err != nil || adm.Outcome != claims.Granted {
 				t.Fatalf("holder: %+v %v", adm, err)
 			}
 			first, second := ids.New("s"), ids.New("s")
@@ -92,7 +92,7 @@ func TestEndingABlockedTurnWithdrawsItsWaiter(t *testing.T) {
 			if sess, err := s.Load(ctx, first); err != nil || sess.State.Turn != nil {
 				t.Fatalf("the first turn is still open: %+v %v", sess, err)
 			}
-			if _, ws, err := b.Grants(ctx, ns, ""); err != nil || len(ws) != 1 || ws[0].Session != second {
+			if _, ws, err := b.Grants(ctx, claims.SpaceKey{Owner: "alice", Namespace: ns}); err != nil || len(ws) != 1 || ws[0].Session != second {
 				t.Fatalf("queue %+v %v, want only the second waiter", ws, err)
 			}
 			if !woken(ctx, t, aws.ToString(q.QueueUrl), second, wake.Released) {

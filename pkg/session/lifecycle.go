@@ -208,7 +208,8 @@ func children(facts []reducer.Fact) []string {
 
 // purge removes what the buried session of tombstone t left — its
 // children first, each buried (as t.By) and purged in turn, then its own
-// facts, receipts, streams and snapshots — and marks its tombstone purged.
+// facts, receipts, streams and snapshots, once its grants are orphaned in
+// the claims broker (orphanGrants) — and marks its tombstone purged.
 //
 // An invocation whose turn was ended under it (a cancel) may still run:
 // it learns of the end only when its next chunk write finds the chunk
@@ -247,6 +248,11 @@ func (s *Store) purge(ctx context.Context, t dynamo.Tombstone) error {
 		fenced = nil
 	} else {
 		fenced = union(fenced, t.Fenced)
+	}
+	// The grants its facts hold stay held, orphaned, before the facts go
+	// (orphans.go): a deleted holder never frees a claim.
+	if err := s.orphanGrants(ctx, id); err != nil {
+		return err
 	}
 	if _, err := s.facts.Purge(ctx, id); err != nil {
 		return fmt.Errorf("session: delete %s: %w", id, err)

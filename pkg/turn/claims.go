@@ -61,7 +61,7 @@ func (ru *run) claim(ctx context.Context, p *plan) (g *claims.Grant, facts []red
 		return nil, nil, fmt.Sprintf("the call's resource claims are refused: %v", err), nil
 	}
 	st := ru.sess.State
-	req := claims.Request{ID: reducer.GrantID(ru.out.Session, p.c.ID), Session: ru.out.Session, Turn: ru.out.Turn,
+	req := claims.Request{ID: reducer.GrantID(ru.out.Session, p.c.ID), Owner: st.Owner, Session: ru.out.Session, Turn: ru.out.Turn,
 		ToolCall: p.c.ID, Claims: cs, Deadline: st.Turn.Lease}
 	adm, err := ru.r.Claims.Acquire(ctx, req)
 	switch {
@@ -71,7 +71,7 @@ func (ru *run) claim(ctx context.Context, p *plan) (g *claims.Grant, facts []red
 		return nil, nil, "", fmt.Errorf("turn: claims for %s: %w", p.c.ID, err)
 	case adm.Outcome != claims.Granted:
 		return nil, nil, "", &blockedErr{block: reducer.Block{ToolCallID: p.c.ID, Tool: p.c.Name, Claims: cs,
-			Outcome: adm.Outcome, Blockers: adm.Blockers, Ahead: adm.Ahead}, req: req}
+			Outcome: adm.Outcome, Blockers: claims.Masked(st.Owner, adm.Blockers), Ahead: adm.Ahead}, req: req}
 	}
 	grant := adm.Grant
 	if held, ok := st.Grant(grant.ID); !ok || held.Quarantined {
@@ -192,19 +192,28 @@ func (ru *run) withdrawIfEnded(ctx context.Context, req claims.Request) {
 // GrantFate is the broker's Fate for a session store: what becomes of a
 // grant past its authorization deadline that blocks someone. A grant whose
 // holder still runs under a live lease is kept; one the holder's facts do
-// not record (its execution never started) is released; one recorded for
-// an execution that is uncertain, or whose turn is over, is quarantined;
-// any other is kept for its holder's next invocation to settle.
+// not record (its execution never started, or an operator released it) is
+// released; one recorded for an execution that is uncertain, or whose turn
+// is over, is quarantined; any other is kept for its holder's next
+// invocation to settle. A grant whose holder is not found — deleted (its
+// facts, which said whether its effect ran, are gone), being deleted, or
+// never found at all — is orphaned: no fact can say its effect is over,
+// so it fails closed and only an operator's release of the orphan frees
+// it (session.Store.ReleaseOrphan). Nor is a holder of another owner than
+// the grant's trusted to speak for it.
 func GrantFate(ss *session.Store) func(context.Context, claims.Grant) (claims.Fate, error) {
 	return func(ctx context.Context, g claims.Grant) (claims.Fate, error) {
 		sess, err := ss.Load(ctx, g.Session)
 		if errors.Is(err, session.ErrNotFound) {
-			return claims.Release, nil
+			return claims.Orphan, nil
 		}
 		if err != nil {
 			return claims.Keep, err
 		}
 		st := sess.State
+		if g.Owner != "" && st.Owner != g.Owner {
+			return claims.Orphan, nil
+		}
 		t := st.Turn
 		if st.Status == reducer.Running && t != nil && ss.Clock().Before(t.Lease) {
 			return claims.Keep, nil

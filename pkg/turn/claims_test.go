@@ -363,7 +363,7 @@ func TestClaimsQuarantineHoldsUntilVerdict(t *testing.T) {
 	if runs["o1"] != 3 || len(overlaps) != 0 {
 		t.Fatalf("runs %v, overlaps %v; want 3 runs (killed, rerun, second) and none overlapping", runs, overlaps)
 	}
-	if gs, ws, err := b.Grants(ctx, "orders", instance); err != nil || len(gs) != 0 || len(ws) != 0 {
+	if gs, ws, err := b.Grants(ctx, claims.SpaceKey{Owner: teststack.Alice.ID, Namespace: "orders", Instance: instance}); err != nil || len(gs) != 0 || len(ws) != 0 {
 		t.Fatalf("the broker still holds %+v and queues %+v (%v)", gs, ws, err)
 	}
 	for _, id := range []string{a, other} {
@@ -445,7 +445,7 @@ func TestClaimsStaleGrantNeverStartedIsReleased(t *testing.T) {
 	inv, b := claimed(agent, time.Second)
 	order := []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}
 	holder := newSession(t, inv, "Refund o1.")
-	stale := claims.Request{ID: reducer.GrantID(holder, "tc_dead"), Session: holder, Turn: "turn_dead", ToolCall: "tc_dead",
+	stale := claims.Request{ID: reducer.GrantID(holder, "tc_dead"), Owner: teststack.Alice.ID, Session: holder, Turn: "turn_dead", ToolCall: "tc_dead",
 		Claims: order, Deadline: time.Now().Add(time.Hour)}
 	if adm, err := b.Acquire(ctx, stale); err != nil || adm.Outcome != claims.Granted {
 		t.Fatalf("holder: %+v %v", adm, err)
@@ -462,7 +462,7 @@ func TestClaimsStaleGrantNeverStartedIsReleased(t *testing.T) {
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("past the deadline: %+v %v, want completed", out, err)
 	}
-	if gs, _, err := b.Grants(ctx, "orders", instance); err != nil || len(gs) != 0 {
+	if gs, _, err := b.Grants(ctx, claims.SpaceKey{Owner: teststack.Alice.ID, Namespace: "orders", Instance: instance}); err != nil || len(gs) != 0 {
 		t.Fatalf("grants left: %+v %v", gs, err)
 	}
 	if runs, _ := srv.report(); runs["o1"] != 1 {
@@ -517,7 +517,7 @@ func TestClaimsOperatorReleasesAnEndedTurnsGrant(t *testing.T) {
 	if out, err := inv.runner.Resume(ctx, other); err != nil || out.Kind != turn.Completed {
 		t.Fatalf("after the release: %+v %v, want completed", out, err)
 	}
-	if gs, _, err := b.Grants(ctx, "orders", instance); err != nil || len(gs) != 0 {
+	if gs, _, err := b.Grants(ctx, claims.SpaceKey{Owner: teststack.Alice.ID, Namespace: "orders", Instance: instance}); err != nil || len(gs) != 0 {
 		t.Fatalf("grants left: %+v %v", gs, err)
 	}
 }
@@ -536,7 +536,7 @@ func TestClaimsCancelledWaiterIsWithdrawn(t *testing.T) {
 	b.Clock = func() time.Time { return frozen }
 	order := []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}
 	a := newSession(t, inv, "Refund o1.")
-	holder := claims.Request{ID: reducer.GrantID(a, "tc_a"), Session: a, Turn: "turn_a", ToolCall: "tc_a",
+	holder := claims.Request{ID: reducer.GrantID(a, "tc_a"), Owner: teststack.Alice.ID, Session: a, Turn: "turn_a", ToolCall: "tc_a",
 		Claims: order, Deadline: frozen.Add(time.Hour)}
 	adm, err := b.Acquire(ctx, holder)
 	if err != nil || adm.Outcome != claims.Granted {
@@ -554,7 +554,7 @@ func TestClaimsCancelledWaiterIsWithdrawn(t *testing.T) {
 	if err := inv.sessions.Cancel(ctx, bs, operator, "no longer needed"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ws, err := b.Grants(ctx, "orders", instance); err != nil || len(ws) != 1 || ws[0].Session != cs {
+	if _, ws, err := b.Grants(ctx, claims.SpaceKey{Owner: teststack.Alice.ID, Namespace: "orders", Instance: instance}); err != nil || len(ws) != 1 || ws[0].Session != cs {
 		t.Fatalf("queue after b's cancel: %+v %v, want only c", ws, err)
 	}
 	ready, err := b.Release(ctx, adm.Grant)
@@ -602,7 +602,7 @@ func TestClaimsCancelBeforeTheSuspensionWithdraws(t *testing.T) {
 	}}
 	a := newSession(t, inv, "Refund o1.")
 	order := []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}
-	if adm, err := b.Acquire(ctx, claims.Request{ID: reducer.GrantID(a, "tc_a"), Session: a, Claims: order,
+	if adm, err := b.Acquire(ctx, claims.Request{ID: reducer.GrantID(a, "tc_a"), Owner: teststack.Alice.ID, Session: a, Claims: order,
 		Deadline: time.Now().Add(time.Hour)}); err != nil || adm.Outcome != claims.Granted {
 		t.Fatalf("a: %+v %v", adm, err)
 	}
@@ -614,7 +614,7 @@ func TestClaimsCancelBeforeTheSuspensionWithdraws(t *testing.T) {
 	if st := teststack.Load(t, inv.sessions, other); st.Turn != nil || st.Last != reducer.TurnCancelled {
 		t.Fatalf("session %s %+v, want its turn cancelled", st.Last, st.Turn)
 	}
-	if _, ws, err := b.Grants(ctx, "orders", instance); err != nil || len(ws) != 0 {
+	if _, ws, err := b.Grants(ctx, claims.SpaceKey{Owner: teststack.Alice.ID, Namespace: "orders", Instance: instance}); err != nil || len(ws) != 0 {
 		t.Fatalf("waiters left: %+v %v, want none", ws, err)
 	}
 }

@@ -345,7 +345,7 @@ async function sessionPage(id, signal) {
           ended ? el('button', { class: 'release', onclick: release }, 'Release') : null, note);
       }),
       b ? el('p', { class: 'blocked' }, `${b.outcome === 'over-capacity' ? 'Over capacity' : 'Blocked'}: ${b.tool} needs ${b.claims.map(claimText).join(', ')}, held by `,
-        (b.blockers || []).map(g => `${g.id} of session ${g.session}${g.quarantined ? ' (quarantined)' : ''}`).join(', ') || 'nobody',
+        (b.blockers || []).map(g => g.opaque ? 'a grant of another owner' : `${g.id} of session ${g.session}${g.quarantined ? ' (quarantined)' : ''}`).join(', ') || 'nobody',
         b.ahead ? `; ${b.ahead} earlier waiter(s) go first` : '') : null));
   };
 
