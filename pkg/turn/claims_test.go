@@ -477,30 +477,15 @@ func TestClaimsStaleGrantNeverStartedIsReleased(t *testing.T) {
 // grant (its execution's verdict settles it), nor one not held.
 func TestClaimsOperatorReleasesAnEndedTurnsGrant(t *testing.T) {
 	ctx := ctxT(t)
-	srv := newOrderServer(t, 0)
-	srv.hang = true
-	lim := turn.Limits{Budget: 2 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
-	instance := ids.New("i")
-	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), lim)
-	inv, b := claimed(agent, 2*time.Second)
-	a := newSession(t, inv, "Refund o1.")
-	dying, kill := context.WithCancel(ctx)
-	go func() { <-srv.started; kill() }()
-	if _, err := inv.runner.Start(dying, a); !errors.Is(err, context.Canceled) {
-		t.Fatalf("killed run: %v", err)
-	}
-	sa := teststack.Load(t, inv.sessions, a)
-	if len(sa.Grants) != 1 {
-		t.Fatalf("grants = %+v", sa.Grants)
-	}
-	gid := sa.Grants[0].ID
+	h := killedMidRefund(t, ctx)
+	instance, inv, b, a, gid := h.instance, h.inv, h.b, h.a, h.gid
 	if err := inv.sessions.ReleaseGrant(ctx, a, operator, gid); !errors.Is(err, session.ErrNotPending) {
 		t.Fatalf("releasing the open turn's grant: %v, want ErrNotPending", err)
 	}
 	if err := inv.sessions.Cancel(ctx, a, operator, "stop"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(sa.Turn.Lease) + 20*time.Millisecond)
+	time.Sleep(time.Until(h.lease) + 20*time.Millisecond)
 	other := newSession(t, inv, "Refund o1 too.")
 	if out, err := inv.runner.Start(ctx, other); err != nil || out.Cause != reducer.CauseBlocked {
 		t.Fatalf("second session: %+v %v, want blocked", out, err)
@@ -617,4 +602,39 @@ func TestClaimsCancelBeforeTheSuspensionWithdraws(t *testing.T) {
 	if _, ws, err := b.Grants(ctx, claims.SpaceKey{Owner: teststack.Alice.ID, Namespace: "orders", Instance: instance}); err != nil || len(ws) != 0 {
 		t.Fatalf("waiters left: %+v %v, want none", ws, err)
 	}
+}
+
+// midRefund is a session whose refund of o1 is running (hanging) at the
+// order server when its invocation dies, holding the refund's one grant.
+type midRefund struct {
+	srv      *orderServer
+	instance string
+	inv      *invocation
+	b        *dynamo.Broker
+	a, gid   string
+	lease    time.Time // the dead invocation's
+}
+
+// killedMidRefund starts a refund session and kills its invocation once
+// the refund has started at the server.
+func killedMidRefund(t *testing.T, ctx context.Context) midRefund {
+	t.Helper()
+	srv := newOrderServer(t, 0)
+	srv.hang = true
+	lim := turn.Limits{Budget: 2 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
+	instance := ids.New("i")
+	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), lim)
+	inv, b := claimed(agent, 2*time.Second)
+	a := newSession(t, inv, "Refund o1.")
+	dying, kill := context.WithCancel(ctx)
+	go func() { <-srv.started; kill() }()
+	if _, err := inv.runner.Start(dying, a); !errors.Is(err, context.Canceled) {
+		t.Fatalf("killed run: %v", err)
+	}
+	sa := teststack.Load(t, inv.sessions, a)
+	if len(sa.Grants) != 1 {
+		t.Fatalf("grants = %+v", sa.Grants)
+	}
+	gid := sa.Grants[0].ID
+	return midRefund{srv: srv, instance: instance, inv: inv, b: b, a: a, gid: gid, lease: sa.Turn.Lease}
 }

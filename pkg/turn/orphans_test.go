@@ -27,23 +27,8 @@ import (
 // refunded once.
 func TestClaimsDeleteKeepsARunningEffectsGrant(t *testing.T) {
 	ctx := ctxT(t)
-	srv := newOrderServer(t, 0)
-	srv.hang = true
-	lim := turn.Limits{Budget: 2 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
-	instance := ids.New("i")
-	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), lim)
-	inv, b := claimed(agent, 2*time.Second)
-	a := newSession(t, inv, "Refund o1.")
-	dying, kill := context.WithCancel(ctx)
-	go func() { <-srv.started; kill() }()
-	if _, err := inv.runner.Start(dying, a); !errors.Is(err, context.Canceled) {
-		t.Fatalf("killed run: %v", err)
-	}
-	sa := teststack.Load(t, inv.sessions, a)
-	if len(sa.Grants) != 1 {
-		t.Fatalf("grants = %+v", sa.Grants)
-	}
-	gid := sa.Grants[0].ID
+	h := killedMidRefund(t, ctx)
+	srv, instance, inv, b, a, gid := h.srv, h.instance, h.inv, h.b, h.a, h.gid
 	if err := inv.sessions.Cancel(ctx, a, operator, "stop"); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +38,7 @@ func TestClaimsDeleteKeepsARunningEffectsGrant(t *testing.T) {
 	if _, err := inv.sessions.Load(ctx, a); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("the deleted session loads: %v", err)
 	}
-	time.Sleep(time.Until(sa.Turn.Lease) + 20*time.Millisecond)
+	time.Sleep(time.Until(h.lease) + 20*time.Millisecond)
 	other := newSession(t, inv, "Refund o1 too.")
 	if out, err := inv.runner.Start(ctx, other); err != nil || out.Cause != reducer.CauseBlocked {
 		t.Fatalf("second session: %+v %v, want blocked", out, err)
