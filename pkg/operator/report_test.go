@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/pkg/operator"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/session"
 )
@@ -17,17 +18,7 @@ import (
 // Deleted first, the child would leave the parent suspended for it with
 // nothing to wake it.
 func TestDeleteOfAnUnreportedChildReportsFirst(t *testing.T) {
-	e := newEnv(t, nil)
-	alice := ids.New("alice")
-	p := e.create(alice)
-	pt, _ := e.startTurn(p.ID)
-	agent := reducer.Actor{Kind: reducer.ActorAgent, ID: pt}
-	c := reducer.Child{ID: reducer.ChildID(p.ID, pt, "call-1"), ToolCallID: "call-1", Agent: "demo", Task: "look"}
-	e.append(p.ID, reducer.Fact{Type: reducer.ChildStarted, Actor: agent, Turn: pt, Child: &c},
-		reducer.Fact{Type: reducer.TurnSuspended, Actor: agent, Turn: pt, Cause: reducer.CauseChildren})
-	if _, err := e.store.CreateChild(t.Context(), alice, reducer.Parent{Session: p.ID, Turn: pt, ToolCallID: "call-1", Depth: 1}, c); err != nil {
-		t.Fatal(err)
-	}
+	e, alice, p, c := waitingForAChild(t)
 	ct, _ := e.startTurn(c.ID)
 	e.append(c.ID, reducer.Fact{Type: reducer.TurnCompleted, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: ct}, Turn: ct})
 	e.wakes()
@@ -72,17 +63,7 @@ func TestDeleteOfAnUnreportedChildReportsFirst(t *testing.T) {
 // records the child as ended, cancelled by the delete, and is woken,
 // instead of waiting for a child that will never run.
 func TestDeleteOfAChildThatNeverRanTellsItsParent(t *testing.T) {
-	e := newEnv(t, nil)
-	alice := ids.New("alice")
-	p := e.create(alice)
-	pt, _ := e.startTurn(p.ID)
-	agent := reducer.Actor{Kind: reducer.ActorAgent, ID: pt}
-	c := reducer.Child{ID: reducer.ChildID(p.ID, pt, "call-1"), ToolCallID: "call-1", Agent: "demo", Task: "look"}
-	e.append(p.ID, reducer.Fact{Type: reducer.ChildStarted, Actor: agent, Turn: pt, Child: &c},
-		reducer.Fact{Type: reducer.TurnSuspended, Actor: agent, Turn: pt, Cause: reducer.CauseChildren})
-	if _, err := e.store.CreateChild(t.Context(), alice, reducer.Parent{Session: p.ID, Turn: pt, ToolCallID: "call-1", Depth: 1}, c); err != nil {
-		t.Fatal(err)
-	}
+	e, alice, p, c := waitingForAChild(t)
 	e.wakes()
 	e.must(http.StatusNoContent, req{method: "DELETE", path: "/sessions/" + c.ID, user: alice})
 	e.must(http.StatusNotFound, req{method: "GET", path: "/sessions/" + c.ID, user: alice})
@@ -98,4 +79,22 @@ func TestDeleteOfAChildThatNeverRanTellsItsParent(t *testing.T) {
 	if n := e.state(p.ID).Next(e.store.Clock(), 0); n.Action != reducer.Resume {
 		t.Fatalf("the parent after the child's delete: %+v, want it due to resume", n)
 	}
+}
+
+// waitingForAChild is alice's session p, whose turn suspended for the one
+// child session c it started (created, its task waiting).
+func waitingForAChild(t *testing.T) (e *env, alice string, p operator.Session, c reducer.Child) {
+	t.Helper()
+	e = newEnv(t, nil)
+	alice = ids.New("alice")
+	p = e.create(alice)
+	pt, _ := e.startTurn(p.ID)
+	agent := reducer.Actor{Kind: reducer.ActorAgent, ID: pt}
+	c = reducer.Child{ID: reducer.ChildID(p.ID, pt, "call-1"), ToolCallID: "call-1", Agent: "demo", Task: "look"}
+	e.append(p.ID, reducer.Fact{Type: reducer.ChildStarted, Actor: agent, Turn: pt, Child: &c},
+		reducer.Fact{Type: reducer.TurnSuspended, Actor: agent, Turn: pt, Cause: reducer.CauseChildren})
+	if _, err := e.store.CreateChild(t.Context(), alice, reducer.Parent{Session: p.ID, Turn: pt, ToolCallID: "call-1", Depth: 1}, c); err != nil {
+		t.Fatal(err)
+	}
+	return e, alice, p, c
 }
