@@ -33,7 +33,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -186,22 +185,7 @@ func (tr *childTrial) problem(format string, args ...any) {
 // reaches the parent once. BATON_CHILD_TRIALS sets the number of trials
 // (default 6), BATON_CHILD_SEED the seed of the random choices.
 func TestChildKillTrials(t *testing.T) {
-	trials := defaultChildTrials
-	if v := os.Getenv(envChildTrials); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a positive number", envChildTrials, v)
-		}
-		trials = n
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv(envChildSeed); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("%s=%q: want an unsigned number", envChildSeed, v)
-		}
-		seed = n
-	}
+	trials, seed := trialsAndSeed(t, envChildTrials, defaultChildTrials, envChildSeed)
 	t.Logf("%d child kill trials, seed %d (replay with %s=%d)", trials, seed, envChildSeed, seed)
 	ts := newToolServer(t)
 	s := newStack(t, stackConfig{agents: writeChildAgents(t, ts), timeout: 2*time.Minute + time.Duration(trials)*15*time.Second})

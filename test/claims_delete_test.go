@@ -27,7 +27,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -218,22 +217,7 @@ type claimRig struct {
 // the number of trials (default 4), BATON_CLAIM_SEED the seed of the random
 // choices.
 func TestClaimDeleteTrials(t *testing.T) {
-	trials := defaultClaimTrials
-	if v := os.Getenv(envClaimTrials); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a positive number", envClaimTrials, v)
-		}
-		trials = n
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv(envClaimSeed); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("%s=%q: want an unsigned number", envClaimSeed, v)
-		}
-		seed = n
-	}
+	trials, seed := trialsAndSeed(t, envClaimTrials, defaultClaimTrials, envClaimSeed)
 	t.Logf("%d claim delete trials, seed %d (replay with %s=%d)", trials, seed, envClaimSeed, seed)
 	es := newClaimServer(t)
 	s := newStack(t, stackConfig{agents: writeClaimAgents(t, es), claimsPoll: claimPoll,

@@ -341,22 +341,7 @@ type crashRig struct {
 // number of trials (default 20), BATON_CRASH_SEED the seed of the random
 // choices (printed by every run).
 func TestCrashTrials(t *testing.T) {
-	trials := defaultCrashTrials
-	if v := os.Getenv(envCrashTrials); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a positive number", envCrashTrials, v)
-		}
-		trials = n
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv(envCrashSeed); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("%s=%q: want an unsigned number", envCrashSeed, v)
-		}
-		seed = n
-	}
+	trials, seed := trialsAndSeed(t, envCrashTrials, defaultCrashTrials, envCrashSeed)
 	t.Logf("%d crash trials, seed %d (replay the choices with %s=%d)", trials, seed, envCrashSeed, seed)
 
 	ts := newToolServer(t)
@@ -1077,4 +1062,28 @@ func quantiles(ds []time.Duration) (p50, worst time.Duration) {
 	}
 	ds = slices.Sorted(slices.Values(ds))
 	return ds[len(ds)/2], ds[len(ds)-1]
+}
+
+// trialsAndSeed reads a kill-trial test's number of trials (envTrials, def
+// when unset) and the seed of its random choices (envSeed, the clock when
+// unset), failing the test on a value that is no number.
+func trialsAndSeed(t *testing.T, envTrials string, def int, envSeed string) (int, uint64) {
+	t.Helper()
+	trials := def
+	if v := os.Getenv(envTrials); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive number", envTrials, v)
+		}
+		trials = n
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv(envSeed); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: want an unsigned number", envSeed, v)
+		}
+		seed = n
+	}
+	return trials, seed
 }
