@@ -313,16 +313,22 @@ func (b *Broker) put(s storedSpace) (*types.Put, error) {
 		return nil, err
 	}
 	item := claimsKey(s.Key())
-	item[attrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(s.version+1, 10)}
 	item[attrSpace] = &types.AttributeValueMemberS{Value: string(body)}
+	return b.versionedPut(item, s.version), nil
+}
+
+// versionedPut puts item as version+1 of itself, on the condition that
+// the stored item is still at version (0: not there yet).
+func (b *Broker) versionedPut(item map[string]types.AttributeValue, version int64) *types.Put {
+	item[attrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(version+1, 10)}
 	p := &types.Put{TableName: aws.String(b.table), Item: item}
-	if s.version == 0 {
+	if version == 0 {
 		p.ConditionExpression = aws.String("attribute_not_exists(pk)")
 	} else {
 		p.ConditionExpression = aws.String("v = :v")
-		p.ExpressionAttributeValues = map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(s.version, 10)}}
+		p.ExpressionAttributeValues = map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(version, 10)}}
 	}
-	return p, nil
+	return p
 }
 
 // write stores the spaces, each only if its version is still the one

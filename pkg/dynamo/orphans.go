@@ -78,16 +78,8 @@ func (b *Broker) putOrphans(l orphanList) (*types.Put, error) {
 			l.owner, len(body), maxOrphanList)
 	}
 	item := orphansKey(l.owner)
-	item[attrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(l.version+1, 10)}
 	item[attrOrphans] = &types.AttributeValueMemberS{Value: string(body)}
-	p := &types.Put{TableName: aws.String(b.table), Item: item}
-	if l.version == 0 {
-		p.ConditionExpression = aws.String("attribute_not_exists(pk)")
-	} else {
-		p.ConditionExpression = aws.String("v = :v")
-		p.ExpressionAttributeValues = map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(l.version, 10)}}
-	}
-	return p, nil
+	return b.versionedPut(item, l.version), nil
 }
 
 // Orphan: see claims.Broker. The grant as the spaces hold it is listed,
