@@ -20,7 +20,6 @@ import (
 // grant says by which. The facts are recorded through the session store,
 // as the runner records them.
 func TestConsoleShowsClaims(t *testing.T) {
-	t.Skip("broken by the per-owner claims merge (issue 24): the blocked card no longer shows; to fix next stop")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := newBrowser(t, ctx)
@@ -47,7 +46,7 @@ func TestConsoleShowsClaims(t *testing.T) {
 	var grant claims.Grant
 	record(holder, func(turn string, agent reducer.Actor) []reducer.Fact {
 		call := "tc_" + turn + "_1_0"
-		grant = claims.Grant{ID: reducer.GrantID(holder, call), Session: holder, Turn: turn, ToolCall: call, Claims: order}
+		grant = claims.Grant{ID: reducer.GrantID(holder, call), Session: holder, Owner: "local", Turn: turn, ToolCall: call, Claims: order}
 		return []reducer.Fact{{Type: reducer.ClaimGranted, Actor: agent, Turn: turn, Grant: &grant}}
 	})
 	if err := ss.Cancel(ctx, holder, reducer.Actor{Kind: reducer.ActorOperator, ID: "local"}, "stuck"); err != nil {
