@@ -138,8 +138,3 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-// queued counts the wakes visible on the queue without consuming them.
-func queued(t testing.TB, inv *invocation) int {
-	t.Helper()
-	return teststack.Visible(t, inv.clients.SQS, env.QueueURL)
-}

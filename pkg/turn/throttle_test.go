@@ -54,10 +54,13 @@ func TestPersistentThrottleSuspendsForALaterWake(t *testing.T) {
 	}
 	// The wake is delayed by the provider's retry-after: not visible yet.
 	time.Sleep(500 * time.Millisecond)
-	if n := queued(t, inv); n != 0 {
-		t.Fatalf("%d wakes visible before the retry-after", n)
+	if n := visibleWakes(t, inv, id); n != 0 {
+		t.Fatalf("%d wakes for the session visible before the retry-after", n)
 	}
 	time.Sleep(3 * time.Second)
+	if n := visibleWakes(t, inv, id); n != 1 {
+		t.Fatalf("%d wakes for the session visible after the retry-after, want 1", n)
+	}
 	if w := receiveWake(t, inv, id); w.Session != id || w.Reason != wake.Throttled {
 		t.Fatalf("wake = %+v", w)
 	}

@@ -556,6 +556,37 @@ func receiveWake(t testing.TB, inv *invocation, id string) wake.Wake {
 	return wake.Wake{}
 }
 
+// visibleWakes counts the visible wakes for session id on the package's
+// shared queue. It looks without taking: every message it receives is made
+// visible again at once, so another test's delayed wake that comes due is
+// neither counted nor lost.
+func visibleWakes(t testing.TB, inv *invocation, id string) int {
+	t.Helper()
+	n := 0
+	for range 3 {
+		out, err := inv.clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(env.QueueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			// A zero VisibilityTimeout on the receive is the SDK's "unset";
+			// the message is made visible again explicitly.
+			if _, err := inv.clients.SQS.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
+				QueueUrl: aws.String(env.QueueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0}); err != nil {
+				t.Fatal(err)
+			}
+			if w, err := wake.Parse(aws.ToString(m.Body)); err == nil && w.Session == id {
+				n++
+			}
+		}
+		if n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
 const liveScript = `{"steps":[
  {"delay":"800ms","text":"one two three four five six seven eight","toolCalls":[{"name":"get_weather","input":{"city":"Nice"}}]},
  {"delay":"800ms","text":"the answer is sunny"}
