@@ -45,8 +45,8 @@ test:
 
 bench:
 	$(GO) test ./pkg/turn -run '^$$' -bench . -benchmem
-	$(GO) test ./pkg/tick -run '^$$' -bench . -benchtime 1x
-	$(GO) test ./pkg/provider/... -run '^$$' -bench . -benchmem
+	$(GO) test ./internal/tick -run '^$$' -bench . -benchtime 1x
+	$(GO) test ./internal/provider/... -run '^$$' -bench . -benchmem
 	BATON_MEASURE=1 $(GO) test ./test -run 'Sizes|Demo|DeployedLiveLatency' -v
 
 run:

@@ -7,8 +7,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/baton-run/baton/pkg/agents"
-	"github.com/baton-run/baton/pkg/mcp"
+	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/mcp"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
 )

@@ -12,13 +12,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/intercept"
-	"github.com/baton-run/baton/pkg/lambdahttp"
-	"github.com/baton-run/baton/pkg/mcp"
-	"github.com/baton-run/baton/pkg/metrics"
-	"github.com/baton-run/baton/pkg/tick"
+	"github.com/baton-run/baton/internal/app"
+	"github.com/baton-run/baton/internal/awsenv"
+	"github.com/baton-run/baton/internal/intercept"
+	"github.com/baton-run/baton/internal/lambdahttp"
+	"github.com/baton-run/baton/internal/mcp"
+	"github.com/baton-run/baton/internal/metrics"
+	"github.com/baton-run/baton/internal/tick"
 )
 
 // Config is what a program brings to baton: its agents, and the Go tools

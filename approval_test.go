@@ -11,9 +11,9 @@ import (
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/ids"
-	"github.com/baton-run/baton/pkg/mcp/mcptest"
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/mcp/mcptest"
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
 )

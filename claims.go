@@ -1,7 +1,7 @@
 package baton
 
 import (
-	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/internal/claims"
 )
 
 // Claim is a resource a tool call needs (a namespace, an instance, a

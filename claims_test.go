@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/internal/claims"
 )
 
 func TestToolClaims(t *testing.T) {

@@ -126,7 +126,7 @@
 // parameters): the program that runs models registers the store too,
 // Config.KeyStore: providers.KeyStore(). A key is fetched once per
 // container, again when the provider refuses it, and never logged or stored
-// (package pkg/apikey).
+// (package internal/apikey).
 //
 // NewOn builds the App on Resources the program makes itself (the table,
 // bucket, queue, stream bucket, agent file and the functions' other

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/mcp/mcptest"
+	"github.com/baton-run/baton/internal/mcp/mcptest"
 )
 
 // A Go tool: its input schema comes from the input type, and options say it

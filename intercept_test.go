@@ -8,12 +8,12 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
-	"github.com/baton-run/baton/pkg/dynamo"
-	"github.com/baton-run/baton/pkg/intercept"
-	"github.com/baton-run/baton/pkg/model"
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/intercept"
+	"github.com/baton-run/baton/internal/model"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
 )
 
 // counts is what a counting interceptor saw.

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/agents"
-	"github.com/baton-run/baton/pkg/claims"
-	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/model"
 )
 
 // TestGoAgentAndAgentFileRefuseTheSameLimits builds each bad agent twice,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/internal/app"
 )
 
 // Function names one of the three functions template.yaml deploys. A

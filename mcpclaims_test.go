@@ -7,7 +7,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
-	"github.com/baton-run/baton/pkg/mcp/mcptest"
+	"github.com/baton-run/baton/internal/mcp/mcptest"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/providers"
 )

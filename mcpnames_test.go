@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/mcp/mcptest"
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/pkg/ids"
-	"github.com/baton-run/baton/pkg/mcp/mcptest"
-	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
 	"github.com/baton-run/baton/providers"

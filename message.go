@@ -1,8 +1,8 @@
 package baton
 
 import (
+	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/model"
 )
 
 // Message is one entry of a Model's input (Request.Messages): a role and

@@ -17,9 +17,9 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
-	"github.com/baton-run/baton/pkg/metrics"
+	"github.com/baton-run/baton/internal/metrics"
+	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/wake"
 )
 
 // lines is a writer that keeps what it is given, for a test to read.

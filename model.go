@@ -1,6 +1,6 @@
 package baton
 
-import "github.com/baton-run/baton/pkg/model"
+import "github.com/baton-run/baton/internal/model"
 
 // Model is a language model: Stream plays one step of a turn, and honours
 // ctx's deadline. The events end with a Finish event, or with a non-nil

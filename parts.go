@@ -4,10 +4,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/tick"
+	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/tick"
+	"github.com/baton-run/baton/internal/worker"
 	"github.com/baton-run/baton/pkg/turn"
-	"github.com/baton-run/baton/pkg/worker"
 )
 
 // The parts below are what the handlers run, for a program that runs them

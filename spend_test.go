@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/internal/model"
 )
 
 // The Go agent carries its price table and spend caps into the turn, and

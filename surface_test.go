@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
@@ -116,7 +116,7 @@ func TestHandlerOfEachFunction(t *testing.T) {
 // TestRegistrationsTakeTheSDKsConfig: what a program registers (a
 // provider, the key store, the lambda invoker) is built on the AWS SDK's
 // own aws.Config, not on a baton-internal type a program could not name
-// without importing baton's pkg/.
+// without importing baton's internal packages.
 func TestRegistrationsTakeTheSDKsConfig(t *testing.T) {
 	want := reflect.TypeOf(aws.Config{})
 	build, _ := reflect.TypeOf(baton.Provider{}).FieldByName("Build")

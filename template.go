@@ -1,7 +1,7 @@
 package baton
 
 // The AWS SAM template deploys the three functions with their table, bucket
-// and queues. pkg/provision reads the same template to create matching
+// and queues. internal/provision reads the same template to create matching
 // resources on LocalStack or kumo, so deployed and local resources cannot
 // drift.
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/internal/tool"
 )
 
 // Tool is one tool an agent may call: a name, a description, a JSON Schema

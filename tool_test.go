@@ -10,7 +10,7 @@ import (
 	"time"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/internal/tool"
 )
 
 type transfer struct {

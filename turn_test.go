@@ -21,14 +21,14 @@ import (
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/app"
+	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/mcp/mcptest"
+	"github.com/baton-run/baton/internal/model"
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/ids"
-	"github.com/baton-run/baton/pkg/mcp/mcptest"
-	"github.com/baton-run/baton/pkg/model"
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
-	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/tick"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/tick"
 )
 
 // killer kills the process, as far as its fact logs go, right after a

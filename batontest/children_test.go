@@ -15,7 +15,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
-	"github.com/baton-run/baton/pkg/chat"
+	"github.com/baton-run/baton/internal/chat"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 

@@ -11,17 +11,17 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/mcp/mcpsdk"
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/providers/awslambda"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/internal/tick"
+	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/pkg/turn"
-	"github.com/baton-run/baton/pkg/wake"
 )
 
 // TB is the part of testing.TB the kit uses: a *testing.T or *testing.B

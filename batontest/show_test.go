@@ -8,10 +8,10 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/tick"
+	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/tick"
-	"github.com/baton-run/baton/pkg/wake"
 )
 
 // TestChildApprovalShownAfterAKill: the child's invocation is killed right

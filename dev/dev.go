@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/devserver"
+	"github.com/baton-run/baton/internal/app"
+	"github.com/baton-run/baton/internal/devserver"
 )
 
 // Options configure the dev server.

@@ -15,8 +15,8 @@
 package providers
 
 import (
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/mcp"
+	"github.com/baton-run/baton/internal/app"
+	"github.com/baton-run/baton/internal/mcp"
 	"github.com/baton-run/baton/providers/anthropic"
 	"github.com/baton-run/baton/providers/awslambda"
 	"github.com/baton-run/baton/providers/bedrock"

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/baton-run/baton/pkg/agents"
-	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/awsenv"
 	"github.com/baton-run/baton/providers"
 )
 

@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/pkg/agents"
-	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/awsenv"
+	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
 )
 
 // writeCascadeAgents writes an agent file whose "boss" asks one "asker",

@@ -38,9 +38,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/pkg/agents"
+	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/dynamo"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 

@@ -37,14 +37,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/baton-run/baton/pkg/agents"
-	"github.com/baton-run/baton/pkg/claims"
-	"github.com/baton-run/baton/pkg/dynamo"
-	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/operator"
+	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
-	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/test/harness"
 )
 

@@ -34,12 +34,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/pkg/agents"
+	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
-	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
 

@@ -28,10 +28,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/baton-run/baton/pkg/agents"
-	"github.com/baton-run/baton/pkg/dynamo"
+	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/wake"
 	"github.com/baton-run/baton/test/harness"
 )
 

@@ -38,15 +38,15 @@ func TestFunctionsLinkNoTestingPackages(t *testing.T) {
 func TestOperatorAndTickLinkNoProvider(t *testing.T) {
 	heavy := []string{
 		"github.com/baton-run/baton/providers",
-		"github.com/baton-run/baton/pkg/provider/",
+		"github.com/baton-run/baton/internal/provider/",
 		"github.com/anthropics/anthropic-sdk-go",
 		"github.com/openai/openai-go",
 		"github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
-		"github.com/baton-run/baton/pkg/mcp/mcpsdk",
+		"github.com/baton-run/baton/internal/mcp/mcpsdk",
 		"github.com/modelcontextprotocol/go-sdk",
 		"github.com/yosida95/uritemplate",
 		// The model key store (providers.KeyStore()).
-		"github.com/baton-run/baton/pkg/apikey/awsstore",
+		"github.com/baton-run/baton/internal/apikey/awsstore",
 		"github.com/aws/aws-sdk-go-v2/service/secretsmanager",
 		"github.com/aws/aws-sdk-go-v2/service/ssm",
 		"github.com/aws/aws-sdk-go-v2/service/lambda",
@@ -131,7 +131,7 @@ func TestFunctionsLinkNoConfigChain(t *testing.T) {
 		"github.com/aws/aws-sdk-go-v2/service/sts",
 		"github.com/aws/aws-sdk-go-v2/service/sso",
 		"github.com/aws/aws-sdk-go-v2/feature/ec2/imds",
-		"github.com/baton-run/baton/pkg/awsenv/awsconfig",
+		"github.com/baton-run/baton/internal/awsenv/awsconfig",
 	}
 	for _, fn := range functionRoles {
 		out, err := exec.Command("go", "list", "-deps", "../functions/"+fn).CombinedOutput()

@@ -27,11 +27,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/baton-run/baton/pkg/operator"
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/operator"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
-	"github.com/baton-run/baton/pkg/wake"
 	"github.com/baton-run/baton/test/harness"
 )
 
@@ -695,7 +695,7 @@ func formatCounts(m map[string]int64) string {
 // a counting proxy in front of kumo.
 func TestDemoRequestCounts(t *testing.T) {
 	s := newStack(t, stackConfig{agents: "", count: true})
-	sc := loadScript(t, filepath.Join("..", "pkg", "agents", "demo.script.json"))
+	sc := loadScript(t, filepath.Join("..", "internal", "agents", "demo.script.json"))
 	op, rs, tk := s.proxies["operator"].Counter, s.proxies["resume"].Counter, s.proxies["tick"].Counter
 
 	b := op.Counts()

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/baton-run/baton/pkg/chat"
+	"github.com/baton-run/baton/internal/chat"
 	"net/http"
 	"os"
 	"slices"

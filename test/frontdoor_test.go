@@ -9,7 +9,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"github.com/baton-run/baton/pkg/chat"
+	"github.com/baton-run/baton/internal/chat"
 	"io"
 	"net/http"
 	"strings"
@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/baton-run/baton/pkg/auth/authtest"
+	"github.com/baton-run/baton/internal/auth/authtest"
 	"github.com/baton-run/baton/test/harness"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/pkg/auth"
+	"github.com/baton-run/baton/internal/auth"
 	"github.com/baton-run/baton/test/harness"
 )
 

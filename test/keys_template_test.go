@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-run/baton/pkg/agents"
+	"github.com/baton-run/baton/internal/agents"
 )
 
 // resumeKeyEnv is what the resume function alone is told of model keys:

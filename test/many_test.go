@@ -41,9 +41,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/internal/operator"
+	"github.com/baton-run/baton/internal/tick"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/tick"
 	"github.com/baton-run/baton/test/harness"
 )
 

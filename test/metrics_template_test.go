@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/metrics"
-	"github.com/baton-run/baton/pkg/provision"
+	"github.com/baton-run/baton/internal/metrics"
+	"github.com/baton-run/baton/internal/provision"
 )
 
 // dashboardMetric is one metric a dashboard widget or an alarm reads.
@@ -113,7 +113,7 @@ func alarmMetrics(tr map[string]any) []dashboardMetric {
 
 // TestDashboardNamesWhatTheCodeEmits: the template's dashboard and alarms
 // (parsed by goformation, and read from the template's tree) name only
-// metrics of the Baton namespace that pkg/metrics emits, by the dimensions
+// metrics of the Baton namespace that internal/metrics emits, by the dimensions
 // it publishes them with (Function; Function and the metric's key), and
 // the dashboard shows the operator's metrics: steps, model latency and
 // time to first token, tokens and cost, suspensions by cause, failures by
@@ -137,7 +137,7 @@ func TestDashboardNamesWhatTheCodeEmits(t *testing.T) {
 		}
 		name := metrics.Name(m.name)
 		if !slices.Contains(emitted, name) {
-			t.Errorf("%s: %s/%s is not a metric pkg/metrics emits", m.where, m.namespace, m.name)
+			t.Errorf("%s: %s/%s is not a metric internal/metrics emits", m.where, m.namespace, m.name)
 			continue
 		}
 		want := [][]string{{metrics.DimFunction}, {metrics.DimFunction, metrics.DimAgent}}

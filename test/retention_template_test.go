@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/internal/app"
 )
 
 // TestRetentionDaysParameterIsBounded: the template's RetentionDays

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/provision"
+	"github.com/baton-run/baton/internal/provision"
 )
 
 // TestInitProject runs baton init DIR from this checkout, with no flag but

@@ -29,11 +29,11 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/emulator"
-	"github.com/baton-run/baton/pkg/operator"
-	"github.com/baton-run/baton/pkg/provision"
-	"github.com/baton-run/baton/pkg/tick"
+	"github.com/baton-run/baton/internal/app"
+	"github.com/baton-run/baton/internal/emulator"
+	"github.com/baton-run/baton/internal/operator"
+	"github.com/baton-run/baton/internal/provision"
+	"github.com/baton-run/baton/internal/tick"
 )
 
 // scriptPath is the LocalStack ready hook, relative to this package.
@@ -370,7 +370,7 @@ func TestFunctionsRuntime(t *testing.T) {
 }
 
 // TestOperatorRoutes: the HTTP API's routes are exactly the operator
-// API's route table (operator.Routes, which holds pkg/chat's), with the
+// API's route table (operator.Routes, which holds internal/chat's), with the
 // same method, path and auth: the public ones (the console's static assets
 // and CORS preflights) without the authorizer, every other behind the JWT.
 func TestOperatorRoutes(t *testing.T) {
@@ -598,11 +598,11 @@ func TestEnvContract(t *testing.T) {
 }
 
 // TestGetenvOnlyThroughApp scans the production code for os.Getenv and
-// os.LookupEnv calls: outside pkg/app they may read only AWS_* variables
+// os.LookupEnv calls: outside internal/app they may read only AWS_* variables
 // (the SDK's own configuration) or, in the local-only packages, the
 // emulator's.
 func TestGetenvOnlyThroughApp(t *testing.T) {
-	localOnly := map[string]bool{"cmd/baton": true, "pkg/emulator": true, "pkg/devserver": true}
+	localOnly := map[string]bool{"cmd/baton": true, "internal/emulator": true, "internal/devserver": true}
 	root := ".."
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -642,10 +642,10 @@ func TestGetenvOnlyThroughApp(t *testing.T) {
 				if strings.HasPrefix(name, "AWS_") || (localOnly[dir] && strings.HasPrefix(name, "KUMO_")) {
 					return true
 				}
-				t.Errorf("%s: reads %s outside pkg/app", rel, name)
+				t.Errorf("%s: reads %s outside internal/app", rel, name)
 			case *ast.Ident:
-				if dir != "pkg/app" {
-					t.Errorf("%s: reads the variable named by %s outside pkg/app", rel, arg.Name)
+				if dir != "internal/app" {
+					t.Errorf("%s: reads the variable named by %s outside internal/app", rel, arg.Name)
 				}
 			default:
 				t.Errorf("%s: reads a computed variable name", rel)

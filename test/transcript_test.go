@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/parts"
 )
 
 // script is a scripted model's file, as far as the tests read it.

@@ -25,10 +25,10 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/dev"
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/awsenv/awsconfig"
-	"github.com/baton-run/baton/pkg/cli"
-	"github.com/baton-run/baton/pkg/provision"
+	"github.com/baton-run/baton/internal/app"
+	"github.com/baton-run/baton/internal/awsenv/awsconfig"
+	"github.com/baton-run/baton/internal/cli"
+	"github.com/baton-run/baton/internal/provision"
 	"github.com/baton-run/baton/providers"
 	"github.com/baton-run/baton/providers/otel"
 )

@@ -13,8 +13,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/baton-run/baton/pkg/cli"
-	"github.com/baton-run/baton/pkg/scaffold"
+	"github.com/baton-run/baton/internal/cli"
+	"github.com/baton-run/baton/internal/scaffold"
 )
 
 // initProject is baton init DIR.

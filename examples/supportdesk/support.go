@@ -10,7 +10,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/examples/supportdesk/crm"
-	"github.com/baton-run/baton/pkg/provider/anthropic"
+	"github.com/baton-run/baton/providers/anthropic"
 )
 
 // RefundApprovalOver is the refund amount above which an operator must

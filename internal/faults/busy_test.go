@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/chat"
 	"github.com/baton-run/baton/internal/faults"
-	"github.com/baton-run/baton/pkg/chat"
-	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/pkg/turn"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/internal/awsenv"
 )
 
 // Kind is a fault the Transport injects.

@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/baton-run/baton/internal/awsenv"
 	"github.com/baton-run/baton/internal/faults"
-	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/internal/ids"
 )
 
 // TestFaultsAsTheSDKSeesThem sends one attempt per fault through the

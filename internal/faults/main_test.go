@@ -15,15 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/baton-run/baton/internal/faults"
+	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/model"
+	"github.com/baton-run/baton/internal/operator"
+	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/internal/teststack"
-	"github.com/baton-run/baton/pkg/ids"
-	"github.com/baton-run/baton/pkg/model"
-	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/internal/tick"
+	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/tick"
-	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
 

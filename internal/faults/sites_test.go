@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/internal/awsenv"
 	"github.com/baton-run/baton/internal/faults"
-	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"

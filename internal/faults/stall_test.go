@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/faults"
-	"github.com/baton-run/baton/pkg/operator"
+	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/pkg/turn"
 )
 

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/baton-run/baton/pkg/devserver"
+	"github.com/baton-run/baton/internal/devserver"
 )
 
 // M is the part of *testing.M the package uses.

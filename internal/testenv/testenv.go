@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/emulator"
-	"github.com/baton-run/baton/pkg/ids"
-	"github.com/baton-run/baton/pkg/provision"
+	"github.com/baton-run/baton/internal/awsenv"
+	"github.com/baton-run/baton/internal/emulator"
+	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/provision"
 )
 
 // TB is the part of testing.TB the package uses.

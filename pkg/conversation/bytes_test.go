@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/parts"
 )
 
 // roundTrip is parts as a fresh invocation reads them back from a stream.

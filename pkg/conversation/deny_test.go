@@ -6,8 +6,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/parts"
 )
 
 func no() *bool { b := false; return &b }

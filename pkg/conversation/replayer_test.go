@@ -8,8 +8,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 

@@ -3,7 +3,7 @@ package reducer
 import (
 	"slices"
 
-	"github.com/baton-run/baton/pkg/traceparent"
+	"github.com/baton-run/baton/internal/traceparent"
 )
 
 // Appliers for the session's own facts: creation, messages and the schedule.

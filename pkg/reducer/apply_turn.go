@@ -3,7 +3,7 @@ package reducer
 import (
 	"time"
 
-	"github.com/baton-run/baton/pkg/traceparent"
+	"github.com/baton-run/baton/internal/traceparent"
 )
 
 // Appliers for the open turn's lifecycle: start, suspend, resume, compaction, timers, raised limits and the three ends.

@@ -3,7 +3,7 @@ package reducer
 import (
 	"slices"
 
-	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/internal/claims"
 )
 
 // Resource claims as session facts: a side-effecting call's grant is

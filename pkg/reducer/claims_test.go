@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/internal/claims"
 )
 
 // TestApplyClaimFactsLeavesInputUnchanged is TestApplyLeavesInputUnchanged

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/internal/claims"
 )
 
 // Type names a session fact.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/internal/claims"
 )
 
 // Status is a session's coarse state.

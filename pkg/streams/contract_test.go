@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/baton-run/baton/internal/dirbucket"
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/parts"
 )
 
 // The stream-store contract: every store, on its kind of bucket, passes the

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/baton-run/baton/internal/awsenv"
 	"github.com/baton-run/baton/internal/faults"
-	"github.com/baton-run/baton/pkg/awsenv"
 )
 
 // storeFaults are the faults every S3 write is tested under. A transient

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/parts"
 )
 
 // chunkSeeds are chunk bodies as the sink writes them.

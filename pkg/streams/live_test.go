@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/parts"
 )
 
 // TestLiveThrottlesWithLeadingAndTrailingEdges: the first Poke flushes at

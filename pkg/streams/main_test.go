@@ -12,9 +12,9 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/pkg/ids"
-	"github.com/baton-run/baton/pkg/parts"
 )
 
 // testEnv is the emulator and the bucket shared by the package's tests. kumo

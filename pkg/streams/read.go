@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/parts"
 )
 
 // Cursor names the last part a reader already has: "<chunk>.<part>", both

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/parts"
 )
 
 // Sink writes one stream. It buffers parts in memory and writes them as the

@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/ids"
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/awsenv"
+	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/parts"
 )
 
 // Errors callers can test for with errors.Is.

@@ -3,9 +3,9 @@ package turn
 import (
 	"time"
 
-	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/internal/model"
+	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/tool"
 )
 
 // Limits bound a turn. Zero fields take the defaults.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 

@@ -10,11 +10,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/tool"
 )
 
 // Sub-agents and hand-offs. An agent's Children name the agents it may call

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
 

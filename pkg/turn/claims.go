@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/wake"
 )
 
 // Resource claims around the execution ledger. A side-effecting call whose

@@ -17,16 +17,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/teststack"
-	"github.com/baton-run/baton/pkg/claims"
-	"github.com/baton-run/baton/pkg/dynamo"
-	"github.com/baton-run/baton/pkg/ids"
+	"github.com/baton-run/baton/internal/tool"
+	"github.com/baton-run/baton/internal/wake"
+	"github.com/baton-run/baton/internal/worker"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
-	"github.com/baton-run/baton/pkg/wake"
-	"github.com/baton-run/baton/pkg/worker"
 )
 
 // orderServer is the tool server the refunds call over HTTP. It records,

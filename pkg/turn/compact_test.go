@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/faults"
+	"github.com/baton-run/baton/internal/model"
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/model"
-	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"

@@ -5,10 +5,10 @@ import (
 	"iter"
 	"time"
 
-	"github.com/baton-run/baton/pkg/intercept"
-	"github.com/baton-run/baton/pkg/model"
-	"github.com/baton-run/baton/pkg/parts"
-	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/internal/intercept"
+	"github.com/baton-run/baton/internal/model"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/tool"
 )
 
 // hooks are a run's interceptor chains (see Runner.Interceptors); each is

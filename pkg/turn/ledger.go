@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/dynamo"
-	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/tool"
 )
 
 // The tool ledger: settling the last step's calls (run.settleLast,

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
-	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
 

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/turn"
 )
 

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/baton-run/baton/pkg/awsenv"
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/awsenv"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/retry"
+	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/retry"
-	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
-	"github.com/baton-run/baton/pkg/wake"
 )
 
 // loop runs steps until the turn ends or this invocation must stop. Each

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/awsenv"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/internal/teststack"
-	"github.com/baton-run/baton/pkg/awsenv"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
 )

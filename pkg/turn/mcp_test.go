@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-run/baton/pkg/mcp"
-	"github.com/baton-run/baton/pkg/mcp/mcpsdk"
-	"github.com/baton-run/baton/pkg/mcp/mcptest"
-	"github.com/baton-run/baton/pkg/model"
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/mcp"
+	"github.com/baton-run/baton/internal/mcp/mcpsdk"
+	"github.com/baton-run/baton/internal/mcp/mcptest"
+	"github.com/baton-run/baton/internal/model"
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
 )

@@ -4,8 +4,8 @@ import (
 	"io"
 	"testing"
 
-	"github.com/baton-run/baton/pkg/intercept"
-	"github.com/baton-run/baton/pkg/metrics"
+	"github.com/baton-run/baton/internal/intercept"
+	"github.com/baton-run/baton/internal/metrics"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/teststack"
-	"github.com/baton-run/baton/pkg/claims"
-	"github.com/baton-run/baton/pkg/ids"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/turn"
 )
 

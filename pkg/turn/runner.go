@@ -8,16 +8,16 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/baton-run/baton/pkg/claims"
+	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/intercept"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/tool"
+	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/ids"
-	"github.com/baton-run/baton/pkg/intercept"
-	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
-	"github.com/baton-run/baton/pkg/tool"
-	"github.com/baton-run/baton/pkg/wake"
 )
 
 // Errors for a Start or Resume that did not run.

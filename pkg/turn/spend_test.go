@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/teststack"
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
-	"github.com/baton-run/baton/pkg/wake"
 )
 
 // metaUsage sums the usage of the message-metadata parts of a turn's

@@ -15,14 +15,14 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/faults"
+	"github.com/baton-run/baton/internal/model"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/teststack"
+	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/conversation"
-	"github.com/baton-run/baton/pkg/model"
-	"github.com/baton-run/baton/pkg/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
-	"github.com/baton-run/baton/pkg/tool"
 	"github.com/baton-run/baton/pkg/turn"
 )
 

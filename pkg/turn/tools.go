@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/baton-run/baton/pkg/parts"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/tool"
 )
 
 // DataTools is the part that records the tools of an agent's Remote source

@@ -3,10 +3,10 @@ package turn
 import (
 	"context"
 
-	"github.com/baton-run/baton/pkg/intercept"
-	"github.com/baton-run/baton/pkg/model"
+	"github.com/baton-run/baton/internal/intercept"
+	"github.com/baton-run/baton/internal/model"
+	"github.com/baton-run/baton/internal/traceparent"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/traceparent"
 )
 
 // startTrace is the trace context a new turn records in its turn.started

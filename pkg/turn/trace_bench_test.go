@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/baton-run/baton/pkg/intercept"
+	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/providers/otel"
 )
 

@@ -5,10 +5,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/baton-run/baton/pkg/ids"
-	"github.com/baton-run/baton/pkg/intercept"
+	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/intercept"
+	"github.com/baton-run/baton/internal/traceparent"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/traceparent"
 	"github.com/baton-run/baton/pkg/turn"
 )
 

@@ -7,9 +7,9 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/baton-run/baton/pkg/agents"
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/provider/anthropic"
+	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/app"
+	"github.com/baton-run/baton/internal/provider/anthropic"
 )
 
 // Provider is the "anthropic" provider.
@@ -18,3 +18,12 @@ func Provider() app.Provider {
 		return anthropic.New(anthropic.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens, APIKey: key, BaseURL: c.BaseURL, HTTPClient: hc})
 	})
 }
+
+// Config configures a Model for an agent written in Go.
+type Config = anthropic.Config
+
+// Model is a model of the provider, for Agent.Model.
+type Model = anthropic.Model
+
+// New returns a Model for c.
+func New(c Config) (*Model, error) { return anthropic.New(c) }

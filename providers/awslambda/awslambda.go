@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/internal/app"
+	"github.com/baton-run/baton/internal/tool"
 )
 
 // Invoker is baton's invoker of lambda tools, on a Lambda client made from

@@ -14,7 +14,7 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/pkg/tool"
+	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/providers/awslambda"
 	"github.com/baton-run/baton/test/harness"
 )

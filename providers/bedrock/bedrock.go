@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 
-	"github.com/baton-run/baton/pkg/agents"
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/provider/bedrock"
+	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/app"
+	"github.com/baton-run/baton/internal/provider/bedrock"
 )
 
 // Provider is the "bedrock" provider.
@@ -21,3 +21,12 @@ func Provider() app.Provider {
 		return bedrock.New(bedrockruntime.NewFromConfig(cfg), bedrock.Config{Model: c.Model, MaxTokens: c.MaxOutputTokens})
 	})
 }
+
+// Config configures a Model for an agent written in Go.
+type Config = bedrock.Config
+
+// Model is a model of the provider, for Agent.Model.
+type Model = bedrock.Model
+
+// New returns a Model for c.
+func New(client *bedrockruntime.Client, c Config) (*Model, error) { return bedrock.New(client, c) }

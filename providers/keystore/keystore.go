@@ -7,13 +7,13 @@ package keystore
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/baton-run/baton/pkg/apikey"
-	"github.com/baton-run/baton/pkg/apikey/awsstore"
-	"github.com/baton-run/baton/pkg/app"
+	"github.com/baton-run/baton/internal/apikey"
+	"github.com/baton-run/baton/internal/apikey/awsstore"
+	"github.com/baton-run/baton/internal/app"
 )
 
 // AWS is the key store on the app's AWS configuration (see package
-// pkg/apikey/awsstore).
+// internal/apikey/awsstore).
 func AWS() app.KeyStore {
 	return func(cfg aws.Config) apikey.Fetcher { return awsstore.New(cfg) }
 }

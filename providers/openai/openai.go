@@ -7,9 +7,9 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/baton-run/baton/pkg/agents"
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/provider/openai"
+	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/app"
+	"github.com/baton-run/baton/internal/provider/openai"
 )
 
 // Provider is the "openai" provider.
@@ -19,3 +19,12 @@ func Provider() app.Provider {
 			EchoReasoning: c.EchoReasoning, HTTPClient: hc})
 	})
 }
+
+// Config configures a Model for an agent written in Go.
+type Config = openai.Config
+
+// Model is a model of the provider, for Agent.Model.
+type Model = openai.Model
+
+// New returns a Model for c.
+func New(c Config) (*Model, error) { return openai.New(c) }

@@ -7,7 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/baton-run/baton/pkg/traceparent"
+	"github.com/baton-run/baton/internal/traceparent"
 )
 
 // ids is the provider's ID generator: random ids, except for the root span

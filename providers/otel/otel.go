@@ -37,7 +37,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/baton-run/baton/pkg/intercept"
+	"github.com/baton-run/baton/internal/intercept"
 )
 
 // Name is the instrumentation scope of baton's spans.

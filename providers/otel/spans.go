@@ -9,10 +9,10 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/baton-run/baton/pkg/intercept"
-	"github.com/baton-run/baton/pkg/model"
-	"github.com/baton-run/baton/pkg/parts"
-	"github.com/baton-run/baton/pkg/traceparent"
+	"github.com/baton-run/baton/internal/intercept"
+	"github.com/baton-run/baton/internal/model"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/traceparent"
 )
 
 // remote is ctx under the turn's trace context tp, as a remote parent;

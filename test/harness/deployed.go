@@ -18,12 +18,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/baton-run/baton/internal/auth/authtest"
+	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/emulator"
+	"github.com/baton-run/baton/internal/provision"
+	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/pkg/auth/authtest"
-	"github.com/baton-run/baton/pkg/dynamo"
-	"github.com/baton-run/baton/pkg/emulator"
-	"github.com/baton-run/baton/pkg/provision"
-	"github.com/baton-run/baton/pkg/session"
 	"github.com/baton-run/baton/pkg/streams"
 )
 

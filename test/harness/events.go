@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/baton-run/baton/pkg/wake"
+	"github.com/baton-run/baton/internal/wake"
 )
 
 // kumo has no event source mappings and no schedules: a test that wants a

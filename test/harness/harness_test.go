@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
-	"github.com/baton-run/baton/pkg/emulator"
+	"github.com/baton-run/baton/internal/emulator"
 )
 
 var (

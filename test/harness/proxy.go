@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/baton-run/baton/pkg/awsenv"
+	"github.com/baton-run/baton/internal/awsenv"
 )
 
 // CountingProxy is a reverse proxy in front of an AWS endpoint that counts

@@ -24,8 +24,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/pkg/app"
-	"github.com/baton-run/baton/pkg/devserver"
+	"github.com/baton-run/baton/internal/app"
+	"github.com/baton-run/baton/internal/devserver"
 	"github.com/baton-run/baton/test/harness"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/baton-run/baton/pkg/mcp"
+	"github.com/baton-run/baton/providers/mcp"
 )
 
 // The server's tools.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Creates baton's table, bucket and queues in LocalStack (a ready.d init hook),
-# the same ones pkg/provision.Provision creates from template.yaml. The JSON
+# the same ones internal/provision.Provision creates from template.yaml. The JSON
 # blocks below mirror template.yaml; test/template_test.go
 # (TestLocalStackScriptMatchesTemplate) fails when they drift from it, so edit
 # both together. Safe to run again: every step converges.
@@ -60,7 +60,7 @@ fi
 awslocal dynamodb wait table-exists --table-name "$TABLE"
 
 # StreamsBucket (its lifecycle rule and OwnershipControls are left out, as
-# pkg/provision leaves them out: they change nothing baton does locally).
+# internal/provision leaves them out: they change nothing baton does locally).
 ENCRYPTION_JSON=$(cat <<'ENCRYPTION_JSON'
 {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]}
 ENCRYPTION_JSON

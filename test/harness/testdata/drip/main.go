@@ -1,5 +1,5 @@
 // Command drip is a test function for the harness's front doors: through
-// pkg/lambdahttp it answers ?n=<chunks>&gap=<duration>&size=<bytes> with n
+// internal/lambdahttp it answers ?n=<chunks>&gap=<duration>&size=<bytes> with n
 // chunks of size bytes, gap apart, each flushed; streamed for a Function
 // URL event, buffered otherwise.
 package main
@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/baton-run/baton/pkg/lambdahttp"
+	"github.com/baton-run/baton/internal/lambdahttp"
 )
 
 func drip(w http.ResponseWriter, r *http.Request) {

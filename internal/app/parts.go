@@ -1,0 +1,62 @@
+package app
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/baton-run/baton/internal/auth"
+
+	"github.com/baton-run/baton/internal/operator"
+	"github.com/baton-run/baton/internal/tick"
+	"github.com/baton-run/baton/internal/worker"
+)
+
+// The parts below are what the three functions and the dev server run.
+// They are built here, once, so a function and the dev server cannot wire
+// them differently.
+
+// Worker returns the resume worker: it takes wakes and starts, resumes or
+// skips turns.
+func (a *App) Worker() *worker.Worker {
+	return &worker.Worker{Sessions: a.Sessions, Runner: a.Runner, Log: a.Log, Metrics: a.Metrics}
+}
+
+// Tick returns the tick: it reaps dead invocations, expires approvals and
+// re-sends wakes lost for longer than Env.WakeGrace. Its clock is the
+// session store's.
+func (a *App) Tick() *tick.Tick {
+	return &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Grace: a.Env.WakeGrace, Now: a.Sessions.Clock, Log: a.Log, Metrics: a.Metrics}
+}
+
+// Retention returns the retention sweep the environment configures
+// (BATON_RETENTION_DAYS).
+func (a *App) Retention() *tick.Retention {
+	return &tick.Retention{Sessions: a.Sessions, After: a.Env.Retention, Log: a.Log}
+}
+
+// Operator returns the operator HTTP API with its chat endpoint. identity
+// names the caller of a request (nil reads it from the request's context,
+// operator.WithIdentity); hold is how long a stream read may wait for new
+// parts (0 answers at once); chatAgent serves chats that name no agent when
+// BATON_CHAT_AGENT is unset.
+func (a *App) Operator(identity func(*http.Request) (string, bool), hold time.Duration, chatAgent string) http.Handler {
+	return operator.New(operator.Config{Sessions: a.Sessions, Agents: a.Agents.Has, Identity: identity, StreamHold: hold,
+		Chat: a.Env.ChatOptions(chatAgent), Log: a.Log})
+}
+
+// Verifier returns the verifier of callers' bearer JWTs the environment
+// configures (BATON_JWT_ISSUER, BATON_JWT_AUDIENCE, BATON_JWKS_URL); an
+// error when either of the first two is unset.
+func (a *App) Verifier() (*auth.Verifier, error) {
+	v, err := auth.New(auth.Config{Issuer: a.Env.JWTIssuer, Audience: a.Env.JWTAudience, JWKSURL: a.Env.JWKSURL, Log: a.Log})
+	if err != nil {
+		return nil, fmt.Errorf("app: %s and %s: %w", EnvJWTIssuer, EnvJWTAudience, err)
+	}
+	return v, nil
+}
+
+// AgentNames are the names of the App's agents, sorted.
+func (a *App) AgentNames() []string { return slices.Sorted(maps.Keys(a.Agents)) }

@@ -1,0 +1,136 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/baton-run/baton/internal/httpjson"
+	"github.com/baton-run/baton/internal/parts"
+
+	"github.com/baton-run/baton/pkg/reducer"
+)
+
+// Message is a chat message as the AI SDK's UIMessage, as GET
+// /chat/{id}/messages answers it: a user message's text, or an assistant
+// message (one a turn, its id the turn's id) with its text, reasoning,
+// step, tool and data parts.
+type Message struct {
+	ID       string          `json:"id"`
+	Role     string          `json:"role"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Parts    []MessagePart   `json:"parts"`
+}
+
+// MessagePart is one part of a Message; only the fields its Type uses are
+// set. Type is "text", "reasoning", "step-start", "tool-<name>" or
+// "data-<name>".
+type MessagePart struct {
+	Type string `json:"type"`
+	// ID names a data part.
+	ID               string          `json:"id,omitempty"`
+	Text             *string         `json:"text,omitempty"`
+	State            string          `json:"state,omitempty"`
+	ProviderMetadata json.RawMessage `json:"providerMetadata,omitempty"`
+
+	ToolCallID           string          `json:"toolCallId,omitempty"`
+	Input                json.RawMessage `json:"input,omitempty"`
+	Output               json.RawMessage `json:"output,omitempty"`
+	ErrorText            string          `json:"errorText,omitempty"`
+	CallProviderMetadata json.RawMessage `json:"callProviderMetadata,omitempty"`
+	// Approval is set in majors 6 and 7 only.
+	Approval *UIApproval `json:"approval,omitempty"`
+
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// messages handles GET /chat/{id}/messages: the chat's messages as the AI
+// SDK's UIMessage[] for the caller's major. A chat that does not exist for
+// the caller (new, or another caller's) has none: [].
+func (h *handler) messages(w http.ResponseWriter, r *http.Request, caller string) error {
+	ctx := r.Context()
+	v, err := ParseVersion(r)
+	if err != nil {
+		return err
+	}
+	id, _, err := h.owned(ctx, r, caller)
+	if notFound(err) {
+		httpjson.Write(w, http.StatusOK, []Message{})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	out, err := h.history(ctx, id, v)
+	if err != nil {
+		return err
+	}
+	httpjson.Write(w, http.StatusOK, out)
+	return nil
+}
+
+// history builds chat id's messages from its facts and its turns'
+// streams: each turn's user messages, then its reply; the open turn's
+// user messages, but not its reply, which GET /chat/{id}/stream serves
+// from its start (so that an app loading both shows it once); then the
+// messages waiting for a turn. A message steered into a turn follows that
+// turn's reply. It costs one DynamoDB query and one stream read per ended
+// turn.
+func (h *handler) history(ctx context.Context, id string, v Version) ([]Message, error) {
+	facts, err := h.Sessions.Facts(ctx, id, 0)
+	if err != nil {
+		return nil, fmt.Errorf("chat: history of %s: %w", id, err)
+	}
+	out := []Message{}
+	var inbox, steered []reducer.Message
+	turn, stream := "", ""
+	endTurn := func() error {
+		if turn == "" {
+			return nil
+		}
+		page, err := h.Sessions.ReadStream(ctx, id, stream, "")
+		if err != nil {
+			return fmt.Errorf("chat: history of %s: turn %s: %w", id, turn, err)
+		}
+		ps := make([]parts.Part, len(page.Entries))
+		for i, e := range page.Entries {
+			ps[i] = e.Part
+		}
+		out = append(out, Reply(turn, ps, v))
+		out = appendUser(out, steered)
+		turn, stream, steered = "", "", nil
+		return nil
+	}
+	for _, f := range facts {
+		switch f.Type {
+		case reducer.MessageReceived:
+			if f.Message == nil {
+				continue
+			}
+			if f.Message.Delivery == reducer.SteerSteer && turn != "" {
+				steered = append(steered, *f.Message)
+			} else {
+				inbox = append(inbox, *f.Message)
+			}
+		case reducer.TurnStarted:
+			out = appendUser(out, inbox)
+			inbox, turn, stream = nil, f.Turn, f.Stream
+		case reducer.TurnCompleted, reducer.TurnFailed, reducer.TurnCancelled, reducer.TurnInterrupted:
+			if err := endTurn(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// The open turn's reply is the resume stream's; its steered messages
+	// follow it there as data-steered parts.
+	return appendUser(out, inbox), nil
+}
+
+func appendUser(out []Message, msgs []reducer.Message) []Message {
+	for _, m := range msgs {
+		text := m.Text
+		out = append(out, Message{ID: m.ID, Role: "user", Parts: []MessagePart{{Type: "text", Text: &text}}})
+	}
+	return out
+}

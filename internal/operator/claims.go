@@ -1,0 +1,116 @@
+package operator
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/httpjson"
+	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/pkg/reducer"
+)
+
+// claimsView is the session's resource claims as the session view shows
+// them: the grants its calls hold (never null), and what its open turn is
+// blocked on while it is suspended as blocked, a blocker of another owner
+// opaque (claims.Masked: also one a fact recorded before the broker
+// masked them).
+func claimsView(st reducer.State) ([]claims.Grant, *reducer.Block) {
+	grants := slices.Clone(st.Grants)
+	if grants == nil {
+		grants = []claims.Grant{}
+	}
+	t := st.Turn
+	if t == nil || st.Status != reducer.Suspended || t.Cause != reducer.CauseBlocked || t.Block == nil {
+		return grants, nil
+	}
+	b := *t.Block
+	b.Blockers = claims.Masked(st.Owner, b.Blockers)
+	return grants, &b
+}
+
+// release records an operator's release of a grant the session holds
+// after its turn ended (see session.Store.ReleaseGrant): 202, or 409 when
+// the grant is not held or belongs to the open turn.
+func (a *api) release(w http.ResponseWriter, r *http.Request, caller string) error {
+	id, err := a.ownedID(r, caller)
+	if err != nil {
+		return err
+	}
+	grant, err := pathID(r, "grantId", "grant")
+	if err != nil {
+		return err
+	}
+	var in struct{}
+	if err := decode(w, r, a.maxBody, &in, true); err != nil {
+		return err
+	}
+	answer := always(http.StatusAccepted, Accepted{Status: "released"})
+	err = a.writer(r, answer).ReleaseGrant(r.Context(), id, operatorActor(caller), grant)
+	if errors.Is(err, session.ErrNotPending) {
+		return httpjson.Refuse(http.StatusConflict, "grant %q is not held by an ended turn of the session: %v", httpjson.Clip(grant), err)
+	}
+	if err != nil {
+		return err
+	}
+	return send(w)(answer(reducer.State{}, nil))
+}
+
+// maskFacts masks, in place, the blockers of other owners that facts of a
+// session of owner name (see claims.Masked): the runner records them
+// masked, but a fact written before it did names them whole.
+func maskFacts(owner string, facts []reducer.Fact) {
+	for i, f := range facts {
+		if f.Block != nil && len(f.Block.Blockers) > 0 {
+			b := *f.Block
+			b.Blockers = claims.Masked(owner, b.Blockers)
+			facts[i].Block = &b
+		}
+	}
+}
+
+// Orphans is GET /claims/orphans: the caller's orphaned grants, those its
+// deleted sessions held while their effect may still have run, oldest
+// first (never null). Each stays held, blocking the calls it conflicts
+// with, until the caller releases it.
+type Orphans struct {
+	Orphans []claims.Grant `json:"orphans"`
+}
+
+// orphans lists the caller's orphaned grants (see session.Store.Orphans).
+func (a *api) orphans(w http.ResponseWriter, r *http.Request, caller string) error {
+	gs, err := a.sessions.Orphans(r.Context(), caller)
+	if err != nil {
+		return err
+	}
+	if gs == nil {
+		gs = []claims.Grant{}
+	}
+	httpjson.Write(w, http.StatusOK, Orphans{Orphans: gs})
+	return nil
+}
+
+// releaseOrphan releases one of the caller's orphaned grants once its
+// effect is over (see session.Store.ReleaseOrphan), waking the sessions it
+// blocked: 202, or 404 when it is no orphan of the caller's (another
+// owner's, released already, or never orphaned).
+func (a *api) releaseOrphan(w http.ResponseWriter, r *http.Request, caller string) error {
+	grant, err := pathID(r, "grantId", "grant")
+	if err != nil {
+		return err
+	}
+	var in struct{}
+	if err := decode(w, r, a.maxBody, &in, true); err != nil {
+		return err
+	}
+	err = a.sessions.ReleaseOrphan(r.Context(), caller, grant)
+	if errors.Is(err, session.ErrNotOrphan) {
+		return httpjson.Refuse(http.StatusNotFound, "no orphaned grant %q of yours (released already, or never orphaned)", httpjson.Clip(grant))
+	}
+	if err != nil {
+		return err
+	}
+	httpjson.Write(w, http.StatusAccepted, Accepted{Status: "released"})
+	return nil
+}

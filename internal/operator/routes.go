@@ -1,0 +1,75 @@
+package operator
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/baton-run/baton/internal/chat"
+	"github.com/baton-run/baton/internal/console"
+)
+
+// routes is the operator API's one table of session routes; each needs the
+// caller's identity. New serves it; Routes lists it.
+func (a *api) routes() map[string]func(http.ResponseWriter, *http.Request, string) error {
+	return map[string]func(http.ResponseWriter, *http.Request, string) error{
+		"POST /sessions":                               a.idempotent(a.create),
+		"GET /sessions":                                a.list,
+		"GET /sessions/{id}":                           a.get,
+		"DELETE /sessions/{id}":                        a.remove,
+		"GET /sessions/{id}/export":                    a.export,
+		"POST /sessions/{id}/messages":                 a.idempotent(a.message),
+		"GET /sessions/{id}/facts":                     a.facts,
+		streamRoute:                                    a.stream,
+		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer),
+		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel),
+		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle),
+		"POST /sessions/{id}/grants/{grantId}/release": a.idempotent(a.release),
+		"GET /claims/orphans":                          a.orphans,
+		"POST /claims/orphans/{grantId}/release":       a.idempotent(a.releaseOrphan),
+		"POST /sessions/{id}/limits":                   a.idempotent(a.raise),
+		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer),
+		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule),
+		"DELETE /sessions/{id}/schedule":               a.idempotent(a.clearSchedule),
+	}
+}
+
+// Route is one route the operator API serves, as a deployment declares it:
+// Path in API Gateway's syntax ({id}, and {proxy+} for a whole subtree).
+type Route struct {
+	Method, Path string
+	// Public routes answer without the caller's identity: the web
+	// console's static assets and CORS preflights. Every other route
+	// answers 401 without one.
+	Public bool
+}
+
+// Routes returns every route New serves, sorted by path then method: the
+// session routes, the chat's (internal/chat), the console's static assets, and
+// the CORS preflights of the routes a browser app calls.
+func Routes() []Route {
+	var out []Route
+	add := func(pattern string, public bool) {
+		method, path, _ := strings.Cut(pattern, " ")
+		out = append(out, Route{Method: method, Path: path, Public: public})
+	}
+	for p := range (&api{}).routes() {
+		add(p, false)
+	}
+	for _, p := range chat.Routes() {
+		add(p, false)
+	}
+	for _, p := range []string{
+		"GET " + console.Path, "GET " + console.Path + "/{proxy+}",
+		"OPTIONS /sessions", "OPTIONS /sessions/{proxy+}", "OPTIONS /chat", "OPTIONS /chat/{proxy+}",
+	} {
+		add(p, true)
+	}
+	slices.SortFunc(out, func(x, y Route) int {
+		if c := strings.Compare(x.Path, y.Path); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Method, y.Method)
+	})
+	return out
+}
