@@ -50,6 +50,7 @@ bench:
 	BATON_MEASURE=1 $(GO) test ./test -run 'Sizes|Demo|DeployedLiveLatency' -v
 
 run:
+	@echo "compiling baton (the first time takes a minute or more; later runs start at once)"
 	$(GO) run ./cmd/baton dev
 
 deploy:

@@ -77,8 +77,17 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	if o.Build == nil {
 		o.Build = build
 	}
+	// Progress goes out before each phase, so a slow start does not look
+	// hung.
+	progress := func(what string) {
+		if o.Out != nil {
+			fmt.Fprintf(o.Out, "baton dev: %s\n", what)
+		}
+	}
+	progress("starting the AWS emulator")
 	emu := emulator.Start()
 	defer emu.Close()
+	progress("creating the table, bucket and queues of template.yaml")
 	res, err := provision.Provision(ctx, emu.Clients, o.Template, provision.DefaultNames())
 	if err != nil {
 		return fmt.Errorf("devserver: provision: %w", err)
@@ -87,6 +96,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	progress("building the agents")
 	a, err := o.Build(ctx, vars, emu.Clients.Config, log)
 	if err != nil {
 		return fmt.Errorf("devserver: %w", err)

@@ -49,6 +49,15 @@ func TestDemoTurnThroughTheDevServer(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("dev server never became ready")
 	}
+	for i, step := range []string{"starting the AWS emulator", "creating the table, bucket and queues", "building the agents", base + "/sessions"} {
+		at := strings.Index(out.String(), step)
+		if at < 0 {
+			t.Fatalf("the dev server did not print %q before it was ready:\n%s", step, out.String())
+		}
+		if i > 0 && at < strings.Index(out.String(), "baton dev: starting") {
+			t.Fatalf("%q came before the first progress line:\n%s", step, out.String())
+		}
+	}
 	if !strings.Contains(out.String(), base+"/sessions") {
 		t.Fatalf("the how-to does not show the API address:\n%s", out.String())
 	}
