@@ -1,5 +1,5 @@
-// Package openai registers the "openai" model provider (the Responses API)
-// with a program: baton.Config{Providers: []baton.Provider{openai.Provider()}}.
+// Package openai registers the "openai" model provider (OpenAI-compatible Chat
+// Completions: OpenAI, vLLM, Ollama) with a program: baton.Config{Providers: []baton.Provider{openai.Provider()}}.
 // Only a program that imports it links the OpenAI SDK.
 package openai
 
