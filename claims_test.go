@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/claims"
 )
 
@@ -35,7 +36,7 @@ func TestToolClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent := baton.Agent{Name: "a", Model: m, Tools: []baton.Tool{read}}
-	if _, err := agent.Build(t.Context()); err == nil {
+	if _, err := app.GoAgent(agent, nil); err == nil {
 		t.Fatal("a read tool with claims was accepted")
 	}
 }

@@ -110,7 +110,7 @@
 // handler:
 //
 //	func main() {
-//		baton.Main(baton.ResumeFunction, baton.Config{Agents: []baton.Agent{desk}})
+//		host.Main(host.ResumeFunction, host.Config{Agents: []baton.Agent{desk}})
 //	}
 //
 // A main that wants the App itself calls New and starts one of its

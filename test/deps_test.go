@@ -122,7 +122,7 @@ func slicesHasOnly(deps []string, want string) bool {
 
 // TestFunctionsLinkNoConfigChain checks that no bootstrap links the AWS
 // SDK's shared-config and credential chain (profiles, SSO, STS, instance
-// metadata): baton.New reads a Lambda function's environment
+// metadata): host.New reads a Lambda function's environment
 // (awsenv.FromEnv); package awsenv/awsconfig, which has the chain, is the
 // CLI's.
 func TestFunctionsLinkNoConfigChain(t *testing.T) {
@@ -149,10 +149,10 @@ func TestFunctionsLinkNoConfigChain(t *testing.T) {
 }
 
 // TestOnlyTheOperatorLinksItsAPI checks, in the built bootstraps, that a
-// function links only the handler of the baton.Function its main names:
+// function links only the handler of the host.Function its main names:
 // the web console's page and the JWT verifier are in the operator's
 // binary and in neither the resume function's nor the tick's (they were
-// while baton.Main chose the handler at run time: 1.4 MB of the tick).
+// while host.Main chose the handler at run time: 1.4 MB of the tick).
 func TestOnlyTheOperatorLinksItsAPI(t *testing.T) {
 	marks := []string{"<title>baton console", "auth: an issuer and an audience are required"}
 	for _, r := range functionRoles {

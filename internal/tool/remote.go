@@ -26,7 +26,7 @@ const excerptBytes = 200
 // LambdaInvoker invokes a Lambda function synchronously (RequestResponse)
 // with a payload. Package providers/awslambda has baton's, on the AWS
 // SDK's Lambda client, which only a program that runs tools registers
-// (baton.Config.Lambda), so the operator and the tick link no Lambda
+// (host.Config.Lambda), so the operator and the tick link no Lambda
 // client.
 type LambdaInvoker interface {
 	InvokeLambda(ctx context.Context, function string, payload []byte) (LambdaResult, error)
@@ -43,7 +43,7 @@ type LambdaResult struct {
 // ErrNoLambdaInvoker is why a lambda tool cannot run in a program that
 // registered no LambdaInvoker: its calls fail the turn (Fatal), since no
 // retry and no model can mend it.
-var ErrNoLambdaInvoker = errors.New("this program registered no Lambda invoker (baton.Config.Lambda, such as providers.Lambda())")
+var ErrNoLambdaInvoker = errors.New("this program registered no Lambda invoker (host.Config.Lambda, such as providers.Lambda())")
 
 // Envelope is what a remote tool receives: the model's input and the ids
 // that let it recognise a repeated call.

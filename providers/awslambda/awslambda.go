@@ -1,6 +1,6 @@
 // Package awslambda registers baton's invoker of lambda tools (an agent
 // file's tools of kind "lambda"), on the AWS SDK's Lambda client, with a
-// program: baton.Config{Lambda: awslambda.Invoker()}. Only a program that
+// program: host.Config{Lambda: awslambda.Invoker()}. Only a program that
 // imports it links the Lambda client: the resume function, which runs
 // tools; the operator and the tick do not.
 package awslambda

@@ -1,5 +1,5 @@
 // Package openai registers the "openai" model provider (the Responses API)
-// with a program: baton.Config{Providers: []baton.Provider{openai.Provider()}}.
+// with a program: host.Config{Providers: []host.Provider{openai.Provider()}}.
 // Only a program that imports it links the OpenAI SDK.
 package openai
 
@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/baton-run/baton/internal/agents"
 	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/provider/openai"
