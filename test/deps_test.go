@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -166,4 +167,39 @@ func TestOnlyTheOperatorLinksItsAPI(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAuthoringLinksNoRuntime checks that the authoring package (the root
+// package baton: agents, tools, rules, models, messages, claims) links no
+// AWS SDK, no Lambda runtime and no OIDC or JWT package: a program that
+// only defines and tests a tool pays for none of them. Package host links
+// them; the authoring package must not import it, nor the engine.
+func TestAuthoringLinksNoRuntime(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/baton-run/baton").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps github.com/baton-run/baton: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/baton-run/baton") {
+		t.Fatalf("go list -deps listed no authoring package:\n%s", out)
+	}
+	forbidden := []string{
+		"github.com/aws/",
+		"github.com/coreos/go-oidc",
+		"github.com/go-jose/",
+		"github.com/golang-jwt/",
+		"golang.org/x/oauth2",
+		"github.com/baton-run/baton/host",
+		"github.com/baton-run/baton/internal/auth",
+		"github.com/baton-run/baton/internal/app",
+		"github.com/baton-run/baton/pkg/turn",
+	}
+	for _, p := range deps {
+		for _, f := range forbidden {
+			if p == f || strings.HasPrefix(p, f) {
+				t.Errorf("the authoring package links %s", p)
+			}
+		}
+	}
+	t.Logf("the authoring package links %d packages", len(deps))
 }

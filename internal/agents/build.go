@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/internal/mcp"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/tool"
+	"github.com/baton-run/baton/internal/tool/remote"
 	"github.com/baton-run/baton/pkg/turn"
 )
 
@@ -353,8 +354,8 @@ func (d Decl) validate() error {
 // lambdaClient and http tools with httpClient. A declaration without a
 // timeout gets 30s. With a nil lambdaClient (a program that runs no tool)
 // lambda tools are still built, and their calls fail the turn
-// (tool.ErrNoLambdaInvoker).
-func DeclaredTools(lambdaClient tool.LambdaInvoker, httpClient *http.Client) func(Decl) (tool.Tool, error) {
+// (remote.ErrNoLambdaInvoker).
+func DeclaredTools(lambdaClient remote.LambdaInvoker, httpClient *http.Client) func(Decl) (tool.Tool, error) {
 	return func(d Decl) (tool.Tool, error) {
 		timeout, err := duration(d.Timeout, "30s")
 		if err != nil {
@@ -363,9 +364,9 @@ func DeclaredTools(lambdaClient tool.LambdaInvoker, httpClient *http.Client) fun
 		effect := tool.Effect(d.Effect)
 		switch d.Kind {
 		case "lambda":
-			return tool.LambdaTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.ARN, timeout, lambdaClient), nil
+			return remote.LambdaTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.ARN, timeout, lambdaClient), nil
 		case "http":
-			return tool.HTTPTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.URL, timeout, httpClient), nil
+			return remote.HTTPTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.URL, timeout, httpClient), nil
 		}
 		return tool.Tool{}, fmt.Errorf("tool %q: kind %q: want lambda or http", d.Name, d.Kind)
 	}
