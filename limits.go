@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/model"
-	"github.com/baton-run/baton/pkg/reducer"
 )
 
 // ModelRetry is how a turn rides out transient model faults (Limits'
@@ -18,7 +17,7 @@ import (
 // delayed), 20 suspensions.
 type ModelRetry = model.RetryPolicy
 
-// Limits bound a turn. Zero fields take the defaults.
+// Limits bound a turn. Zero fields take the defaults (DefaultLimits).
 type Limits struct {
 	// Budget is how long one invocation may run; the Lambda deadline, when
 	// sooner, wins.
@@ -63,6 +62,8 @@ type Limits struct {
 // raise them for a turn suspended at one (reducer.LimitsRaised); raised
 // caps override these.
 type Spend struct {
+	// Turn caps what one turn spends; Session what the session spends,
+	// its ended turns and this one.
 	Turn    Caps
 	Session Caps
 	// Fail makes a reached cap fail the turn with reducer.FailLimit;
@@ -200,7 +201,7 @@ type Compaction struct {
 	// the agent's Price when Model is nil, else unpriced).
 	Model Model
 	Name  string
-	Price *reducer.Price
+	Price *Price
 	// Prompt is the summariser's system prompt; empty means
 	// DefaultSummaryPrompt. MaxTokens caps the summary; zero means 2048.
 	Prompt    string

@@ -64,7 +64,7 @@ func TestGoAgentAndAgentFileRefuseTheSameLimits(t *testing.T) {
 	ns := strings.Repeat("n", claims.MaxNamespace+1)
 	server := func(namespace string) baton.MCPServer {
 		return baton.MCPServer{Name: "gh", URL: "https://mcp.example.com/", Allow: []string{"push"},
-			Claims: map[string][]baton.ClaimDecl{"push": {{Namespace: namespace, Field: "branch", Access: claims.Write}}}}
+			Claims: map[string][]baton.ClaimDecl{"push": {{Namespace: namespace, Field: "branch", Access: baton.AccessWrite}}}}
 	}
 	serverJSON := func(namespace string) string {
 		q, err := json.Marshal(namespace)
