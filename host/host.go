@@ -168,3 +168,19 @@ func (a *App) Operator(identity func(*http.Request) (string, bool), hold time.Du
 
 // AgentNames are the names of the App's agents, sorted.
 func (a *App) AgentNames() []string { return a.a.AgentNames() }
+
+// The calls an Interceptor wraps, each a function of the next handler:
+// a model call (ModelCall, ModelFunc), a tool call (ToolCall, ToolFunc),
+// a model step (Step, StepFunc) and an invocation's run of a turn (Run,
+// RunEnd, RunFunc).
+type (
+	ModelCall = intercept.ModelCall
+	ModelFunc = intercept.ModelFunc
+	ToolCall  = intercept.ToolCall
+	ToolFunc  = intercept.ToolFunc
+	Step      = intercept.Step
+	StepFunc  = intercept.StepFunc
+	Run       = intercept.Run
+	RunEnd    = intercept.RunEnd
+	RunFunc   = intercept.RunFunc
+)

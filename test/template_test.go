@@ -585,7 +585,7 @@ func assertEnvContract(t *testing.T, reads map[string][]string) {
 	}
 }
 
-// TestEnvContract: all three functions build their App with host.New (app.FromOSWith),
+// TestEnvContract: all three functions build their App with host.New (app.FromOS),
 // which reads app.Vars(); TestGetenvOnlyThroughApp proves no other code a
 // function runs reads the environment on its own.
 func TestEnvContract(t *testing.T) {
