@@ -36,13 +36,25 @@ import (
 type Config = app.Config
 
 // Resources are what an App runs on when the program makes them itself,
-// as the dev server and batontest do: the resources template.yaml creates
-// (Table, Bucket, QueueURL, StreamBucket, StreamBucketType), the agent
-// file (AgentFile) and the settings template.yaml gives the functions
-// (WakeGrace, Hold, ChatAgent, ChatOrigins, JWTIssuer, JWTAudience,
-// JWKSURL, RetentionDays, ClaimsPoll). Table, Bucket and QueueURL are
-// required; a zero setting takes its default. A deployed function reads
-// the same from its environment (New).
+// as the dev server and batontest do: the resources template.yaml creates,
+// the agent file and the settings template.yaml gives the functions. A
+// deployed function reads the same from its environment (New). Its fields,
+// each with the variable a function reads it from:
+//
+//	Table, Bucket, QueueURL string         // required: BATON_TABLE, BATON_BUCKET, BATON_QUEUE_URL
+//	StreamBucket     string                // turn streams (Bucket when empty): BATON_STREAM_BUCKET
+//	StreamBucketType streams.BucketType    // streams.Standard (default) or streams.Express: BATON_STREAM_BUCKET_TYPE
+//	AgentFile        string                // path or s3://bucket/key, run beside Config.Agents: BATON_AGENTS
+//	WakeGrace        time.Duration         // before the tick re-sends a lost wake: BATON_WAKE_GRACE
+//	Hold             time.Duration         // how long a chat or stream read is held open: BATON_HOLD
+//	ChatAgent        string                // the agent of chats that name none: BATON_CHAT_AGENT
+//	ChatOrigins      []string              // browser origins the chat's CORS allows: BATON_CHAT_ORIGINS
+//	JWTIssuer, JWTAudience, JWKSURL string // callers' bearer JWTs: BATON_JWT_ISSUER, BATON_JWT_AUDIENCE, BATON_JWKS_URL
+//	RetentionDays    int                   // days an idle session is kept, 0 for ever: BATON_RETENTION_DAYS
+//	ClaimsPoll       time.Duration         // a blocked turn's poll of the claims broker: BATON_CLAIMS_POLL
+//
+// A zero setting takes its default; NewOn refuses a missing table, bucket
+// or queue and a setting out of range, naming its variable.
 type Resources = app.Resources
 
 // Provider is a model provider agents may name; package
