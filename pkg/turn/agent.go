@@ -2,7 +2,6 @@ package turn
 
 import (
 	baton "github.com/baton-run/baton"
-
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/reducer"
