@@ -187,9 +187,9 @@ type App struct {
 	Metrics *metrics.Recorder
 }
 
-// ChatOptions are the chat endpoint's settings from the environment;
+// chatOptions are the chat endpoint's settings from the environment;
 // defaultAgent serves when BATON_CHAT_AGENT is unset.
-func (e Resources) ChatOptions(defaultAgent string) chat.Options {
+func (e Resources) chatOptions(defaultAgent string) chat.Options {
 	o := chat.Options{DefaultAgent: defaultAgent, AllowedOrigins: e.ChatOrigins, Hold: e.Hold}
 	if e.ChatAgent != "" {
 		o.DefaultAgent = e.ChatAgent
@@ -228,7 +228,7 @@ func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slo
 	if err != nil {
 		return nil, err
 	}
-	streamStore, err := r.StreamStore(clients.S3)
+	streamStore, err := StreamStore(r, clients.S3)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slo
 // StreamStore returns the store of turn streams on e's stream bucket, of
 // its type: Express reads streams without listing order or StartAfter. An
 // unknown type is refused with an error wrapping streams.ErrInvalid.
-func (e Resources) StreamStore(client *s3.Client) (*streams.Store, error) {
+func StreamStore(e Resources, client *s3.Client) (*streams.Store, error) {
 	bucket := e.streamBucket()
 	t, err := streams.ParseBucketType(string(e.StreamBucketType), bucket)
 	if err != nil {
