@@ -171,9 +171,11 @@ func (a *App) OperatorHandler() func(context.Context, events.APIGatewayV2HTTPReq
 
 // Operator is the operator HTTP API with its chat endpoint, behind no
 // door, for a program that serves it itself (the dev server, a test):
-// identity names a request's caller, hold is how long a stream read may
-// wait for new parts (0 answers at once), and chatAgent serves chats that
-// name no agent when Resources.ChatAgent is unset.
+// identity names a request's caller (a request it names none for, or any
+// when identity is nil, has no caller, and its session routes answer 401),
+// hold is how long a stream read may wait for new parts (0 answers at
+// once), and chatAgent serves chats that name no agent when
+// Resources.ChatAgent is unset.
 func (a *App) Operator(identity func(*http.Request) (string, bool), hold time.Duration, chatAgent string) http.Handler {
 	return a.a.Operator(identity, hold, chatAgent)
 }
