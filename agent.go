@@ -14,8 +14,7 @@ type Agent struct {
 	Name string
 	// Model plays each step. Required.
 	Model Model
-	// System is the system prompt: at most 256 KiB of
-	// UTF-8.
+	// System is the system prompt: at most 256 KiB of UTF-8.
 	System string
 	// Tools are the agent's own tools, in the order the model sees them.
 	Tools []Tool
@@ -47,10 +46,9 @@ type Agent struct {
 	Steering Steering
 	// Children are the agents it may call as tools, each call a child
 	// session whose final answer is the call's result, and those it may
-	// hand the conversation to. host.New checks the
-	// limits (Children.Check: MaxDepth at most 10, MaxChildren at most
-	// 32) and the names against all the agents, Go and
-	// agent-file alike.
+	// hand the conversation to. host.New checks the limits
+	// (Children.Check: MaxDepth at most 10, MaxChildren at most 32) and the
+	// names against all the agents, Go and agent-file alike.
 	Children Children
 }
 
@@ -111,8 +109,9 @@ type MCPServer struct {
 // output tokens and cost; zero is no cap.
 type Caps = reducer.Caps
 
-// AgentError is an Agent that does not build. Field names the part at
-// fault, such as "model", "tools[1]", "mcp[0].allow" or "approvals.x".
+// AgentError is an Agent that does not build (host.New reports one per
+// problem, joined). Field names the part at fault, such as "model",
+// "tools[1]", "mcp[0].allow" or "approvals.x".
 type AgentError struct {
 	Agent, Field string
 	Err          error
