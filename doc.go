@@ -42,8 +42,8 @@
 //
 // An Agent has a name, a Model, a system prompt, tools, approval rules and
 // Limits. Package host checks it when it builds the App (host.New,
-// host.NewOn); its errors are *AgentError values that name the field at
-// fault.
+// host.NewOn), or alone (host.Config.Check, which needs no AWS); its
+// errors are *AgentError values that name the field at fault.
 //
 // Agents defined in Go and agents of the JSON agent file (BATON_AGENTS) run
 // side by side: pass them, and the Go tools the file's agents may name, to

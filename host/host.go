@@ -32,7 +32,8 @@ import (
 //
 // Only what a program sets is linked: a function that runs no model (the
 // operator, the tick) registers no provider, no MCP client, no lambda
-// invoker and no key store.
+// invoker and no key store. Config.Check checks the Go agents as New
+// does, without AWS: a unit test of an agent's definition.
 type Config = app.Config
 
 // Resources are what an App runs on when the program makes them itself,

@@ -132,3 +132,22 @@ func TestRegistrationsTakeTheSDKsConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigCheckNamesTheField: Config.Check refuses a Go agent as New
+// would, naming the agent and the field, without AWS.
+func TestConfigCheckNamesTheField(t *testing.T) {
+	m, err := baton.Script([]byte(`{"steps":[{"text":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := baton.Agent{Name: "good", Model: m}
+	if err := (host.Config{Agents: []baton.Agent{good}}).Check(); err != nil {
+		t.Fatalf("a good agent: %v", err)
+	}
+	bad := baton.Agent{Name: "bad", Model: m, Limits: baton.Limits{MaxStepsPerTurn: -1}}
+	err = host.Config{Agents: []baton.Agent{good, bad}}.Check()
+	var ae *baton.AgentError
+	if !errors.As(err, &ae) || ae.Agent != "bad" || ae.Field != "limits.maxStepsPerTurn" {
+		t.Fatalf("a bad agent: %v, want an AgentError naming bad's limits.maxStepsPerTurn", err)
+	}
+}

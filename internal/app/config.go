@@ -82,6 +82,14 @@ func OnBuild(c Config, f func(*App)) Config {
 	return c
 }
 
+// Check checks c's Go agents as New does, without building an App: it
+// reaches neither AWS nor their MCP servers. Every problem is reported,
+// each a *baton.AgentError naming the agent and the field, joined.
+func (c Config) Check() error {
+	_, err := c.agents()
+	return err
+}
+
 // agents checks and builds c's Go agents, with their MCP servers reached
 // through c.MCP; every agent's errors are reported, each an
 // *baton.AgentError.
