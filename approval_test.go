@@ -11,6 +11,7 @@ import (
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/mcp/mcptest"
 	"github.com/baton-run/baton/internal/parts"
@@ -57,11 +58,11 @@ func TestTurnAsksWhenARuleCannotReadItsField(t *testing.T) {
 		paid++
 		return "paid", nil
 	}, baton.NeedsApproval())
-	agent, err := baton.Agent{
+	agent, err := app.GoAgent(baton.Agent{
 		Name: "money", Model: script, Tools: []baton.Tool{transfer, pay},
 		MCP:       []baton.MCPServer{{Name: "cards", URL: srv.URL, Allow: []string{"charge", mcptest.Delete}}},
 		Approvals: map[string]baton.Rule{"charge": baton.Over("amount", 100)},
-	}.BuildWith(ctx, providers.MCP())
+	}, providers.MCP())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,47 @@ import (
 	"github.com/baton-run/baton/internal/claims"
 )
 
-// Claim is a resource a tool call needs (a namespace, an instance, a
-// canonical key, read or write); see package claims.
+// Claim is a resource a tool call needs: a key in a namespace (on one
+// instance of it), read or written (Access), with a weight against the
+// namespace's capacity; see ClaimDecl for the fields. Two claims conflict
+// when their keys overlap and either writes.
 type Claim = claims.Claim
+
+// Access is how a claim uses its resource: AccessRead or AccessWrite.
+type Access = claims.Access
+
+// The accesses of a claim. Reads of one key share it; a write excludes
+// every other claim of an overlapping key.
+const (
+	AccessRead  Access = claims.Read
+	AccessWrite Access = claims.Write
+)
 
 // ClaimDecl declares a claim keyed by a top-level string field of a tool's
 // input, as an agent file's tool declares it.
-type ClaimDecl = claims.Static
+type ClaimDecl struct {
+	// Namespace names the kind of resource ("orders", "git-ref");
+	// required, at most 256 bytes.
+	Namespace string
+	// Instance names one instance of the namespace (a database, a
+	// repository); empty for the namespace's only one.
+	Instance string
+	// Field is the input field whose string value is the claim's key, a
+	// canonical slash-separated path (a claim of "a" covers "a/b").
+	Field string
+	// Access is AccessRead or AccessWrite.
+	Access Access
+	// Weight is what the claim counts against its namespace's capacity;
+	// zero counts as one.
+	Weight int
+	// Shared puts the claim in the claim space every owner shares, for a
+	// resource tenants really share; by default a claim is held in its
+	// session's owner's space, so one tenant never blocks another.
+	Shared bool
+}
+
+// static is d as the claims package declares it.
+func (d ClaimDecl) static() claims.Static { return claims.Static(d) }
 
 // Claims declares the resource claims of a side-effecting tool's calls,
 // each keyed by an input field: a call waits (its turn suspended as
@@ -20,11 +54,15 @@ type ClaimDecl = claims.Static
 // trailing `/`) is the call's error, and nothing is claimed.
 func Claims(decls ...ClaimDecl) ToolOption {
 	return func(t *Tool) {
-		if err := claims.CheckStatic(decls); err != nil {
+		static := make([]claims.Static, len(decls))
+		for i, d := range decls {
+			static[i] = d.static()
+		}
+		if err := claims.CheckStatic(static); err != nil {
 			t.Err = err
 			return
 		}
-		t.Claims = claims.Of(decls...)
+		t.Claims = claims.Of(static...)
 	}
 }
 

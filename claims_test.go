@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/claims"
 )
 
 func TestToolClaims(t *testing.T) {
-	static := baton.Func("pay", "Pay.", pay, baton.Claims(baton.ClaimDecl{Namespace: "accounts", Field: "to", Access: claims.Write}))
+	static := baton.Func("pay", "Pay.", pay, baton.Claims(baton.ClaimDecl{Namespace: "accounts", Field: "to", Access: baton.AccessWrite}))
 	typed := baton.Func("pay2", "Pay.", pay, baton.ClaimsOf(func(in transfer) ([]baton.Claim, error) {
-		return []baton.Claim{{Namespace: "accounts", Key: "acct/" + in.To, Access: claims.Write}}, nil
+		return []baton.Claim{{Namespace: "accounts", Key: "acct/" + in.To, Access: baton.AccessWrite}}, nil
 	}))
 	reg := build(t, static, typed)
 	for name, want := range map[string]string{"pay": "alice", "pay2": "acct/alice"} {
@@ -25,17 +26,17 @@ func TestToolClaims(t *testing.T) {
 			t.Fatalf("%s: a non-canonical key: %v", name, err)
 		}
 	}
-	bad := baton.Func("pay3", "Pay.", pay, baton.Claims(baton.ClaimDecl{Namespace: "accounts", Access: claims.Write}))
+	bad := baton.Func("pay3", "Pay.", pay, baton.Claims(baton.ClaimDecl{Namespace: "accounts", Access: baton.AccessWrite}))
 	if bad.Err == nil {
 		t.Fatal("a claim naming no field was accepted")
 	}
-	read := baton.Func("peek", "Peek.", pay, baton.Read(), baton.Claims(baton.ClaimDecl{Namespace: "accounts", Field: "to", Access: claims.Read}))
+	read := baton.Func("peek", "Peek.", pay, baton.Read(), baton.Claims(baton.ClaimDecl{Namespace: "accounts", Field: "to", Access: baton.AccessRead}))
 	m, err := baton.Script([]byte(`{"steps":[{"text":"hi"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	agent := baton.Agent{Name: "a", Model: m, Tools: []baton.Tool{read}}
-	if _, err := agent.Build(t.Context()); err == nil {
+	if _, err := app.GoAgent(agent, nil); err == nil {
 		t.Fatal("a read tool with claims was accepted")
 	}
 }

@@ -1,30 +1,57 @@
-// Package baton runs LLM agent turns on AWS Lambda without a server: a turn
-// can outlive one invocation, wait days for an operator to approve a tool
-// call, stream live to a UI, and survive a crash without losing or silently
-// repeating a step. This package is the library's entry point: the types a
-// program touches to define agents and tools in Go.
+// Package baton defines agents and their tools: Agent, Tool and Func,
+// approval rules, Model and Message, claims, children and limits. Baton
+// runs LLM agent turns on AWS Lambda without a server: a turn can outlive
+// one invocation, wait days for an operator to approve a tool call, stream
+// live to a UI, and survive a crash without losing or silently repeating a
+// step. This package links no AWS SDK: package host runs what it defines,
+// and package batontest tests it.
+//
+// A whole program, the resume function of a deployment of template.yaml
+// (make build builds it; package providers/anthropic makes a model to put
+// in the script's place):
+//
+//	package main
+//
+//	import (
+//		"context"
+//		"log"
+//
+//		baton "github.com/baton-run/baton"
+//		"github.com/baton-run/baton/host"
+//	)
+//
+//	type order struct {
+//		ID string `json:"id" jsonschema:"the order's id"`
+//	}
+//
+//	func main() {
+//		lookup := baton.Func("lookup_order", "Look an order up.",
+//			func(ctx context.Context, in order) (string, error) { return "order " + in.ID + " has shipped", nil },
+//			baton.Read())
+//		model, err := baton.Script([]byte(`{"steps":[
+//			{"toolCalls":[{"name":"lookup_order","input":{"id":"A-1"}}]},
+//			{"text":"Your order has shipped."}]}`))
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		desk := baton.Agent{Name: "desk", Model: model, System: "You answer customers.", Tools: []baton.Tool{lookup}}
+//		host.Main(host.ResumeFunction, host.Config{Agents: []baton.Agent{desk}})
+//	}
 //
 // # Agents
 //
 // An Agent has a name, a Model, a system prompt, tools, approval rules and
-// Limits. Build checks it and makes what the runner runs; its errors are
-// *AgentError values that name the field at fault:
-//
-//	model, _ := baton.Script(script) // or your own Model
-//	a, err := baton.Agent{
-//		Name:   "ops",
-//		Model:  model,
-//		System: "You keep the fleet healthy.",
-//		Tools:  []baton.Tool{restart},
-//	}.Build(ctx)
+// Limits. Package host checks it when it builds the App (host.New,
+// host.NewOn), or alone (host.Config.Check, which needs no AWS); its
+// errors are *AgentError values that name the field at fault.
 //
 // Agents defined in Go and agents of the JSON agent file (BATON_AGENTS) run
 // side by side: pass them, and the Go tools the file's agents may name, to
-// New in a Config (Config.Agents, Config.Tools). A JSON agent names a Go
-// tool by its name, as it names a built-in. Both kinds of agent pass the
-// same checks: a limit a file refuses (a wakeDelay past what SQS can delay,
-// a maxBackoff below backoff, a negative count) is refused in Go with the
-// same field and reason.
+// host.New in a host.Config (Config.Agents, Config.Tools). A JSON agent
+// names a Go tool by its name, as it names a built-in. Both kinds of agent
+// pass the same checks: a limit a file refuses (a wakeDelay past what SQS
+// can delay, a maxBackoff below backoff, a negative count) is refused in Go
+// with the same field and reason.
 //
 // # Tools
 //
@@ -59,7 +86,7 @@
 //
 // A call that needs approval suspends the turn until an operator answers
 // through the operator API; an approval runs the tool, a denial tells the
-// model. Rules are those of the agent file (package tool's Rule, the one
+// model. Rules are those of the agent file (Rule, the one
 // rule every kind of tool uses): Always, Never, PathPrefix (a string field
 // at or under a path) and Over (a number field above a limit), and, in Go,
 // When, a typed predicate on the tool's input. The input is checked
@@ -87,9 +114,8 @@
 // (tools-unavailable) for a later try; during a turn, it gives the model an
 // error result. The turn neither crashes nor hangs. The program that runs
 // turns (the resume function, dev, batontest) registers the MCP client,
-// Config{MCP: providers.MCP()}, and only it links the MCP SDK; a turn in a
-// program without one fails to list the tools (mcp.NoDialerError). A
-// Config's agents are built with Config.MCP; Agent.BuildWith takes one.
+// host.Config{MCP: providers.MCP()}, and only it links the MCP SDK; a turn
+// in a program without one fails to list the tools.
 //
 // # Models
 //
@@ -104,39 +130,18 @@
 //
 // # Programs
 //
-// A program owns its mains. Main is a whole main: it builds the App of a
-// deployed function from the environment template.yaml sets and a Config
-// of the program's agents and tools (New), and starts the function's
-// handler:
-//
-//	func main() {
-//		baton.Main(baton.ResumeFunction, baton.Config{Agents: []baton.Agent{desk}})
-//	}
-//
-// A main that wants the App itself calls New and starts one of its
-// handlers (OperatorHandler, ResumeHandler, TickHandler) with lambda.Start.
-//
-// Model providers an agent file names ("anthropic", "bedrock", "openai")
-// are registered by the program, in Config.Providers (package providers:
-// providers.All(), or the ones it uses), so a program links only those.
-// The resume function runs the models; the operator and the tick register
-// none and link no provider SDK. An agent's key may be in Secrets Manager or
-// SSM Parameter Store (its apiKeySecret, or BATON_<PROVIDER>_KEY_SECRET,
-// which template.yaml sets from its AnthropicKeySecret and OpenAIKeySecret
-// parameters): the program that runs models registers the store too,
-// Config.KeyStore: providers.KeyStore(). A key is fetched once per
-// container, again when the provider refuses it, and never logged or stored
-// (package internal/apikey).
-//
-// NewOn builds the App on Resources the program makes itself (the table,
-// bucket, queue, stream bucket, agent file and the functions' other
-// settings) and an aws.Config that reaches them. Package dev runs a Config
-// that way on one machine, with the emulator: it serves the App's Operator
-// and feeds its Worker and Tick. Package batontest runs it in tests through
-// the App's Sessions, Worker and Tick. The repository's own functions and
-// baton dev are programs of this API. The demo agent's tools (DemoTools)
-// belong to the embedded demo agent; a program that brings its own agents
-// and no agent file runs its agents only.
+// A program owns its mains, and package host runs them: host.Main builds
+// the App of a deployed function from the environment template.yaml sets
+// and a host.Config of the program's agents and tools, and starts the
+// function's handler. Model providers an agent file names ("anthropic",
+// "bedrock", "openai") are registered by the program, in
+// host.Config.Providers (package providers: providers.All(), or the ones
+// it uses), so a program links only those; so are the MCP client, the
+// model key store and the invoker of lambda tools. Package dev runs a
+// Config on one machine, with the emulator; package batontest runs it in
+// tests. The demo agent's tools (DemoTools) belong to the embedded demo
+// agent; a program that brings its own agents and no agent file runs its
+// agents only.
 //
 // # The repository
 //

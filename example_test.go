@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/baton-run/baton/providers"
 	"iter"
 	"log"
 	"time"
 
+	"github.com/baton-run/baton/host"
+	"github.com/baton-run/baton/providers"
+
 	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/internal/mcp/mcptest"
 )
 
 // A Go tool: its input schema comes from the input type, and options say it
@@ -58,9 +59,9 @@ func ExampleNeedsApproval() {
 	// true
 }
 
-// An agent defined in Go. Build checks it and makes what the runner runs;
-// a program passes it to baton.New (in Config.Agents) to run it beside the
-// agents of the agent file.
+// An agent defined in Go: a program passes it to host.New or host.Main (in
+// Config.Agents), which checks it and runs it beside the agents of the
+// agent file. Its tools carry their rules.
 func ExampleAgent() {
 	model, err := baton.Script([]byte(`{"steps":[{"text":"All systems nominal."}]}`))
 	if err != nil {
@@ -74,19 +75,16 @@ func ExampleAgent() {
 		},
 		baton.Write(), baton.NeedsApproval(baton.PathPrefix("service", "/prod")))
 
-	agent, err := baton.Agent{
+	agent := baton.Agent{
 		Name:   "ops",
 		Model:  model,
 		System: "You keep the fleet healthy.",
 		Tools:  []baton.Tool{restart},
 		Limits: baton.Limits{MaxStepsPerTurn: 20},
-	}.Build(context.Background())
-	if err != nil {
-		log.Fatal(err)
 	}
-	for _, spec := range agent.Tools.Specs() {
-		t, _ := agent.Tools.Get(spec.Name)
-		fmt.Println(spec.Name, t.Effect, t.Approval(json.RawMessage(`{"service":"/prod/api"}`)))
+	cfg := host.Config{Agents: []baton.Agent{agent}} // host.Main(host.ResumeFunction, cfg) in a main
+	for _, t := range cfg.Agents[0].Tools {
+		fmt.Println(t.Name, t.Effect, t.Approval(json.RawMessage(`{"service":"/prod/api"}`)))
 	}
 	// Output:
 	// restart write true
@@ -94,43 +92,33 @@ func ExampleAgent() {
 
 // An agent that uses the tools of a remote MCP server. Only the allowed
 // tools are offered, and their annotations set their rules; the agent's
-// Approvals override them. Build does not reach the server.
+// Approvals override them. A turn lists the allowed tools when it starts
+// (the resume function's Config.MCP reaches the server), and offers that
+// list for the rest of the turn; checking the agent does not reach the
+// server.
 func ExampleMCPServer() {
-	srv := mcptest.Start() // a real MCP server over streamable HTTP
-	defer srv.Close()
-
 	model, err := baton.Script([]byte(`{"steps":[{"text":"Nothing to do."}]}`))
 	if err != nil {
 		log.Fatal(err)
 	}
-	agent, err := baton.Agent{
+	files := baton.Agent{
 		Name:  "files",
 		Model: model,
 		MCP: []baton.MCPServer{{
 			Name: "files",
-			URL:  srv.URL,
-			// Header values come from the environment, for example:
-			// HeaderEnv: map[string]string{"Authorization": "FILES_MCP_TOKEN"},
-			Allow: []string{"lookup", "set_flag", "delete_file"},
+			URL:  "https://files.example.com/mcp",
+			// Header values come from the environment.
+			HeaderEnv: map[string]string{"Authorization": "FILES_MCP_TOKEN"},
+			Allow:     []string{"lookup", "set_flag", "delete_file"},
+			// A call of set_flag claims the flag it names, for writing.
+			Claims: map[string][]baton.ClaimDecl{"set_flag": {{Namespace: "flags", Field: "name", Access: baton.AccessWrite}}},
 		}},
 		Approvals: map[string]baton.Rule{"set_flag": baton.Always()},
-	}.BuildWith(context.Background(), providers.MCP()) // baton's MCP client
-	if err != nil {
-		log.Fatal(err)
 	}
-	// A turn lists the allowed tools when it starts, and offers that list
-	// for the rest of the turn.
-	listed, err := agent.Remote.List(context.Background())
-	if err != nil {
-		log.Fatal(err)
-	}
-	for _, t := range agent.Remote.Tools(listed) {
-		fmt.Printf("%s: %s, idempotent %v, approval %v\n", t.Name, t.Effect, t.Idempotent, t.Approval(json.RawMessage(`{}`)))
-	}
+	cfg := host.Config{Agents: []baton.Agent{files}, MCP: providers.MCP()} // baton's MCP client
+	fmt.Println(len(cfg.Agents[0].MCP[0].Allow), "tools allowed")
 	// Output:
-	// lookup: read, idempotent true, approval false
-	// set_flag: external, idempotent true, approval true
-	// delete_file: external, idempotent false, approval true
+	// 3 tools allowed
 }
 
 // shouter is a Model of one's own, written with this package alone. On a

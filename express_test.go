@@ -41,7 +41,7 @@ func TestTurnOnExpressStreamBucket(t *testing.T) {
 		paid++
 		return "paid", nil
 	}, baton.External(), baton.NeedsApproval())
-	agent, err := baton.Agent{Name: "payer", Model: script, System: "You pay invoices.", Tools: []baton.Tool{pay}}.Build(ctx)
+	agent, err := app.GoAgent(baton.Agent{Name: "payer", Model: script, System: "You pay invoices.", Tools: []baton.Tool{pay}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestTurnOnExpressStreamBucket(t *testing.T) {
 	var wired session.StreamStore
 	see := intercept.Interceptor{Streams: func(s session.StreamStore) session.StreamStore { wired = s; return s }}
 	a, err := app.NewWith(ctx, env, awsenv.New(cfg, e.URL()), slog.New(slog.NewTextHandler(io.Discard, nil)),
-		app.Extras{Agents: []*turn.Agent{agent}, Interceptors: []intercept.Interceptor{see}})
+		app.WithAgents(app.Config{Interceptors: []intercept.Interceptor{see}}, agent))
 	if err != nil {
 		t.Fatal(err)
 	}

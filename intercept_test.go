@@ -8,6 +8,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/model"
@@ -40,8 +41,8 @@ func (c countedLog) AppendWithReceipt(ctx context.Context, id string, next reduc
 	return err
 }
 
-func (c *counts) interceptor() baton.Interceptor {
-	return baton.Interceptor{
+func (c *counts) interceptor() host.Interceptor {
+	return host.Interceptor{
 		Model: func(next intercept.ModelFunc) intercept.ModelFunc {
 			return func(ctx context.Context, mc intercept.ModelCall) iter.Seq2[model.Event, error] {
 				c.models.Add(1)
@@ -64,7 +65,7 @@ func (c *counts) interceptor() baton.Interceptor {
 	}
 }
 
-// TestConfigInterceptors: interceptors on baton.Config see every model
+// TestConfigInterceptors: interceptors on host.Config see every model
 // call, tool call and step of a turn that suspends for an approval and is
 // resumed, and every fact of the session (its creation, the message, the
 // approval and the turn's facts) goes through their fact log.
@@ -81,8 +82,8 @@ func TestConfigInterceptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c counts
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{{Name: "a", Model: m, Tools: []baton.Tool{send}}},
-		Interceptors: []baton.Interceptor{c.interceptor()}})
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{{Name: "a", Model: m, Tools: []baton.Tool{send}}},
+		Interceptors: []host.Interceptor{c.interceptor()}})
 	s := kit.Session("a")
 	s.Post("Send it.")
 	if out := s.Run(); out.Kind != batontest.Suspended || len(s.Pending()) != 1 {

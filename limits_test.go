@@ -11,6 +11,8 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/agentspec"
+	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/model"
 )
@@ -58,11 +60,11 @@ func TestGoAgentAndAgentFileRefuseTheSameLimits(t *testing.T) {
 	} {
 		cases = append(cases, bad{c.name, baton.Agent{Limits: c.limits}, `"limits":` + c.file})
 	}
-	long := strings.Repeat("p", agents.MaxSystem+1)
+	long := strings.Repeat("p", agentspec.MaxSystem+1)
 	ns := strings.Repeat("n", claims.MaxNamespace+1)
 	server := func(namespace string) baton.MCPServer {
 		return baton.MCPServer{Name: "gh", URL: "https://mcp.example.com/", Allow: []string{"push"},
-			Claims: map[string][]baton.ClaimDecl{"push": {{Namespace: namespace, Field: "branch", Access: claims.Write}}}}
+			Claims: map[string][]baton.ClaimDecl{"push": {{Namespace: namespace, Field: "branch", Access: baton.AccessWrite}}}}
 	}
 	serverJSON := func(namespace string) string {
 		q, err := json.Marshal(namespace)
@@ -88,7 +90,7 @@ func TestGoAgentAndAgentFileRefuseTheSameLimits(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			a := c.agent
 			a.Name, a.Model = "a", m
-			_, goErr := a.Build(context.Background())
+			_, goErr := app.GoAgent(a, nil)
 			var ae *baton.AgentError
 			if !errors.As(goErr, &ae) {
 				t.Fatalf("Go agent: %v, want an AgentError", goErr)

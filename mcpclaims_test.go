@@ -1,12 +1,13 @@
 package baton_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
+	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/mcp/mcptest"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/providers"
@@ -28,7 +29,7 @@ func TestMCPToolClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kit := batontest.New(t, baton.Config{MCP: providers.MCP(), Agents: []baton.Agent{{Name: "flags", Model: script,
+	kit := batontest.New(t, host.Config{MCP: providers.MCP(), Agents: []baton.Agent{{Name: "flags", Model: script,
 		MCP: []baton.MCPServer{{Name: "flags", URL: srv.URL, Allow: []string{mcptest.SetFlag}, Claims: flagClaim}}}}})
 	s := kit.Session("flags")
 	s.Post("Turn beta on.")
@@ -58,14 +59,14 @@ func TestMCPToolClaims(t *testing.T) {
 		"a tool not allowed": {mcptest.Delete: {{Namespace: "files", Field: "path", Access: "write"}}},
 		"a malformed claim":  {mcptest.SetFlag: {{Namespace: "flags", Access: "write"}}},
 	} {
-		_, err := baton.Agent{Name: "flags", Model: script, MCP: []baton.MCPServer{{Name: "flags", URL: srv.URL,
-			Allow: []string{mcptest.SetFlag}, Claims: bad}}}.BuildWith(context.Background(), providers.MCP())
+		_, err := app.GoAgent(baton.Agent{Name: "flags", Model: script, MCP: []baton.MCPServer{{Name: "flags", URL: srv.URL,
+			Allow: []string{mcptest.SetFlag}, Claims: bad}}}, providers.MCP())
 		if err == nil || !strings.Contains(err.Error(), "claims") {
 			t.Errorf("%s: build = %v, want an error naming the claims", name, err)
 		}
 	}
 
-	ro := batontest.New(t, baton.Config{MCP: providers.MCP(), Agents: []baton.Agent{{Name: "files", Model: script,
+	ro := batontest.New(t, host.Config{MCP: providers.MCP(), Agents: []baton.Agent{{Name: "files", Model: script,
 		MCP: []baton.MCPServer{{Name: "files", URL: srv.URL, Allow: []string{mcptest.Lookup},
 			Claims: map[string][]baton.ClaimDecl{mcptest.Lookup: {{Namespace: "files", Field: "path", Access: "read"}}}}}}}})
 	r := ro.Session("files")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/mcp/mcptest"
 	"github.com/baton-run/baton/internal/parts"
@@ -29,8 +30,8 @@ func TestTurnWithAnUnlistedMCPToolFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &recorder{next: s}
-	agent, err := baton.Agent{Name: "files", Model: m,
-		MCP: []baton.MCPServer{{Name: "files", URL: srv.URL, Allow: []string{mcptest.Lookup, "not_there"}}}}.BuildWith(context.Background(), providers.MCP())
+	agent, err := app.GoAgent(baton.Agent{Name: "files", Model: m,
+		MCP: []baton.MCPServer{{Name: "files", URL: srv.URL, Allow: []string{mcptest.Lookup, "not_there"}}}}, providers.MCP())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,20 +92,20 @@ func TestMCPClientLogsToTheAppsLogger(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	a, err := baton.NewOn(ctx, baton.Config{MCP: providers.MCP(), Agents: []baton.Agent{{Name: "files", Model: s,
+	a, err := app.NewOn(ctx, app.Config{MCP: providers.MCP(), Agents: []baton.Agent{{Name: "files", Model: s,
 		MCP: []baton.MCPServer{{Name: "files", URL: down.URL, Allow: []string{mcptest.Lookup}}}}}},
-		baton.Resources{Table: e.Table, Bucket: e.Bucket, QueueURL: e.QueueURL}, e.Clients().Config, slog.New(slog.NewTextHandler(&logs, nil)))
+		app.Resources{Table: e.Table, Bucket: e.Bucket, QueueURL: e.QueueURL}, e.Clients().Config, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := ids.New("s")
-	if _, err := a.Sessions().Create(ctx, id, "alice", "files"); err != nil {
+	if _, err := a.Sessions.Create(ctx, id, "alice", "files"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Sessions().Post(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, "Look."); err != nil {
+	if _, err := a.Sessions.Post(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, "Look."); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := a.Runner().Start(ctx, id); err != nil || out.Cause != reducer.CauseToolsUnavailable {
+	if out, err := a.Runner.Start(ctx, id); err != nil || out.Cause != reducer.CauseToolsUnavailable {
 		t.Fatalf("outcome = %+v, %v, want suspended as tools-unavailable", out, err)
 	}
 	if got := logs.String(); !strings.Contains(got, "mcp server cannot be listed") || !strings.Contains(got, "server=files") {

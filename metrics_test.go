@@ -17,6 +17,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/internal/metrics"
 	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -162,7 +163,7 @@ func TestMetricsOfATurn(t *testing.T) {
 		 {"toolCalls":[{"name":"refund","input":{"order":"A-1"}}]},
 		 {"text":"Refunded order A-1."}]}`)}
 	out := &lines{}
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{desk}, Metrics: out})
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{desk}, Metrics: out})
 	s := kit.Session("desk")
 	s.Post("Refund order A-1.")
 	if o := s.Run(); o.Cause != reducer.CauseApproval || lookups != 1 {
@@ -178,7 +179,7 @@ func TestMetricsOfATurn(t *testing.T) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	resp, err := kit.App.Worker().HandleSQS(rctx, wake.Event(msgs, "arn:aws:sqs:us-east-1:000000000000:wakes", "us-east-1"))
+	resp, err := kit.App.ResumeHandler()(rctx, wake.Event(msgs, "arn:aws:sqs:us-east-1:000000000000:wakes", "us-east-1"))
 	if err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("resume: %+v, %v", resp, err)
 	}
@@ -276,7 +277,7 @@ func TestMetricsOfAReapAndDroppedWakes(t *testing.T) {
 		return "found", nil
 	}, baton.Read())
 	out := &lines{}
-	kit := batontest.New(t, baton.Config{Metrics: out, Agents: []baton.Agent{{Name: "looker", Tools: []baton.Tool{slow},
+	kit := batontest.New(t, host.Config{Metrics: out, Agents: []baton.Agent{{Name: "looker", Tools: []baton.Tool{slow},
 		Model: batontest.Script(t, `{"steps":[{"toolCalls":[{"name":"slow","input":{}}]},{"text":"Found."}]}`)}}})
 	s := kit.Session("looker")
 	s.Post("Look.")
@@ -288,7 +289,7 @@ func TestMetricsOfAReapAndDroppedWakes(t *testing.T) {
 	ev.Records = append(ev.Records,
 		events.SQSMessage{MessageId: "m1", Body: `not a wake`},
 		events.SQSMessage{MessageId: "m2", Body: `{"session":"s_gone","reason":"message"}`})
-	if resp, err := kit.App.Worker().HandleSQS(ctx, ev); err != nil || len(resp.BatchItemFailures) > 0 {
+	if resp, err := kit.App.ResumeHandler()(ctx, ev); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("resume = %+v, %v; want both records dropped", resp, err)
 	}
 

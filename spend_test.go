@@ -1,11 +1,11 @@
 package baton_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/model"
 )
 
@@ -18,7 +18,7 @@ func TestAgentSpendAndPrice(t *testing.T) {
 	}
 	price := &baton.Price{InputPerMTok: 3, OutputPerMTok: 15}
 	spend := baton.Spend{Turn: baton.Caps{InputTokens: 100}, Session: baton.Caps{Cost: 1}, Fail: true}
-	a, err := baton.Agent{Name: "a", Model: m, Price: price, Limits: baton.Limits{Spend: spend}}.Build(context.Background())
+	a, err := app.GoAgent(baton.Agent{Name: "a", Model: m, Price: price, Limits: baton.Limits{Spend: spend}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestAgentSpendAndPrice(t *testing.T) {
 		"limits.spend.session.cost":     {Name: "a", Model: m, Limits: baton.Limits{Spend: baton.Spend{Session: baton.Caps{Cost: -1}}}},
 		"price":                         {Name: "a", Model: m, Price: &baton.Price{OutputPerMTok: -1}},
 	} {
-		if _, err := bad.Build(context.Background()); err == nil || !strings.Contains(err.Error(), field) {
+		if _, err := app.GoAgent(bad, nil); err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: err = %v, want one naming the field", field, err)
 		}
 	}
@@ -44,7 +44,7 @@ func TestAgentCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &baton.Compaction{InputTokens: 100000, KeepTurns: 3}
-	a, err := baton.Agent{Name: "a", Model: m, Compaction: c}.Build(context.Background())
+	a, err := app.GoAgent(baton.Agent{Name: "a", Model: m, Compaction: c}, nil)
 	if err != nil || a.Compaction != c {
 		t.Fatalf("agent compaction %+v, %v", a.Compaction, err)
 	}
@@ -53,7 +53,7 @@ func TestAgentCompaction(t *testing.T) {
 		"compaction.MaxTokens":   {InputTokens: 9, MaxTokens: -1},
 		"compaction.Price":       {InputTokens: 9, Price: &baton.Price{InputPerMTok: -1}},
 	} {
-		if _, err := (baton.Agent{Name: "a", Model: m, Compaction: bad}).Build(context.Background()); err == nil || !strings.Contains(err.Error(), field) {
+		if _, err := app.GoAgent(baton.Agent{Name: "a", Model: m, Compaction: bad}, nil); err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: err = %v, want one naming the field", field, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/tool"
 )
 
@@ -37,7 +38,7 @@ func build(t *testing.T, tools ...baton.Tool) *tool.Registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := baton.Agent{Name: "a", Model: m, Tools: tools}.Build(context.Background())
+	a, err := app.GoAgent(baton.Agent{Name: "a", Model: m, Tools: tools}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestFuncThatCannotBeMadeDoesNotBuild(t *testing.T) {
 		if c.t.Err == nil {
 			t.Errorf("%s: no Err", name)
 		}
-		_, err := baton.Agent{Name: "a", Model: m, Tools: []baton.Tool{c.t}}.Build(context.Background())
+		_, err := app.GoAgent(baton.Agent{Name: "a", Model: m, Tools: []baton.Tool{c.t}}, nil)
 		var ae *baton.AgentError
 		if !errors.As(err, &ae) || ae.Field != "tools[0]" || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Build = %v, want an AgentError on tools[0] mentioning %q", name, err, c.want)
@@ -176,12 +177,12 @@ func TestFuncThatCannotBeMadeDoesNotBuild(t *testing.T) {
 func TestAgentBuildNamesEveryProblem(t *testing.T) {
 	m, _ := baton.Script([]byte(`{"steps":[{"text":"hi"}]}`))
 	p := baton.Func("pay", "", pay)
-	_, err := baton.Agent{
+	_, err := app.GoAgent(baton.Agent{
 		Model:     nil,
 		Tools:     []baton.Tool{p, p},
 		Approvals: map[string]baton.Rule{"refund": baton.Always(), "pay": {}},
 		Limits:    baton.Limits{Budget: 5e9, Margin: 10e9},
-	}.Build(context.Background())
+	}, nil)
 	got := map[string]bool{}
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
 		var ae *baton.AgentError
@@ -194,7 +195,7 @@ func TestAgentBuildNamesEveryProblem(t *testing.T) {
 			t.Errorf("no error on %s in %v", f, err)
 		}
 	}
-	if _, err := (baton.Agent{Name: "ok", Model: m, Tools: []baton.Tool{p}}).Build(context.Background()); err != nil {
+	if _, err := app.GoAgent(baton.Agent{Name: "ok", Model: m, Tools: []baton.Tool{p}}, nil); err != nil {
 		t.Fatal(fmt.Errorf("a good agent: %w", err))
 	}
 }

@@ -42,8 +42,8 @@ func stack(t *testing.T, agents ...*turn.Agent) *app.App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.NewWith(ctx, app.Env{Table: e.Table, Bucket: e.Bucket, QueueURL: e.QueueURL}, e.Clients(),
-		slog.New(slog.NewTextHandler(io.Discard, nil)), app.Extras{Agents: agents})
+	a, err := app.NewWith(ctx, app.Resources{Table: e.Table, Bucket: e.Bucket, QueueURL: e.QueueURL}, e.Clients(),
+		slog.New(slog.NewTextHandler(io.Discard, nil)), app.WithAgents(app.Config{}, agents...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,14 +148,14 @@ func TestTurnCallsMCPToolsAndWaitsForApproval(t *testing.T) {
 		noted++
 		return "noted", nil
 	}, baton.Read())
-	agent, err := baton.Agent{
+	agent, err := app.GoAgent(baton.Agent{
 		Name: "files", Model: m, System: "You tidy up servers.",
 		Tools: []baton.Tool{note},
 		MCP: []baton.MCPServer{{Name: "files", URL: srv.URL,
 			HeaderEnv: map[string]string{"Authorization": "FILES_TOKEN"},
 			Allow:     []string{mcptest.Lookup, mcptest.SetFlag, mcptest.Delete}}},
 		Limits: baton.Limits{ModelRetry: model.RetryPolicy{Attempts: 1}},
-	}.BuildWith(ctx, providers.MCP())
+	}, providers.MCP())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,8 +350,8 @@ func filesAgent(t *testing.T, name, url, script string, lim baton.Limits) (*turn
 		t.Fatal(err)
 	}
 	m := &recorder{next: s}
-	agent, err := baton.Agent{Name: name, Model: m, Limits: lim,
-		MCP: []baton.MCPServer{{Name: "files", URL: url, Allow: []string{mcptest.Lookup, mcptest.Delete}}}}.BuildWith(context.Background(), providers.MCP())
+	agent, err := app.GoAgent(baton.Agent{Name: name, Model: m, Limits: lim,
+		MCP: []baton.MCPServer{{Name: "files", URL: url, Allow: []string{mcptest.Lookup, mcptest.Delete}}}}, providers.MCP())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/tick"
@@ -30,8 +31,8 @@ type killer struct {
 }
 
 // kills is the interceptor of a Config whose fact logs k kills.
-func (k *killer) kills() baton.Interceptor {
-	return baton.Interceptor{Facts: func(next session.FactLog) session.FactLog { return &killLog{FactLog: next, k: k} }}
+func (k *killer) kills() host.Interceptor {
+	return host.Interceptor{Facts: func(next session.FactLog) session.FactLog { return &killLog{FactLog: next, k: k} }}
 }
 
 func (k *killer) arm(sess string, typ reducer.Type) {
@@ -163,7 +164,7 @@ func assertCancelledForParent(t *testing.T, kit *batontest.Kit, p, c *batontest.
 	ctx := context.Background()
 	ops := reducer.Actor{Kind: reducer.ActorOperator, ID: "approver"}
 	for _, on := range []string{c.ID, p.ID} {
-		if err := kit.App.Sessions().Answer(ctx, on, ops, pend.ID, reducer.Approve, ""); !errors.Is(err, session.ErrNotPending) {
+		if err := kit.Engine().Sessions.Answer(ctx, on, ops, pend.ID, reducer.Approve, ""); !errors.Is(err, session.ErrNotPending) {
 			t.Fatalf("approving the cancelled child's request on %s: %v, want not pending", on, err)
 		}
 	}
@@ -184,7 +185,7 @@ func assertCancelledForParent(t *testing.T, kit *batontest.Kit, p, c *batontest.
 func cascadeKit(t *testing.T, k *killer, lim baton.Limits) (*batontest.Kit, *batontest.Session, *batontest.Session, batontest.Approval, func(string) int) {
 	t.Helper()
 	hold, held := holdTool()
-	kit := batontest.New(t, baton.Config{Interceptors: []baton.Interceptor{k.kills()}, Agents: []baton.Agent{
+	kit := batontest.New(t, host.Config{Interceptors: []host.Interceptor{k.kills()}, Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", "hold A and B"}), Children: baton.Children{Agents: []string{"fraud"}},
 			Limits: lim, Steering: baton.SteerInterrupt},
 		{Name: "fraud", Model: holder, Tools: []baton.Tool{hold}},
@@ -218,7 +219,7 @@ func TestChildCancelKilledBeforeCascade(t *testing.T) {
 	kit, p, c, pend, held := cascadeKit(t, k, baton.Limits{})
 	ctx := context.Background()
 	k.arm(p.ID, reducer.TurnCancelled)
-	err := kit.App.Sessions().Cancel(ctx, p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "no longer needed")
+	err := kit.Engine().Sessions.Cancel(ctx, p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "no longer needed")
 	if !errors.Is(err, errKilled) {
 		t.Fatalf("cancel in the killed process: %v", err)
 	}
@@ -287,7 +288,7 @@ func TestChildDeleteOfAParentWithOrphans(t *testing.T) {
 	k := &killer{}
 	kit, p, c, _, held := cascadeKit(t, k, baton.Limits{})
 	ctx := context.Background()
-	ss := kit.App.Sessions()
+	ss := kit.Engine().Sessions
 	k.arm(p.ID, reducer.TurnCancelled)
 	if err := ss.Cancel(ctx, p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "stop"); !errors.Is(err, errKilled) {
 		t.Fatalf("cancel in the killed process: %v", err)

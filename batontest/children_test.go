@@ -15,6 +15,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/internal/chat"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -92,7 +93,7 @@ func factCount(s *batontest.Session, typ reducer.Type) int {
 // a session of its own (same owner, naming its parent) and its end wakes
 // the parent, whose call's result is the child's final answer.
 func TestChildOne(t *testing.T) {
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", "check order A-1"}), Children: baton.Children{Agents: []string{"fraud"}}},
 		{Name: "fraud", Model: answerer},
 	}})
@@ -131,7 +132,7 @@ func TestChildOne(t *testing.T) {
 	}
 	// A duplicate report (a late wake) changes nothing.
 	ctx := context.Background()
-	if err := kit.App.Sessions().Report(ctx, c.ID); err != nil {
+	if err := kit.Engine().Sessions.Report(ctx, c.ID); err != nil {
 		t.Fatal(err)
 	}
 	if n := factCount(p, reducer.ChildEnded); n != 1 {
@@ -143,7 +144,7 @@ func TestChildOne(t *testing.T) {
 // waits on a child of its own, and that grandchild too, which had not yet
 // started: none of them runs a step after the cancel.
 func TestChildCancelCascades(t *testing.T) {
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", "check A-1"}), Children: baton.Children{Agents: []string{"fraud"}}},
 		{Name: "fraud", Model: asker([2]string{"leaf", "look up A-1"}), Children: baton.Children{Agents: []string{"leaf"}}},
 		{Name: "leaf", Model: answerer},
@@ -187,7 +188,7 @@ func TestChildCancelCascades(t *testing.T) {
 func TestChildSpendCountsTowardsParent(t *testing.T) {
 	var lim baton.Limits
 	lim.Spend.Session.Cost = 0.5
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", "check A-1"}), Children: baton.Children{Agents: []string{"fraud"}},
 			Price: &baton.Price{InputPerMTok: 1000}, Limits: lim},
 		{Name: "fraud", Model: answerer, Price: &baton.Price{InputPerMTok: 10000}},
@@ -238,7 +239,7 @@ func TestChildFanOutApprovalThroughParentChat(t *testing.T) {
 		in, _ := json.Marshal(holdIn{Order: req.LastUserText()})
 		return "", []baton.ModelCall{{ID: "h1", Name: "hold", Input: in}}
 	})
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", "A"}, [2]string{"fraud", "B"}, [2]string{"fraud", "C"}),
 			Children: baton.Children{Agents: []string{"fraud"}}},
 		{Name: "fraud", Model: checker, Tools: []baton.Tool{hold}},
@@ -246,7 +247,7 @@ func TestChildFanOutApprovalThroughParentChat(t *testing.T) {
 	ctx := context.Background()
 	chatID := "chat-fanout"
 	pid := chat.SessionID(batontest.Owner, chatID)
-	if _, err := kit.App.Sessions().Create(ctx, pid, batontest.Owner, "desk"); err != nil {
+	if _, err := kit.Engine().Sessions.Create(ctx, pid, batontest.Owner, "desk"); err != nil {
 		t.Fatal(err)
 	}
 	p := kit.Open(pid)
@@ -373,7 +374,7 @@ func TestHandoff(t *testing.T) {
 		return "Passing you on.", []baton.ModelCall{{ID: "h1", Name: "handoff_to_billing", Input: json.RawMessage(`{"reason":"a refund"}`)}}
 	})
 	refund := baton.Func("refund", "Refund an order.", func(context.Context, holdIn) (string, error) { return "ok", nil })
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
 		{Name: "triage", Model: triage, System: "You triage.", Children: baton.Children{Handoffs: []string{"billing"}}},
 		{Name: "billing", Model: billing, System: "You do billing.", Tools: []baton.Tool{refund}},
 	}})
@@ -414,7 +415,7 @@ func TestHandoff(t *testing.T) {
 // nest a child past its maxDepth, gets an error result the model sees, and
 // starts no child.
 func TestChildLimits(t *testing.T) {
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", "A"}, [2]string{"fraud", "B"}),
 			Children: baton.Children{Agents: []string{"fraud"}, MaxChildren: 1}},
 		{Name: "fraud", Model: asker([2]string{"leaf", "deeper"}), Children: baton.Children{Agents: []string{"leaf"}, MaxDepth: 1}},
@@ -447,7 +448,7 @@ func TestChildLimits(t *testing.T) {
 // child cancelled on its own (by an operator) is an error result for its
 // call, and the parent goes on.
 func TestChildEachAndFailedChild(t *testing.T) {
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", "A"}, [2]string{"fraud", "B"}),
 			Children: baton.Children{Agents: []string{"fraud"}, Each: true}},
 		{Name: "fraud", Model: asker([2]string{"leaf", "x"}), Children: baton.Children{Agents: []string{"leaf"}}},

@@ -6,6 +6,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -14,7 +15,7 @@ import (
 // KiB each get an error result the model sees, and start no child; a task
 // at the limit starts one.
 func TestChildTaskIsCheckedAsAMessage(t *testing.T) {
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", " \n "}, [2]string{"fraud", strings.Repeat("x", reducer.MaxText+1)},
 			[2]string{"fraud", strings.Repeat("y", reducer.MaxText)}),
 			Children: baton.Children{Agents: []string{"fraud"}}},

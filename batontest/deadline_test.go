@@ -11,6 +11,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
 )
 
 // recordTB is a TB whose Fatalf records the message and ends the goroutine.
@@ -40,7 +41,7 @@ func TestRunSaysItHitTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recordTB{TB: t}
-	kit := batontest.NewWith(rec, baton.Config{Agents: []baton.Agent{{
+	kit := batontest.NewWith(rec, host.Config{Agents: []baton.Agent{{
 		Name: "a", Model: m, Tools: []baton.Tool{block},
 		Limits: baton.Limits{Margin: 200 * time.Millisecond},
 	}}}, batontest.Options{Timeout: 3 * time.Second})

@@ -1,7 +1,7 @@
 // Package batontest runs a program's baton agents in its tests, on real
 // AWS parts: it starts the emulator in-process (or uses AWS_ENDPOINT_URL),
 // creates the table, bucket and queues of baton.Template, and builds the
-// App from the program's baton.Config as a deployed function does. A
+// App from the program's host.Config as a deployed function does. A
 // Session then posts messages, runs invocations through the real resume
 // worker (whole, or killed part way), answers approvals and verdicts, and
 // reads back the facts, stream parts and tool calls to assert on; Script

@@ -7,6 +7,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
 )
 
 // exampleTB is the kit's TB outside a test; in a test pass t.
@@ -42,7 +43,7 @@ func ExampleKit() {
 		log.Fatal(err)
 	}
 
-	kit := batontest.New(tb, baton.Config{Agents: []baton.Agent{
+	kit := batontest.New(tb, host.Config{Agents: []baton.Agent{
 		{Name: "desk", Model: model, Tools: []baton.Tool{tool}},
 	}})
 	s := kit.Session("desk")
@@ -76,7 +77,7 @@ func ExampleKit_compaction() {
 		log.Fatal(err)
 	}
 	rec := batontest.Record(answer)
-	kit := batontest.New(tb, baton.Config{Agents: []baton.Agent{{
+	kit := batontest.New(tb, host.Config{Agents: []baton.Agent{{
 		Name: "notes", Model: rec,
 		Compaction: &baton.Compaction{InputTokens: 300, KeepTurns: 1, Model: summariser},
 	}}})

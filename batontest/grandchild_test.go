@@ -15,6 +15,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/internal/chat"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -86,7 +87,7 @@ func TestChildGrandchildApprovalReachesTheRoot(t *testing.T) {
 		in, _ := json.Marshal(holdIn{Order: orders[n]})
 		return "", []baton.ModelCall{{ID: fmt.Sprintf("h%d", n), Name: "hold", Input: in}}
 	})
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", "check"}), Children: baton.Children{Agents: []string{"fraud"}}},
 		{Name: "fraud", Model: asker([2]string{"leaf", "hold B, C and D"}), Children: baton.Children{Agents: []string{"leaf"}}},
 		{Name: "leaf", Model: leaf, Tools: []baton.Tool{hold}},
@@ -94,7 +95,7 @@ func TestChildGrandchildApprovalReachesTheRoot(t *testing.T) {
 	ctx := context.Background()
 	chatID := "chat-grandchild"
 	rootID := chat.SessionID(batontest.Owner, chatID)
-	if _, err := kit.App.Sessions().Create(ctx, rootID, batontest.Owner, "desk"); err != nil {
+	if _, err := kit.Engine().Sessions.Create(ctx, rootID, batontest.Owner, "desk"); err != nil {
 		t.Fatal(err)
 	}
 	root := kit.Open(rootID)

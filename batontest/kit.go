@@ -11,11 +11,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/mcp/mcpsdk"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/providers/awslambda"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/internal/tick"
@@ -82,16 +85,18 @@ type Options struct {
 
 // Kit is one baton for a test, on resources of its own.
 type Kit struct {
-	// App is the baton under test; its parts (App.Sessions(),
-	// App.Runner()) are there for what the kit does not cover.
-	App *baton.App
+	// App is the baton under test: its handlers and its Operator API are
+	// there for what the kit does not cover.
+	App *host.App
 	// Resources and AWS are what App was built on: a second App on them
-	// (baton.NewOn) is another container of the same deployment, and AWS
+	// (host.NewOn) is another container of the same deployment, and AWS
 	// reaches the kit's emulator with the AWS SDK.
-	Resources baton.Resources
+	Resources host.Resources
 	AWS       aws.Config
 	tb        TB
 	timeout   time.Duration
+	// engine is App's engine, which the kit drives.
+	engine *app.App
 
 	mu   sync.Mutex
 	skew time.Duration
@@ -119,20 +124,20 @@ func (k *Kit) Tick() tick.Report {
 	k.tb.Helper()
 	ctx, cancel := k.ctx()
 	defer cancel()
-	rep, err := k.App.Tick().Run(ctx)
+	rep, err := k.engine.Tick().Run(ctx)
 	k.fatal(err)
 	return rep
 }
 
 // New provisions fresh resources from baton.Template (names of their own,
 // so kits may run side by side) on the emulator and builds c's App on them,
-// as baton.New does in a function. The emulator (kumo in-process, or the
+// as host.New does in a function. The emulator (kumo in-process, or the
 // endpoint in AWS_ENDPOINT_URL) starts with the test binary's first kit and
 // runs until the process exits.
-func New(tb TB, c baton.Config) *Kit { return NewWith(tb, c, Options{}) }
+func New(tb TB, c host.Config) *Kit { return NewWith(tb, c, Options{}) }
 
 // NewWith is New with options.
-func NewWith(tb TB, c baton.Config, o Options) *Kit {
+func NewWith(tb TB, c host.Config, o Options) *Kit {
 	tb.Helper()
 	ctx := context.Background()
 	tmpl := o.Template
@@ -156,17 +161,18 @@ func NewWith(tb TB, c baton.Config, o Options) *Kit {
 	if err != nil {
 		tb.Fatalf("batontest: %v", err)
 	}
-	rs := baton.Resources{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, AgentFile: o.Agents}
+	rs := host.Resources{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, AgentFile: o.Agents}
 	cfg := res.Clients().Config
-	a, err := baton.NewOn(ctx, c, rs, cfg, o.Log)
+	var engine *app.App
+	a, err := host.NewOn(ctx, app.OnBuild(c, func(a *app.App) { engine = a }), rs, cfg, o.Log)
 	if err != nil {
 		tb.Fatalf("batontest: %v", err)
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = time.Minute
 	}
-	k := &Kit{App: a, Resources: rs, AWS: cfg, tb: tb, timeout: o.Timeout}
-	a.Sessions().Now = k.Now
+	k := &Kit{App: a, Resources: rs, AWS: cfg, tb: tb, timeout: o.Timeout, engine: engine}
+	engine.Sessions.Now = k.Now
 	return k
 }
 
@@ -196,7 +202,7 @@ func (k *Kit) Session(agent string) *Session {
 	ctx, cancel := k.ctx()
 	defer cancel()
 	id := ids.New("s")
-	_, err := k.App.Sessions().Create(ctx, id, Owner, agent)
+	_, err := k.engine.Sessions.Create(ctx, id, Owner, agent)
 	k.fatal(err)
 	return &Session{ID: id, kit: k}
 }
@@ -210,7 +216,7 @@ func (s *Session) Post(text string) {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	_, err := s.kit.App.Sessions().Post(ctx, s.ID, s.operator(Owner), text)
+	_, err := s.kit.engine.Sessions.Post(ctx, s.ID, s.operator(Owner), text)
 	s.kit.fatal(err)
 }
 
@@ -247,7 +253,7 @@ func hitDeadline(ctx context.Context, out Outcome, timeout time.Duration) bool {
 }
 
 func (s *Session) run(ctx context.Context) (Outcome, error) {
-	res, err := s.kit.App.Worker().Handle(ctx, wake.Wake{Session: s.ID, Reason: "batontest"})
+	res, err := s.kit.engine.Worker().Handle(ctx, wake.Wake{Session: s.ID, Reason: "batontest"})
 	if err != nil || len(res.Outcomes) == 0 {
 		return Outcome{}, err
 	}
@@ -302,7 +308,7 @@ func (s *Session) State() reducer.State {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	sess, err := s.kit.App.Sessions().Load(ctx, s.ID)
+	sess, err := s.kit.engine.Sessions.Load(ctx, s.ID)
 	s.kit.fatal(err)
 	return sess.State
 }
@@ -346,7 +352,7 @@ func (s *Session) answer(id string, d reducer.Decision, reason string) {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	s.kit.fatal(s.kit.App.Sessions().Answer(ctx, s.ID, s.operator("approver"), id, d, reason))
+	s.kit.fatal(s.kit.engine.Sessions.Answer(ctx, s.ID, s.operator("approver"), id, d, reason))
 }
 
 // Verdict settles an uncertain execution: Rerun runs the tool once more,
@@ -356,7 +362,7 @@ func (s *Session) Verdict(executionID string, v Verdict) {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	s.kit.fatal(s.kit.App.Sessions().Settle(ctx, s.ID, s.operator("approver"), executionID, v))
+	s.kit.fatal(s.kit.engine.Sessions.Settle(ctx, s.ID, s.operator("approver"), executionID, v))
 }
 
 // Facts are the session's facts, in order.
@@ -364,7 +370,7 @@ func (s *Session) Facts() []Fact {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	fs, err := s.kit.App.Sessions().Facts(ctx, s.ID, 0)
+	fs, err := s.kit.engine.Sessions.Facts(ctx, s.ID, 0)
 	s.kit.fatal(err)
 	return fs
 }
@@ -392,7 +398,7 @@ func (s *Session) Parts() []Part {
 		if f.Type != reducer.TurnStarted || f.Stream == "" {
 			continue
 		}
-		page, err := s.kit.App.Sessions().ReadStream(ctx, s.ID, f.Stream, "")
+		page, err := s.kit.engine.Sessions.ReadStream(ctx, s.ID, f.Stream, "")
 		s.kit.fatal(err)
 		for _, e := range page.Entries {
 			out = append(out, e.Part)

@@ -7,6 +7,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
 )
 
 // TestKillMidSideEffectThenVerdict: an invocation killed while a write tool
@@ -37,7 +38,7 @@ func TestKillMidSideEffectThenVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{{Name: "till", Model: model, Tools: []baton.Tool{charge}}}})
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{{Name: "till", Model: model, Tools: []baton.Tool{charge}}}})
 	s := kit.Session("till")
 	s.Post("Charge 5.")
 	s.RunKilled(started)
@@ -86,7 +87,7 @@ func TestDenyAndExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{{Name: "a", Model: model, Tools: []baton.Tool{send}}}})
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{{Name: "a", Model: model, Tools: []baton.Tool{send}}}})
 
 	s := kit.Session("a")
 	s.Post("Send it.")

@@ -8,6 +8,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/tick"
 	"github.com/baton-run/baton/internal/wake"
@@ -23,7 +24,7 @@ import (
 func TestChildApprovalShownAfterAKill(t *testing.T) {
 	k := &killer{}
 	hold, held := holdTool()
-	kit := batontest.New(t, baton.Config{Interceptors: []baton.Interceptor{k.kills()}, Agents: []baton.Agent{
+	kit := batontest.New(t, host.Config{Interceptors: []host.Interceptor{k.kills()}, Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", "hold A and B"}), Children: baton.Children{Agents: []string{"fraud"}}},
 		{Name: "fraud", Model: holder, Tools: []baton.Tool{hold}},
 	}})
@@ -35,7 +36,7 @@ func TestChildApprovalShownAfterAKill(t *testing.T) {
 	c := p.Children()[0]
 	k.arm(c.ID, reducer.ApprovalRequested)
 	// The invocation, killed once the suspension is durable.
-	if _, err := kit.App.Worker().Handle(context.Background(), wake.Wake{Session: c.ID, Reason: "child"}); !errors.Is(err, errKilled) {
+	if _, err := kit.Engine().Worker().Handle(context.Background(), wake.Wake{Session: c.ID, Reason: "child"}); !errors.Is(err, errKilled) {
 		t.Fatalf("the killed invocation: %v", err)
 	}
 	k.revive()
@@ -71,7 +72,7 @@ func TestChildApprovalShownAfterAKill(t *testing.T) {
 		t.Fatalf("a second wake wrote %d facts to the parent and %d to the child", len(p.Facts())-before, len(c.Facts())-cbefore)
 	}
 	// Answered through the parent, the child holds B, once.
-	if err := kit.App.Sessions().Answer(context.Background(), p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: "approver"}, pend.ID, reducer.Approve, ""); err != nil {
+	if err := kit.Engine().Sessions.Answer(context.Background(), p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: "approver"}, pend.ID, reducer.Approve, ""); err != nil {
 		t.Fatalf("approve through the parent: %v", err)
 	}
 	if out := c.Run(); out.Kind != batontest.Completed {
@@ -91,7 +92,7 @@ func TestChildSpendOfAnOrphanCountsTowardsParent(t *testing.T) {
 	k := &killer{}
 	kit, p, c, _, _ := cascadeKit(t, k, baton.Limits{})
 	k.arm(p.ID, reducer.TurnCancelled)
-	if err := kit.App.Sessions().Cancel(context.Background(), p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "stop"); !errors.Is(err, errKilled) {
+	if err := kit.Engine().Sessions.Cancel(context.Background(), p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "stop"); !errors.Is(err, errKilled) {
 		t.Fatalf("cancel in the killed process: %v", err)
 	}
 	k.revive()
@@ -122,7 +123,7 @@ func TestChildOfADeletedParentDeletesItself(t *testing.T) {
 	k := &killer{}
 	kit, p, c, _, held := cascadeKit(t, k, baton.Limits{})
 	ctx := context.Background()
-	ss := kit.App.Sessions()
+	ss := kit.Engine().Sessions
 	turnID := p.State().Turn.ID
 	if err := ss.Cancel(ctx, p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "stop"); err != nil {
 		t.Fatal(err)
@@ -135,7 +136,7 @@ func TestChildOfADeletedParentDeletesItself(t *testing.T) {
 	if err != nil || !created {
 		t.Fatalf("the stale writer's child: %v, %v", created, err)
 	}
-	if _, err := kit.App.Worker().Handle(ctx, wake.Wake{Session: late.ID, Reason: "child"}); err != nil {
+	if _, err := kit.Engine().Worker().Handle(ctx, wake.Wake{Session: late.ID, Reason: "child"}); err != nil {
 		t.Fatalf("the late child's invocation: %v", err)
 	}
 	for _, id := range []string{p.ID, c.ID, late.ID} {

@@ -10,6 +10,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
 )
 
 // TestToolReadsItsCall: a tool reads its call's info from its context: the
@@ -45,7 +46,7 @@ func TestToolReadsItsCall(t *testing.T) {
 	 {"text":"Looking.","toolCalls":[{"name":"status","input":{"order":"A-1"}}]},
 	 {"text":"Refunding.","toolCalls":[{"name":"refund","input":{"order":"A-1"}}]},
 	 {"text":"Done."}]}`)
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{{Name: "desk", Model: model, Tools: []baton.Tool{refund, status}}}})
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{{Name: "desk", Model: model, Tools: []baton.Tool{refund, status}}}})
 	s := kit.Session("desk")
 	s.Post("Refund A-1.")
 	if out := s.Run(); out.Kind != batontest.Suspended || len(s.Pending()) != 1 {
@@ -113,7 +114,7 @@ func TestTypedToolErrors(t *testing.T) {
 	 {"text":"Trying.","toolCalls":[{"name":"lookup","input":{}},{"name":"flaky","input":{}},{"name":"slow","input":{}}]},
 	 {"text":"Again.","toolCalls":[{"name":"boom","input":{}}]},
 	 {"text":"Never reached."}]}`)
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{{Name: "ops", Model: model,
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{{Name: "ops", Model: model,
 		Tools: []baton.Tool{lookup, flaky, slow, boom}}}})
 	s := kit.Session("ops")
 	s.Post("Go.")
@@ -164,7 +165,7 @@ func TestTransientRetryWithinTheLedger(t *testing.T) {
 	model := batontest.Script(t, `{"steps":[
 	 {"text":"Charging.","toolCalls":[{"name":"charge","input":{"amount":5}}]},
 	 {"text":"Charged."}]}`)
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{{Name: "till", Model: model, Tools: []baton.Tool{charge}}}})
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{{Name: "till", Model: model, Tools: []baton.Tool{charge}}}})
 	s := kit.Session("till")
 	s.Post("Charge 5.")
 	if out := s.Run(); out.Kind != batontest.Completed {
@@ -208,7 +209,7 @@ func TestTypedApprovalPredicate(t *testing.T) {
 	 {"toolCalls":[{"name":"move","input":{"amount":5}},{"name":"move","input":{"amount":50}},
 	  {"name":"move","input":{"amount":500}},{"name":"odd","input":{"amount":50}}]},
 	 {"text":"Done."}]}`)
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{{Name: "bank", Model: model, Tools: []baton.Tool{move, odd}}}})
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{{Name: "bank", Model: model, Tools: []baton.Tool{move, odd}}}})
 	s := kit.Session("bank")
 	s.Post("Move.")
 	if out := s.Run(); out.Kind != batontest.Suspended {
@@ -239,7 +240,7 @@ func TestModelSeesItsStep(t *testing.T) {
 	 {"toolCalls":[{"name":"echo","input":{"text":"one"}}]},
 	 {"toolCalls":[{"name":"echo","input":{"text":"two"}}]},
 	 {"text":"Done."}]}`))
-	kit := batontest.New(t, baton.Config{Agents: []baton.Agent{{Name: "e", Model: rec, Tools: []baton.Tool{echo}}}})
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{{Name: "e", Model: rec, Tools: []baton.Tool{echo}}}})
 	s := kit.Session("e")
 	s.Post("Echo twice.")
 	if out := s.Run(); out.Kind != batontest.Completed {

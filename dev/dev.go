@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/devserver"
 )
@@ -41,9 +42,9 @@ type Options struct {
 
 // Run serves c's agents until ctx is done. The operator API's caller is
 // the X-Baton-Operator header, else "local". It builds the App with
-// baton.NewOn, on the environment template.yaml gives the functions, and
+// the host.Config, on the environment template.yaml gives the functions, and
 // runs the parts the functions run.
-func Run(ctx context.Context, c baton.Config, o Options) error {
+func Run(ctx context.Context, c host.Config, o Options) error {
 	log := o.Log
 	if log == nil {
 		log = app.Logger("text", os.Stderr)
@@ -56,7 +57,11 @@ func Run(ctx context.Context, c baton.Config, o Options) error {
 		Addr: o.Addr, DataDir: o.DataDir, Agents: o.AgentFile, Tick: o.Tick, Out: o.Out, Ready: o.Ready,
 		Template: baton.Template(),
 		Build: func(ctx context.Context, vars map[string]string, cfg aws.Config, log *slog.Logger) (devserver.App, error) {
-			return baton.NewOn(ctx, c, baton.Resources{Settings: vars}, cfg, log)
+			r, err := app.FromVars(vars)
+			if err != nil {
+				return nil, err
+			}
+			return app.NewOn(ctx, c, r, cfg, log)
 		},
 	}, log)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/dev"
+	"github.com/baton-run/baton/host"
 )
 
 // TestRunServesTheProgramsAgents: the dev server of a program with its own
@@ -27,7 +28,7 @@ func TestRunServesTheProgramsAgents(t *testing.T) {
 	done := make(chan error, 1)
 	var out bytes.Buffer
 	go func() {
-		done <- dev.Run(ctx, baton.Config{Agents: []baton.Agent{{Name: "mine", Model: m}}},
+		done <- dev.Run(ctx, host.Config{Agents: []baton.Agent{{Name: "mine", Model: m}}},
 			dev.Options{Addr: "127.0.0.1:0", Out: &out, Ready: func(u string) { ready <- u },
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	}()

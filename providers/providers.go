@@ -1,7 +1,7 @@
 // Package providers registers all of baton's model providers, its MCP
 // client and its invoker of lambda tools with a program:
 //
-//	baton.Config{Providers: providers.All(), MCP: providers.MCP(), Lambda: providers.Lambda()}
+//	host.Config{Providers: providers.All(), MCP: providers.MCP(), Lambda: providers.Lambda()}
 //
 // Importing this package links every provider SDK and the MCP SDK, even
 // for a program that names one: a program that wants one imports its
@@ -40,15 +40,15 @@ func OpenAI() app.Provider { return openai.Provider() }
 // see package providers/bedrock.
 func Bedrock() app.Provider { return bedrock.Provider() }
 
-// MCP is baton's MCP client, for baton.Config.MCP; see package
+// MCP is baton's MCP client, for host.Config.MCP; see package
 // providers/mcp.
 func MCP() mcp.Dialer { return pmcp.Client() }
 
 // KeyStore is baton's store of model keys, on Secrets Manager and SSM
-// Parameter Store, for baton.Config.KeyStore; see package
+// Parameter Store, for host.Config.KeyStore; see package
 // providers/keystore.
 func KeyStore() app.KeyStore { return keystore.AWS() }
 
-// Lambda is baton's invoker of lambda tools, for baton.Config.Lambda; see
+// Lambda is baton's invoker of lambda tools, for host.Config.Lambda; see
 // package providers/awslambda.
 func Lambda() app.Lambda { return awslambda.Invoker() }

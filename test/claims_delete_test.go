@@ -42,7 +42,7 @@ import (
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/internal/session"
-	"github.com/baton-run/baton/internal/tool"
+	"github.com/baton-run/baton/internal/tool/remote"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/test/harness"
@@ -88,7 +88,7 @@ func newClaimServer(t *testing.T) *claimServer {
 }
 
 func (es *claimServer) serve(w http.ResponseWriter, r *http.Request) {
-	var env tool.Envelope
+	var env remote.Envelope
 	if err := json.NewDecoder(r.Body).Decode(&env); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

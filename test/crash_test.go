@@ -36,7 +36,7 @@ import (
 
 	"github.com/baton-run/baton/internal/agents"
 	"github.com/baton-run/baton/internal/parts"
-	"github.com/baton-run/baton/internal/tool"
+	"github.com/baton-run/baton/internal/tool/remote"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
@@ -103,7 +103,7 @@ func newToolServer(t *testing.T) *toolServer {
 func (ts *toolServer) url(name string) string { return ts.srv.URL + "/" + name }
 
 func (ts *toolServer) serve(w http.ResponseWriter, r *http.Request) {
-	var env tool.Envelope
+	var env remote.Envelope
 	if err := json.NewDecoder(r.Body).Decode(&env); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

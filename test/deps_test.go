@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -122,7 +123,7 @@ func slicesHasOnly(deps []string, want string) bool {
 
 // TestFunctionsLinkNoConfigChain checks that no bootstrap links the AWS
 // SDK's shared-config and credential chain (profiles, SSO, STS, instance
-// metadata): baton.New reads a Lambda function's environment
+// metadata): host.New reads a Lambda function's environment
 // (awsenv.FromEnv); package awsenv/awsconfig, which has the chain, is the
 // CLI's.
 func TestFunctionsLinkNoConfigChain(t *testing.T) {
@@ -149,10 +150,10 @@ func TestFunctionsLinkNoConfigChain(t *testing.T) {
 }
 
 // TestOnlyTheOperatorLinksItsAPI checks, in the built bootstraps, that a
-// function links only the handler of the baton.Function its main names:
+// function links only the handler of the host.Function its main names:
 // the web console's page and the JWT verifier are in the operator's
 // binary and in neither the resume function's nor the tick's (they were
-// while baton.Main chose the handler at run time: 1.4 MB of the tick).
+// while host.Main chose the handler at run time: 1.4 MB of the tick).
 func TestOnlyTheOperatorLinksItsAPI(t *testing.T) {
 	marks := []string{"<title>baton console", "auth: an issuer and an audience are required"}
 	for _, r := range functionRoles {
@@ -166,4 +167,39 @@ func TestOnlyTheOperatorLinksItsAPI(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAuthoringLinksNoRuntime checks that the authoring package (the root
+// package baton: agents, tools, rules, models, messages, claims) links no
+// AWS SDK, no Lambda runtime and no OIDC or JWT package: a program that
+// only defines and tests a tool pays for none of them. Package host links
+// them; the authoring package must not import it, nor the engine.
+func TestAuthoringLinksNoRuntime(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/baton-run/baton").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps github.com/baton-run/baton: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/baton-run/baton") {
+		t.Fatalf("go list -deps listed no authoring package:\n%s", out)
+	}
+	forbidden := []string{
+		"github.com/aws/",
+		"github.com/coreos/go-oidc",
+		"github.com/go-jose/",
+		"github.com/golang-jwt/",
+		"golang.org/x/oauth2",
+		"github.com/baton-run/baton/host",
+		"github.com/baton-run/baton/internal/auth",
+		"github.com/baton-run/baton/internal/app",
+		"github.com/baton-run/baton/pkg/turn",
+	}
+	for _, p := range deps {
+		for _, f := range forbidden {
+			if p == f || strings.HasPrefix(p, f) {
+				t.Errorf("the authoring package links %s", p)
+			}
+		}
+	}
+	t.Logf("the authoring package links %d packages", len(deps))
 }

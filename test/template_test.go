@@ -29,6 +29,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/emulator"
 	"github.com/baton-run/baton/internal/operator"
@@ -584,7 +585,7 @@ func assertEnvContract(t *testing.T, reads map[string][]string) {
 	}
 }
 
-// TestEnvContract: all three functions build their App with baton.New (app.FromOSWith),
+// TestEnvContract: all three functions build their App with host.New (app.FromOS),
 // which reads app.Vars(); TestGetenvOnlyThroughApp proves no other code a
 // function runs reads the environment on its own.
 func TestEnvContract(t *testing.T) {
@@ -915,7 +916,7 @@ func TestLocalStackScriptRuns(t *testing.T) {
 // TestStreamingDoor: the operator function streams through a Function URL
 // (RESPONSE_STREAM; no authorizer there, the function verifies JWTs), its
 // Timeout is Lambda's 900 s, and the hold ends a held response at least 30
-// s before the invocation would be cut (baton.BufferedHold well within the
+// s before the invocation would be cut (host.BufferedHold well within the
 // HTTP API's 30 s).
 func TestStreamingDoor(t *testing.T) {
 	tr := tree(t)
@@ -938,8 +939,8 @@ func TestStreamingDoor(t *testing.T) {
 	if timeout != 900 || hold+30*time.Second > time.Duration(timeout)*time.Second {
 		t.Errorf("OperatorFunction Timeout %d s, BATON_HOLD %v: want 900 s and a hold ending 30 s before it", timeout, hold)
 	}
-	if baton.BufferedHold+3*time.Second > 30*time.Second {
-		t.Errorf("BufferedHold %v leaves the HTTP API's 30 s no margin", baton.BufferedHold)
+	if host.BufferedHold+3*time.Second > 30*time.Second {
+		t.Errorf("BufferedHold %v leaves the HTTP API's 30 s no margin", host.BufferedHold)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/dev"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/awsenv/awsconfig"
 	"github.com/baton-run/baton/internal/cli"
@@ -84,7 +85,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		opts.Out = stdout
 		// The same Config as the functions': the repository's functions
 		// and its dev server are programs of the public API.
-		cfg := baton.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore(), Lambda: providers.Lambda()}
+		cfg := host.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore(), Lambda: providers.Lambda()}
 		if *emf {
 			cfg.Metrics = os.Stderr
 		}

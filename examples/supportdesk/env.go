@@ -4,7 +4,7 @@ import (
 	"log"
 	"os"
 
-	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/host"
 )
 
 // The environment variables the desk's functions read, besides baton's.
@@ -20,17 +20,17 @@ func SettingsFromEnv() Settings {
 
 // FromEnv is the Config of a deployed function: the settings of the
 // environment and a fresh shop.
-func FromEnv() (baton.Config, error) { return Config(SettingsFromEnv(), NewShop()) }
+func FromEnv() (host.Config, error) { return Config(SettingsFromEnv(), NewShop()) }
 
 // Main is the whole main of the desk's function f: the Config of the
 // environment (FromEnv) with dialer as its MCP client (the resume
 // function reaches the CRM's tools with one; the operator and the tick
-// pass nil and link no MCP SDK), started by baton.Main.
-func Main(f baton.Function, dialer baton.MCPDialer) {
+// pass nil and link no MCP SDK), started by host.Main.
+func Main(f host.Function, dialer host.MCPDialer) {
 	cfg, err := FromEnv()
 	if err != nil {
 		log.Fatal(err)
 	}
 	cfg.MCP = dialer
-	baton.Main(f, cfg)
+	host.Main(f, cfg)
 }

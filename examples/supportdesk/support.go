@@ -10,6 +10,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/examples/supportdesk/crm"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/providers/anthropic"
 )
 
@@ -150,16 +151,16 @@ const DefaultModel = "anthropic:claude-sonnet-4-5"
 // Config is the program's baton configuration: the "desk" agent with the
 // shop's tools and, when set.CRM is given, the CRM's get_customer and
 // add_note.
-func Config(set Settings, shop *Shop) (baton.Config, error) {
+func Config(set Settings, shop *Shop) (host.Config, error) {
 	m, err := model(set.Model)
 	if err != nil {
-		return baton.Config{}, err
+		return host.Config{}, err
 	}
 	desk := baton.Agent{Name: "desk", Model: m, System: System, Tools: shop.Tools()}
 	if set.CRM != "" {
 		desk.MCP = []baton.MCPServer{{Name: "crm", URL: set.CRM, Allow: []string{crm.GetCustomer, crm.AddNote}}}
 	}
-	return baton.Config{Agents: []baton.Agent{desk}}, nil
+	return host.Config{Agents: []baton.Agent{desk}}, nil
 }
 
 func model(spec string) (baton.Model, error) {

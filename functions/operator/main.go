@@ -8,8 +8,9 @@ import (
 	"os"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/host"
 )
 
 func main() {
-	baton.Main(baton.OperatorFunction, baton.Config{Tools: baton.DemoTools(), Metrics: os.Stderr})
+	host.Main(host.OperatorFunction, host.Config{Tools: baton.DemoTools(), Metrics: os.Stderr})
 }

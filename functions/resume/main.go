@@ -11,12 +11,13 @@ import (
 	"os"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/providers"
 	"github.com/baton-run/baton/providers/otel"
 )
 
 func main() {
-	cfg := baton.Config{Tools: baton.DemoTools(), Metrics: os.Stderr, Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore(), Lambda: providers.Lambda()}
+	cfg := host.Config{Tools: baton.DemoTools(), Metrics: os.Stderr, Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore(), Lambda: providers.Lambda()}
 	// Turns are traced (OpenTelemetry) when an OTLP endpoint is set, as
 	// the template's Tracing=adot sets it.
 	tracing, err := otel.FromEnv(context.Background(), os.Getenv)
@@ -27,5 +28,5 @@ func main() {
 	if tracing != nil {
 		cfg.Interceptors = append(cfg.Interceptors, tracing.Interceptor())
 	}
-	baton.Main(baton.ResumeFunction, cfg)
+	host.Main(host.ResumeFunction, cfg)
 }

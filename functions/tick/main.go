@@ -6,8 +6,9 @@ import (
 	"os"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/host"
 )
 
 func main() {
-	baton.Main(baton.TickFunction, baton.Config{Tools: baton.DemoTools(), Metrics: os.Stderr})
+	host.Main(host.TickFunction, host.Config{Tools: baton.DemoTools(), Metrics: os.Stderr})
 }

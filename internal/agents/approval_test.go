@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/baton-run/baton/internal/mcp/mcpsdk"
 	"testing"
+
+	"github.com/baton-run/baton/internal/app"
+	"github.com/baton-run/baton/internal/mcp/mcpsdk"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -137,25 +139,25 @@ func approvalKinds(t *testing.T) []approvalKind {
 	type writeIn struct {
 		Path string `json:"path"`
 	}
-	typed, err := baton.Agent{Name: "typed", Model: m, Tools: []baton.Tool{
+	typed, err := app.GoAgent(baton.Agent{Name: "typed", Model: m, Tools: []baton.Tool{
 		baton.Func("pay", "", func(context.Context, payIn) (string, error) { return "ok", nil }, baton.NeedsApproval(payRule)),
 		baton.Func("write", "", func(context.Context, writeIn) (string, error) { return "ok", nil }, baton.NeedsApproval(writeRule)),
-	}}.Build(context.Background())
+	}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	anyIn := func(context.Context, map[string]any) (string, error) { return "ok", nil }
-	goLoose, err := baton.Agent{Name: "loose", Model: m, Tools: []baton.Tool{
+	goLoose, err := app.GoAgent(baton.Agent{Name: "loose", Model: m, Tools: []baton.Tool{
 		baton.Func("pay", "", anyIn, baton.NeedsApproval(payRule)),
 		baton.Func("write", "", anyIn, baton.NeedsApproval(writeRule)),
-	}}.Build(context.Background())
+	}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	goMCP, err := baton.Agent{Name: "mcp", Model: m,
+	goMCP, err := app.GoAgent(baton.Agent{Name: "mcp", Model: m,
 		MCP:       []baton.MCPServer{{Name: "files", URL: srv.URL, Allow: []string{"pay", "write"}}},
 		Approvals: map[string]baton.Rule{"pay": payRule, "write": writeRule},
-	}.BuildWith(context.Background(), mcpsdk.Dialer{})
+	}, mcpsdk.Dialer{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,13 @@ import (
 	"path"
 	"slices"
 
+	"github.com/baton-run/baton/internal/agentspec"
 	"github.com/baton-run/baton/internal/apikey"
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/mcp"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/tool"
+	"github.com/baton-run/baton/internal/tool/remote"
 	"github.com/baton-run/baton/pkg/turn"
 )
 
@@ -107,27 +109,30 @@ type builder struct {
 // agent checks and builds the agent an of config c.
 func (b *builder) agent(ctx context.Context, an string, c Config, bad func(string, error)) *turn.Agent {
 	a := &turn.Agent{Name: an, System: c.System, MaxTokens: c.MaxOutputTokens, MaxToolOutput: c.MaxToolOutput}
-	lim, field, err := c.Limits.limits()
-	if err != nil {
-		bad(field, err)
+	lim, field, limErr := c.Limits.limits()
+	if limErr != nil {
+		bad(field, limErr)
 	}
 	a.Limits = lim
 	if field, err := pricing(c.Pricing); err != nil {
 		bad(field, err)
 	}
 	a.Price = c.Pricing
-	if err := CheckSteering(c.Steering); err != nil {
-		bad("steering", err)
-	}
 	a.Steering = c.Steering
+	var err error
 	if a.Children, err = children(c); err != nil {
 		bad("children", err)
 	}
-	shared := Shared{System: c.System, MaxOutputTokens: c.MaxOutputTokens, MaxToolOutput: c.MaxToolOutput, Children: a.Children}
+	shared := agentspec.Shared{System: c.System, MaxOutputTokens: c.MaxOutputTokens, MaxToolOutput: c.MaxToolOutput, Children: a.Children,
+		Steering: c.Steering}
+	if limErr == nil {
+		// Limits that did not parse are refused already.
+		shared.Limits = lim
+	}
 	if c.Compaction != nil {
 		shared.CompactionPrompt = c.Compaction.Prompt
 	}
-	CheckShared(shared, bad)
+	agentspec.CheckShared(shared, bad)
 	a.Model = b.model(ctx, c, bad)
 	a.Identity = identity(c)
 	if c.Compaction != nil {
@@ -137,7 +142,7 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 		}
 		a.Compaction = comp
 	}
-	a.Tools, a.Remote = Assemble(b.local(c, lim, bad), b.servers(c, bad), c.Approvals, b.deps.MCP, b.getenv, bad)
+	a.Tools, a.Remote = agentspec.Assemble(b.local(c, lim, bad), b.servers(c, bad), c.Approvals, b.deps.MCP, b.getenv, bad)
 	return a
 }
 
@@ -211,8 +216,8 @@ func scriptedOnly(c Config, bad func(string, error)) {
 }
 
 // local resolves c's tools: declared in the file, or named.
-func (b *builder) local(c Config, lim turn.Limits, bad func(string, error)) []Local {
-	var local []Local
+func (b *builder) local(c Config, lim turn.Limits, bad func(string, error)) []agentspec.Local {
+	var local []agentspec.Local
 	for i, ref := range c.Tools {
 		field := fmt.Sprintf("tools[%d]", i)
 		t, err := b.tool(ref)
@@ -220,11 +225,11 @@ func (b *builder) local(c Config, lim turn.Limits, bad func(string, error)) []Lo
 			bad(field, err)
 			continue
 		}
-		if sub, err := CheckTool(t, lim); err != nil {
+		if sub, err := agentspec.CheckTool(t, lim); err != nil {
 			bad(field+"."+sub, fmt.Errorf("tool %q: %w", t.Name, err))
 			continue
 		}
-		local = append(local, Local{Field: field, Tool: t})
+		local = append(local, agentspec.Local{Field: field, Tool: t})
 	}
 	return local
 }
@@ -258,8 +263,8 @@ func (b *builder) tool(ref ToolRef) (tool.Tool, error) {
 }
 
 // servers checks c's MCP servers.
-func (b *builder) servers(c Config, bad func(string, error)) []Remote {
-	var servers []Remote
+func (b *builder) servers(c Config, bad func(string, error)) []agentspec.Remote {
+	var servers []agentspec.Remote
 	for i, s := range c.MCP {
 		field := fmt.Sprintf("mcp[%d]", i)
 		ms, err := s.server()
@@ -267,7 +272,7 @@ func (b *builder) servers(c Config, bad func(string, error)) []Remote {
 			bad(field+".timeout", err)
 			continue
 		}
-		servers = append(servers, Remote{Field: field, Server: ms})
+		servers = append(servers, agentspec.Remote{Field: field, Server: ms})
 	}
 	return servers
 }
@@ -349,8 +354,8 @@ func (d Decl) validate() error {
 // lambdaClient and http tools with httpClient. A declaration without a
 // timeout gets 30s. With a nil lambdaClient (a program that runs no tool)
 // lambda tools are still built, and their calls fail the turn
-// (tool.ErrNoLambdaInvoker).
-func DeclaredTools(lambdaClient tool.LambdaInvoker, httpClient *http.Client) func(Decl) (tool.Tool, error) {
+// (remote.ErrNoLambdaInvoker).
+func DeclaredTools(lambdaClient remote.LambdaInvoker, httpClient *http.Client) func(Decl) (tool.Tool, error) {
 	return func(d Decl) (tool.Tool, error) {
 		timeout, err := duration(d.Timeout, "30s")
 		if err != nil {
@@ -359,9 +364,9 @@ func DeclaredTools(lambdaClient tool.LambdaInvoker, httpClient *http.Client) fun
 		effect := tool.Effect(d.Effect)
 		switch d.Kind {
 		case "lambda":
-			return tool.LambdaTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.ARN, timeout, lambdaClient), nil
+			return remote.LambdaTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.ARN, timeout, lambdaClient), nil
 		case "http":
-			return tool.HTTPTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.URL, timeout, httpClient), nil
+			return remote.HTTPTool(d.Name, d.Description, d.Schema, effect, d.Idempotent, d.URL, timeout, httpClient), nil
 		}
 		return tool.Tool{}, fmt.Errorf("tool %q: kind %q: want lambda or http", d.Name, d.Kind)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing/fstest"
 
 	"github.com/baton-run/baton/internal/agents"
+	"github.com/baton-run/baton/internal/agentspec"
 	"github.com/baton-run/baton/internal/claims"
 )
 
@@ -75,13 +76,13 @@ func TestScriptedAgentRefusesProviderFields(t *testing.T) {
 // TestSystemPromptIsBounded: a 20 MB system prompt is refused at load,
 // naming the field and the bound; one at the bound loads.
 func TestSystemPromptIsBounded(t *testing.T) {
-	for _, n := range []int{20 << 20, agents.MaxSystem + 1} {
+	for _, n := range []int{20 << 20, agentspec.MaxSystem + 1} {
 		ce := loadErr(t, scripted(`"system":"`+strings.Repeat("s", n)+`"`))
 		if ce.Field != "system" || !strings.Contains(ce.Err.Error(), "262144") {
 			t.Fatalf("%d bytes: %.200v, want system refused naming the bound", n, ce)
 		}
 	}
-	if _, err := loadSpend(t, scripted(`"system":"`+strings.Repeat("s", agents.MaxSystem)+`"`)); err != nil {
+	if _, err := loadSpend(t, scripted(`"system":"`+strings.Repeat("s", agentspec.MaxSystem)+`"`)); err != nil {
 		t.Fatalf("a prompt at the bound: %.200v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 // children is the sub-agents part of an agent's config (turn.Children):
 // whether the file's agents it names exist is checked once all agents are
 // known, with the program's Go agents (turn.AgentMap.Link); its limits
-// with the rest of what Go agents share (CheckShared).
+// with the rest of what Go agents share (agentspec.CheckShared).
 func children(c Config) (turn.Children, error) {
 	k := turn.Children{Agents: c.Agents, Handoffs: c.Handoffs, MaxDepth: c.MaxDepth, MaxChildren: c.MaxChildren}
 	switch c.Children {

@@ -108,15 +108,6 @@ type Compaction struct {
 	MaxOutputTokens int             `json:"maxOutputTokens,omitempty"`
 }
 
-// CheckSteering checks a steering policy: empty (enqueue) or one of
-// reducer's.
-func CheckSteering(s reducer.Steering) error {
-	if s == "" || s.Known() {
-		return nil
-	}
-	return fmt.Errorf("%q: want enqueue, steer, interrupt or reject", s)
-}
-
 // Limits are an agent's budgets, as Go durations and counts.
 type Limits struct {
 	Budget                string `json:"budget,omitempty"`
@@ -148,7 +139,7 @@ type Spend struct {
 }
 
 // spend converts the configured spend caps and checks onExceeded, naming
-// the field at fault; CheckLimits checks the caps.
+// the field at fault; agentspec.CheckLimits checks the caps.
 func (s Spend) spend() (turn.Spend, string, error) {
 	out := turn.Spend{Turn: s.Turn, Session: s.Session}
 	switch s.OnExceeded {
@@ -450,7 +441,8 @@ func duration(s, def string) (time.Duration, error) {
 	return d, nil
 }
 
-// limits converts and checks the configured limits.
+// limits converts the configured limits; agentspec.CheckShared checks
+// them.
 func (l Limits) limits() (turn.Limits, string, error) {
 	var out turn.Limits
 	var err error
@@ -484,6 +476,5 @@ func (l Limits) limits() (turn.Limits, string, error) {
 	if out.Spend, field, err = l.Spend.spend(); err != nil {
 		return out, field, err
 	}
-	field, err = CheckLimits(out)
-	return out, field, err
+	return out, "", nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/baton-run/baton/internal/agents"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/internal/tool"
+	"github.com/baton-run/baton/internal/tool/remote"
 	"github.com/baton-run/baton/providers/awslambda"
 	"github.com/baton-run/baton/test/harness"
 )
@@ -124,7 +125,7 @@ func TestDeclaredHTTPTool(t *testing.T) {
 	}
 
 	_, err = price.Run(context.Background(), tool.Call{ID: "call_8", Input: json.RawMessage(`{"sku":"missing"}`), IdempotencyKey: "k"})
-	var se *tool.StatusError
+	var se *remote.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusNotFound || !strings.Contains(err.Error(), "no such sku") {
 		t.Errorf("err = %v, want a 404 StatusError", err)
 	}
@@ -203,8 +204,8 @@ func TestDeclaredLambdaToolNoInvoker(t *testing.T) {
 	cfg := scripted(`"tools":[{"name":"refund","kind":"lambda","description":"Refund.","effect":"external","schema":{"type":"object"},"arn":"arn:aws:lambda:us-east-1:000000000000:function:refund"}]`)
 	a := load(t, cfg, agents.DeclaredTools(nil, nil))
 	_, err := a.get(t, "refund").Run(context.Background(), tool.Call{ID: "c", Input: json.RawMessage(`{}`), IdempotencyKey: "k"})
-	if !errors.Is(err, tool.ErrNoLambdaInvoker) || tool.KindOf(err) != tool.Fatal {
-		t.Fatalf("err = %v (%v), want a fatal tool.ErrNoLambdaInvoker", err, tool.KindOf(err))
+	if !errors.Is(err, remote.ErrNoLambdaInvoker) || tool.KindOf(err) != tool.Fatal {
+		t.Fatalf("err = %v (%v), want a fatal remote.ErrNoLambdaInvoker", err, tool.KindOf(err))
 	}
 }
 

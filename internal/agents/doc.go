@@ -9,7 +9,7 @@
 // members and members that appear twice are refused, by path. What Go
 // agents share with the file's (the prompts, the output caps, the
 // children's limits, the limits, steering) is checked by one function for
-// both (CheckShared, CheckLimits, CheckSteering), so that both refuse the
+// both (agentspec.CheckShared), so that both refuse the
 // same values naming the same field; a scripted agent refuses the fields
 // only a provider uses (apiKeySecret, apiKeyEnv, baseURL, echoReasoning).
 //

@@ -34,7 +34,7 @@ func (b *builder) keyed(c Config, p Provider) (func(context.Context, Config) (mo
 		return nil, "", nil
 	case ref != nil:
 		if b.deps.Keys == nil {
-			return nil, "apiKeySecret", fmt.Errorf("%s: no secret store is registered in this program (baton.Config.KeyStore)", ref)
+			return nil, "apiKeySecret", fmt.Errorf("%s: no secret store is registered in this program (host.Config.KeyStore)", ref)
 		}
 		return func(ctx context.Context, named Config) (model.Model, error) {
 			// The configuration is checked now, the key fetched later.

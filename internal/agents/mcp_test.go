@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/baton-run/baton/internal/mcp/mcpsdk"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/baton-run/baton/internal/mcp/mcpsdk"
 
 	"github.com/baton-run/baton/internal/agents"
 	"github.com/baton-run/baton/internal/mcp"

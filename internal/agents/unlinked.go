@@ -21,7 +21,7 @@ func ProviderNames() []string { return []string{"anthropic", "bedrock", "openai"
 type UnlinkedError struct{ Provider string }
 
 func (e *UnlinkedError) Error() string {
-	return fmt.Sprintf("agents: provider %q is not registered in this program: add it to baton.Config.Providers (providers.All() registers every provider)", e.Provider)
+	return fmt.Sprintf("agents: provider %q is not registered in this program: add it to host.Config.Providers (providers.All() registers every provider)", e.Provider)
 }
 
 // unlinked is the model of an agent whose provider is not registered.

@@ -25,7 +25,6 @@ import (
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/intercept"
-	"github.com/baton-run/baton/internal/mcp"
 	"github.com/baton-run/baton/internal/metrics"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/tool"
@@ -91,55 +90,22 @@ func Vars() []string {
 		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold, EnvStreamBucket, EnvStreamBucketType, EnvRetentionDays, EnvClaimsPoll}
 }
 
-// Env is baton's configuration.
-type Env struct {
-	Table, Bucket, QueueURL string
-	// Agents is a file path, an s3://bucket/key URL, or empty for the
-	// embedded demo agent (none when the program brings Go agents).
-	Agents string
-	// LogFormat is json or text.
-	LogFormat string
-	// WakeGrace is the tick's grace for lost wakes; zero means its default.
-	WakeGrace time.Duration
-	// ChatAgent is the chat endpoint's default agent; ChatOrigins the
-	// origins its CORS allows.
-	ChatAgent   string
-	ChatOrigins []string
-	// JWTIssuer, JWTAudience and JWKSURL configure the operator function's
-	// token verification (internal/auth).
-	JWTIssuer, JWTAudience, JWKSURL string
-	// Hold bounds a held chat response or turn stream; zero means the
-	// chat's default.
-	Hold time.Duration
-	// StreamBucket holds turn streams and snapshots (Bucket when empty);
-	// StreamBucketType says whether it is an S3 Standard bucket (the
-	// default) or an S3 Express One Zone directory bucket.
-	StreamBucket     string
-	StreamBucketType streams.BucketType
-	// Retention is how long an idle session is kept (BATON_RETENTION_DAYS);
-	// zero keeps every session.
-	Retention time.Duration
-	// ClaimsPoll is the claims broker's poll (BATON_CLAIMS_POLL); zero
-	// means claims.DefaultPoll.
-	ClaimsPoll time.Duration
-}
-
 // AgentsFrom is the agent file the functions read from the variables
 // getenv gives (BATON_AGENTS): a path, an s3:// URL, or "" for none.
 func AgentsFrom(getenv func(string) string) string { return getenv(EnvAgents) }
 
-// EnvFromOS reads Env from the process environment.
-func EnvFromOS() (Env, error) { return EnvFrom(os.Getenv) }
+// EnvFromOS reads Resources from the process environment.
+func EnvFromOS() (Resources, error) { return EnvFrom(os.Getenv) }
 
-// EnvFrom reads Env from the variables getenv gives, such as those
-// template.yaml sets for a function.
-func EnvFrom(getenv func(string) string) (Env, error) {
-	e := Env{
+// EnvFrom reads Resources from the variables getenv gives, such as those
+// template.yaml sets for a function, and checks them (Resources.Check):
+// the one place baton reads a function's settings.
+func EnvFrom(getenv func(string) string) (Resources, error) {
+	r := Resources{
 		Table:        getenv(EnvTable),
 		Bucket:       getenv(EnvBucket),
 		QueueURL:     getenv(EnvQueueURL),
-		Agents:       AgentsFrom(getenv),
-		LogFormat:    getenv(EnvLogFormat),
+		AgentFile:    AgentsFrom(getenv),
 		ChatAgent:    getenv(EnvChatAgent),
 		ChatOrigins:  chat.ParseOrigins(getenv(EnvChatOrigins)),
 		JWTIssuer:    getenv(EnvJWTIssuer),
@@ -147,49 +113,41 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 		JWKSURL:      getenv(EnvJWKSURL),
 		StreamBucket: getenv(EnvStreamBucket),
 	}
-	if h := getenv(EnvHold); h != "" {
-		d, err := time.ParseDuration(h)
-		if err != nil || d <= 0 {
-			return Env{}, fmt.Errorf("app: %s=%q: want a positive Go duration", EnvHold, h)
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{EnvHold, &r.Hold}, {EnvWakeGrace, &r.WakeGrace}} {
+		if v := getenv(d.name); v != "" {
+			p, err := time.ParseDuration(v)
+			if err != nil || p <= 0 {
+				return Resources{}, fmt.Errorf("app: %s=%q: want a positive Go duration", d.name, v)
+			}
+			*d.dst = p
 		}
-		e.Hold = d
 	}
-	t, err := streams.ParseBucketType(getenv(EnvStreamBucketType), e.StreamBucket)
+	t, err := streams.ParseBucketType(getenv(EnvStreamBucketType), r.streamBucket())
 	if err != nil {
-		return Env{}, fmt.Errorf("app: %s: %w", EnvStreamBucketType, err)
+		return Resources{}, fmt.Errorf("app: %s: %w", EnvStreamBucketType, err)
 	}
-	e.StreamBucketType = t
-	if r := getenv(EnvRetentionDays); r != "" {
-		n, err := strconv.Atoi(r)
+	r.StreamBucketType = t
+	if v := getenv(EnvRetentionDays); v != "" {
+		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > MaxRetentionDays {
-			return Env{}, fmt.Errorf("app: %s=%q: want a whole number of days from 0 (keep every session) to %d", EnvRetentionDays, r, MaxRetentionDays)
+			return Resources{}, fmt.Errorf("app: %s=%q: want a whole number of days from 0 (keep every session) to %d", EnvRetentionDays, v, MaxRetentionDays)
 		}
-		e.Retention = time.Duration(n) * 24 * time.Hour
+		r.RetentionDays = n
 	}
 	if p := getenv(EnvClaimsPoll); p != "" {
 		d, err := time.ParseDuration(p)
 		if err != nil || d <= 0 || d >= claims.DefaultWaiterTTL {
-			return Env{}, fmt.Errorf("app: %s=%q: want a positive Go duration below the waiter TTL (%s)", EnvClaimsPoll, p, claims.DefaultWaiterTTL)
+			return Resources{}, fmt.Errorf("app: %s=%q: want a positive Go duration below the waiter TTL (%s)", EnvClaimsPoll, p, claims.DefaultWaiterTTL)
 		}
-		e.ClaimsPoll = d
+		r.ClaimsPoll = d
 	}
-	if g := getenv(EnvWakeGrace); g != "" {
-		d, err := time.ParseDuration(g)
-		if err != nil || d <= 0 {
-			return Env{}, fmt.Errorf("app: %s=%q: want a positive Go duration", EnvWakeGrace, g)
-		}
-		e.WakeGrace = d
+	if err := r.Check(); err != nil {
+		return Resources{}, err
 	}
-	var missing []string
-	for name, v := range map[string]string{EnvTable: e.Table, EnvBucket: e.Bucket, EnvQueueURL: e.QueueURL} {
-		if v == "" {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) > 0 {
-		return Env{}, fmt.Errorf("app: environment variables not set: %s", strings.Join(missing, ", "))
-	}
-	return e, nil
+	return r, nil
 }
 
 // LoggerFromOS is the logger of the process environment's LOG_FORMAT, on
@@ -203,6 +161,11 @@ func SetChatFromOS(vars map[string]string) {
 	vars[EnvChatAgent], vars[EnvChatOrigins] = os.Getenv(EnvChatAgent), os.Getenv(EnvChatOrigins)
 }
 
+// FromVars is EnvFrom of vars, the environment of a function by name.
+func FromVars(vars map[string]string) (Resources, error) {
+	return EnvFrom(func(name string) string { return vars[name] })
+}
+
 // Logger returns a JSON logger for "json" (Lambda) and a text one otherwise.
 func Logger(format string, w io.Writer) *slog.Logger {
 	if format == "json" {
@@ -213,20 +176,20 @@ func Logger(format string, w io.Writer) *slog.Logger {
 
 // App is baton, wired.
 type App struct {
-	Env      Env
-	Clients  *awsenv.Clients
-	Sessions *session.Store
-	Agents   turn.AgentMap
-	Runner   *turn.Runner
-	Waker    wake.Waker
-	Log      *slog.Logger
+	Resources Resources
+	Clients   *awsenv.Clients
+	Sessions  *session.Store
+	Agents    turn.AgentMap
+	Runner    *turn.Runner
+	Waker     wake.Waker
+	Log       *slog.Logger
 	// Metrics is the App's metrics recorder, nil when it records none.
 	Metrics *metrics.Recorder
 }
 
-// ChatOptions are the chat endpoint's settings from the environment;
+// chatOptions are the chat endpoint's settings from the environment;
 // defaultAgent serves when BATON_CHAT_AGENT is unset.
-func (e Env) ChatOptions(defaultAgent string) chat.Options {
+func (e Resources) chatOptions(defaultAgent string) chat.Options {
 	o := chat.Options{DefaultAgent: defaultAgent, AllowedOrigins: e.ChatOrigins, Hold: e.Hold}
 	if e.ChatAgent != "" {
 		o.DefaultAgent = e.ChatAgent
@@ -234,87 +197,75 @@ func (e Env) ChatOptions(defaultAgent string) chat.Options {
 	return o
 }
 
-// Extras are what a Go program adds to the agent file: Go tools its JSON
-// agents may name, and agents built in Go.
-type Extras struct {
-	// Tools may be named by the file's agents, besides the built-ins.
-	Tools []tool.Tool
-	// Agents run besides the file's; a name may not be in both.
-	Agents []*turn.Agent
-	// Providers are the model providers the file's agents may name (see
-	// package providers). A function that runs no model needs none.
-	Providers []Provider
-	// MCP reaches the MCP servers of the file's agents (Go agents bring
-	// their own, baton.Agent.BuildWith): package mcp/mcpsdk has baton's,
-	// and providers.MCP() returns it. Nil means none, so a
-	// function that runs no turn (the operator, the tick) links no MCP
-	// SDK; a turn of an agent with servers then fails to list its tools
-	// (mcp.NoDialerError).
-	MCP mcp.Dialer
-	// Lambda invokes the file's lambda tools (see Lambda); nil in a
-	// function that runs no tool.
-	Lambda Lambda
-	// Interceptors wrap every model call, tool call, step and store call
-	// of the App, the first outermost (see package intercept).
-	Interceptors []intercept.Interceptor
-	// KeyStore is where the file's agents' keys named by secret are
-	// (apiKeySecret, BATON_<PROVIDER>_KEY_SECRET): providers.KeyStore().
-	// Each key is fetched once per App, on first use, and again when its
-	// provider refuses it. Nil means none.
-	KeyStore KeyStore
-	// Metrics records the App's metrics as CloudWatch EMF lines (package
-	// metrics), innermost of the interceptors; nil records none and adds
-	// nothing.
-	Metrics *metrics.Recorder
+// New builds an App on clients, with the agent file's agents only.
+func New(ctx context.Context, r Resources, clients *awsenv.Clients, log *slog.Logger) (*App, error) {
+	return NewWith(ctx, r, clients, log, Config{})
 }
 
-// New builds an App on clients.
-func New(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Logger) (*App, error) {
-	return NewWith(ctx, env, clients, log, Extras{})
+// NewOn builds c's App on the given resources, reached with cfg (an
+// emulator's when cfg.BaseEndpoint is set: S3 is then addressed by path).
+// log nil discards.
+func NewOn(ctx context.Context, c Config, r Resources, cfg aws.Config, log *slog.Logger) (*App, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return NewWith(ctx, r, awsenv.FromConfig(cfg), log, c)
 }
 
-// NewWith is New for a program that adds its own tools and agents.
-func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Logger, x Extras) (*App, error) {
+// NewWith builds c's App on r, reached with clients. r is checked first
+// (Resources.Check), then every Go agent (GoAgent), each error reported.
+func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slog.Logger, c Config) (*App, error) {
+	if err := r.Check(); err != nil {
+		return nil, err
+	}
 	// The MCP client logs where the app does.
-	x.MCP = mcp.WithLog(x.MCP, log)
-	agentMap, err := LoadAgentsWith(ctx, env.Agents, clients, x)
+	c = c.mcpWithLog(log)
+	built, err := c.agents()
 	if err != nil {
 		return nil, err
 	}
-	streamStore, err := env.StreamStore(clients.S3)
+	agentMap, err := loadAgents(ctx, r.AgentFile, clients, c, built)
 	if err != nil {
 		return nil, err
 	}
-	if x.Metrics != nil {
-		x.Interceptors = append(slices.Clip(x.Interceptors), x.Metrics.Interceptor(prices(agentMap)))
+	streamStore, err := StreamStore(r, clients.S3)
+	if err != nil {
+		return nil, err
 	}
-	waker := wake.NewSQS(clients.SQS, env.QueueURL)
-	ss := session.New(dynamo.New(clients.DynamoDB, env.Table), streamStore)
+	interceptors := c.Interceptors
+	var rec *metrics.Recorder
+	if c.Metrics != nil {
+		rec = metrics.Lambda(c.Metrics)
+		interceptors = append(slices.Clip(interceptors), rec.Interceptor(prices(agentMap)))
+	}
+	waker := wake.NewSQS(clients.SQS, r.QueueURL)
+	ss := session.New(dynamo.New(clients.DynamoDB, r.Table), streamStore)
 	ss.Waker = waker
 	ss.Log = log
 	// Posts apply each agent's steering policy.
 	ss.Steering = agentMap.Steering
-	ss = intercept.Store(ss, x.Interceptors)
+	ss = intercept.Store(ss, interceptors)
 	// The claims broker shares the session table (a key space of its own).
 	// The store withdraws the waiter of a blocked turn it ends.
-	broker := dynamo.NewBroker(clients.DynamoDB, env.Table)
+	broker := dynamo.NewBroker(clients.DynamoDB, r.Table)
 	broker.Fate = turn.GrantFate(ss)
-	broker.Poll = env.ClaimsPoll
+	broker.Poll = r.ClaimsPoll
 	ss.Claims = broker
-	return &App{
-		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Metrics: x.Metrics,
-		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: x.Interceptors, Claims: broker},
-	}, nil
+	a := &App{
+		Resources: r, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Metrics: rec,
+		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: interceptors, Claims: broker},
+	}
+	for _, f := range c.onBuild {
+		f(a)
+	}
+	return a, nil
 }
 
 // StreamStore returns the store of turn streams on e's stream bucket, of
 // its type: Express reads streams without listing order or StartAfter. An
 // unknown type is refused with an error wrapping streams.ErrInvalid.
-func (e Env) StreamStore(client *s3.Client) (*streams.Store, error) {
-	bucket := e.StreamBucket
-	if bucket == "" {
-		bucket = e.Bucket
-	}
+func StreamStore(e Resources, client *s3.Client) (*streams.Store, error) {
+	bucket := e.streamBucket()
 	t, err := streams.ParseBucketType(string(e.StreamBucketType), bucket)
 	if err != nil {
 		return nil, fmt.Errorf("app: stream bucket %s: %w", bucket, err)
@@ -322,47 +273,56 @@ func (e Env) StreamStore(client *s3.Client) (*streams.Store, error) {
 	return streams.NewOfType(client, bucket, t), nil
 }
 
-// OSLogger is the logger of a function's App: env's LOG_FORMAT, on
-// standard error.
-func OSLogger(env Env) *slog.Logger { return Logger(env.LogFormat, os.Stderr) }
+// OSLogger is the logger of a deployed function: the process
+// environment's LOG_FORMAT, on standard error.
+func OSLogger() *slog.Logger { return LoggerFromOS() }
 
-// FromOSWith builds an App from the process environment, the AWS region
-// and credentials included (awsenv.FromEnv), as a Lambda function does,
-// with the program's own tools and agents.
-func FromOSWith(ctx context.Context, x Extras) (*App, error) {
-	env, err := EnvFromOS()
+// FromOS builds c's App from the process environment, the AWS region
+// and credentials included (awsenv.FromEnv), as a Lambda function does.
+func FromOS(ctx context.Context, c Config) (*App, error) {
+	log := OSLogger()
+	r, err := EnvFromOS()
 	if err != nil {
 		return nil, err
 	}
-	log := OSLogger(env)
 	// A deployed function's credentials are in its environment; the SDK's
 	// full chain (package awsenv/awsconfig) is not linked.
 	clients, err := awsenv.FromEnv()
 	if err != nil {
 		return nil, err
 	}
-	return NewWith(ctx, env, clients, log, x)
+	return NewWith(ctx, r, clients, log, c)
 }
 
 // LoadAgents loads the agent file named by src: empty for the embedded
 // demo, s3://bucket/key for an S3 object, else a file path.
 func LoadAgents(ctx context.Context, src string, clients *awsenv.Clients) (turn.AgentMap, error) {
-	return LoadAgentsWith(ctx, src, clients, Extras{})
+	return LoadAgentsWith(ctx, src, clients, Config{})
 }
 
-// LoadAgentsWith is LoadAgents with the program's extras: the file's agents
-// may name x.Tools, and x.Agents join them. An agent of x that shares a name
-// with one of the file's, or another of x, is an error. A program with Go
-// agents and no file (src empty) runs its agents only, not the demo.
-func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x Extras) (turn.AgentMap, error) {
+// LoadAgentsWith is LoadAgents with the program's Config: the file's
+// agents may name c.Tools, and c's agents join them. An agent of c that
+// shares a name with one of the file's, or another of c, is an error. A
+// program with Go agents and no file (src empty) runs its agents only, not
+// the demo.
+func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, c Config) (turn.AgentMap, error) {
+	built, err := c.agents()
+	if err != nil {
+		return nil, err
+	}
+	return loadAgents(ctx, src, clients, c, built)
+}
+
+// loadAgents is LoadAgentsWith with c's Go agents built.
+func loadAgents(ctx context.Context, src string, clients *awsenv.Clients, c Config, built []*turn.Agent) (turn.AgentMap, error) {
 	out := turn.AgentMap{}
-	if src != "" || len(x.Agents) == 0 {
+	if src != "" || len(built) == 0 {
 		var err error
-		if out, err = loadFile(ctx, src, clients, x); err != nil {
+		if out, err = loadFile(ctx, src, clients, c); err != nil {
 			return nil, err
 		}
 	}
-	for _, a := range x.Agents {
+	for _, a := range built {
 		if a == nil || a.Name == "" {
 			return nil, errors.New("app: a Go agent has no name")
 		}
@@ -377,7 +337,7 @@ func LoadAgentsWith(ctx context.Context, src string, clients *awsenv.Clients, x 
 	return out, nil
 }
 
-func loadFile(ctx context.Context, src string, clients *awsenv.Clients, x Extras) (turn.AgentMap, error) {
+func loadFile(ctx context.Context, src string, clients *awsenv.Clients, x Config) (turn.AgentMap, error) {
 	deps := Deps(clients, x.Providers, x.Lambda)
 	if x.KeyStore != nil {
 		deps.Keys = apikey.NewCache(x.KeyStore(clients.Config))

@@ -93,7 +93,7 @@ func TestEnvFromOS(t *testing.T) {
 // means Express whatever the type says.
 func TestStreamBucketType(t *testing.T) {
 	base := map[string]string{app.EnvTable: "t", app.EnvBucket: "b", app.EnvQueueURL: "q"}
-	env := func(kv ...string) (app.Env, error) {
+	env := func(kv ...string) (app.Resources, error) {
 		m := maps.Clone(base)
 		for i := 0; i < len(kv); i += 2 {
 			m[kv[i]] = kv[i+1]
@@ -113,12 +113,12 @@ func TestStreamBucketType(t *testing.T) {
 		if err != nil || e.StreamBucketType != c.want {
 			t.Fatalf("%v: type %q, %v; want %q", c.kv, e.StreamBucketType, err, c.want)
 		}
-		s, err := e.StreamStore(nil)
+		s, err := app.StreamStore(e, nil)
 		if err != nil || s.Type() != c.want {
 			t.Fatalf("%v: store %v, %v", c.kv, s, err)
 		}
 	}
-	if s, _ := (app.Env{Bucket: "b"}).StreamStore(nil); s.Bucket() != "b" {
+	if s, _ := app.StreamStore(app.Resources{Bucket: "b"}, nil); s.Bucket() != "b" {
 		t.Fatalf("the stream bucket defaults to BATON_BUCKET, got %s", s.Bucket())
 	}
 	if _, err := env(app.EnvStreamBucketType, "Glacier"); !errors.Is(err, streams.ErrInvalid) || !strings.Contains(err.Error(), app.EnvStreamBucketType) {
@@ -127,7 +127,7 @@ func TestStreamBucketType(t *testing.T) {
 	if _, err := env(app.EnvStreamBucketType, "Glacier", app.EnvStreamBucket, "t--use1-az4--x-s3"); !errors.Is(err, streams.ErrInvalid) {
 		t.Fatalf("unknown type on a directory bucket: %v", err)
 	}
-	if _, err := (app.Env{Bucket: "b", StreamBucketType: "Glacier"}).StreamStore(nil); !errors.Is(err, streams.ErrInvalid) {
+	if _, err := app.StreamStore(app.Resources{Bucket: "b", StreamBucketType: "Glacier"}, nil); !errors.Is(err, streams.ErrInvalid) {
 		t.Fatalf("unknown type in Go: %v", err)
 	}
 }

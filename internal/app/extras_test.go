@@ -26,7 +26,7 @@ func TestExtrasJoinTheFile(t *testing.T) {
 		Run: func(context.Context, tool.Call) (json.RawMessage, error) { return json.RawMessage(`"pong"`), nil }}
 	goAgent := &turn.Agent{Name: "go-agent"}
 
-	m, err := app.LoadAgentsWith(ctx, path, e.Clients, app.Extras{Tools: []tool.Tool{ping}, Agents: []*turn.Agent{goAgent}})
+	m, err := app.LoadAgentsWith(ctx, path, e.Clients, app.WithAgents(app.Config{Tools: []tool.Tool{ping}}, goAgent))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestExtrasJoinTheFile(t *testing.T) {
 		t.Fatalf("no extras: %v", err)
 	}
 	// A Go agent may not take a file agent's name.
-	_, err = app.LoadAgentsWith(ctx, path, e.Clients, app.Extras{Tools: []tool.Tool{ping}, Agents: []*turn.Agent{{Name: "helper"}}})
+	_, err = app.LoadAgentsWith(ctx, path, e.Clients, app.WithAgents(app.Config{Tools: []tool.Tool{ping}}, &turn.Agent{Name: "helper"}))
 	if err == nil || !strings.Contains(err.Error(), `Go agent "helper"`) {
 		t.Fatalf("clash: %v", err)
 	}
@@ -62,10 +62,10 @@ func TestDemoToolsAreTheDemoAgentsOnly(t *testing.T) {
 	if _, err := app.LoadAgents(ctx, path, e.Clients); err == nil || !strings.Contains(err.Error(), `unknown tool "get_weather"`) {
 		t.Fatalf("a file naming a demo tool: err = %v, want unknown tool", err)
 	}
-	if m, err := app.LoadAgentsWith(ctx, path, e.Clients, app.Extras{Tools: tool.Demo()}); err != nil || !m.Has("helper") {
+	if m, err := app.LoadAgentsWith(ctx, path, e.Clients, app.Config{Tools: tool.Demo()}); err != nil || !m.Has("helper") {
 		t.Fatalf("with the demo tools passed: %v, %v", m, err)
 	}
-	m, err := app.LoadAgentsWith(ctx, "", e.Clients, app.Extras{Agents: []*turn.Agent{{Name: "mine"}}})
+	m, err := app.LoadAgentsWith(ctx, "", e.Clients, app.WithAgents(app.Config{}, &turn.Agent{Name: "mine"}))
 	if err != nil || m.Has("demo") || !m.Has("mine") {
 		t.Fatalf("Go agents, no file: %v, %v; want only mine", m, err)
 	}
@@ -73,7 +73,7 @@ func TestDemoToolsAreTheDemoAgentsOnly(t *testing.T) {
 		t.Fatalf("no agents, no file: %v, %v; want the demo", m, err)
 	}
 	// As the repository's functions do: the demo, with the demo tools passed.
-	if m, err := app.LoadAgentsWith(ctx, "", e.Clients, app.Extras{Tools: tool.Demo()}); err != nil || !m.Has("demo") {
+	if m, err := app.LoadAgentsWith(ctx, "", e.Clients, app.Config{Tools: tool.Demo()}); err != nil || !m.Has("demo") {
 		t.Fatalf("the demo with the demo tools passed: %v, %v", m, err)
 	}
 }

@@ -25,16 +25,16 @@ func (a *App) Worker() *worker.Worker {
 }
 
 // Tick returns the tick: it reaps dead invocations, expires approvals and
-// re-sends wakes lost for longer than Env.WakeGrace. Its clock is the
+// re-sends wakes lost for longer than Resources.WakeGrace. Its clock is the
 // session store's.
 func (a *App) Tick() *tick.Tick {
-	return &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Grace: a.Env.WakeGrace, Now: a.Sessions.Clock, Log: a.Log, Metrics: a.Metrics}
+	return &tick.Tick{Sessions: a.Sessions, Waker: a.Waker, Grace: a.Resources.WakeGrace, Now: a.Sessions.Clock, Log: a.Log, Metrics: a.Metrics}
 }
 
 // Retention returns the retention sweep the environment configures
 // (BATON_RETENTION_DAYS).
 func (a *App) Retention() *tick.Retention {
-	return &tick.Retention{Sessions: a.Sessions, After: a.Env.Retention, Log: a.Log}
+	return &tick.Retention{Sessions: a.Sessions, After: a.Resources.Retention(), Log: a.Log}
 }
 
 // Operator returns the operator HTTP API with its chat endpoint. identity
@@ -44,14 +44,14 @@ func (a *App) Retention() *tick.Retention {
 // BATON_CHAT_AGENT is unset.
 func (a *App) Operator(identity func(*http.Request) (string, bool), hold time.Duration, chatAgent string) http.Handler {
 	return operator.New(operator.Config{Sessions: a.Sessions, Agents: a.Agents.Has, Identity: identity, StreamHold: hold,
-		Chat: a.Env.ChatOptions(chatAgent), Log: a.Log})
+		Chat: a.Resources.chatOptions(chatAgent), Log: a.Log})
 }
 
 // Verifier returns the verifier of callers' bearer JWTs the environment
 // configures (BATON_JWT_ISSUER, BATON_JWT_AUDIENCE, BATON_JWKS_URL); an
 // error when either of the first two is unset.
 func (a *App) Verifier() (*auth.Verifier, error) {
-	v, err := auth.New(auth.Config{Issuer: a.Env.JWTIssuer, Audience: a.Env.JWTAudience, JWKSURL: a.Env.JWKSURL, Log: a.Log})
+	v, err := auth.New(auth.Config{Issuer: a.Resources.JWTIssuer, Audience: a.Resources.JWTAudience, JWKSURL: a.Resources.JWKSURL, Log: a.Log})
 	if err != nil {
 		return nil, fmt.Errorf("app: %s and %s: %w", EnvJWTIssuer, EnvJWTAudience, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/baton-run/baton/internal/awsenv"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/tool"
+	"github.com/baton-run/baton/internal/tool/remote"
 )
 
 // Provider is a model provider agents may name (their "provider" field).
@@ -37,8 +38,8 @@ type KeyStore func(cfg aws.Config) apikey.Fetcher
 // on the AWS SDK's Lambda client: only a program that runs tools (the
 // resume function) registers it, so the operator and the tick link no
 // Lambda client. Without one, an agent with lambda tools still loads, and
-// a call of such a tool fails the turn (tool.ErrNoLambdaInvoker).
-type Lambda func(cfg aws.Config) tool.LambdaInvoker
+// a call of such a tool fails the turn (remote.ErrNoLambdaInvoker).
+type Lambda func(cfg aws.Config) remote.LambdaInvoker
 
 // Deps are the providers and declared tools agents may use. A provider's
 // transient faults are the turn runner's to ride out, under each agent's
@@ -49,7 +50,7 @@ type Lambda func(cfg aws.Config) tool.LambdaInvoker
 // can run.
 func Deps(clients *awsenv.Clients, ps []Provider, lambda Lambda) agents.Deps {
 	httpClient := &http.Client{Timeout: 5 * time.Minute}
-	var invoker tool.LambdaInvoker
+	var invoker remote.LambdaInvoker
 	if lambda != nil {
 		invoker = lambda(clients.Config)
 	}

@@ -13,7 +13,7 @@ import (
 // ErrNoCredentials is FromEnv's error for an environment with no AWS
 // credentials in it.
 var ErrNoCredentials = errors.New("awsenv: no AWS credentials in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): " +
-	"a Lambda function has them; elsewhere build the clients with package awsenv/awsconfig (the SDK's full chain) and call baton.NewOn")
+	"a Lambda function has them; elsewhere build the clients with package awsenv/awsconfig (the SDK's full chain) and call host.NewOn")
 
 // FromEnv builds the clients from the process environment alone, as a
 // Lambda function has it: the region in AWS_REGION (or AWS_DEFAULT_REGION;

@@ -152,7 +152,7 @@ func newStack(t *testing.T, ctx context.Context, chargeURL string, identity func
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	a, err := app.NewWith(ctx, app.Env{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, Agents: agents}, res.Clients(), log, app.Extras{Tools: tool.Demo()})
+	a, err := app.NewWith(ctx, app.Resources{Table: res.Table, Bucket: res.Bucket, QueueURL: res.QueueURL, AgentFile: agents}, res.Clients(), log, app.Config{Tools: tool.Demo()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ type Options struct {
 }
 
 // App is what the dev server runs: the operator API, the resume worker and
-// the tick of one App (*app.App and *baton.App are).
+// the tick of one App (*app.App and *host.App are).
 type App interface {
 	Operator(identity func(*http.Request) (string, bool), hold time.Duration, chatAgent string) http.Handler
 	Worker() *worker.Worker
@@ -56,11 +56,11 @@ type App interface {
 
 // build is Build's default: the agent file's agents, no Go extras.
 func build(ctx context.Context, vars map[string]string, cfg aws.Config, log *slog.Logger) (App, error) {
-	env, err := app.EnvFrom(func(k string) string { return vars[k] })
+	r, err := app.FromVars(vars)
 	if err != nil {
 		return nil, fmt.Errorf("template: %w", err) // Run prefixes "devserver: "
 	}
-	return app.New(ctx, env, awsenv.FromConfig(cfg), log)
+	return app.New(ctx, r, awsenv.FromConfig(cfg), log)
 }
 
 // Run serves until ctx is done.

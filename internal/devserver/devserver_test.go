@@ -250,16 +250,18 @@ func TestDevServerTickReapsAKilledTurn(t *testing.T) {
 func TestDevServerTakesTheFunctionsEnvironment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got := make(chan app.Env, 1)
+	got := make(chan app.Resources, 1)
+	format := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Template: baton.Template(),
 			Build: func(ctx context.Context, vars map[string]string, cfg aws.Config, log *slog.Logger) (devserver.App, error) {
-				env, err := app.EnvFrom(func(k string) string { return vars[k] })
+				env, err := app.FromVars(vars)
 				if err != nil {
 					return nil, err
 				}
 				got <- env
+				format <- vars[app.EnvLogFormat]
 				return app.New(ctx, env, awsenv.FromConfig(cfg), log)
 			},
 			Ready: func(string) { cancel() }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -268,7 +270,7 @@ func TestDevServerTakesTheFunctionsEnvironment(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if env.WakeGrace != 2*time.Minute || env.Table != "baton-sessions" || env.QueueURL == "" || env.LogFormat != "text" {
+	if env.WakeGrace != 2*time.Minute || env.Table != "baton-sessions" || env.QueueURL == "" || <-format != "text" {
 		t.Fatalf("env %+v, want the template's wake grace (2m) on the provisioned resources", env)
 	}
 }

@@ -21,8 +21,8 @@
 //     chunk writes go through the sink the store's Open or Resume
 //     returned, so a Streams decorator sees the opening, not each flush.
 //
-// Interceptors are configured on baton.Config (Interceptors), on
-// app.Extras, or directly on turn.Runner (runs, model, tool and step calls) and
+// Interceptors are configured on host.Config (Interceptors, app.Config
+// inside), or directly on turn.Runner (runs, model, tool and step calls) and
 // with Store (store calls). The first interceptor of a list is the
 // outermost. With none configured, nothing is added on the hot path: the
 // runner calls the model, the tools and its step directly.

@@ -6,7 +6,7 @@
 // when it starts, and its Approvals are
 // tool.Rules, which fail closed on input they cannot read, so a loose
 // schema lets no call past its rule. The servers are reached through a
-// Dialer the program registers (baton.Config.MCP): package
+// Dialer the program registers (host.Config.MCP): package
 // github.com/baton-run/baton/internal/mcp/mcpsdk is baton's, on the official MCP
 // Go SDK, which logs with the App's logger (WithLog). Without one (the
 // operator, the tick), every listing and call fails with a *NoDialerError.

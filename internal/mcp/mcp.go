@@ -143,7 +143,7 @@ func (s Server) Headers(getenv func(string) string) (http.Header, error) {
 // a listing callable. This package holds no client, so a program that
 // reaches no server links no MCP SDK; package
 // github.com/baton-run/baton/internal/mcp/mcpsdk has baton's, on the official
-// MCP Go SDK, and a program registers it (baton.Config.MCP).
+// MCP Go SDK, and a program registers it (host.Config.MCP).
 type Dialer interface {
 	// List lists the allowed tools the server lists now, in the order of
 	// the allow list, with the rules their annotations imply. It fails
@@ -173,7 +173,7 @@ func WithLog(d Dialer, log *slog.Logger) Dialer {
 type NoDialerError struct{ Server string }
 
 func (e *NoDialerError) Error() string {
-	return fmt.Sprintf("mcp server %q: this program registers no MCP client: set baton.Config.MCP (providers.MCP() registers baton's)", e.Server)
+	return fmt.Sprintf("mcp server %q: this program registers no MCP client: set host.Config.MCP (providers.MCP() registers baton's)", e.Server)
 }
 
 // Tool is a listed tool with its rules and no Run: approvals replace the

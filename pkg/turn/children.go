@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/tool"
@@ -35,72 +36,36 @@ import (
 // agent: handoff_to_<agent>.
 const HandoffPrefix = "handoff_to_"
 
-// Defaults of Children's limits, and the most they may be set to. Every
-// level of a family checks the depth a new child would be at against the
-// spawning agent's own maxDepth, so an agent that lists itself as a child
-// (directly or through a cycle) nests no deeper than the largest maxDepth on
-// the way: a session's family is at most maxChildren + maxChildren² + … +
-// maxChildren^maxDepth sessions, under the largest limits of its agents.
+// Defaults of Children's limits, and the most they may be set to (see
+// baton.Children).
 const (
-	DefaultMaxDepth    = 3
-	DefaultMaxChildren = 8
-	MaxDepthBound      = 10
-	MaxChildrenBound   = 32
+	DefaultMaxDepth    = baton.DefaultMaxDepth
+	DefaultMaxChildren = baton.DefaultMaxChildren
+	MaxDepthBound      = baton.MaxDepthBound
+	MaxChildrenBound   = baton.MaxChildrenBound
 )
 
-// Children are an agent's sub-agents and hand-offs.
-type Children struct {
-	// Agents are the agents this one may call as tools, each a tool of the
-	// agent's name whose input is {"task": "..."}; the child's final answer
-	// is the call's result.
-	Agents []string
-	// Handoffs are the agents this one may hand the session to.
-	Handoffs []string
-	// Each resumes a turn waiting for several children as each ends (its
-	// result is streamed then), instead of once all have.
-	Each bool
-	// MaxDepth bounds how deep this agent's children may be nested: a
-	// top-level session's children are at depth 1. MaxChildren bounds the
-	// children one turn may start. Zero takes the defaults; Check refuses
-	// a negative value and one past MaxDepthBound or MaxChildrenBound.
-	MaxDepth    int
-	MaxChildren int
-}
+// Children are an agent's sub-agents and hand-offs (see baton.Children).
+type Children = baton.Children
 
-// Check is the one check of Children's limits, for Go agents and agent
-// files alike: maxDepth from 0 (the default) to MaxDepthBound, maxChildren
-// from 0 to MaxChildrenBound. It returns the field at fault, named as in an
-// agent file ("maxDepth", "maxChildren"), and why.
-func (c Children) Check() (string, error) {
-	for _, f := range []struct {
-		field    string
-		v, bound int
-	}{{"maxDepth", c.MaxDepth, MaxDepthBound}, {"maxChildren", c.MaxChildren, MaxChildrenBound}} {
-		switch {
-		case f.v < 0:
-			return f.field, fmt.Errorf("%d is negative", f.v)
-		case f.v > f.bound:
-			return f.field, fmt.Errorf("%d is more than the %d allowed", f.v, f.bound)
-		}
-	}
-	return "", nil
-}
-
-func (c Children) maxDepth() int {
+// depthLimit is c's MaxDepth, or DefaultMaxDepth when it is zero.
+func depthLimit(c Children) int {
 	if c.MaxDepth > 0 {
 		return c.MaxDepth
 	}
 	return DefaultMaxDepth
 }
 
-func (c Children) maxChildren() int {
+// childLimit is c's MaxChildren, or DefaultMaxChildren when it is zero.
+func childLimit(c Children) int {
 	if c.MaxChildren > 0 {
 		return c.MaxChildren
 	}
 	return DefaultMaxChildren
 }
 
-func (c Children) none() bool { return len(c.Agents) == 0 && len(c.Handoffs) == 0 }
+// noChildren reports whether c names no child and no hand-off.
+func noChildren(c Children) bool { return len(c.Agents) == 0 && len(c.Handoffs) == 0 }
 
 // toolName is what a model provider accepts as a tool's name.
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -123,7 +88,7 @@ func (m AgentMap) Link() error {
 
 func (m AgentMap) link(a *Agent) error {
 	c := a.Children
-	if c.none() || a.linked {
+	if noChildren(c) || a.linked {
 		return nil
 	}
 	if field, err := c.Check(); err != nil {
@@ -227,12 +192,12 @@ func (ru *run) admitChild(c *conversation.Call, turn *reducer.Turn) bool {
 		return true
 	}
 	lim := ru.agent.Children
-	if d := ru.sess.State.Depth() + 1; d > lim.maxDepth() {
+	if d := ru.sess.State.Depth() + 1; d > depthLimit(lim) {
 		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID,
-			ErrorText: fmt.Sprintf("cannot start the %s agent: a child here would be at depth %d, past this agent's maxDepth of %d", c.Name, d, lim.maxDepth())})
+			ErrorText: fmt.Sprintf("cannot start the %s agent: a child here would be at depth %d, past this agent's maxDepth of %d", c.Name, d, depthLimit(lim))})
 		return true
 	}
-	if n := len(turn.Children) + len(ru.kids.spawn); n >= lim.maxChildren() {
+	if n := len(turn.Children) + len(ru.kids.spawn); n >= childLimit(lim) {
 		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID,
 			ErrorText: fmt.Sprintf("cannot start the %s agent: this turn has started %d children, this agent's maxChildren", c.Name, n)})
 		return true

@@ -23,6 +23,7 @@ import (
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/teststack"
 	"github.com/baton-run/baton/internal/tool"
+	"github.com/baton-run/baton/internal/tool/remote"
 	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/internal/worker"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -101,7 +102,7 @@ func maps(m map[string]int) map[string]int {
 // refundTool is a write tool served by srv that claims the order it
 // refunds, in a namespace of the test's own (nil claims: none).
 func refundTool(srv *orderServer, instance string, claimed bool) tool.Tool {
-	t := tool.HTTPTool("refund", "Refund an order.",
+	t := remote.HTTPTool("refund", "Refund an order.",
 		json.RawMessage(`{"type":"object","properties":{"order":{"type":"string"}},"required":["order"]}`),
 		tool.Write, false, srv.URL, 10*time.Second, nil)
 	if claimed {

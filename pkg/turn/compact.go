@@ -60,7 +60,7 @@ func (ru *run) compact(ctx context.Context, spent time.Duration) (stop bool, out
 	if before <= c.InputTokens {
 		return false, Outcome{}, nil
 	}
-	cut, turns := conversation.Cut(history, ru.sess.State.Compactions > 0, c.keep())
+	cut, turns := conversation.Cut(history, ru.sess.State.Compactions > 0, keepTurns(c))
 	if cut == 0 {
 		return ru.compactTurn(ctx, c, spent, est, before)
 	}
@@ -97,7 +97,7 @@ func (ru *run) compact(ctx context.Context, spent time.Duration) (stop bool, out
 // the next request's estimated and counted input tokens.
 func (ru *run) compactTurn(ctx context.Context, c *Compaction, spent time.Duration, est, before int64) (bool, Outcome, error) {
 	t := ru.turn
-	through := len(t.Steps) - c.keepSteps()
+	through := len(t.Steps) - keepSteps(c)
 	if through <= t.Through {
 		ru.compactOff = true
 		ru.r.log().WarnContext(ctx, "the request passes the compaction budget, but nothing is left to summarise",

@@ -1,5 +1,5 @@
 // Package anthropic registers the "anthropic" model provider (the Messages
-// API) with a program: baton.Config{Providers: []baton.Provider{anthropic.Provider()}}.
+// API) with a program: host.Config{Providers: []host.Provider{anthropic.Provider()}}.
 // Only a program that imports it links the Anthropic SDK.
 package anthropic
 
@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/baton-run/baton/internal/agents"
 	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/provider/anthropic"

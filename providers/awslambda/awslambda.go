@@ -1,6 +1,6 @@
 // Package awslambda registers baton's invoker of lambda tools (an agent
 // file's tools of kind "lambda"), on the AWS SDK's Lambda client, with a
-// program: baton.Config{Lambda: awslambda.Invoker()}. Only a program that
+// program: host.Config{Lambda: awslambda.Invoker()}. Only a program that
 // imports it links the Lambda client: the resume function, which runs
 // tools; the operator and the tick do not.
 package awslambda
@@ -15,12 +15,13 @@ import (
 
 	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/tool"
+	"github.com/baton-run/baton/internal/tool/remote"
 )
 
 // Invoker is baton's invoker of lambda tools, on a Lambda client made from
 // the app's AWS config.
 func Invoker() app.Lambda {
-	return func(cfg aws.Config) tool.LambdaInvoker { return Client{lambda.NewFromConfig(cfg)} }
+	return func(cfg aws.Config) remote.LambdaInvoker { return Client{lambda.NewFromConfig(cfg)} }
 }
 
 // Client invokes functions with an AWS SDK Lambda client.
@@ -32,7 +33,7 @@ type Client struct{ *lambda.Client }
 // (throttling, a service fault: ones it judges safe to send again), once
 // its own retries are spent, is a tool.Transient error, for the tool's
 // Retry policy.
-func (c Client) InvokeLambda(ctx context.Context, function string, payload []byte) (tool.LambdaResult, error) {
+func (c Client) InvokeLambda(ctx context.Context, function string, payload []byte) (remote.LambdaResult, error) {
 	out, err := c.Invoke(ctx, &lambda.InvokeInput{
 		FunctionName:   aws.String(function),
 		InvocationType: types.InvocationTypeRequestResponse,
@@ -40,9 +41,9 @@ func (c Client) InvokeLambda(ctx context.Context, function string, payload []byt
 	})
 	if err != nil {
 		if retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err).Bool() {
-			return tool.LambdaResult{}, &tool.Error{Kind: tool.Transient, Err: err}
+			return remote.LambdaResult{}, &tool.Error{Kind: tool.Transient, Err: err}
 		}
-		return tool.LambdaResult{}, err
+		return remote.LambdaResult{}, err
 	}
-	return tool.LambdaResult{Payload: out.Payload, FunctionError: aws.ToString(out.FunctionError)}, nil
+	return remote.LambdaResult{Payload: out.Payload, FunctionError: aws.ToString(out.FunctionError)}, nil
 }

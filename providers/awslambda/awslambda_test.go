@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/internal/tool"
+	"github.com/baton-run/baton/internal/tool/remote"
 	"github.com/baton-run/baton/providers/awslambda"
 	"github.com/baton-run/baton/test/harness"
 )
@@ -25,7 +26,7 @@ func call(input string) tool.Call {
 	return tool.Call{ID: "call_1", Name: "remote", Input: json.RawMessage(input), IdempotencyKey: "sess/turn/call_1"}
 }
 
-// TestLambdaTool runs tool.LambdaTool on this package's invoker against kumo. kumo stores functions but
+// TestLambdaTool runs remote.LambdaTool on this package's invoker against kumo. kumo stores functions but
 // does not execute them, so the test starts testdata/echofn as a real
 // bootstrap polling kumo's Runtime API (test/harness).
 func TestLambdaTool(t *testing.T) {
@@ -44,7 +45,7 @@ func TestLambdaTool(t *testing.T) {
 
 	t.Run("kumo errors", func(t *testing.T) {
 		missing := "arn:aws:lambda:us-east-1:000000000000:function:nobody"
-		_, err := tool.LambdaTool("remote", "", schemaAny, tool.Read, true, missing, time.Second, client).Run(ctx, call(`{}`))
+		_, err := remote.LambdaTool("remote", "", schemaAny, tool.Read, true, missing, time.Second, client).Run(ctx, call(`{}`))
 		var nf *lambdatypes.ResourceNotFoundException
 		if !errors.As(err, &nf) || !strings.Contains(err.Error(), "tool remote") {
 			t.Fatalf("err = %v, want ResourceNotFoundException from the tool", err)
@@ -61,7 +62,7 @@ func TestLambdaTool(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = tool.LambdaTool("remote", "", schemaAny, tool.Read, true, aws.ToString(created.FunctionArn), time.Second, client).Run(ctx, call(`{}`))
+		_, err = remote.LambdaTool("remote", "", schemaAny, tool.Read, true, aws.ToString(created.FunctionArn), time.Second, client).Run(ctx, call(`{}`))
 		if err == nil || !strings.Contains(err.Error(), "no runtime handler") {
 			t.Fatalf("err = %v, want kumo's no-handler error", err)
 		}
@@ -81,7 +82,7 @@ func TestLambdaTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	lt := func(timeout time.Duration) tool.Tool {
-		return tool.LambdaTool("remote", "A Lambda tool.", schemaAny, tool.Write, false, fn.ARN, timeout, client)
+		return remote.LambdaTool("remote", "A Lambda tool.", schemaAny, tool.Write, false, fn.ARN, timeout, client)
 	}
 
 	t.Run("success", func(t *testing.T) {
@@ -94,7 +95,7 @@ func TestLambdaTool(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got tool.Envelope
+		var got remote.Envelope
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatalf("output %s: %v", out, err)
 		}
@@ -105,7 +106,7 @@ func TestLambdaTool(t *testing.T) {
 
 	t.Run("function error", func(t *testing.T) {
 		_, err := lt(5*time.Second).Run(ctx, call(`{"fail":"card declined"}`))
-		var fe *tool.FunctionError
+		var fe *remote.FunctionError
 		if !errors.As(err, &fe) {
 			t.Fatalf("err = %v, want *FunctionError", err)
 		}

@@ -1,6 +1,6 @@
 // Package bedrock registers the "bedrock" model provider (Converse, on the
 // app's AWS config) with a program:
-// baton.Config{Providers: []baton.Provider{bedrock.Provider()}}. Only a
+// host.Config{Providers: []host.Provider{bedrock.Provider()}}. Only a
 // program that imports it links the Bedrock runtime SDK.
 package bedrock
 

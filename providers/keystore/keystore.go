@@ -1,12 +1,13 @@
 // Package keystore registers baton's store of model keys, on AWS Secrets
 // Manager and SSM Parameter Store, with a program:
-// baton.Config{KeyStore: keystore.AWS()}. Only a program that imports it
+// host.Config{KeyStore: keystore.AWS()}. Only a program that imports it
 // links those two service clients: the resume function and the dev server,
 // which run models; not the operator or the tick.
 package keystore
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/baton-run/baton/internal/apikey"
 	"github.com/baton-run/baton/internal/apikey/awsstore"
 	"github.com/baton-run/baton/internal/app"

@@ -22,10 +22,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
-	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/internal/agents"
 	"github.com/baton-run/baton/internal/apikey"
+	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/awsenv"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/testenv"
@@ -191,7 +192,7 @@ func TestKeyFromSecretsManagerRotated(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// The key store's requests are counted: real SDK clients on kumo.
 	var counter awsenv.Counter
-	cfg := baton.Config{Providers: []baton.Provider{anthropic.Provider()}, KeyStore: countedStore(emu.URL, &counter)}
+	cfg := host.Config{Providers: []host.Provider{anthropic.Provider()}, KeyStore: countedStore(emu.URL, &counter)}
 	kit := batontest.NewWith(t, cfg, batontest.Options{Agents: file, Log: log})
 	fetches := func() int64 { return counter.Counts()["secretsmanager:GetSecretValue"] }
 
@@ -243,11 +244,11 @@ func TestKeyFromSecretsManagerRotated(t *testing.T) {
 	}
 
 	// Another container: its own App fetches the key once.
-	other, err := baton.NewOn(ctx, cfg, kit.Resources, kit.AWS, log)
+	other, err := app.NewOn(ctx, cfg, kit.Resources, kit.AWS, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.Sessions().Post(ctx, s.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "From a new container."); err != nil {
+	if _, err := other.Sessions.Post(ctx, s.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "From a new container."); err != nil {
 		t.Fatal(err)
 	}
 	res, err := other.Worker().Handle(ctx, wake.Wake{Session: s.ID, Reason: "test"})
@@ -298,7 +299,7 @@ func TestKeyFromParameterStoreByProviderDefault(t *testing.T) {
 	var logs syncBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var counter awsenv.Counter
-	cfg := baton.Config{Providers: []baton.Provider{openai.Provider()}, KeyStore: countedStore(emu.URL, &counter)}
+	cfg := host.Config{Providers: []host.Provider{openai.Provider()}, KeyStore: countedStore(emu.URL, &counter)}
 	kit := batontest.NewWith(t, cfg, batontest.Options{Agents: file, Log: log})
 	fetches := func() int64 { return counter.Counts()["amazonssm:GetParameter"] }
 
@@ -345,7 +346,7 @@ func must[T any](v T, _ int) T { return v }
 
 // countedStore is the key store of keystore.AWS on clients whose requests
 // c counts.
-func countedStore(endpoint string, c *awsenv.Counter) baton.KeyStore {
+func countedStore(endpoint string, c *awsenv.Counter) host.KeyStore {
 	return func(aws.Config) apikey.Fetcher { return keystore.AWS()(awsenv.Counted(endpoint, c).Config) }
 }
 

@@ -1,5 +1,5 @@
 // Package mcp registers baton's MCP client (package internal/mcp/mcpsdk, on the
-// official MCP Go SDK) with a program: baton.Config{MCP: mcp.Client()}.
+// official MCP Go SDK) with a program: host.Config{MCP: mcp.Client()}.
 // Only a program that imports it links the MCP SDK.
 package mcp
 

@@ -1,5 +1,6 @@
 // Package openai registers the "openai" model provider (OpenAI-compatible Chat
-// Completions: OpenAI, vLLM, Ollama) with a program: baton.Config{Providers: []baton.Provider{openai.Provider()}}.
+// Completions: OpenAI, vLLM, Ollama) with a program:
+// host.Config{Providers: []host.Provider{openai.Provider()}}.
 // Only a program that imports it links the OpenAI SDK.
 package openai
 
@@ -7,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/baton-run/baton/internal/agents"
 	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/provider/openai"

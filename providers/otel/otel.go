@@ -13,7 +13,7 @@
 // outputs) is put in a span.
 //
 // It is built on baton's interceptor seam (package intercept): register
-// it with baton.Config{Interceptors: []baton.Interceptor{t.Interceptor()}}.
+// it with host.Config{Interceptors: []host.Interceptor{t.Interceptor()}}.
 // Only a program that imports this package links the OpenTelemetry SDK;
 // the operator and the tick record a turn's trace context with package
 // traceparent alone.

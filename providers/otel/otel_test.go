@@ -22,6 +22,8 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/batontest"
+	"github.com/baton-run/baton/host"
+	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/traceparent"
@@ -156,14 +158,15 @@ func TestOneTraceAcrossInvocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kit := batontest.New(t, baton.Config{
+	var eng *app.App
+	kit := batontest.New(t, app.OnBuild(host.Config{
 		Agents:       []baton.Agent{{Name: "desk", Model: named{script}, Tools: []baton.Tool{refund, lookup}}},
-		Interceptors: []baton.Interceptor{tr.Interceptor()},
-	})
+		Interceptors: []host.Interceptor{tr.Interceptor()},
+	}, func(a *app.App) { eng = a }))
 	s = kit.Session("desk")
 	const request = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	ctx := traceparent.With(t.Context(), request)
-	if _, err := kit.App.Sessions().Post(ctx, s.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "Refund A-1."); err != nil {
+	if _, err := eng.Sessions.Post(ctx, s.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: batontest.Owner}, "Refund A-1."); err != nil {
 		t.Fatal(err)
 	}
 
@@ -336,9 +339,9 @@ func TestAMintedTraceHasItsRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kit := batontest.New(t, baton.Config{
+	kit := batontest.New(t, host.Config{
 		Agents:       []baton.Agent{{Name: "desk", Model: named{script}, Tools: []baton.Tool{refund}}},
-		Interceptors: []baton.Interceptor{tr.Interceptor()},
+		Interceptors: []host.Interceptor{tr.Interceptor()},
 	})
 	s := kit.Session("desk")
 	s.Post("Refund A-1.")

@@ -116,7 +116,11 @@ func startDev(t *testing.T, ctx context.Context, origin, agents string) string {
 	ready, done := make(chan string, 1), make(chan error, 1)
 	build := func(ctx context.Context, vars map[string]string, cfg aws.Config, log *slog.Logger) (devserver.App, error) {
 		vars[app.EnvChatOrigins] = origin
-		return baton.NewOn(ctx, baton.Config{Tools: baton.DemoTools()}, baton.Resources{Settings: vars}, cfg, log)
+		r, err := app.FromVars(vars)
+		if err != nil {
+			return nil, err
+		}
+		return app.NewOn(ctx, app.Config{Tools: baton.DemoTools()}, r, cfg, log)
 	}
 	go func() {
 		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Template: baton.Template(),

@@ -1,8 +1,8 @@
 // Package awsconfig builds baton's AWS clients with the AWS SDK's full
 // configuration chain: shared config and credentials files, profiles, SSO,
 // web identity, container and instance credentials. The CLI and programs
-// that run outside Lambda use it (with baton.NewOn); a Lambda function
-// does not need it, and its bootstrap does not link it: baton.New reads
+// that run outside Lambda use it (with host.NewOn); a Lambda function
+// does not need it, and its bootstrap does not link it: host.New reads
 // the function's environment (awsenv.FromEnv).
 package awsconfig
 

@@ -3,6 +3,6 @@
 // lists a server's allowed tools with their annotations mapped onto baton's
 // effects and approval rules (Rules), and Dialer.Adapt makes a listing
 // tool.Tools that call the server by name on a fresh session each. A
-// program registers it (baton.Config.MCP, providers.MCP()); a program that
+// program registers it (host.Config.MCP, providers.MCP()); a program that
 // does not, such as the operator and the tick, links no MCP SDK.
 package mcpsdk

@@ -2,10 +2,10 @@
 package main
 
 import (
-	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/examples/supportdesk"
+	"github.com/baton-run/baton/host"
 )
 
 func main() {
-	supportdesk.Main(baton.OperatorFunction, nil)
+	supportdesk.Main(host.OperatorFunction, nil)
 }

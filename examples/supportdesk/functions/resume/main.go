@@ -2,11 +2,11 @@
 package main
 
 import (
-	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/examples/supportdesk"
+	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/providers/mcp"
 )
 
 func main() {
-	supportdesk.Main(baton.ResumeFunction, mcp.Client()) // the CRM's tools are reached over MCP
+	supportdesk.Main(host.ResumeFunction, mcp.Client()) // the CRM's tools are reached over MCP
 }

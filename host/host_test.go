@@ -1,4 +1,4 @@
-package baton_test
+package host_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/host"
+	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -21,8 +23,8 @@ import (
 )
 
 // TestNewOnRunsOnBatonsOwnResources: NewOn takes baton's Resources and an
-// aws.Config; the functions' settings apply, the named fields win over
-// their variables, and the App's parts are its own methods.
+// aws.Config; the functions' settings apply, and the App runs on the
+// Resources' table.
 func TestNewOnRunsOnBatonsOwnResources(t *testing.T) {
 	ctx := context.Background()
 	e, err := testenv.Provision(ctx, testenv.Emulator(), baton.Template())
@@ -34,26 +36,26 @@ func TestNewOnRunsOnBatonsOwnResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	greet := baton.Agent{Name: "greeter", Model: m}
-	r := baton.Resources{Table: e.Table, Bucket: e.Bucket, QueueURL: e.QueueURL,
-		Settings: map[string]string{"BATON_WAKE_GRACE": "7m", "BATON_TABLE": "not-this-table"}}
-	a, err := baton.NewOn(ctx, baton.Config{Agents: []baton.Agent{greet}}, r, e.Clients().Config, nil)
+	r := host.Resources{Table: e.Table, Bucket: e.Bucket, QueueURL: e.QueueURL, WakeGrace: 7 * time.Minute}
+	var eng *app.App
+	a, err := host.NewOn(ctx, app.OnBuild(host.Config{Agents: []baton.Agent{greet}}, func(a *app.App) { eng = a }), r, e.Clients().Config, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := a.Tick().Grace; got != 7*time.Minute {
+	if got := eng.Tick().Grace; got != 7*time.Minute {
 		t.Fatalf("tick grace %v, want the setting's 7m", got)
 	}
 	if got := a.AgentNames(); !slices.Equal(got, []string{"greeter"}) {
 		t.Fatalf("agents %v, want the Config's only", got)
 	}
 	id := ids.New("s")
-	if _, err := a.Sessions().Create(ctx, id, "alice", "greeter"); err != nil {
+	if _, err := eng.Sessions.Create(ctx, id, "alice", "greeter"); err != nil {
 		t.Fatalf("create on the Resources' table: %v", err)
 	}
-	if _, err := a.Sessions().Post(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, "Hi"); err != nil {
+	if _, err := eng.Sessions.Post(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, "Hi"); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := a.Runner().Start(ctx, id); err != nil || out.Kind != turn.Completed {
+	if out, err := eng.Runner.Start(ctx, id); err != nil || out.Kind != turn.Completed {
 		t.Fatalf("start = %+v, %v; want completed", out, err)
 	}
 }
@@ -62,12 +64,12 @@ func TestNewOnRunsOnBatonsOwnResources(t *testing.T) {
 // is an error naming it, before anything is built.
 func TestNewOnRefusesIncompleteResources(t *testing.T) {
 	ctx := context.Background()
-	for name, r := range map[string]baton.Resources{
+	for name, r := range map[string]host.Resources{
 		"BATON_TABLE":              {Bucket: "b", QueueURL: "q"},
-		"BATON_HOLD":               {Table: "t", Bucket: "b", QueueURL: "q", Settings: map[string]string{"BATON_HOLD": "soon"}},
+		"BATON_HOLD":               {Table: "t", Bucket: "b", QueueURL: "q", Hold: -time.Second},
 		"BATON_STREAM_BUCKET_TYPE": {Table: "t", Bucket: "b", QueueURL: "q", StreamBucketType: "Glacier"},
 	} {
-		_, err := baton.NewOn(ctx, baton.Config{}, r, testenv.Emulator().Clients.Config, nil)
+		_, err := host.NewOn(ctx, host.Config{}, r, testenv.Emulator().Clients.Config, nil)
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: NewOn = %v, want an error naming it", name, err)
 		}
@@ -85,20 +87,20 @@ func TestHandlerOfEachFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := baton.NewOn(ctx, baton.Config{}, baton.Resources{Table: e.Table, Bucket: e.Bucket, QueueURL: e.QueueURL}, e.Clients().Config, nil)
+	a, err := host.NewOn(ctx, host.Config{}, host.Resources{Table: e.Table, Bucket: e.Bucket, QueueURL: e.QueueURL}, e.Clients().Config, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for f, ok := range map[baton.Function]func(any) bool{
-		baton.OperatorFunction: func(h any) bool {
+	for f, ok := range map[host.Function]func(any) bool{
+		host.OperatorFunction: func(h any) bool {
 			_, ok := h.(func(context.Context, events.APIGatewayV2HTTPRequest) (any, error))
 			return ok
 		},
-		baton.ResumeFunction: func(h any) bool {
+		host.ResumeFunction: func(h any) bool {
 			_, ok := h.(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error))
 			return ok
 		},
-		baton.TickFunction: func(h any) bool {
+		host.TickFunction: func(h any) bool {
 			_, ok := h.(func(context.Context, events.EventBridgeEvent) (any, error))
 			return ok
 		},
@@ -108,7 +110,7 @@ func TestHandlerOfEachFunction(t *testing.T) {
 			t.Errorf("%v: handler %T, %v", f, h, err)
 		}
 	}
-	if h, err := a.Handler(baton.Function{}); err == nil {
+	if h, err := a.Handler(host.Function{}); err == nil {
 		t.Errorf("Function{}: handler %T, want an error", h)
 	}
 }
@@ -119,14 +121,33 @@ func TestHandlerOfEachFunction(t *testing.T) {
 // without importing baton's internal packages.
 func TestRegistrationsTakeTheSDKsConfig(t *testing.T) {
 	want := reflect.TypeOf(aws.Config{})
-	build, _ := reflect.TypeOf(baton.Provider{}).FieldByName("Build")
+	build, _ := reflect.TypeOf(host.Provider{}).FieldByName("Build")
 	for name, fn := range map[string]reflect.Type{
 		"Provider.Build": build.Type,
-		"KeyStore":       reflect.TypeOf(baton.KeyStore(nil)),
-		"Lambda":         reflect.TypeOf(baton.Lambda(nil)),
+		"KeyStore":       reflect.TypeOf(host.KeyStore(nil)),
+		"Lambda":         reflect.TypeOf(host.Lambda(nil)),
 	} {
 		if fn.Kind() != reflect.Func || fn.NumIn() == 0 || fn.In(0) != want {
 			t.Errorf("%s is %v, want a func of aws.Config", name, fn)
 		}
+	}
+}
+
+// TestConfigCheckNamesTheField: Config.Check refuses a Go agent as New
+// would, naming the agent and the field, without AWS.
+func TestConfigCheckNamesTheField(t *testing.T) {
+	m, err := baton.Script([]byte(`{"steps":[{"text":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := baton.Agent{Name: "good", Model: m}
+	if err := (host.Config{Agents: []baton.Agent{good}}).Check(); err != nil {
+		t.Fatalf("a good agent: %v", err)
+	}
+	bad := baton.Agent{Name: "bad", Model: m, Limits: baton.Limits{MaxStepsPerTurn: -1}}
+	err = host.Config{Agents: []baton.Agent{good, bad}}.Check()
+	var ae *baton.AgentError
+	if !errors.As(err, &ae) || ae.Agent != "bad" || ae.Field != "limits.maxStepsPerTurn" {
+		t.Fatalf("a bad agent: %v, want an AgentError naming bad's limits.maxStepsPerTurn", err)
 	}
 }

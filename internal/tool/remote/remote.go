@@ -1,4 +1,4 @@
-package tool
+package remote
 
 import (
 	"bytes"
@@ -11,13 +11,15 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/baton-run/baton/internal/tool"
 )
 
 // DefaultTimeout bounds a remote tool call when no timeout is given.
 const DefaultTimeout = 30 * time.Second
 
 // MaxResponseBytes is the largest response a remote tool may return; a
-// larger one is an error. Output is capped again, much lower, by Truncate.
+// larger one is an error. Output is capped again, much lower, by tool.Truncate.
 const MaxResponseBytes = 8 << 20
 
 // excerptBytes is how much of a failed response an error quotes.
@@ -26,7 +28,7 @@ const excerptBytes = 200
 // LambdaInvoker invokes a Lambda function synchronously (RequestResponse)
 // with a payload. Package providers/awslambda has baton's, on the AWS
 // SDK's Lambda client, which only a program that runs tools registers
-// (baton.Config.Lambda), so the operator and the tick link no Lambda
+// (host.Config.Lambda), so the operator and the tick link no Lambda
 // client.
 type LambdaInvoker interface {
 	InvokeLambda(ctx context.Context, function string, payload []byte) (LambdaResult, error)
@@ -43,7 +45,7 @@ type LambdaResult struct {
 // ErrNoLambdaInvoker is why a lambda tool cannot run in a program that
 // registered no LambdaInvoker: its calls fail the turn (Fatal), since no
 // retry and no model can mend it.
-var ErrNoLambdaInvoker = errors.New("this program registered no Lambda invoker (baton.Config.Lambda, such as providers.Lambda())")
+var ErrNoLambdaInvoker = errors.New("this program registered no Lambda invoker (host.Config.Lambda, such as providers.Lambda())")
 
 // Envelope is what a remote tool receives: the model's input and the ids
 // that let it recognise a repeated call.
@@ -53,7 +55,7 @@ type Envelope struct {
 	IdempotencyKey string          `json:"idempotencyKey"`
 }
 
-func envelope(c Call) ([]byte, error) {
+func envelope(c tool.Call) ([]byte, error) {
 	in := c.Input
 	if len(bytes.TrimSpace(in)) == 0 {
 		in = json.RawMessage(`{}`)
@@ -105,15 +107,15 @@ func (e *StatusError) Error() string {
 // means DefaultTimeout. With a nil client the tool is still made (an agent
 // that names it loads), and each call fails the turn with
 // ErrNoLambdaInvoker.
-func LambdaTool(name, description string, schema json.RawMessage, effect Effect, idempotent bool, arn string, timeout time.Duration, client LambdaInvoker) Tool {
+func LambdaTool(name, description string, schema json.RawMessage, effect tool.Effect, idempotent bool, arn string, timeout time.Duration, client LambdaInvoker) tool.Tool {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return Tool{
+	return tool.Tool{
 		Name: name, Description: description, Schema: schema, Effect: effect, Idempotent: idempotent,
-		Run: func(parent context.Context, c Call) (json.RawMessage, error) {
+		Run: func(parent context.Context, c tool.Call) (json.RawMessage, error) {
 			if client == nil {
-				return nil, &Error{Kind: Fatal, Err: fmt.Errorf("tool %s: %w", name, ErrNoLambdaInvoker)}
+				return nil, &tool.Error{Kind: tool.Fatal, Err: fmt.Errorf("tool %s: %w", name, ErrNoLambdaInvoker)}
 			}
 			payload, err := envelope(c)
 			if err != nil {
@@ -155,16 +157,16 @@ func LambdaTool(name, description string, schema json.RawMessage, effect Effect,
 // status is a *StatusError, Transient for 429, 502, 503 and 504, as is an
 // endpoint that cannot be reached (see Retry). timeout <= 0 means DefaultTimeout; a nil
 // client means a new http.Client.
-func HTTPTool(name, description string, schema json.RawMessage, effect Effect, idempotent bool, url string, timeout time.Duration, client *http.Client) Tool {
+func HTTPTool(name, description string, schema json.RawMessage, effect tool.Effect, idempotent bool, url string, timeout time.Duration, client *http.Client) tool.Tool {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	if client == nil {
 		client = &http.Client{}
 	}
-	return Tool{
+	return tool.Tool{
 		Name: name, Description: description, Schema: schema, Effect: effect, Idempotent: idempotent,
-		Run: func(parent context.Context, c Call) (json.RawMessage, error) {
+		Run: func(parent context.Context, c tool.Call) (json.RawMessage, error) {
 			payload, err := envelope(c)
 			if err != nil {
 				return nil, fmt.Errorf("tool %s: %w", name, err)
@@ -186,7 +188,7 @@ func HTTPTool(name, description string, schema json.RawMessage, effect Effect, i
 					return nil, fmt.Errorf("tool %s: no answer within %s: %w", name, timeout, err)
 				}
 				// No answer came: the endpoint was not reached.
-				return nil, &Error{Kind: Transient, Err: fmt.Errorf("tool %s: %w", name, err)}
+				return nil, &tool.Error{Kind: tool.Transient, Err: fmt.Errorf("tool %s: %w", name, err)}
 			}
 			defer resp.Body.Close()
 			body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
@@ -221,7 +223,7 @@ func statusError(name string, status int, body []byte) error {
 	err := &StatusError{Tool: name, Status: status, Body: excerpt(body)}
 	switch status {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return &Error{Kind: Transient, Err: err}
+		return &tool.Error{Kind: tool.Transient, Err: err}
 	}
 	return err
 }

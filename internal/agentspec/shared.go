@@ -1,11 +1,12 @@
-package agents
+package agentspec
 
 import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton"
+	"github.com/baton-run/baton/pkg/reducer"
 )
 
 // MaxSystem is the longest system prompt (and compaction prompt) an agent
@@ -22,13 +23,14 @@ type Shared struct {
 	CompactionPrompt string
 	MaxOutputTokens  int
 	MaxToolOutput    int
-	Children         turn.Children
+	Children         baton.Children
+	Limits           baton.Limits
+	Steering         reducer.Steering
 }
 
 // CheckShared checks s, calling bad with the field at fault (named as in
-// an agent file: "system", "maxOutputTokens", "maxDepth") and why, for
-// each problem. Limits and steering have their own checks (CheckLimits,
-// CheckSteering), which both kinds of agent call too.
+// an agent file: "system", "maxOutputTokens", "maxDepth",
+// "limits.modelRetry.wakeDelay", "steering") and why, for each problem.
 func CheckShared(s Shared, bad func(field string, err error)) {
 	if err := CheckPrompt(s.System); err != nil {
 		bad("system", err)
@@ -45,6 +47,12 @@ func CheckShared(s Shared, bad func(field string, err error)) {
 	if field, err := s.Children.Check(); err != nil {
 		bad(field, err)
 	}
+	if field, err := CheckLimits(s.Limits); err != nil {
+		bad(field, err)
+	}
+	if err := CheckSteering(s.Steering); err != nil {
+		bad("steering", err)
+	}
 }
 
 // CheckPrompt checks a system or compaction prompt: valid UTF-8, at most
@@ -57,4 +65,13 @@ func CheckPrompt(p string) error {
 		return errors.New("not valid UTF-8")
 	}
 	return nil
+}
+
+// CheckSteering checks a steering policy: empty (enqueue) or one of
+// enqueue, steer, interrupt and reject.
+func CheckSteering(s reducer.Steering) error {
+	if s == "" || s.Known() {
+		return nil
+	}
+	return fmt.Errorf("%q: want enqueue, steer, interrupt or reject", s)
 }

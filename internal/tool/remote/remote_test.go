@@ -1,4 +1,4 @@
-package tool
+package remote
 
 import (
 	"context"
@@ -13,12 +13,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/baton-run/baton/internal/tool"
 )
 
 var schemaAny = json.RawMessage(`{"type":"object"}`)
 
-func call(input string) Call {
-	return Call{ID: "call_1", Name: "remote", Input: json.RawMessage(input), IdempotencyKey: "sess/turn/call_1"}
+func call(input string) tool.Call {
+	return tool.Call{ID: "call_1", Name: "remote", Input: json.RawMessage(input), IdempotencyKey: "sess/turn/call_1"}
 }
 
 // recorded is what an httptest endpoint saw.
@@ -75,13 +77,13 @@ func TestHTTPTool(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) }) // runs before srv.Close
-	tool := func(path string, timeout time.Duration) Tool {
-		return HTTPTool("remote", "A remote tool.", schemaAny, External, true, srv.URL+path, timeout, srv.Client())
+	mk := func(path string, timeout time.Duration) tool.Tool {
+		return HTTPTool("remote", "A remote tool.", schemaAny, tool.External, true, srv.URL+path, timeout, srv.Client())
 	}
 
 	t.Run("success", func(t *testing.T) {
-		tl := tool("/ok", time.Second)
-		if tl.Name != "remote" || tl.Effect != External || !tl.Idempotent || string(tl.Schema) != string(schemaAny) {
+		tl := mk("/ok", time.Second)
+		if tl.Name != "remote" || tl.Effect != tool.External || !tl.Idempotent || string(tl.Schema) != string(schemaAny) {
 			t.Errorf("tool metadata = %+v", tl)
 		}
 		c := call(`{"city":"Lisbon"}`)
@@ -114,7 +116,7 @@ func TestHTTPTool(t *testing.T) {
 	})
 
 	t.Run("500", func(t *testing.T) {
-		_, err := tool("/fail", time.Second).Run(ctx, call(`{}`))
+		_, err := mk("/fail", time.Second).Run(ctx, call(`{}`))
 		var se *StatusError
 		if !errors.As(err, &se) {
 			t.Fatalf("err = %v, want *StatusError", err)
@@ -131,7 +133,7 @@ func TestHTTPTool(t *testing.T) {
 	})
 
 	t.Run("404 empty body", func(t *testing.T) {
-		_, err := tool("/missing", time.Second).Run(ctx, call(`{}`))
+		_, err := mk("/missing", time.Second).Run(ctx, call(`{}`))
 		var se *StatusError
 		if !errors.As(err, &se) || se.Status != 404 || se.Body != "" {
 			t.Fatalf("err = %#v", err)
@@ -140,7 +142,7 @@ func TestHTTPTool(t *testing.T) {
 
 	t.Run("timeout", func(t *testing.T) {
 		start := time.Now()
-		_, err := tool("/slow", 150*time.Millisecond).Run(ctx, call(`{}`))
+		_, err := mk("/slow", 150*time.Millisecond).Run(ctx, call(`{}`))
 		if err == nil || !strings.Contains(err.Error(), "no answer within 150ms") {
 			t.Fatalf("err = %v, want a timeout", err)
 		}
@@ -155,14 +157,14 @@ func TestHTTPTool(t *testing.T) {
 	t.Run("caller cancels", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		time.AfterFunc(50*time.Millisecond, cancel)
-		_, err := tool("/slow", 10*time.Second).Run(cctx, call(`{}`))
+		_, err := mk("/slow", 10*time.Second).Run(cctx, call(`{}`))
 		if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "no answer within") {
 			t.Fatalf("err = %v, want the caller's cancellation", err)
 		}
 	})
 
 	t.Run("non-JSON body", func(t *testing.T) {
-		out, err := tool("/text", time.Second).Run(ctx, call(`{}`))
+		out, err := mk("/text", time.Second).Run(ctx, call(`{}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,21 +175,21 @@ func TestHTTPTool(t *testing.T) {
 	})
 
 	t.Run("empty body", func(t *testing.T) {
-		out, err := tool("/empty", time.Second).Run(ctx, call(`{}`))
+		out, err := mk("/empty", time.Second).Run(ctx, call(`{}`))
 		if err != nil || string(out) != `""` {
 			t.Errorf("output = %s, %v; want an empty JSON string", out, err)
 		}
 	})
 
 	t.Run("too large", func(t *testing.T) {
-		_, err := tool("/huge", 10*time.Second).Run(ctx, call(`{}`))
+		_, err := mk("/huge", 10*time.Second).Run(ctx, call(`{}`))
 		if err == nil || !strings.Contains(err.Error(), "larger than") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 
 	t.Run("empty input sends an empty object", func(t *testing.T) {
-		if _, err := tool("/ok", time.Second).Run(ctx, Call{ID: "c2", IdempotencyKey: "k2"}); err != nil {
+		if _, err := mk("/ok", time.Second).Run(ctx, tool.Call{ID: "c2", IdempotencyKey: "k2"}); err != nil {
 			t.Fatal(err)
 		}
 		rec.mu.Lock()
@@ -201,7 +203,7 @@ func TestHTTPTool(t *testing.T) {
 		dead := httptest.NewServer(http.NotFoundHandler())
 		url := dead.URL
 		dead.Close()
-		_, err := HTTPTool("remote", "", schemaAny, Read, true, url, time.Second, nil).Run(ctx, call(`{}`))
+		_, err := HTTPTool("remote", "", schemaAny, tool.Read, true, url, time.Second, nil).Run(ctx, call(`{}`))
 		if err == nil || !strings.Contains(err.Error(), "tool remote") {
 			t.Fatalf("err = %v", err)
 		}
@@ -213,9 +215,9 @@ func TestHTTPTool(t *testing.T) {
 // turn saying what to register. The invoker is tested against kumo in
 // package providers/awslambda.
 func TestLambdaToolNoInvoker(t *testing.T) {
-	_, err := LambdaTool("remote", "", schemaAny, Read, true, "arn", 0, nil).Run(context.Background(), call(`{}`))
-	if !errors.Is(err, ErrNoLambdaInvoker) || KindOf(err) != Fatal || !strings.Contains(err.Error(), "tool remote") {
-		t.Fatalf("err = %v (%v), want a fatal ErrNoLambdaInvoker naming the tool", err, KindOf(err))
+	_, err := LambdaTool("remote", "", schemaAny, tool.Read, true, "arn", 0, nil).Run(context.Background(), call(`{}`))
+	if !errors.Is(err, ErrNoLambdaInvoker) || tool.KindOf(err) != tool.Fatal || !strings.Contains(err.Error(), "tool remote") {
+		t.Fatalf("err = %v (%v), want a fatal ErrNoLambdaInvoker naming the tool", err, tool.KindOf(err))
 	}
 }
 
@@ -235,23 +237,23 @@ func TestExcerpt(t *testing.T) {
 
 // TestHTTPToolTransient: an answer that says the request was not served
 // (429, 502, 503, 504) and an endpoint that cannot be reached are
-// Transient, for the tool's Retry policy; any other status is the model's.
+// tool.Transient, for the tool's Retry policy; any other status is the model's.
 func TestHTTPToolTransient(t *testing.T) {
 	var status atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(int(status.Load())) }))
 	defer srv.Close()
-	for code, want := range map[int]ErrorKind{429: Transient, 502: Transient, 503: Transient, 504: Transient, 400: ForModel, 404: ForModel, 500: ForModel} {
+	for code, want := range map[int]tool.ErrorKind{429: tool.Transient, 502: tool.Transient, 503: tool.Transient, 504: tool.Transient, 400: tool.ForModel, 404: tool.ForModel, 500: tool.ForModel} {
 		status.Store(int32(code))
-		_, err := HTTPTool("remote", "", schemaAny, Write, false, srv.URL, time.Second, nil).Run(context.Background(), call(`{}`))
+		_, err := HTTPTool("remote", "", schemaAny, tool.Write, false, srv.URL, time.Second, nil).Run(context.Background(), call(`{}`))
 		var se *StatusError
-		if !errors.As(err, &se) || se.Status != code || KindOf(err) != want {
-			t.Errorf("HTTP %d: err = %v (%v), want a StatusError of kind %v", code, err, KindOf(err), want)
+		if !errors.As(err, &se) || se.Status != code || tool.KindOf(err) != want {
+			t.Errorf("HTTP %d: err = %v (%v), want a StatusError of kind %v", code, err, tool.KindOf(err), want)
 		}
 	}
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
-	_, err := HTTPTool("remote", "", schemaAny, Write, false, dead.URL, time.Second, nil).Run(context.Background(), call(`{}`))
-	if KindOf(err) != Transient {
-		t.Errorf("unreachable: err = %v (%v), want Transient", err, KindOf(err))
+	_, err := HTTPTool("remote", "", schemaAny, tool.Write, false, dead.URL, time.Second, nil).Run(context.Background(), call(`{}`))
+	if tool.KindOf(err) != tool.Transient {
+		t.Errorf("unreachable: err = %v (%v), want Transient", err, tool.KindOf(err))
 	}
 }

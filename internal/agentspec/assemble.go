@@ -1,4 +1,4 @@
-package agents
+package agentspec
 
 import (
 	"errors"
@@ -32,7 +32,7 @@ type Remote struct {
 // goes to bad with its field; the results are then not to be used.
 // dialer reaches the servers (nil fails their listing, mcp.NoDialerError)
 // and getenv checks their header values (nil means os.Getenv).
-func Assemble(local []Local, servers []Remote, approvals map[string]Rule, dialer mcp.Dialer, getenv func(string) string,
+func Assemble(local []Local, servers []Remote, approvals map[string]tool.Rule, dialer mcp.Dialer, getenv func(string) string,
 	bad func(field string, err error)) (reg *tool.Registry, remote tool.Source) {
 	var tools []tool.Tool
 	seen := map[string]bool{}

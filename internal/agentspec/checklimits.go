@@ -1,12 +1,16 @@
-package agents
+package agentspec
 
 import (
 	"errors"
 	"fmt"
+	"time"
 
-	"github.com/baton-run/baton/internal/wake"
-	"github.com/baton-run/baton/pkg/turn"
+	"github.com/baton-run/baton"
 )
+
+// MaxWakeDelay is the longest delay SQS supports on a message, and so the
+// longest a wake can be delayed (wake.MaxDelay).
+const MaxWakeDelay = 15 * time.Minute
 
 // CheckLimits is the one check of an agent's limits, for agent files and
 // Go agents alike: it refuses negative values, a margin that leaves nothing
@@ -14,7 +18,7 @@ import (
 // it bounds, and a wake delay past what SQS can delay a message. It returns
 // the field at fault, named as in an agent file ("limits.modelRetry.wakeDelay"),
 // and why.
-func CheckLimits(l turn.Limits) (string, error) {
+func CheckLimits(l baton.Limits) (string, error) {
 	if field := firstNegative(l); field != "" {
 		return field, errors.New("negative")
 	}
@@ -30,16 +34,16 @@ func CheckLimits(l turn.Limits) (string, error) {
 		return "limits.modelRetry.backoff", fmt.Errorf("backoff %s does not fit the budget %s", r.Backoff, full.Budget)
 	case set.MaxWakeDelay != 0 && set.MaxWakeDelay < r.WakeDelay:
 		return "limits.modelRetry.maxWakeDelay", fmt.Errorf("maxWakeDelay %s is below wakeDelay %s", set.MaxWakeDelay, r.WakeDelay)
-	case r.WakeDelay > wake.MaxDelay:
-		return "limits.modelRetry.wakeDelay", fmt.Errorf("%s is longer than a wake can be delayed (%s)", r.WakeDelay, wake.MaxDelay)
-	case r.MaxWakeDelay > wake.MaxDelay:
-		return "limits.modelRetry.maxWakeDelay", fmt.Errorf("%s is longer than a wake can be delayed (%s)", r.MaxWakeDelay, wake.MaxDelay)
+	case r.WakeDelay > MaxWakeDelay:
+		return "limits.modelRetry.wakeDelay", fmt.Errorf("%s is longer than a wake can be delayed (%s)", r.WakeDelay, MaxWakeDelay)
+	case r.MaxWakeDelay > MaxWakeDelay:
+		return "limits.modelRetry.maxWakeDelay", fmt.Errorf("%s is longer than a wake can be delayed (%s)", r.MaxWakeDelay, MaxWakeDelay)
 	}
 	return "", nil
 }
 
 // firstNegative names the first field of l that is negative, or "".
-func firstNegative(l turn.Limits) string {
+func firstNegative(l baton.Limits) string {
 	r, t, s := l.ModelRetry, l.Spend.Turn, l.Spend.Session
 	for _, d := range []struct {
 		field string

@@ -1,4 +1,4 @@
-package baton
+package host
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func (f Function) String() string {
 // is none of the three.
 func (a *App) Handler(f Function) (any, error) {
 	if f.fn == nil {
-		return nil, fmt.Errorf("baton: %v is not a function", f)
+		return nil, fmt.Errorf("host: %v is not a function", f)
 	}
 	return f.fn.handler(a), nil
 }
@@ -58,7 +58,7 @@ func (a *App) Handler(f Function) (any, error) {
 // which does not return. If the App cannot be built, it logs why (in
 // LOG_FORMAT, to stderr) and exits with status 1.
 //
-//	func main() { baton.Main(baton.ResumeFunction, baton.Config{Agents: agents}) }
+//	func main() { host.Main(host.ResumeFunction, host.Config{Agents: agents}) }
 func Main(f Function, c Config) {
 	a, err := New(context.Background(), c)
 	var h any

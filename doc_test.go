@@ -1,0 +1,49 @@
+package baton_test
+
+import (
+	"go/doc/comment"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDocProgramBuilds: the program the package documentation opens with
+// compiles against this module.
+func TestDocProgramBuilds(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text []string
+	for line := range strings.Lines(string(src)) {
+		if rest, ok := strings.CutPrefix(line, "//"); ok {
+			text = append(text, strings.TrimPrefix(rest, " "))
+		} else if strings.HasPrefix(line, "package ") {
+			break
+		}
+	}
+	var program string
+	for _, b := range new(comment.Parser).Parse(strings.Join(text, "")).Content {
+		if c, ok := b.(*comment.Code); ok && strings.HasPrefix(c.Text, "package main") {
+			program = c.Text
+			break
+		}
+	}
+	if program == "" {
+		t.Fatal("doc.go shows no program (a code block starting package main)")
+	}
+	dir, err := os.MkdirTemp(".", ".docprogram")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "vet", "./"+dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the doc's program does not compile: %v\n%s\n%s", err, out, program)
+	}
+}
