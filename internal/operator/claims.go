@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/session"
@@ -30,10 +31,14 @@ func claimsView(st reducer.State) ([]claims.Grant, *reducer.Block) {
 	return grants, &b
 }
 
+// claimRoutes are the routes of resource claims: releasing a grant an
+// ended turn left, and listing and releasing the caller's orphaned grants.
+type claimRoutes struct{ core }
+
 // release records an operator's release of a grant the session holds
 // after its turn ended (see session.Store.ReleaseGrant): 202, or 409 when
 // the grant is not held or belongs to the open turn.
-func (a *api) release(w http.ResponseWriter, r *http.Request, caller string) error {
+func (a *claimRoutes) release(w http.ResponseWriter, r *http.Request, caller string) error {
 	id, err := a.ownedID(r, caller)
 	if err != nil {
 		return err
@@ -46,7 +51,7 @@ func (a *api) release(w http.ResponseWriter, r *http.Request, caller string) err
 	if err := decode(w, r, a.maxBody, &in, true); err != nil {
 		return err
 	}
-	answer := always(http.StatusAccepted, Accepted{Status: "released"})
+	answer := always(http.StatusAccepted, api.Accepted{Status: "released"})
 	err = a.writer(r, answer).ReleaseGrant(r.Context(), id, operatorActor(caller), grant)
 	if errors.Is(err, session.ErrNotPending) {
 		return httpjson.Refuse(http.StatusConflict, "grant %q is not held by an ended turn of the session: %v", httpjson.Clip(grant), err)
@@ -70,16 +75,8 @@ func maskFacts(owner string, facts []reducer.Fact) {
 	}
 }
 
-// Orphans is GET /claims/orphans: the caller's orphaned grants, those its
-// deleted sessions held while their effect may still have run, oldest
-// first (never null). Each stays held, blocking the calls it conflicts
-// with, until the caller releases it.
-type Orphans struct {
-	Orphans []claims.Grant `json:"orphans"`
-}
-
 // orphans lists the caller's orphaned grants (see session.Store.Orphans).
-func (a *api) orphans(w http.ResponseWriter, r *http.Request, caller string) error {
+func (a *claimRoutes) orphans(w http.ResponseWriter, r *http.Request, caller string) error {
 	gs, err := a.sessions.Orphans(r.Context(), caller)
 	if err != nil {
 		return err
@@ -87,7 +84,7 @@ func (a *api) orphans(w http.ResponseWriter, r *http.Request, caller string) err
 	if gs == nil {
 		gs = []claims.Grant{}
 	}
-	httpjson.Write(w, http.StatusOK, Orphans{Orphans: gs})
+	httpjson.Write(w, http.StatusOK, api.Orphans{Orphans: gs})
 	return nil
 }
 
@@ -95,7 +92,7 @@ func (a *api) orphans(w http.ResponseWriter, r *http.Request, caller string) err
 // effect is over (see session.Store.ReleaseOrphan), waking the sessions it
 // blocked: 202, or 404 when it is no orphan of the caller's (another
 // owner's, released already, or never orphaned).
-func (a *api) releaseOrphan(w http.ResponseWriter, r *http.Request, caller string) error {
+func (a *claimRoutes) releaseOrphan(w http.ResponseWriter, r *http.Request, caller string) error {
 	grant, err := pathID(r, "grantId", "grant")
 	if err != nil {
 		return err
@@ -111,6 +108,6 @@ func (a *api) releaseOrphan(w http.ResponseWriter, r *http.Request, caller strin
 	if err != nil {
 		return err
 	}
-	httpjson.Write(w, http.StatusAccepted, Accepted{Status: "released"})
+	httpjson.Write(w, http.StatusAccepted, api.Accepted{Status: "released"})
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 
 	"github.com/baton-run/baton/internal/httpjson"
-
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -83,7 +82,7 @@ type idemKey struct{}
 // write stores its answer under the key in the same transaction (see
 // writer). Keys are per caller, and only a request that wrote takes one: a
 // refused request can be sent again under the same key.
-func (a *api) idempotent(h func(http.ResponseWriter, *http.Request, string) error) func(http.ResponseWriter, *http.Request, string) error {
+func (a *core) idempotent(h func(http.ResponseWriter, *http.Request, string) error) func(http.ResponseWriter, *http.Request, string) error {
 	return func(w http.ResponseWriter, r *http.Request, caller string) error {
 		k, keyed, err := httpjson.ReadIdempotency(w, r, caller, a.maxBody)
 		if err != nil {
@@ -108,7 +107,7 @@ func (a *api) idempotent(h func(http.ResponseWriter, *http.Request, string) erro
 
 // replay answers the request with the receipt under k, if there is one:
 // its stored reply, or 422 if it answered another request.
-func (a *api) replay(w http.ResponseWriter, ctx context.Context, k httpjson.Idempotency) (bool, error) {
+func (a *core) replay(w http.ResponseWriter, ctx context.Context, k httpjson.Idempotency) (bool, error) {
 	answer, ok, err := k.Receipt(ctx, a.sessions)
 	if err != nil || !ok {
 		return false, err
@@ -125,7 +124,7 @@ func (a *api) replay(w http.ResponseWriter, ctx context.Context, k httpjson.Idem
 // writer is the session store a handler writes through: for a request with
 // an Idempotency-Key, one that stores the reply answer builds with the
 // write, under the key.
-func (a *api) writer(r *http.Request, answer answerFunc) *session.Store {
+func (a *core) writer(r *http.Request, answer answerFunc) *session.Store {
 	k, ok := r.Context().Value(idemKey{}).(httpjson.Idempotency)
 	if !ok {
 		return a.sessions
