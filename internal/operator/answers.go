@@ -39,7 +39,8 @@ func (a *answerRoutes) answer(w http.ResponseWriter, r *http.Request, caller str
 		return err
 	}
 	answer := always(http.StatusAccepted, api.Accepted{Status: string(in.Decision)})
-	err = a.writer(r, answer).Answer(r.Context(), id, operatorActor(caller), approval, in.Decision, in.Reason)
+	store, built := a.writer(r, answer)
+	err = store.Answer(r.Context(), id, operatorActor(caller), approval, in.Decision, in.Reason)
 	switch { // the reducer decides both
 	case errors.Is(err, reducer.ErrBadAnswer):
 		return httpjson.Refuse(http.StatusBadRequest, "decision must be %q or %q", reducer.Approve, reducer.Deny)
@@ -49,7 +50,7 @@ func (a *answerRoutes) answer(w http.ResponseWriter, r *http.Request, caller str
 	if err != nil {
 		return err
 	}
-	return send(w)(answer(reducer.State{}, nil))
+	return send(w, built, answer, reducer.State{}, nil)
 }
 
 func (a *answerRoutes) cancel(w http.ResponseWriter, r *http.Request, caller string) error {
@@ -65,14 +66,15 @@ func (a *answerRoutes) cancel(w http.ResponseWriter, r *http.Request, caller str
 		return err
 	}
 	answer := always(http.StatusAccepted, api.Accepted{Status: "cancelled"})
-	err = a.writer(r, answer).Cancel(r.Context(), id, operatorActor(caller), in.Reason)
+	store, built := a.writer(r, answer)
+	err = store.Cancel(r.Context(), id, operatorActor(caller), in.Reason)
 	if errors.Is(err, session.ErrNoTurn) {
 		return httpjson.Refuse(http.StatusConflict, "the session has no open turn to cancel")
 	}
 	if err != nil {
 		return err
 	}
-	return send(w)(answer(reducer.State{}, nil))
+	return send(w, built, answer, reducer.State{}, nil)
 }
 
 func (a *answerRoutes) settle(w http.ResponseWriter, r *http.Request, caller string) error {
@@ -89,7 +91,8 @@ func (a *answerRoutes) settle(w http.ResponseWriter, r *http.Request, caller str
 		return err
 	}
 	answer := always(http.StatusAccepted, api.Accepted{Status: string(in.Verdict)})
-	err = a.writer(r, answer).Settle(r.Context(), id, operatorActor(caller), execution, in.Verdict)
+	store, built := a.writer(r, answer)
+	err = store.Settle(r.Context(), id, operatorActor(caller), execution, in.Verdict)
 	switch { // the reducer decides both
 	case errors.Is(err, reducer.ErrBadAnswer):
 		return httpjson.Refuse(http.StatusBadRequest, "verdict must be %q or %q", reducer.Rerun, reducer.Abandon)
@@ -99,7 +102,7 @@ func (a *answerRoutes) settle(w http.ResponseWriter, r *http.Request, caller str
 	if err != nil {
 		return err
 	}
-	return send(w)(answer(reducer.State{}, nil))
+	return send(w, built, answer, reducer.State{}, nil)
 }
 
 // raise sets new spend caps for a turn suspended at a limit, which then
@@ -115,7 +118,8 @@ func (a *answerRoutes) raise(w http.ResponseWriter, r *http.Request, caller stri
 		return err
 	}
 	answer := always(http.StatusAccepted, api.Accepted{Status: "raised"})
-	err = a.writer(r, answer).Raise(r.Context(), id, operatorActor(caller), in)
+	store, built := a.writer(r, answer)
+	err = store.Raise(r.Context(), id, operatorActor(caller), in)
 	switch {
 	case errors.Is(err, session.ErrBadCaps):
 		return httpjson.Refuse(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "session: "))
@@ -126,7 +130,7 @@ func (a *answerRoutes) raise(w http.ResponseWriter, r *http.Request, caller stri
 	case err != nil:
 		return err
 	}
-	return send(w)(answer(reducer.State{}, nil))
+	return send(w, built, answer, reducer.State{}, nil)
 }
 
 // setTimer moves the end of the wait of a turn suspended on a timer
@@ -145,14 +149,15 @@ func (a *answerRoutes) setTimer(w http.ResponseWriter, r *http.Request, caller s
 		at = *in.At
 	}
 	answer := always(http.StatusAccepted, api.Accepted{Status: "timer set"})
-	err = a.writer(r, answer).SetTimer(r.Context(), id, operatorActor(caller), at)
+	store, built := a.writer(r, answer)
+	err = store.SetTimer(r.Context(), id, operatorActor(caller), at)
 	switch {
 	case errors.Is(err, session.ErrNotPending):
 		return httpjson.Refuse(http.StatusConflict, "the session has no turn suspended on a timer")
 	case err != nil:
 		return err
 	}
-	return send(w)(answer(reducer.State{}, nil))
+	return send(w, built, answer, reducer.State{}, nil)
 }
 
 // setSchedule gives the session a schedule, replacing any.
@@ -166,14 +171,15 @@ func (a *answerRoutes) setSchedule(w http.ResponseWriter, r *http.Request, calle
 		return err
 	}
 	answer := always(http.StatusAccepted, api.Accepted{Status: "scheduled"})
-	err = a.writer(r, answer).SetSchedule(r.Context(), id, operatorActor(caller), in.Cron, in.Text)
+	store, built := a.writer(r, answer)
+	err = store.SetSchedule(r.Context(), id, operatorActor(caller), in.Cron, in.Text)
 	switch {
 	case errors.Is(err, session.ErrBadSchedule):
 		return httpjson.Refuse(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "session: "))
 	case err != nil:
 		return err
 	}
-	return send(w)(answer(reducer.State{}, nil))
+	return send(w, built, answer, reducer.State{}, nil)
 }
 
 // clearSchedule removes the session's schedule; none is a 409.
@@ -183,12 +189,13 @@ func (a *answerRoutes) clearSchedule(w http.ResponseWriter, r *http.Request, cal
 		return err
 	}
 	answer := always(http.StatusAccepted, api.Accepted{Status: "cleared"})
-	err = a.writer(r, answer).ClearSchedule(r.Context(), id, operatorActor(caller))
+	store, built := a.writer(r, answer)
+	err = store.ClearSchedule(r.Context(), id, operatorActor(caller))
 	switch {
 	case errors.Is(err, session.ErrNotPending):
 		return httpjson.Refuse(http.StatusConflict, "the session has no schedule")
 	case err != nil:
 		return err
 	}
-	return send(w)(answer(reducer.State{}, nil))
+	return send(w, built, answer, reducer.State{}, nil)
 }

@@ -52,14 +52,15 @@ func (a *claimRoutes) release(w http.ResponseWriter, r *http.Request, caller str
 		return err
 	}
 	answer := always(http.StatusAccepted, api.Accepted{Status: "released"})
-	err = a.writer(r, answer).ReleaseGrant(r.Context(), id, operatorActor(caller), grant)
+	store, built := a.writer(r, answer)
+	err = store.ReleaseGrant(r.Context(), id, operatorActor(caller), grant)
 	if errors.Is(err, session.ErrNotPending) {
 		return httpjson.Refuse(http.StatusConflict, "grant %q is not held by an ended turn of the session: %v", httpjson.Clip(grant), err)
 	}
 	if err != nil {
 		return err
 	}
-	return send(w)(answer(reducer.State{}, nil))
+	return send(w, built, answer, reducer.State{}, nil)
 }
 
 // maskFacts masks, in place, the blockers of other owners that facts of a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/sessionhttp"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -19,7 +20,7 @@ const (
 	// MaxIdempotencyKey is the longest Idempotency-Key accepted, in bytes.
 	MaxIdempotencyKey = httpjson.MaxIdempotencyKey
 	// ReceiptTTL is how long an Idempotency-Key is remembered.
-	ReceiptTTL = httpjson.ReceiptTTL
+	ReceiptTTL = sessionhttp.ReceiptTTL
 )
 
 // reply is the answer to a request that wrote: what a retry under the same
@@ -42,21 +43,27 @@ func newReply(status int, location string, v any) (reply, error) {
 	return reply{Status: status, Location: location, Body: b}, nil
 }
 
-// always is an answerFunc whose reply does not depend on the write.
+// always is an answerFunc whose reply does not depend on the write: built
+// once, here.
 func always(status int, v any) answerFunc {
-	return func(reducer.State, []reducer.Fact) (reply, error) { return newReply(status, "", v) }
+	rp, err := newReply(status, "", v)
+	return func(reducer.State, []reducer.Fact) (reply, error) { return rp, err }
 }
 
-// send returns a function that writes a reply as writeJSON would have
-// written its body, or returns the error that building it met.
-func send(w http.ResponseWriter) func(reply, error) error {
-	return func(rp reply, err error) error {
-		if err != nil {
+// send writes the reply of a write that succeeded: the one the write
+// built to store under its Idempotency-Key (built, when its Status is
+// set), else the one answer builds from next and written. It returns the
+// error that building it met.
+func send(w http.ResponseWriter, built *reply, answer answerFunc, next reducer.State, written []reducer.Fact) error {
+	rp := *built
+	if rp.Status == 0 {
+		var err error
+		if rp, err = answer(next, written); err != nil {
 			return err
 		}
-		writeReply(w, rp)
-		return nil
 	}
+	writeReply(w, rp)
+	return nil
 }
 
 func writeReply(w http.ResponseWriter, rp reply) {
@@ -108,7 +115,7 @@ func (a *core) idempotent(h func(http.ResponseWriter, *http.Request, string) err
 // replay answers the request with the receipt under k, if there is one:
 // its stored reply, or 422 if it answered another request.
 func (a *core) replay(w http.ResponseWriter, ctx context.Context, k httpjson.Idempotency) (bool, error) {
-	answer, ok, err := k.Receipt(ctx, a.sessions)
+	answer, ok, err := sessionhttp.Receipt(ctx, a.sessions, k)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -123,17 +130,24 @@ func (a *core) replay(w http.ResponseWriter, ctx context.Context, k httpjson.Ide
 
 // writer is the session store a handler writes through: for a request with
 // an Idempotency-Key, one that stores the reply answer builds with the
-// write, under the key.
-func (a *core) writer(r *http.Request, answer answerFunc) *session.Store {
+// write, under the key. The reply it returns is the one the committed
+// write built (Status 0 until one did): the handler answers it (see send)
+// instead of building it again.
+func (a *core) writer(r *http.Request, answer answerFunc) (*session.Store, *reply) {
+	built := new(reply)
 	k, ok := r.Context().Value(idemKey{}).(httpjson.Idempotency)
 	if !ok {
-		return a.sessions
+		return a.sessions, built
 	}
-	return k.Writer(a.sessions, func(next reducer.State, written []reducer.Fact) ([]byte, error) {
+	return sessionhttp.Writer(a.sessions, k, func(next reducer.State, written []reducer.Fact) ([]byte, error) {
 		rp, err := answer(next, written)
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(rp)
-	})
+		b, err := json.Marshal(rp)
+		if err == nil {
+			*built = rp // the last attempt's is the one that commits
+		}
+		return b, err
+	}), built
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/baton-run/baton/internal/console"
 	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/sessionhttp"
 )
 
 // Limits on request content.
@@ -191,8 +192,7 @@ func (a *server) fail(w http.ResponseWriter, r *http.Request, caller string, err
 }
 
 var operatorWords = httpjson.Words{
-	Noun:      "session",
-	Send:      "post",
+	Known:     sessionhttp.Known("session", "post"),
 	Timeout:   "the session store did not answer in time; retry later (under the same Idempotency-Key, a retry of a write that did land is answered as it was)",
 	Cancelled: "request cancelled",
 	Log:       "operator: request failed",

@@ -35,11 +35,12 @@ func (a *sessionRoutes) create(w http.ResponseWriter, r *http.Request, caller st
 	answer := func(next reducer.State, _ []reducer.Fact) (reply, error) {
 		return newReply(http.StatusCreated, "/sessions/"+id, sessionView(id, next))
 	}
-	st, err := a.writer(r, answer).Create(r.Context(), id, caller, in.Agent)
+	store, built := a.writer(r, answer)
+	st, err := store.Create(r.Context(), id, caller, in.Agent)
 	if err != nil {
 		return err
 	}
-	return send(w)(answer(st, nil))
+	return send(w, built, answer, st, nil)
 }
 
 func (a *sessionRoutes) list(w http.ResponseWriter, r *http.Request, caller string) error {
@@ -132,11 +133,12 @@ func (a *sessionRoutes) message(w http.ResponseWriter, r *http.Request, caller s
 	accepted := func(msg string) (reply, error) {
 		return newReply(http.StatusAccepted, "", api.MessageAccepted{MessageID: msg})
 	}
-	msg, err := a.writer(r, func(_ reducer.State, written []reducer.Fact) (reply, error) {
+	store, built := a.writer(r, func(_ reducer.State, written []reducer.Fact) (reply, error) {
 		return accepted(written[0].Message.ID)
-	}).Post(r.Context(), id, operatorActor(caller), in.Text)
+	})
+	msg, err := store.Post(r.Context(), id, operatorActor(caller), in.Text)
 	if err != nil {
 		return err
 	}
-	return send(w)(accepted(msg))
+	return send(w, built, func(reducer.State, []reducer.Fact) (reply, error) { return accepted(msg) }, reducer.State{}, nil)
 }
