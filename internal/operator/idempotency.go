@@ -82,14 +82,32 @@ func writeReply(w http.ResponseWriter, rp reply) {
 // idemKey is the context key of a request's idempotency.
 type idemKey struct{}
 
+// keyCheck is when an idempotent route reads the receipt under its
+// request's Idempotency-Key.
+type keyCheck bool
+
+const (
+	// receiptFirst reads it before the handler runs: for a route whose
+	// operation may write something (a snapshot, a stream) before the
+	// facts that take the key.
+	receiptFirst keyCheck = true
+	// writeFirst reads it only when the handler fails: for a route whose
+	// operation is one compare-and-set of facts, which writes nothing when
+	// the key is taken and fails (the reducer refusing what the earlier
+	// request did already, or the key taken). A first request then reads
+	// no receipt.
+	writeFirst keyCheck = false
+)
+
 // idempotent handles the Idempotency-Key header of a POST route. Without
 // one, h runs as it is. With one, a request the caller made before under
 // the same key is answered what it was answered, writing nothing, and a
 // different request under it is refused with 422; otherwise h runs, and its
 // write stores its answer under the key in the same transaction (see
 // writer). Keys are per caller, and only a request that wrote takes one: a
-// refused request can be sent again under the same key.
-func (a *core) idempotent(h func(http.ResponseWriter, *http.Request, string) error) func(http.ResponseWriter, *http.Request, string) error {
+// refused request can be sent again under the same key. check says when
+// the receipt is read; either way every request is answered alike.
+func (a *core) idempotent(h func(http.ResponseWriter, *http.Request, string) error, check keyCheck) func(http.ResponseWriter, *http.Request, string) error {
 	return func(w http.ResponseWriter, r *http.Request, caller string) error {
 		k, keyed, err := httpjson.ReadIdempotency(w, r, caller, a.maxBody)
 		if err != nil {
@@ -98,15 +116,21 @@ func (a *core) idempotent(h func(http.ResponseWriter, *http.Request, string) err
 		if !keyed {
 			return h(w, r, caller)
 		}
-		if done, err := a.replay(w, r.Context(), k); done || err != nil {
-			return err
+		if check == receiptFirst {
+			if done, err := a.replay(w, r.Context(), k); done || err != nil {
+				return err
+			}
 		}
 		err = h(w, r.WithContext(context.WithValue(r.Context(), idemKey{}, k)), caller)
-		if errors.Is(err, session.ErrReceiptTaken) {
-			// The same key was used by a request that committed meanwhile.
-			if done, rerr := a.replay(w, r.Context(), k); done || rerr != nil {
-				return rerr
-			}
+		if err == nil || (check == receiptFirst && !errors.Is(err, session.ErrReceiptTaken)) {
+			return err
+		}
+		// Written first: the handler failed, perhaps because a request
+		// under the key did what it asks already. Or the key was taken
+		// meanwhile by a request that committed.
+		done, rerr := a.replay(w, r.Context(), k)
+		if _, refused := errors.AsType[*httpjson.Refusal](rerr); done || refused || (rerr != nil && check == receiptFirst) {
+			return rerr
 		}
 		return err
 	}

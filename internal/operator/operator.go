@@ -63,7 +63,9 @@ type Config struct {
 	Heartbeat time.Duration
 	// Log receives request failures; nil discards them.
 	Log *slog.Logger
-	// Chat configures the AI SDK chat endpoint served under /chat.
+	// Chat configures the AI SDK chat endpoint served under /chat; its
+	// AllowedOrigins are the origins the session routes' CORS allows too
+	// (see corsPolicy).
 	Chat chat.Options
 }
 

@@ -15,24 +15,24 @@ import (
 func (g groups) routes() map[string]func(http.ResponseWriter, *http.Request, string) error {
 	s, a, c, st := g.sessions, g.answers, g.claims, g.streams
 	return map[string]func(http.ResponseWriter, *http.Request, string) error{
-		"POST /sessions":                               s.idempotent(s.create),
+		"POST /sessions":                               s.idempotent(s.create, receiptFirst),
 		"GET /sessions":                                s.list,
 		"GET /sessions/{id}":                           s.get,
 		"DELETE /sessions/{id}":                        s.remove,
 		"GET /sessions/{id}/export":                    s.export,
-		"POST /sessions/{id}/messages":                 s.idempotent(s.message),
+		"POST /sessions/{id}/messages":                 s.idempotent(s.message, receiptFirst),
 		"GET /sessions/{id}/facts":                     s.facts,
 		streamRoute:                                    st.stream,
-		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer),
-		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel),
-		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle),
-		"POST /sessions/{id}/grants/{grantId}/release": c.idempotent(c.release),
+		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer, writeFirst),
+		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel, receiptFirst),
+		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle, writeFirst),
+		"POST /sessions/{id}/grants/{grantId}/release": c.idempotent(c.release, writeFirst),
 		"GET /claims/orphans":                          c.orphans,
-		"POST /claims/orphans/{grantId}/release":       c.idempotent(c.releaseOrphan),
-		"POST /sessions/{id}/limits":                   a.idempotent(a.raise),
-		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer),
-		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule),
-		"DELETE /sessions/{id}/schedule":               a.idempotent(a.clearSchedule),
+		"POST /claims/orphans/{grantId}/release":       c.idempotent(c.releaseOrphan, receiptFirst),
+		"POST /sessions/{id}/limits":                   a.idempotent(a.raise, writeFirst),
+		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer, writeFirst),
+		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule, writeFirst),
+		"DELETE /sessions/{id}/schedule":               a.idempotent(a.clearSchedule, writeFirst),
 	}
 }
 
