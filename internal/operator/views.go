@@ -6,6 +6,9 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
+// sessionView is session id, in state st, as the API shows it (without
+// what view reads besides: a running turn's usage, its children's
+// approvals).
 func sessionView(id string, st reducer.State) api.Session {
 	s := api.Session{
 		ID: id, Agent: st.Agent, Status: st.Status, Created: st.Created, Updated: st.Updated,
@@ -34,6 +37,7 @@ func sessionView(id string, st reducer.State) api.Session {
 	return s
 }
 
+// summaryView is a session's head as GET /sessions lists it.
 func summaryView(h dynamo.Head) api.Summary {
 	return api.Summary{ID: h.Session, Agent: h.Agent, Status: h.Status, LastSeq: h.LastSeq,
 		Created: h.Created, Updated: h.Updated, Turn: h.Turn, Cause: h.Cause, Usage: h.Usage}
