@@ -125,11 +125,11 @@ func (a *core) idempotent(h func(http.ResponseWriter, *http.Request, string) err
 		if err == nil || (check == receiptFirst && !errors.Is(err, session.ErrReceiptTaken)) {
 			return err
 		}
-		// Written first: the handler failed, perhaps because a request
-		// under the key did what it asks already. Or the key was taken
-		// meanwhile by a request that committed.
-		done, rerr := a.replay(w, r.Context(), k)
-		if _, refused := errors.AsType[*httpjson.Refusal](rerr); done || refused || (rerr != nil && check == receiptFirst) {
+		// Written first, the handler failed, perhaps because a request
+		// under the key did what it asks already; or the key was taken
+		// meanwhile by a request that committed. A receipt that cannot be
+		// read is answered as it is when read first.
+		if done, rerr := a.replay(w, r.Context(), k); done || rerr != nil {
 			return rerr
 		}
 		return err
