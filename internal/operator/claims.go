@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -33,7 +34,13 @@ func claimsView(st reducer.State) ([]claims.Grant, *reducer.Block) {
 
 // claimRoutes are the routes of resource claims: releasing a grant an
 // ended turn left, and listing and releasing the caller's orphaned grants.
-type claimRoutes struct{ core }
+type claimRoutes struct {
+	core
+	orphaned interface {
+		Orphans(ctx context.Context, owner string) ([]claims.Grant, error)
+		ReleaseOrphan(ctx context.Context, owner, grantID string) error
+	}
+}
 
 // release records an operator's release of a grant the session holds
 // after its turn ended (see session.Store.ReleaseGrant): 202, or 409 when
@@ -78,7 +85,7 @@ func maskFacts(owner string, facts []reducer.Fact) {
 
 // orphans lists the caller's orphaned grants (see session.Store.Orphans).
 func (a *claimRoutes) orphans(w http.ResponseWriter, r *http.Request, caller string) error {
-	gs, err := a.sessions.Orphans(r.Context(), caller)
+	gs, err := a.orphaned.Orphans(r.Context(), caller)
 	if err != nil {
 		return err
 	}
@@ -102,7 +109,7 @@ func (a *claimRoutes) releaseOrphan(w http.ResponseWriter, r *http.Request, call
 	if err := decode(w, r, a.maxBody, &in, true); err != nil {
 		return err
 	}
-	err = a.sessions.ReleaseOrphan(r.Context(), caller, grant)
+	err = a.orphaned.ReleaseOrphan(r.Context(), caller, grant)
 	if errors.Is(err, session.ErrNotOrphan) {
 		return httpjson.Refuse(http.StatusNotFound, "no orphaned grant %q of yours (released already, or never orphaned)", httpjson.Clip(grant))
 	}

@@ -14,13 +14,22 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
-// core is what every route group shares: the session store, the request
-// body limit and the log, and the checks that a path names a session of the
-// caller's.
+// core is what the route groups that write share: the session store they
+// write through (with Idempotency-Key receipts), the request body limit
+// and the log, and the checks that a path names a session of the caller's.
 type core struct {
+	ownership
 	sessions *session.Store
 	maxBody  int64
 	log      *slog.Logger
+}
+
+// ownership checks that a path names a session of the caller's, reading
+// only sessions' heads.
+type ownership struct {
+	heads interface {
+		Head(ctx context.Context, id string) (dynamo.Head, error)
+	}
 }
 
 // pathID returns the path value name, or a 404 refusal when it cannot name
@@ -37,9 +46,9 @@ func pathID(r *http.Request, name, what string) (string, error) {
 // session of that id when it is the caller's, else the session of the
 // caller's chat of that id (see chat.SessionID). It returns the session's
 // id and head. Another caller's session is not found.
-func (a *core) owned(ctx context.Context, id, caller string) (string, dynamo.Head, error) {
+func (a *ownership) owned(ctx context.Context, id, caller string) (string, dynamo.Head, error) {
 	for _, sid := range candidates(id, caller) {
-		h, err := a.sessions.Head(ctx, sid)
+		h, err := a.heads.Head(ctx, sid)
 		switch {
 		case err == nil && h.Owner == caller:
 			return sid, h, nil
@@ -60,7 +69,7 @@ func candidates(id, caller string) []string {
 }
 
 // ownedID is pathID("id") followed by owned.
-func (a *core) ownedID(r *http.Request, caller string) (string, error) {
+func (a *ownership) ownedID(r *http.Request, caller string) (string, error) {
 	id, err := pathID(r, "id", "session")
 	if err != nil {
 		return "", err

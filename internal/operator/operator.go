@@ -129,15 +129,16 @@ func New(c Config) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	base := core{sessions: c.Sessions, maxBody: c.MaxBody, log: log}
+	own := ownership{heads: c.Sessions}
+	base := core{ownership: own, sessions: c.Sessions, maxBody: c.MaxBody, log: log}
 	if base.maxBody <= 0 {
 		base.maxBody = DefaultMaxBody
 	}
 	g := groups{
 		sessions: &sessionRoutes{core: base, agents: agents},
 		answers:  &answerRoutes{core: base},
-		claims:   &claimRoutes{core: base},
-		streams:  &streamRoutes{core: base, hold: max(c.StreamHold, 0), budget: budget, beat: c.Heartbeat},
+		claims:   &claimRoutes{core: base, orphaned: c.Sessions},
+		streams:  &streamRoutes{ownership: own, streams: c.Sessions, log: log, hold: max(c.StreamHold, 0), budget: budget, beat: c.Heartbeat},
 	}
 	a := &server{identity: identity, budget: budget, log: log, mux: http.NewServeMux(), cors: corsPolicy(c.Chat.AllowedOrigins)}
 	for pattern, h := range g.routes() {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
@@ -22,7 +23,11 @@ import (
 // Server-Sent Events: hold bounds how long a read waits for new parts, and
 // budget and beat are the request budget and the event heartbeat.
 type streamRoutes struct {
-	core
+	ownership
+	streams interface {
+		ReadStream(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error)
+	}
+	log                *slog.Logger
 	hold, budget, beat time.Duration
 }
 
@@ -107,7 +112,7 @@ func (a *streamRoutes) turnStream(ctx context.Context, id, turn, caller string) 
 }
 
 func (a *streamRoutes) read(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error) {
-	page, err := a.sessions.ReadStream(ctx, id, stream, after)
+	page, err := a.streams.ReadStream(ctx, id, stream, after)
 	if errors.Is(err, streams.ErrBadCursor) {
 		return streams.Page{}, httpjson.Refuse(http.StatusBadRequest, "after names no part of this stream")
 	}
