@@ -37,10 +37,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/agents"
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/dynamo"
-	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/tool/remote"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -331,7 +331,7 @@ func (rig *claimRig) remove(tr *claimTrial) {
 // finds the holder's and releases it; bob sees none of them.
 func (rig *claimRig) releaseOrphan(tr *claimTrial) {
 	s := rig.s
-	var mine, his operator.Orphans
+	var mine, his api.Orphans
 	s.must(http.StatusOK, "GET", "/claims/orphans", alice, "", &mine)
 	s.must(http.StatusOK, "GET", "/claims/orphans", bob, "", &his)
 	if len(his.Orphans) != 0 {

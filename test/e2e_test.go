@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/wake"
@@ -175,7 +176,7 @@ func TestEndToEnd(t *testing.T) {
 	if sess.Status != reducer.Idle || sess.Turn != nil || len(sess.Pending) != 0 || sess.Turns != 1 || sess.Last != reducer.TurnCompleted {
 		t.Errorf("session after the turn: %+v", sess)
 	}
-	var list operator.List
+	var list api.List
 	s.must(http.StatusOK, "GET", "/sessions", alice, "", &list)
 	if len(list.Sessions) != 1 || list.Sessions[0].ID != id {
 		t.Errorf("alice's sessions: %+v", list)
@@ -494,7 +495,7 @@ func TestApprovalExpiry(t *testing.T) {
 
 // pendingSession makes a session of alice's whose turn waits for an
 // approval, and returns it with the approval and the turn.
-func pendingSession(s *stack) (id string, ap operator.Approval, turn string) {
+func pendingSession(s *stack) (id string, ap api.Approval, turn string) {
 	s.t.Helper()
 	id = s.createSession(alice, "quick")
 	s.post(alice, id, "Send the team a quick note.")
@@ -510,7 +511,7 @@ func checkJSONError(t *testing.T, what string, r reply) {
 	if ct := r.hdr.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Errorf("%s: Content-Type %q, want application/json", what, ct)
 	}
-	var e operator.Error
+	var e api.Error
 	if err := json.Unmarshal(r.body, &e); err != nil || e.Error == "" {
 		t.Errorf("%s: body %s is not a JSON error message", what, r.body)
 	}
@@ -551,7 +552,7 @@ func TestAuthorization(t *testing.T) {
 			t.Errorf("bob: %s: %v on alice's session, %v on none", r.name, got, other)
 		}
 	}
-	var list operator.List
+	var list api.List
 	s.must(http.StatusOK, "GET", "/sessions", bob, "", &list)
 	if len(list.Sessions) != 0 {
 		t.Errorf("bob lists %+v", list.Sessions)
@@ -592,7 +593,7 @@ func TestBadInput(t *testing.T) {
 	s := newStack(t, stackConfig{agents: testdataPath(t, "agents.json")})
 	id, ap, turn := pendingSession(s)
 	before := s.facts(alice, id)
-	var list operator.List
+	var list api.List
 	s.must(http.StatusOK, "GET", "/sessions", alice, "", &list)
 	sessionsBefore := len(list.Sessions)
 
@@ -639,7 +640,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %v, want %d", c.name, got, c.want)
 		} else {
 			checkJSONError(t, c.name, got)
-			var e operator.Error
+			var e api.Error
 			_ = json.Unmarshal(got.body, &e)
 			t.Logf("%-30s %d %s", c.name, got.code, e.Error)
 		}

@@ -41,7 +41,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/baton-run/baton/internal/operator"
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/tick"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/test/harness"
@@ -256,7 +256,7 @@ func (r *manyRun) tickAll(ctx context.Context, n int) {
 func (r *manyRun) startSessions(ctx context.Context, n int) ([]string, time.Time) {
 	ids := make([]string, n)
 	r.each(ctx, n, func(i int) error {
-		var v operator.Session
+		var v api.Session
 		if err := r.api(ctx, http.StatusCreated, "POST", "/sessions", `{"agent":"many"}`, &v); err != nil {
 			return fmt.Errorf("create session %d: %w", i, err)
 		}

@@ -32,10 +32,10 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/auth/authtest"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/emulator"
-	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/provision"
 	"github.com/baton-run/baton/internal/session"
@@ -510,7 +510,7 @@ func (s *stack) must(want int, method, path, user, body string, out any) {
 
 func (s *stack) createSession(user, agent string) string {
 	s.t.Helper()
-	var v operator.Session
+	var v api.Session
 	s.must(http.StatusCreated, "POST", "/sessions", user, `{"agent":"`+agent+`"}`, &v)
 	if v.ID == "" || v.Agent != agent {
 		s.t.Fatalf("created session %+v", v)
@@ -521,30 +521,30 @@ func (s *stack) createSession(user, agent string) string {
 func (s *stack) post(user, id, text string) {
 	s.t.Helper()
 	b, _ := json.Marshal(map[string]string{"text": text})
-	var v operator.MessageAccepted
+	var v api.MessageAccepted
 	s.must(http.StatusAccepted, "POST", "/sessions/"+id+"/messages", user, string(b), &v)
 	if v.MessageID == "" {
 		s.t.Fatal("message accepted without an id")
 	}
 }
 
-func (s *stack) session(user, id string) operator.Session {
+func (s *stack) session(user, id string) api.Session {
 	s.t.Helper()
-	var v operator.Session
+	var v api.Session
 	s.must(http.StatusOK, "GET", "/sessions/"+id, user, "", &v)
 	return v
 }
 
 func (s *stack) facts(user, id string) []reducer.Fact {
 	s.t.Helper()
-	var v operator.Facts
+	var v api.Facts
 	s.must(http.StatusOK, "GET", "/sessions/"+id+"/facts", user, "", &v)
 	return v.Facts
 }
 
 func (s *stack) answer(user, id, approval, decision string) {
 	s.t.Helper()
-	var v operator.Accepted
+	var v api.Accepted
 	s.must(http.StatusAccepted, "POST", "/sessions/"+id+"/approvals/"+approval, user, `{"decision":"`+decision+`"}`, &v)
 	if v.Status != decision {
 		s.t.Fatalf("answer: %+v", v)
@@ -553,9 +553,9 @@ func (s *stack) answer(user, id, approval, decision string) {
 
 // waitPending polls GET /sessions/{id} until the open turn waits for an
 // approval, and returns it.
-func (s *stack) waitPending(user, id string, timeout time.Duration) operator.Approval {
+func (s *stack) waitPending(user, id string, timeout time.Duration) api.Approval {
 	s.t.Helper()
-	var last operator.Session
+	var last api.Session
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		last = s.session(user, id)
@@ -571,7 +571,7 @@ func (s *stack) waitPending(user, id string, timeout time.Duration) operator.App
 		time.Sleep(100 * time.Millisecond)
 	}
 	s.t.Fatalf("no pending approval after %v: %+v", timeout, last)
-	return operator.Approval{}
+	return api.Approval{}
 }
 
 // readStream reads a turn's stream through the API as JSON pages, following
@@ -582,7 +582,7 @@ func (s *stack) readStream(user, id, turn string, timeout time.Duration) ([]part
 	var cursor streams.Cursor
 	deadline := time.Now().Add(timeout)
 	for pages := 0; ; pages++ {
-		var page operator.StreamPage
+		var page api.StreamPage
 		path := "/sessions/" + id + "/turns/" + turn + "/stream"
 		if cursor != "" {
 			path += "?after=" + string(cursor)
@@ -594,10 +594,10 @@ func (s *stack) readStream(user, id, turn string, timeout time.Duration) ([]part
 		if len(page.Parts) > 0 && page.Cursor != page.Parts[len(page.Parts)-1].Cursor {
 			s.t.Fatalf("page cursor %s is not its last part's %s", page.Cursor, page.Parts[len(page.Parts)-1].Cursor)
 		}
-		cursor = page.Cursor
-		if page.Closed != streams.Open {
+		cursor = streams.Cursor(page.Cursor)
+		if streams.Status(page.Closed) != streams.Open {
 			s.t.Logf("stream %s: %d parts in %d pages, closed %s", turn, len(ps), pages+1, page.Closed)
-			return ps, page.Closed
+			return ps, streams.Status(page.Closed)
 		}
 		if time.Now().After(deadline) {
 			s.t.Fatalf("stream %s still open after %v (%d parts)", turn, timeout, len(ps))

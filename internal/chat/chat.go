@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/sessionhttp"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -140,8 +141,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, caller string, er
 }
 
 var chatWords = httpjson.Words{
-	Noun:      "chat",
-	Send:      "send",
+	Known:     sessionhttp.Known("chat", "send"),
 	Timeout:   "request cancelled, or the session store did not answer in time; retry",
 	Cancelled: "request cancelled, or the session store did not answer in time; retry",
 	Log:       "chat: request failed",

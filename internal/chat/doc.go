@@ -8,5 +8,6 @@
 // SessionID(caller, chat id)); POST /chat honours Idempotency-Key, a retry
 // streaming the same turn again; each stream and message list is shaped for
 // the AI SDK major the client names, and a stream sends a comment heartbeat
-// while it waits.
+// while it waits. Its request and message bodies are package api's
+// (ChatRequest, ChatMessage).
 package chat

@@ -2,48 +2,14 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/parts"
-
 	"github.com/baton-run/baton/pkg/reducer"
 )
-
-// Message is a chat message as the AI SDK's UIMessage, as GET
-// /chat/{id}/messages answers it: a user message's text, or an assistant
-// message (one a turn, its id the turn's id) with its text, reasoning,
-// step, tool and data parts.
-type Message struct {
-	ID       string          `json:"id"`
-	Role     string          `json:"role"`
-	Metadata json.RawMessage `json:"metadata,omitempty"`
-	Parts    []MessagePart   `json:"parts"`
-}
-
-// MessagePart is one part of a Message; only the fields its Type uses are
-// set. Type is "text", "reasoning", "step-start", "tool-<name>" or
-// "data-<name>".
-type MessagePart struct {
-	Type string `json:"type"`
-	// ID names a data part.
-	ID               string          `json:"id,omitempty"`
-	Text             *string         `json:"text,omitempty"`
-	State            string          `json:"state,omitempty"`
-	ProviderMetadata json.RawMessage `json:"providerMetadata,omitempty"`
-
-	ToolCallID           string          `json:"toolCallId,omitempty"`
-	Input                json.RawMessage `json:"input,omitempty"`
-	Output               json.RawMessage `json:"output,omitempty"`
-	ErrorText            string          `json:"errorText,omitempty"`
-	CallProviderMetadata json.RawMessage `json:"callProviderMetadata,omitempty"`
-	// Approval is set in majors 6 and 7 only.
-	Approval *UIApproval `json:"approval,omitempty"`
-
-	Data json.RawMessage `json:"data,omitempty"`
-}
 
 // messages handles GET /chat/{id}/messages: the chat's messages as the AI
 // SDK's UIMessage[] for the caller's major. A chat that does not exist for
@@ -56,7 +22,7 @@ func (h *handler) messages(w http.ResponseWriter, r *http.Request, caller string
 	}
 	id, _, err := h.owned(ctx, r, caller)
 	if notFound(err) {
-		httpjson.Write(w, http.StatusOK, []Message{})
+		httpjson.Write(w, http.StatusOK, []api.ChatMessage{})
 		return nil
 	}
 	if err != nil {
@@ -77,12 +43,12 @@ func (h *handler) messages(w http.ResponseWriter, r *http.Request, caller string
 // messages waiting for a turn. A message steered into a turn follows that
 // turn's reply. It costs one DynamoDB query and one stream read per ended
 // turn.
-func (h *handler) history(ctx context.Context, id string, v Version) ([]Message, error) {
+func (h *handler) history(ctx context.Context, id string, v Version) ([]api.ChatMessage, error) {
 	facts, err := h.Sessions.Facts(ctx, id, 0)
 	if err != nil {
 		return nil, fmt.Errorf("chat: history of %s: %w", id, err)
 	}
-	out := []Message{}
+	out := []api.ChatMessage{}
 	var inbox, steered []reducer.Message
 	turn, stream := "", ""
 	endTurn := func() error {
@@ -127,10 +93,10 @@ func (h *handler) history(ctx context.Context, id string, v Version) ([]Message,
 	return appendUser(out, inbox), nil
 }
 
-func appendUser(out []Message, msgs []reducer.Message) []Message {
+func appendUser(out []api.ChatMessage, msgs []reducer.Message) []api.ChatMessage {
 	for _, m := range msgs {
 		text := m.Text
-		out = append(out, Message{ID: m.ID, Role: "user", Parts: []MessagePart{{Type: "text", Text: &text}}})
+		out = append(out, api.ChatMessage{ID: m.ID, Role: "user", Parts: []api.ChatPart{{Type: "text", Text: &text}}})
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/sessionhttp"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 )
@@ -58,7 +59,7 @@ func (h *handler) replayKeyed(ctx context.Context, w http.ResponseWriter, r *htt
 // replay answers the request with the stream the receipt under k names, if
 // there is one (done true); a key used for another request is a 422.
 func (h *handler) replay(ctx context.Context, w http.ResponseWriter, r *http.Request, k httpjson.Idempotency, v Version) (bool, error) {
-	raw, ok, err := k.Receipt(ctx, h.Sessions)
+	raw, ok, err := sessionhttp.Receipt(ctx, h.Sessions, k)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -100,7 +101,7 @@ func (h *handler) writer(key *httpjson.Idempotency, at func(next reducer.State) 
 	if key == nil {
 		return h.Sessions
 	}
-	return key.Writer(h.Sessions, func(next reducer.State, _ []reducer.Fact) ([]byte, error) {
+	return sessionhttp.Writer(h.Sessions, *key, func(next reducer.State, _ []reducer.Fact) ([]byte, error) {
 		return json.Marshal(at(next))
 	})
 }

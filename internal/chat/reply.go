@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/parts"
 )
 
@@ -18,8 +19,8 @@ import (
 // recorded answer as approval-responded until the call's result. Unlike a
 // live client, the reply leaves out a step cut short and redone (the parts
 // before a data-abandoned back to its step-start), and error parts.
-func Reply(turn string, ps []parts.Part, v Version) Message {
-	f := folder{msg: Message{ID: turn, Role: "assistant", Parts: []MessagePart{}}, blocks: map[string]int{}, step: -1}
+func Reply(turn string, ps []parts.Part, v Version) api.ChatMessage {
+	f := folder{msg: api.ChatMessage{ID: turn, Role: "assistant", Parts: []api.ChatPart{}}, blocks: map[string]int{}, step: -1}
 	for _, p := range ps {
 		if p.Type == parts.ToolApprovalResponse && v != V5 {
 			f.answer(p) // v6 lacks the chunk but has the state
@@ -33,7 +34,7 @@ func Reply(turn string, ps []parts.Part, v Version) Message {
 }
 
 type folder struct {
-	msg    Message
+	msg    api.ChatMessage
 	blocks map[string]int // text or reasoning block id → part index
 	step   int            // index of the latest step-start part
 }
@@ -43,7 +44,7 @@ func (f *folder) add(p parts.Part) {
 	switch p.Type {
 	case parts.StartStep:
 		f.step = len(f.msg.Parts)
-		f.push(MessagePart{Type: "step-start"})
+		f.push(api.ChatPart{Type: "step-start"})
 	case parts.TextStart, parts.ReasoningStart:
 		kind := "text"
 		if p.Type == parts.ReasoningStart {
@@ -51,19 +52,19 @@ func (f *folder) add(p parts.Part) {
 		}
 		text := ""
 		f.blocks[kind+"/"+p.ID] = len(f.msg.Parts)
-		f.push(MessagePart{Type: kind, Text: &text, State: "streaming", ProviderMetadata: p.ProviderMetadata})
+		f.push(api.ChatPart{Type: kind, Text: &text, State: "streaming", ProviderMetadata: p.ProviderMetadata})
 	case parts.TextDelta, parts.ReasoningDelta, parts.TextEnd, parts.ReasoningEnd:
 		f.block(p)
 	case parts.ToolInputAvailable:
 		t := f.tool(p.ToolCallID)
 		if t == nil {
-			f.push(MessagePart{Type: "tool-" + p.ToolName, ToolCallID: p.ToolCallID})
+			f.push(api.ChatPart{Type: "tool-" + p.ToolName, ToolCallID: p.ToolCallID})
 			t = &f.msg.Parts[len(f.msg.Parts)-1]
 		}
 		t.State, t.Input, t.CallProviderMetadata = "input-available", p.Input, p.ProviderMetadata
 	case parts.ToolApprovalRequest:
 		if t := f.tool(p.ToolCallID); t != nil {
-			t.State, t.Approval = "approval-requested", &UIApproval{ID: p.ApprovalID}
+			t.State, t.Approval = "approval-requested", &api.UIApproval{ID: p.ApprovalID}
 		}
 	case parts.ToolOutputAvailable:
 		if t := f.tool(p.ToolCallID); t != nil {
@@ -84,12 +85,12 @@ func (f *folder) add(p parts.Part) {
 		}
 	default:
 		if len(p.Type) > 5 && p.Type[:5] == "data-" {
-			f.push(MessagePart{Type: string(p.Type), Data: p.Data})
+			f.push(api.ChatPart{Type: string(p.Type), Data: p.Data})
 		}
 	}
 }
 
-func (f *folder) push(p MessagePart) { f.msg.Parts = append(f.msg.Parts, p) }
+func (f *folder) push(p api.ChatPart) { f.msg.Parts = append(f.msg.Parts, p) }
 
 // block adds a delta to, or ends, its text or reasoning part.
 func (f *folder) block(p parts.Part) {
@@ -119,7 +120,7 @@ func (f *folder) answer(p parts.Part) {
 	for i := range f.msg.Parts {
 		t := &f.msg.Parts[i]
 		if t.Approval != nil && t.Approval.ID == p.ApprovalID {
-			t.Approval = &UIApproval{ID: p.ApprovalID, Approved: p.Approved, Reason: p.Reason}
+			t.Approval = &api.UIApproval{ID: p.ApprovalID, Approved: p.Approved, Reason: p.Reason}
 			if t.State == "approval-requested" {
 				t.State = "approval-responded"
 			}
@@ -128,7 +129,7 @@ func (f *folder) answer(p parts.Part) {
 }
 
 // tool returns the tool part of call id, or nil.
-func (f *folder) tool(id string) *MessagePart {
+func (f *folder) tool(id string) *api.ChatPart {
 	for i := range f.msg.Parts {
 		if t := &f.msg.Parts[i]; t.ToolCallID == id && id != "" {
 			return t

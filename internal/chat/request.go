@@ -1,58 +1,14 @@
 package chat
 
 import (
-	"encoding/json"
 	"mime"
 	"net/http"
 	"strings"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/httpjson"
-
 	"github.com/baton-run/baton/pkg/reducer"
 )
-
-// Request is the body of POST /chat: what the AI SDK's
-// DefaultChatTransport sends, plus agent from the transport's body option.
-// Only the last message is read: the server holds the chat's history.
-// Other fields, which an application's body option may add, are ignored.
-type Request struct {
-	// ID is the chat's id, which is the session's id.
-	ID string `json:"id"`
-	// Messages is the client's copy of the chat. The last one is either a
-	// new user message, or the assistant message whose tool parts carry
-	// approval answers (state "approval-responded").
-	Messages []UIMessage `json:"messages"`
-	// Trigger is "submit-message"; "regenerate-message" is refused.
-	Trigger   string `json:"trigger"`
-	MessageID string `json:"messageId"`
-	// Agent names the agent of a new chat; empty means the default.
-	Agent string `json:"agent"`
-}
-
-// UIMessage is the part of an AI SDK UIMessage the endpoint reads.
-type UIMessage struct {
-	ID       string          `json:"id"`
-	Role     string          `json:"role"`
-	Parts    []UIPart        `json:"parts"`
-	Metadata json.RawMessage `json:"metadata,omitempty"`
-}
-
-// UIPart is the part of an AI SDK UIMessage part the endpoint reads: text,
-// and a tool part's call id, state and approval.
-type UIPart struct {
-	Type       string      `json:"type"`
-	Text       string      `json:"text,omitempty"`
-	ToolCallID string      `json:"toolCallId,omitempty"`
-	State      string      `json:"state,omitempty"`
-	Approval   *UIApproval `json:"approval,omitempty"`
-}
-
-// UIApproval is a tool part's approval: its id, and the answer once given.
-type UIApproval struct {
-	ID       string `json:"id"`
-	Approved *bool  `json:"approved,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-}
 
 // An answer is an approval answer read from the request.
 type answer struct {
@@ -63,8 +19,8 @@ type answer struct {
 
 // decodeRequest reads and checks a chat request. It returns the new user
 // message, or the approval answers, never both.
-func decodeRequest(w http.ResponseWriter, r *http.Request, max int64) (Request, *reducer.Message, []answer, error) {
-	var in Request
+func decodeRequest(w http.ResponseWriter, r *http.Request, max int64) (api.ChatRequest, *reducer.Message, []answer, error) {
+	var in api.ChatRequest
 	body, err := httpjson.ReadBody(w, r, max)
 	if err != nil {
 		return in, nil, nil, err
@@ -102,7 +58,7 @@ func decodeRequest(w http.ResponseWriter, r *http.Request, max int64) (Request, 
 	}
 }
 
-func userMessage(m UIMessage) (*reducer.Message, error) {
+func userMessage(m api.UIMessage) (*reducer.Message, error) {
 	if !validID(m.ID) {
 		return nil, httpjson.Refuse(http.StatusBadRequest, "the last message's id %q is not a message id: 1 to 128 letters, digits, '_' or '-'", httpjson.Clip(m.ID))
 	}
@@ -124,7 +80,7 @@ func userMessage(m UIMessage) (*reducer.Message, error) {
 	return &reducer.Message{ID: m.ID, Text: joined}, nil
 }
 
-func approvalAnswers(m UIMessage) ([]answer, error) {
+func approvalAnswers(m api.UIMessage) ([]answer, error) {
 	var out []answer
 	for _, p := range m.Parts {
 		if p.State != "approval-responded" {

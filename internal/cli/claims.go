@@ -9,13 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-run/baton/internal/claims"
-	"github.com/baton-run/baton/internal/operator"
+	"github.com/baton-run/baton/api"
 )
 
 // showClaims prints the session's grants, one line each, and what its turn
 // is blocked on.
-func showClaims(w io.Writer, s operator.Session) {
+func showClaims(w io.Writer, s api.Session) {
 	for _, g := range s.Grants {
 		ended := s.Turn == nil || s.Turn.ID != g.Turn
 		state := "held"
@@ -50,7 +49,7 @@ func showClaims(w io.Writer, s operator.Session) {
 	}
 }
 
-func claimList(cs []claims.Claim) string {
+func claimList(cs []api.Claim) string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.String()
@@ -72,10 +71,9 @@ func (e *env) release(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	path := "/sessions/" + seg(pos[0]) + "/grants/" + seg(pos[1]) + "/release"
-	err = cl.call(ctx, http.MethodPost, path, struct{}{}, nil)
-	if ae, ok := errors.AsType[*APIError](err); ok && ae.Status == http.StatusNotFound && strings.Contains(pos[1], pos[0]) {
-		if oerr := cl.call(ctx, http.MethodPost, "/claims/orphans/"+seg(pos[1])+"/release", struct{}{}, nil); oerr == nil {
+	err = cl.ReleaseGrant(ctx, pos[0], pos[1])
+	if ae, ok := errors.AsType[*api.StatusError](err); ok && ae.Status == http.StatusNotFound && strings.Contains(pos[1], pos[0]) {
+		if oerr := cl.ReleaseOrphan(ctx, pos[1]); oerr == nil {
 			fmt.Fprintf(e.stdout, "released %s, orphaned by the deleted session %s\n", pos[1], pos[0])
 			return nil
 		}
@@ -102,8 +100,8 @@ func (e *env) orphans(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var out operator.Orphans
-	if err := cl.call(ctx, http.MethodGet, "/claims/orphans", nil, &out); err != nil {
+	out, err := cl.Orphans(ctx)
+	if err != nil {
 		return err
 	}
 	return e.emit(c, out, func() error {

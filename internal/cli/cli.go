@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/baton-run/baton/internal/operator"
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -158,10 +158,10 @@ func ExitCode(err error) int {
 	if _, ok := errors.AsType[*usageError](err); ok {
 		return ExitUsage
 	}
-	if _, ok := errors.AsType[*UnreachableError](err); ok {
+	if _, ok := errors.AsType[*api.UnreachableError](err); ok {
 		return ExitUnreachable
 	}
-	if ae, ok := errors.AsType[*APIError](err); ok {
+	if ae, ok := errors.AsType[*api.StatusError](err); ok {
 		switch ae.Status {
 		case http.StatusNotFound:
 			return ExitNotFound
@@ -352,7 +352,7 @@ func ParseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // client returns the API client: --api of the command, then the global
 // --api, then BATON_API, then DefaultAPI.
-func (e *env) client(c *command) (*client, error) {
+func (e *env) client(c *command) (*api.Client, error) {
 	base := c.api
 	if base == "" {
 		base = e.api
@@ -364,16 +364,6 @@ func (e *env) client(c *command) (*client, error) {
 		base = DefaultAPI
 	}
 	return newClient(base, e.getenv("BATON_TOKEN"), e.getenv("BATON_OPERATOR"))
-}
-
-// call makes one request of the API of command c (see client) and decodes
-// its answer into out.
-func (e *env) call(ctx context.Context, c *command, method, path string, in, out any) error {
-	cl, err := e.client(c)
-	if err != nil {
-		return err
-	}
-	return cl.call(ctx, method, path, in, out)
 }
 
 func (e *env) printJSON(v any) error {
@@ -395,14 +385,10 @@ func (e *env) sessions(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var all []operator.Summary
+	var all []api.Summary
 	for cursor := ""; ; {
-		path := "/sessions?limit=100"
-		if cursor != "" {
-			path += "&cursor=" + seg(cursor)
-		}
-		var page operator.List
-		if err := cl.call(ctx, http.MethodGet, path, nil, &page); err != nil {
+		page, err := cl.Sessions(ctx, api.MaxListLimit, cursor)
+		if err != nil {
 			return err
 		}
 		all = append(all, page.Sessions...)
@@ -412,11 +398,10 @@ func (e *env) sessions(ctx context.Context, args []string) error {
 		cursor = page.Next
 	}
 	// The listing carries no usage; each session's state does.
-	full := make([]operator.Session, 0, len(all))
+	full := make([]api.Session, 0, len(all))
 	for _, s := range all {
-		var st operator.Session
-		err := cl.call(ctx, http.MethodGet, "/sessions/"+seg(s.ID), nil, &st)
-		if ae, ok := errors.AsType[*APIError](err); ok && ae.Status == http.StatusNotFound {
+		st, err := cl.Session(ctx, s.ID)
+		if ae, ok := errors.AsType[*api.StatusError](err); ok && ae.Status == http.StatusNotFound {
 			continue // gone since it was listed
 		}
 		if err != nil {
@@ -436,7 +421,7 @@ func (e *env) sessions(ctx context.Context, args []string) error {
 }
 
 // statusText is a session's status, with the cause of a suspension.
-func statusText(s operator.Session) string {
+func statusText(s api.Session) string {
 	if s.Status == reducer.Suspended && s.Turn != nil && s.Turn.Cause != "" {
 		return fmt.Sprintf("%s (%s)", s.Status, s.Turn.Cause)
 	}
@@ -453,15 +438,19 @@ func (e *env) show(ctx context.Context, args []string) error {
 	if _, err := c.format(); err != nil {
 		return err
 	}
-	var s operator.Session
-	if err := e.call(ctx, c, http.MethodGet, "/sessions/"+seg(pos[0]), nil, &s); err != nil {
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	s, err := cl.Session(ctx, pos[0])
+	if err != nil {
 		return err
 	}
 	return e.emit(c, s, func() error { e.showTable(s); return nil })
 }
 
 // showTable prints a session's state for a person.
-func (e *env) showTable(s operator.Session) {
+func (e *env) showTable(s api.Session) {
 	w := e.stdout
 	fmt.Fprintf(w, "session  %s\nagent    %s\nstatus   %s\nupdated  %s\nturns    %d\n",
 		s.ID, s.Agent, statusText(s), s.Updated.UTC().Format(time.RFC3339), s.Turns)
@@ -508,8 +497,12 @@ func (e *env) newSession(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var s operator.Session
-	if err := e.call(ctx, c, http.MethodPost, "/sessions", map[string]string{"agent": pos[0]}, &s); err != nil {
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	s, err := cl.CreateSession(ctx, pos[0])
+	if err != nil {
 		return err
 	}
 	if c.json {
@@ -536,8 +529,12 @@ func (e *env) send(ctx context.Context, args []string) error {
 	if err := reducer.CheckText("TEXT", text); err != nil {
 		return usagef("%v", err)
 	}
-	var out operator.MessageAccepted
-	if err := e.call(ctx, c, http.MethodPost, "/sessions/"+seg(pos[0])+"/messages", map[string]string{"text": text}, &out); err != nil {
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	out, err := cl.Send(ctx, pos[0], text)
+	if err != nil {
 		return err
 	}
 	if c.json {
@@ -555,12 +552,11 @@ func (e *env) answer(ctx context.Context, decision string, args []string) error 
 	if err != nil {
 		return err
 	}
-	in := map[string]string{"decision": decision}
-	if reason != "" {
-		in["reason"] = reason
+	cl, err := e.client(c)
+	if err != nil {
+		return err
 	}
-	path := "/sessions/" + seg(pos[0]) + "/approvals/" + seg(pos[1])
-	if err := e.call(ctx, c, http.MethodPost, path, in, nil); err != nil {
+	if err := cl.Answer(ctx, pos[0], pos[1], reducer.Decision(decision), reason); err != nil {
 		return err
 	}
 	past := map[string]string{"approve": "approved", "deny": "denied"}[decision]
@@ -578,8 +574,11 @@ func (e *env) verdict(ctx context.Context, args []string) error {
 	if v != string(reducer.Rerun) && v != string(reducer.Abandon) {
 		return usagef("the verdict must be %s or %s, not %q", reducer.Rerun, reducer.Abandon, v)
 	}
-	path := "/sessions/" + seg(pos[0]) + "/executions/" + seg(pos[1])
-	if err := e.call(ctx, c, http.MethodPost, path, map[string]string{"verdict": v}, nil); err != nil {
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	if err := cl.Settle(ctx, pos[0], pos[1], reducer.Verdict(v)); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "%s %s of session %s\n", map[string]string{"rerun": "rerunning", "abandon": "abandoned"}[v], pos[1], pos[0])
@@ -594,11 +593,11 @@ func (e *env) cancel(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var in any
-	if reason != "" {
-		in = map[string]string{"reason": reason}
+	cl, err := e.client(c)
+	if err != nil {
+		return err
 	}
-	if err := e.call(ctx, c, http.MethodPost, "/sessions/"+seg(pos[0])+"/cancel", in, nil); err != nil {
+	if err := cl.Cancel(ctx, pos[0], reason); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "cancelled the open turn of session %s\n", pos[0])

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/cli"
 	"github.com/baton-run/baton/internal/operator"
 )
@@ -208,7 +209,7 @@ func TestCommandsAgainstTheDevServer(t *testing.T) {
 	if !regexp.MustCompile(`\nusage    tokens in [1-9]\d*, out [1-9]\d*, steps 2, cost —\n(.*\n)*turn     .*\n         usage tokens in [1-9]\d*, out [1-9]\d*, steps 2, cost —\n`).MatchString(show) {
 		t.Fatalf("show lacks the session's and the turn's usage of two steps:\n%s", show)
 	}
-	var st operator.Session
+	var st api.Session
 	if err := json.Unmarshal([]byte(must(t, ctx, env, "show", "--json", id)), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestCommandsAgainstTheDevServer(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^` + id + `\s+demo\s+idle\s+\S+Z\s+1\s+[1-9]\d*/[1-9]\d*\s+3\s+—$`).MatchString(list) {
 		t.Fatalf("sessions lacks a row for %s with its usage:\n%s", id, list)
 	}
-	var all []operator.Session
+	var all []api.Session
 	if err := json.Unmarshal([]byte(must(t, ctx, env, "sessions", "--json")), &all); err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +381,7 @@ func TestCancelAWaitingTurn(t *testing.T) {
 		t.Fatalf("the tail does not say why the turn ended:\n%s", tl.out)
 	}
 	expect(t, ctx, env, cli.ExitConflict, "is not pending", "approve", id, approval)
-	var st operator.Session
+	var st api.Session
 	if err := json.Unmarshal([]byte(must(t, ctx, env, "show", id, "--json")), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +454,7 @@ func TestUsageAndNotFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var facts operator.Facts
+	var facts api.Facts
 	if err := json.NewDecoder(resp.Body).Decode(&facts); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,5 @@
-// Package cli is the baton command line's client of the operator HTTP API:
+// Package cli is the baton command line's client of the operator HTTP API,
+// through package api's client and wire types:
 // it lists, creates and inspects sessions, posts messages, answers
 // approvals, settles uncertain executions, cancels turns, raises spend
 // caps, moves timers, sets schedules, exports and deletes sessions, and

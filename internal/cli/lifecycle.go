@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 )
@@ -20,8 +19,12 @@ func (e *env) export(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var raw json.RawMessage
-	if err := e.call(ctx, c, http.MethodGet, "/sessions/"+seg(pos[0])+"/export", nil, &raw); err != nil {
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	raw, err := cl.Export(ctx, pos[0])
+	if err != nil {
 		return err
 	}
 	var b bytes.Buffer
@@ -68,7 +71,11 @@ func (e *env) remove(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := e.call(ctx, c, http.MethodDelete, "/sessions/"+seg(pos[0]), nil, nil); err != nil {
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	if err := cl.DeleteSession(ctx, pos[0]); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "deleted session %s\n", pos[0])

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
-
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/cli"
-	"github.com/baton-run/baton/internal/operator"
+	"gopkg.in/yaml.v3"
 )
 
 // TestVersion: --version prints the version and exits 0, sending nothing.
@@ -53,7 +52,7 @@ func TestOutputFormats(t *testing.T) {
 	env := vars{"BATON_OPERATOR": "formats-" + t.Name()}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
 
-	var viaJSON, viaAlias operator.Session
+	var viaJSON, viaAlias api.Session
 	if err := json.Unmarshal([]byte(must(t, ctx, env, "show", id, "-o", "json")), &viaJSON); err != nil || viaJSON.ID != id {
 		t.Fatalf("show -o json: %+v, %v", viaJSON, err)
 	}
@@ -71,7 +70,7 @@ func TestOutputFormats(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(must(t, ctx, env, "sessions", "-o", "yaml")), &list); err != nil || len(list) != 1 || list[0]["id"] != id {
 		t.Fatalf("sessions -o yaml: %v, %v", list, err)
 	}
-	var all []operator.Session
+	var all []api.Session
 	if err := json.Unmarshal([]byte(must(t, ctx, env, "sessions", "-o", "json")), &all); err != nil || len(all) != 1 {
 		t.Fatalf("sessions -o json: %+v, %v", all, err)
 	}
@@ -90,7 +89,7 @@ func TestExportAndDelete(t *testing.T) {
 	env := vars{"BATON_OPERATOR": "lifecycle-" + t.Name()}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
 
-	var ex operator.Export
+	var ex api.Export
 	if err := json.Unmarshal([]byte(must(t, ctx, env, "export", id)), &ex); err != nil || ex.Session != id || len(ex.Facts) != 1 || ex.Streams == nil {
 		t.Fatalf("export: %+v, %v", ex, err)
 	}
@@ -99,7 +98,7 @@ func TestExportAndDelete(t *testing.T) {
 		t.Fatalf("export -f printed %q", out)
 	}
 	b, err := os.ReadFile(file)
-	var fromFile operator.Export
+	var fromFile api.Export
 	if err != nil || json.Unmarshal(b, &fromFile) != nil || fromFile.Session != id {
 		t.Fatalf("export file: %v %s", err, b)
 	}

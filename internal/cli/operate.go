@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
-	"github.com/baton-run/baton/internal/operator"
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -43,7 +42,7 @@ func capsText(c reducer.Caps) string {
 
 // showOperations writes what show says about usage, caps, timers and the
 // schedule, with the commands that act on them.
-func showOperations(w io.Writer, s operator.Session) {
+func showOperations(w io.Writer, s api.Session) {
 	stale := ""
 	if s.UsageStale {
 		stale = " (the running turn's as its last suspension recorded it: its stream could not be read)"
@@ -66,7 +65,7 @@ func showOperations(w io.Writer, s operator.Session) {
 
 // showTurnOperations writes what show says about the open turn's usage,
 // caps, timer and spend limit.
-func showTurnOperations(w io.Writer, s operator.Session, t *operator.Turn) {
+func showTurnOperations(w io.Writer, s api.Session, t *api.Turn) {
 	fmt.Fprintf(w, "         usage %s\n", usageText(t.Usage))
 	if c := capsText(t.Caps); c != "" {
 		fmt.Fprintf(w, "         caps %s\n", c)
@@ -106,7 +105,7 @@ func showLimit(w io.Writer, id string, l *reducer.Limit) {
 // raise sets new spend caps for a turn suspended at a limit.
 func (e *env) raise(ctx context.Context, args []string) error {
 	c := e.flags("raise", false)
-	var in reducer.Raise
+	var in api.RaiseRequest
 	c.fs.Int64Var(&in.Turn.InputTokens, "turn-input-tokens", 0, "the open turn's input token cap")
 	c.fs.Int64Var(&in.Turn.OutputTokens, "turn-output-tokens", 0, "the open turn's output token cap")
 	c.fs.Float64Var(&in.Turn.Cost, "turn-cost", 0, "the open turn's cost cap, USD")
@@ -120,7 +119,11 @@ func (e *env) raise(ctx context.Context, args []string) error {
 	if in.Turn == (reducer.Caps{}) && in.Session == (reducer.Caps{}) {
 		return usagef("name a cap to raise: --turn-input-tokens, --turn-output-tokens, --turn-cost, --session-input-tokens, --session-output-tokens or --session-cost")
 	}
-	if err := e.call(ctx, c, http.MethodPost, "/sessions/"+seg(pos[0])+"/limits", in, nil); err != nil {
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	if err := cl.Raise(ctx, pos[0], in); err != nil {
 		return err
 	}
 	var what []string
@@ -143,7 +146,7 @@ func (e *env) wake(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var in operator.TimerRequest
+	var in api.TimerRequest
 	if at != "" {
 		t, err := time.Parse(time.RFC3339, at)
 		if err != nil {
@@ -151,7 +154,11 @@ func (e *env) wake(ctx context.Context, args []string) error {
 		}
 		in.At = &t
 	}
-	if err := e.call(ctx, c, http.MethodPost, "/sessions/"+seg(pos[0])+"/wake", in, nil); err != nil {
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
+	if err := cl.SetTimer(ctx, pos[0], in.At); err != nil {
 		return err
 	}
 	if in.At == nil {
@@ -165,7 +172,7 @@ func (e *env) wake(ctx context.Context, args []string) error {
 // schedule sets or clears a session's schedule.
 func (e *env) schedule(ctx context.Context, args []string) error {
 	c := e.flags("schedule", false)
-	var in operator.ScheduleRequest
+	var in api.ScheduleRequest
 	var clear bool
 	c.fs.StringVar(&in.Cron, "cron", "", "five cron fields, UTC")
 	c.fs.StringVar(&in.Text, "text", "", "the message posted at each occurrence")
@@ -188,15 +195,18 @@ func (e *env) schedule(ctx context.Context, args []string) error {
 			return usagef("%v", err)
 		}
 	}
-	path := "/sessions/" + seg(pos[0]) + "/schedule"
+	cl, err := e.client(c)
+	if err != nil {
+		return err
+	}
 	if clear {
-		if err := e.call(ctx, c, http.MethodDelete, path, nil, nil); err != nil {
+		if err := cl.ClearSchedule(ctx, pos[0]); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "cleared the schedule of session %s\n", pos[0])
 		return nil
 	}
-	if err := e.call(ctx, c, http.MethodPut, path, in, nil); err != nil {
+	if err := cl.SetSchedule(ctx, pos[0], in); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "scheduled session %s: %q\n", pos[0], in.Cron)

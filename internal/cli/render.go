@@ -8,9 +8,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 )
 
 // ANSI styles of the rendering on a terminal.
@@ -131,12 +131,12 @@ func (r *renderer) fact(f reducer.Fact) {
 }
 
 // part renders one stream part of turn.
-func (r *renderer) part(e streams.Entry, turn string) {
+func (r *renderer) part(e api.StreamEntry, turn string) {
 	if r.json {
 		b, err := json.Marshal(struct {
-			Turn   string         `json:"turn"`
-			Cursor streams.Cursor `json:"cursor"`
-			Part   parts.Part     `json:"part"`
+			Turn   string   `json:"turn"`
+			Cursor string   `json:"cursor"`
+			Part   api.Part `json:"part"`
 		}{turn, e.Cursor, e.Part})
 		if err == nil {
 			fmt.Fprintf(r.w, "%s\n", b)

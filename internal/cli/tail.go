@@ -11,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-run/baton/internal/operator"
-	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 )
 
 // Reconnection of a tail: after a failed or dropped read it waits
@@ -62,7 +60,7 @@ func (e *env) tail(ctx context.Context, args []string) error {
 
 // follower tails one session.
 type follower struct {
-	cl        *client
+	cl        *api.Client
 	session   string
 	poll      time.Duration
 	untilIdle bool
@@ -76,8 +74,8 @@ type follower struct {
 // with no message waiting.
 func (f *follower) run(ctx context.Context) error {
 	f.seen = map[string]bool{}
-	var s operator.Session
-	if err := f.cl.call(ctx, http.MethodGet, "/sessions/"+seg(f.session), nil, &s); err != nil {
+	s, err := f.cl.Session(ctx, f.session)
+	if err != nil {
 		return err
 	}
 	after := s.LastSeq
@@ -94,9 +92,8 @@ func (f *follower) run(ctx context.Context) error {
 		f.out.note("session %s has no open turn; waiting for one", f.session)
 	}
 	for {
-		var facts operator.Facts
-		path := fmt.Sprintf("/sessions/%s/facts?after=%d", seg(f.session), after)
-		if err := f.retry(ctx, "read facts", func() error { return f.cl.call(ctx, http.MethodGet, path, nil, &facts) }); err != nil {
+		var facts api.Facts
+		if err := f.retry(ctx, "read facts", func() (err error) { facts, err = f.cl.Facts(ctx, f.session, after); return err }); err != nil {
 			return err
 		}
 		for _, fact := range facts.Facts {
@@ -112,8 +109,9 @@ func (f *follower) run(ctx context.Context) error {
 			continue // the turns followed may have taken a while
 		}
 		if f.untilIdle {
-			if err := f.retry(ctx, "read session", func() error {
-				return f.cl.call(ctx, http.MethodGet, "/sessions/"+seg(f.session), nil, &s)
+			if err := f.retry(ctx, "read session", func() (err error) {
+				s, err = f.cl.Session(ctx, f.session)
+				return err
 			}); err != nil {
 				return err
 			}
@@ -128,7 +126,7 @@ func (f *follower) run(ctx context.Context) error {
 }
 
 // lastFact names the session's last fact, for a note.
-func lastFact(s operator.Session) string {
+func lastFact(s api.Session) string {
 	if s.Last == "" {
 		return "unknown"
 	}
@@ -154,13 +152,13 @@ func (f *follower) retry(ctx context.Context, what string, op func() error) erro
 
 // transient reports whether a failed request may succeed if sent again.
 func transient(err error) bool {
-	if _, ok := errors.AsType[*UnreachableError](err); ok {
+	if _, ok := errors.AsType[*api.UnreachableError](err); ok {
 		return true
 	}
 	if _, ok := errors.AsType[*droppedError](err); ok {
 		return true
 	}
-	if ae, ok := errors.AsType[*APIError](err); ok {
+	if ae, ok := errors.AsType[*api.StatusError](err); ok {
 		return ae.Status >= 500 || ae.Status == http.StatusTooManyRequests
 	}
 	return false
@@ -201,7 +199,7 @@ func (f *follower) turn(ctx context.Context, turn string) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case !transient(err):
-			if ae, ok := errors.AsType[*APIError](err); ok && ae.Status == http.StatusNotFound && cursor == "" {
+			if ae, ok := errors.AsType[*api.StatusError](err); ok && ae.Status == http.StatusNotFound && cursor == "" {
 				// The turn ended before it streamed anything.
 				f.out.note("turn %s has no stream", turn)
 				return nil
@@ -228,29 +226,17 @@ func (f *follower) turn(ctx context.Context, turn string) error {
 func (f *follower) read(ctx context.Context, turn string, cursor *string) (int, bool, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	path := "/sessions/" + seg(f.session) + "/turns/" + seg(turn) + "/stream"
-	req, err := f.cl.request(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return 0, false, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if *cursor != "" {
-		req.Header.Set("Last-Event-ID", *cursor)
-	}
 	stall := time.AfterFunc(streamIdle, func() { cancel(errStalled) })
 	defer stall.Stop()
-	resp, err := f.cl.do(req)
+	body, err := f.cl.Events(ctx, f.session, turn, *cursor)
 	if err != nil {
 		if c := context.Cause(ctx); errors.Is(c, errStalled) {
 			return 0, false, &droppedError{err: c}
 		}
 		return 0, false, err
 	}
-	defer resp.Body.Close()
-	if mt := resp.Header.Get("Content-Type"); !strings.HasPrefix(mt, "text/event-stream") {
-		return 0, false, fmt.Errorf("the stream answered %q, not an event stream", mt)
-	}
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	defer body.Close()
+	br := bufio.NewReaderSize(body, 64<<10)
 	got := 0
 	var ev sseEvent
 	for {
@@ -279,11 +265,11 @@ func (f *follower) read(ctx context.Context, turn string, cursor *string) (int, 
 			return got, true, nil
 		case ev.data == "":
 		default:
-			var p parts.Part
+			var p api.Part
 			if err := json.Unmarshal([]byte(ev.data), &p); err != nil {
 				return got, false, fmt.Errorf("stream event %s is not a part: %w", ev.id, err)
 			}
-			f.out.part(streams.Entry{Cursor: streams.Cursor(ev.id), Part: p}, turn)
+			f.out.part(api.StreamEntry{Cursor: ev.id, Part: p}, turn)
 			got++
 			if ev.id != "" {
 				*cursor = ev.id

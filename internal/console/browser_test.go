@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/internal/testenv"
@@ -720,7 +721,7 @@ func TestConsoleOperatorActions(t *testing.T) {
 	b.open(s.url + "/console/#/s/" + limitedID)
 	b.waitFor("the spend cap card", `document.querySelector('#limit .limit button#raise')`)
 	b.waitFor("the suspended status", jsHasText(`#status`, "suspended: limit"))
-	var view operator.Session
+	var view api.Session
 	s.call(ctx, "GET", "/sessions/"+limitedID, "", &view)
 	if view.Usage.Steps != 1 || view.Usage.CostMicroUSD == 0 {
 		t.Fatalf("the API's usage at the cap = %+v, want one priced step", view.Usage)
@@ -817,7 +818,7 @@ func TestConsoleShowsCompactions(t *testing.T) {
 	b := newBrowser(t, ctx)
 	s := newStack(t, ctx, "http://127.0.0.1:1", func(*http.Request) (string, bool) { return "local", true })
 	id := s.create(ctx, "notes")
-	var view operator.Session
+	var view api.Session
 	for i := range 4 {
 		s.post(ctx, id, fmt.Sprintf("Note %d: file this, please.", i))
 		for view.Turns != int64(i+1) || view.Status != reducer.Idle {
@@ -873,7 +874,7 @@ func TestConsoleChildPageAndNewSessionBox(t *testing.T) {
 		t.Fatalf("the New session box of a server with no sessions holds %q, want it empty", box)
 	}
 	id := s.session(ctx, "boss", "Go.")
-	var view operator.Session
+	var view api.Session
 	for view.Turns != 1 || view.Status != reducer.Idle {
 		if ctx.Err() != nil {
 			t.Fatalf("the boss's turn did not end: %+v", view)
@@ -881,7 +882,7 @@ func TestConsoleChildPageAndNewSessionBox(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		s.call(ctx, "GET", "/sessions/"+id, "", &view)
 	}
-	var facts operator.Facts
+	var facts api.Facts
 	s.call(ctx, "GET", "/sessions/"+id+"/facts", "", &facts)
 	child := ""
 	for _, f := range facts.Facts {

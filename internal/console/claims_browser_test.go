@@ -8,9 +8,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/ids"
-	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -67,7 +67,7 @@ func TestConsoleShowsClaims(t *testing.T) {
 	b.shot("13-claims-grant")
 	b.run("release", chromedp.Click(chromedp.CSS(`#claims .grant button.release`)))
 	b.waitFor("the card gone", `!document.querySelector('#claims .grant')`)
-	var view operator.Session
+	var view api.Session
 	s.call(ctx, "GET", "/sessions/"+holder, "", &view)
 	if len(view.Grants) != 0 {
 		t.Fatalf("grants after the release: %+v", view.Grants)

@@ -15,10 +15,12 @@ import (
 )
 
 // Refusal is a request refused with its status and a message for the
-// client.
+// client; RetryAfter, when above 0, is the Retry-After it is answered with,
+// in seconds.
 type Refusal struct {
-	Status int
-	Msg    string
+	Status     int
+	Msg        string
+	RetryAfter int
 }
 
 func (e *Refusal) Error() string { return fmt.Sprintf("%d %s", e.Status, e.Msg) }

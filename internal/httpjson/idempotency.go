@@ -2,17 +2,11 @@ package httpjson
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
-	"time"
-
-	"github.com/baton-run/baton/internal/dynamo"
-	"github.com/baton-run/baton/internal/session"
-	"github.com/baton-run/baton/pkg/reducer"
 )
 
 // Idempotency-Key, as every POST of baton's APIs takes it.
@@ -23,8 +17,6 @@ const (
 	ReplayedHeader = "Idempotent-Replayed"
 	// MaxIdempotencyKey is the longest key accepted, in bytes.
 	MaxIdempotencyKey = 255
-	// ReceiptTTL is how long a key is remembered.
-	ReceiptTTL = 24 * time.Hour
 )
 
 // Idempotency is a request's Idempotency-Key as it is stored: the receipt
@@ -65,31 +57,6 @@ func ReadBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 		return nil, Refuse(http.StatusBadRequest, "cannot read the request body")
 	}
 	return body, nil
-}
-
-// Receipts reads stored receipts by idempotency key; *session.Store is one.
-type Receipts interface {
-	Receipt(ctx context.Context, key string) (dynamo.Receipt, bool, error)
-}
-
-// Receipt returns the answer stored under k by the request that took the
-// key, if one did. The key taken by another request is refused with 422.
-func (k Idempotency) Receipt(ctx context.Context, facts Receipts) ([]byte, bool, error) {
-	rc, ok, err := facts.Receipt(ctx, k.Key)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	if rc.Request != k.Request {
-		return nil, false, Refuse(http.StatusUnprocessableEntity, "this %s was used for a different request; send a new key with a new request", IdempotencyHeader)
-	}
-	return rc.Answer, true, nil
-}
-
-// Writer returns s storing, in the same transaction as its write, the
-// answer answer builds under k: a write under a key already taken fails
-// with session.ErrReceiptTaken and writes nothing.
-func (k Idempotency) Writer(s *session.Store, answer func(next reducer.State, written []reducer.Fact) ([]byte, error)) *session.Store {
-	return s.WithReceipt(&session.Receipt{Key: k.Key, Request: k.Request, Expires: time.Now().Add(ReceiptTTL), Answer: answer})
 }
 
 func validKey(key string) bool {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/pkg/streams"
@@ -152,7 +153,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 				t.Fatalf("facts changed:\n got %s\nwant %s", after, before)
 			}
 			if user != alice {
-				var list operator.List
+				var list api.List
 				e.must(http.StatusOK, req{method: "GET", path: "/sessions", user: user}).json(t, &list)
 				if len(list.Sessions) != 0 {
 					t.Errorf("a refused request created %+v", list.Sessions)
@@ -164,7 +165,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		t.Errorf("refused requests sent wakes %+v", ws)
 	}
 	// The session is just as it was: the approval is still pending.
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: sess, user: alice}).json(t, &got)
 	if len(got.Pending) != 1 || got.Pending[0].ApprovalID != ap.ID || got.Inbox != 0 {
 		t.Errorf("session after refused requests: %+v", got)

@@ -1,10 +1,12 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/session"
@@ -30,10 +32,20 @@ func claimsView(st reducer.State) ([]claims.Grant, *reducer.Block) {
 	return grants, &b
 }
 
+// claimRoutes are the routes of resource claims: releasing a grant an
+// ended turn left, and listing and releasing the caller's orphaned grants.
+type claimRoutes struct {
+	core
+	orphaned interface {
+		Orphans(ctx context.Context, owner string) ([]claims.Grant, error)
+		ReleaseOrphan(ctx context.Context, owner, grantID string) error
+	}
+}
+
 // release records an operator's release of a grant the session holds
 // after its turn ended (see session.Store.ReleaseGrant): 202, or 409 when
 // the grant is not held or belongs to the open turn.
-func (a *api) release(w http.ResponseWriter, r *http.Request, caller string) error {
+func (a *claimRoutes) release(w http.ResponseWriter, r *http.Request, caller string) error {
 	id, err := a.ownedID(r, caller)
 	if err != nil {
 		return err
@@ -46,15 +58,16 @@ func (a *api) release(w http.ResponseWriter, r *http.Request, caller string) err
 	if err := decode(w, r, a.maxBody, &in, true); err != nil {
 		return err
 	}
-	answer := always(http.StatusAccepted, Accepted{Status: "released"})
-	err = a.writer(r, answer).ReleaseGrant(r.Context(), id, operatorActor(caller), grant)
+	answer := always(http.StatusAccepted, api.Accepted{Status: "released"})
+	store, built := a.writer(r, answer)
+	err = store.ReleaseGrant(r.Context(), id, operatorActor(caller), grant)
 	if errors.Is(err, session.ErrNotPending) {
 		return httpjson.Refuse(http.StatusConflict, "grant %q is not held by an ended turn of the session: %v", httpjson.Clip(grant), err)
 	}
 	if err != nil {
 		return err
 	}
-	return send(w)(answer(reducer.State{}, nil))
+	return send(w, built, answer, reducer.State{}, nil)
 }
 
 // maskFacts masks, in place, the blockers of other owners that facts of a
@@ -70,24 +83,16 @@ func maskFacts(owner string, facts []reducer.Fact) {
 	}
 }
 
-// Orphans is GET /claims/orphans: the caller's orphaned grants, those its
-// deleted sessions held while their effect may still have run, oldest
-// first (never null). Each stays held, blocking the calls it conflicts
-// with, until the caller releases it.
-type Orphans struct {
-	Orphans []claims.Grant `json:"orphans"`
-}
-
 // orphans lists the caller's orphaned grants (see session.Store.Orphans).
-func (a *api) orphans(w http.ResponseWriter, r *http.Request, caller string) error {
-	gs, err := a.sessions.Orphans(r.Context(), caller)
+func (a *claimRoutes) orphans(w http.ResponseWriter, r *http.Request, caller string) error {
+	gs, err := a.orphaned.Orphans(r.Context(), caller)
 	if err != nil {
 		return err
 	}
 	if gs == nil {
 		gs = []claims.Grant{}
 	}
-	httpjson.Write(w, http.StatusOK, Orphans{Orphans: gs})
+	httpjson.Write(w, http.StatusOK, api.Orphans{Orphans: gs})
 	return nil
 }
 
@@ -95,7 +100,7 @@ func (a *api) orphans(w http.ResponseWriter, r *http.Request, caller string) err
 // effect is over (see session.Store.ReleaseOrphan), waking the sessions it
 // blocked: 202, or 404 when it is no orphan of the caller's (another
 // owner's, released already, or never orphaned).
-func (a *api) releaseOrphan(w http.ResponseWriter, r *http.Request, caller string) error {
+func (a *claimRoutes) releaseOrphan(w http.ResponseWriter, r *http.Request, caller string) error {
 	grant, err := pathID(r, "grantId", "grant")
 	if err != nil {
 		return err
@@ -104,13 +109,13 @@ func (a *api) releaseOrphan(w http.ResponseWriter, r *http.Request, caller strin
 	if err := decode(w, r, a.maxBody, &in, true); err != nil {
 		return err
 	}
-	err = a.sessions.ReleaseOrphan(r.Context(), caller, grant)
+	err = a.orphaned.ReleaseOrphan(r.Context(), caller, grant)
 	if errors.Is(err, session.ErrNotOrphan) {
 		return httpjson.Refuse(http.StatusNotFound, "no orphaned grant %q of yours (released already, or never orphaned)", httpjson.Clip(grant))
 	}
 	if err != nil {
 		return err
 	}
-	httpjson.Write(w, http.StatusAccepted, Accepted{Status: "released"})
+	httpjson.Write(w, http.StatusAccepted, api.Accepted{Status: "released"})
 	return nil
 }

@@ -8,5 +8,6 @@
 // before anything is written, and a POST retried under its Idempotency-Key
 // is answered again without writing. A request the session store does not
 // answer within the request budget gets 503 with Retry-After, and an event
-// stream sends a comment heartbeat while it waits.
+// stream sends a comment heartbeat while it waits. What it answers and
+// takes are package api's wire types.
 package operator

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/model"
-	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/internal/tick"
 	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -108,14 +108,14 @@ func (g *endingRig) billed(t *testing.T) reducer.Usage {
 }
 
 // agree checks that the session view and the listing say usage want.
-func (g *endingRig) agree(t *testing.T, want reducer.Usage) operator.Session {
+func (g *endingRig) agree(t *testing.T, want reducer.Usage) api.Session {
 	t.Helper()
-	var got operator.Session
+	var got api.Session
 	g.e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + g.id, user: g.alice}).json(t, &got)
 	if got.Usage != want || got.UsageStale {
 		t.Errorf("session view: usage %+v (stale %v), want the billed steps' %+v", got.Usage, got.UsageStale, want)
 	}
-	var list operator.List
+	var list api.List
 	g.e.must(http.StatusOK, req{method: "GET", path: "/sessions", user: g.alice}).json(t, &list)
 	if len(list.Sessions) != 1 || list.Sessions[0].ID != g.id || list.Sessions[0].Usage != want {
 		t.Errorf("listing: %+v, want session %s with usage %+v", list.Sessions, g.id, want)

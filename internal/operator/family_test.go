@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/internal/ids"
-	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -116,7 +116,7 @@ func TestDeleteCascadesToChildSessions(t *testing.T) {
 	if items, objects := remains(t, e, f.uncreated); len(items)+len(objects) != 0 {
 		t.Fatalf("the child never created left items %v objects %v", items, objects)
 	}
-	var list operator.List
+	var list api.List
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions", user: alice}).json(t, &list)
 	if n := len(list.Sessions); n != 3 { // the busy family's
 		t.Fatalf("alice lists %d sessions, want the 3 of the refused family", n)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/httpjson"
-
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -89,7 +89,7 @@ func FuzzDecode(f *testing.F) {
 			if ae.Msg == "" || !utf8.ValidString(ae.Msg) {
 				t.Fatalf("decode: unclear message %q", ae.Msg)
 			}
-			if _, err := json.Marshal(Error{Error: ae.Msg}); err != nil {
+			if _, err := json.Marshal(api.Error{Error: ae.Msg}); err != nil {
 				t.Fatal(err)
 			}
 			return

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/operator"
@@ -110,7 +111,7 @@ func FuzzHandler(f *testing.F) {
 		if got := w.Header().Get("Content-Type"); got != "application/json" {
 			t.Fatalf("%s %s: Content-Type %q", rt.method, target, got)
 		}
-		var e operator.Error
+		var e api.Error
 		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
 			t.Fatalf("%s %s: answer %q is not JSON: %v", rt.method, target, w.Body, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -37,7 +38,7 @@ func (e *env) wantFacts(id string, n int) {
 
 func (e *env) sessionCount(user string) int {
 	e.t.Helper()
-	var l operator.List
+	var l api.List
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions", user: user}).json(e.t, &l)
 	return len(l.Sessions)
 }

@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/httpjson"
-	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 )
 
 // remove is DELETE /sessions/{id}: it deletes the caller's session and
@@ -20,7 +18,7 @@ import (
 // a session it already deleted is answered 204 again (and finishes a
 // delete cut short); anyone else gets 404, as for every route of a deleted
 // session.
-func (a *api) remove(w http.ResponseWriter, r *http.Request, caller string) error {
+func (a *sessionRoutes) remove(w http.ResponseWriter, r *http.Request, caller string) error {
 	id, err := pathID(r, "id", "session")
 	if err != nil {
 		return err
@@ -40,24 +38,8 @@ func (a *api) remove(w http.ResponseWriter, r *http.Request, caller string) erro
 	return httpjson.Refuse(http.StatusNotFound, "session not found")
 }
 
-// Export is the answer of GET /sessions/{id}/export: every fact of the
-// session and every part of each of its turn streams.
-type Export struct {
-	Session  string         `json:"session"`
-	Exported time.Time      `json:"exported"`
-	Facts    []reducer.Fact `json:"facts"`
-	Streams  []ExportedTurn `json:"streams"`
-}
-
-// ExportedTurn is one turn stream of an export.
-type ExportedTurn struct {
-	Turn   string         `json:"turn"`
-	Closed streams.Status `json:"closed,omitempty"`
-	Parts  []parts.Part   `json:"parts"`
-}
-
 // export is GET /sessions/{id}/export.
-func (a *api) export(w http.ResponseWriter, r *http.Request, caller string) error {
+func (a *sessionRoutes) export(w http.ResponseWriter, r *http.Request, caller string) error {
 	id, err := a.ownedID(r, caller)
 	if err != nil {
 		return err
@@ -71,7 +53,7 @@ func (a *api) export(w http.ResponseWriter, r *http.Request, caller string) erro
 	if err != nil {
 		return err
 	}
-	out := Export{Session: id, Exported: a.sessions.Clock().UTC(), Facts: facts, Streams: make([]ExportedTurn, 0, len(infos))}
+	out := api.Export{Session: id, Exported: a.sessions.Clock().UTC(), Facts: facts, Streams: make([]api.ExportedTurn, 0, len(infos))}
 	if out.Facts == nil {
 		out.Facts = []reducer.Fact{}
 	}
@@ -80,7 +62,7 @@ func (a *api) export(w http.ResponseWriter, r *http.Request, caller string) erro
 		if err != nil {
 			return fmt.Errorf("operator: export %s: %w", id, err)
 		}
-		t := ExportedTurn{Turn: in.ID, Closed: page.Closed, Parts: make([]parts.Part, 0, len(page.Entries))}
+		t := api.ExportedTurn{Turn: in.ID, Closed: string(page.Closed), Parts: make([]api.Part, 0, len(page.Entries))}
 		for _, e := range page.Entries {
 			t.Parts = append(t.Parts, e.Part)
 		}

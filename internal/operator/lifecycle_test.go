@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/chat"
 	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/internal/ids"
-	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
@@ -89,7 +89,7 @@ func seedObjects(t *testing.T, e *env, id string) {
 func TestDeleteSessionLeavesOnlyTombstone(t *testing.T) {
 	e := newEnv(t, nil)
 	alice, bob := ids.New("alice"), ids.New("bob")
-	var s operator.Session
+	var s api.Session
 	e.must(http.StatusCreated, req{method: "POST", path: "/sessions", user: alice, body: `{"agent":"demo"}`,
 		header: keyed(ids.New("k"))}).json(t, &s)
 	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice,
@@ -121,7 +121,7 @@ func TestDeleteSessionLeavesOnlyTombstone(t *testing.T) {
 	e.must(http.StatusNotFound, req{method: "DELETE", path: "/sessions/" + s.ID, user: bob})
 	// The deleter's retry is answered as the delete was.
 	e.must(http.StatusNoContent, req{method: "DELETE", path: "/sessions/" + s.ID, user: alice})
-	var list operator.List
+	var list api.List
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions", user: alice}).json(t, &list)
 	if len(list.Sessions) != 0 {
 		t.Fatalf("alice still lists %+v", list.Sessions)
@@ -153,9 +153,9 @@ func TestExportBundlesFactsAndStreams(t *testing.T) {
 	alice, bob := ids.New("alice"), ids.New("bob")
 	s := e.create(alice)
 	seedObjects(t, e, s.ID)
-	var ex operator.Export
+	var ex api.Export
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID + "/export", user: alice}).json(t, &ex)
-	if ex.Session != s.ID || len(ex.Facts) != 1 || len(ex.Streams) != 1 || ex.Streams[0].Closed != streams.Completed ||
+	if ex.Session != s.ID || len(ex.Facts) != 1 || len(ex.Streams) != 1 || streams.Status(ex.Streams[0].Closed) != streams.Completed ||
 		len(ex.Streams[0].Parts) == 0 || ex.Streams[0].Parts[0].Delta != "hello" {
 		t.Fatalf("export %+v", ex)
 	}

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/model"
-	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/internal/worker"
@@ -42,7 +42,7 @@ func TestRaiseOfTheWrongCapIsRefused(t *testing.T) {
 	if err != nil || out.Cause != reducer.CauseLimit {
 		t.Fatalf("start: %+v, %v; want suspended for limit", out, err)
 	}
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	used := float64(streamUsage(t, e, s.ID, out.Turn).CostMicroUSD) / 1e6
 	want := reducer.Limit{Scope: reducer.ScopeTurn, Measure: reducer.MeasureCost, Cap: 0.00001, Usage: used}

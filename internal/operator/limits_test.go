@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/model"
-	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/internal/worker"
@@ -44,7 +44,7 @@ func TestRaiseLimitsResumesTheTurn(t *testing.T) {
 		t.Fatalf("start: %+v, %v; want suspended for limit after 1 step", out, err)
 	}
 
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	want := streamUsage(t, e, s.ID, out.Turn)
 	if got.Status != reducer.Suspended || got.Turn == nil || got.Turn.Cause != reducer.CauseLimit {

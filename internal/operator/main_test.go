@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/operator"
@@ -161,9 +162,9 @@ func (e *env) must(want int, r req) response {
 }
 
 // create makes a session of user through the API.
-func (e *env) create(user string) operator.Session {
+func (e *env) create(user string) api.Session {
 	e.t.Helper()
-	var s operator.Session
+	var s api.Session
 	e.must(http.StatusCreated, req{method: "POST", path: "/sessions", user: user, body: `{"agent":"demo"}`}).json(e.t, &s)
 	return s
 }

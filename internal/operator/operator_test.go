@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/lambdahttp"
 	"github.com/baton-run/baton/internal/operator"
@@ -25,7 +26,7 @@ func TestCreateGetAndListOwnSessions(t *testing.T) {
 	alice, bob := ids.New("alice"), ids.New("bob")
 
 	resp := e.must(http.StatusCreated, req{method: "POST", path: "/sessions", user: alice, body: `{"agent":"demo"}`})
-	var first operator.Session
+	var first api.Session
 	resp.json(t, &first)
 	if !strings.HasPrefix(first.ID, "s_") || first.Agent != "demo" || first.Status != reducer.Idle ||
 		first.LastSeq != 1 || first.Turn != nil || first.Pending == nil || len(first.Pending) != 0 {
@@ -43,13 +44,13 @@ func TestCreateGetAndListOwnSessions(t *testing.T) {
 	second := e.create(alice)
 	theirs := e.create(bob)
 
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + first.ID, user: alice}).json(t, &got)
 	if got.ID != first.ID || got.Status != reducer.Idle || got.Agent != "demo" || !got.Created.Equal(first.Created) {
 		t.Errorf("GET: %+v, want %+v", got, first)
 	}
 
-	var all operator.List
+	var all api.List
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions", user: alice}).json(t, &all)
 	var listed []string
 	for _, s := range all.Sessions {
@@ -63,7 +64,7 @@ func TestCreateGetAndListOwnSessions(t *testing.T) {
 	}
 
 	// Paging: one at a time, with the cursor.
-	var p1, p2 operator.List
+	var p1, p2 api.List
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions?limit=1", user: alice}).json(t, &p1)
 	if len(p1.Sessions) != 1 || p1.Sessions[0].ID != second.ID || p1.Next == "" {
 		t.Fatalf("page 1: %+v", p1)
@@ -73,12 +74,12 @@ func TestCreateGetAndListOwnSessions(t *testing.T) {
 		t.Fatalf("page 2: %+v", p2)
 	}
 
-	var bobs operator.List
+	var bobs api.List
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions", user: bob}).json(t, &bobs)
 	if len(bobs.Sessions) != 1 || bobs.Sessions[0].ID != theirs.ID {
 		t.Errorf("bob lists %+v, want only his own", bobs.Sessions)
 	}
-	var nobody operator.List
+	var nobody api.List
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions", user: ids.New("carol")}).json(t, &nobody)
 	if nobody.Sessions == nil || len(nobody.Sessions) != 0 {
 		t.Errorf("a caller without sessions gets %+v", nobody.Sessions)
@@ -94,7 +95,7 @@ func TestGetShowsPendingApproval(t *testing.T) {
 	e.append(s.ID, reducer.Fact{Type: reducer.MessageReceived, Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: alice},
 		Message: &reducer.Message{ID: ids.New("msg"), Text: "also this"}})
 
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	if got.Status != reducer.Suspended || got.LastSeq != 6 || got.Inbox != 1 || got.Uncertain != nil {
 		t.Errorf("session %+v", got)
@@ -103,7 +104,7 @@ func TestGetShowsPendingApproval(t *testing.T) {
 		got.Turn.Since.IsZero() || !got.Turn.Lease.IsZero() || got.Turn.Invocations != 1 {
 		t.Errorf("turn %+v", got.Turn)
 	}
-	want := []operator.Approval{{ApprovalID: ap.ID, ToolCallID: ap.ToolCallID, Tool: "deploy",
+	want := []api.Approval{{ApprovalID: ap.ID, ToolCallID: ap.ToolCallID, Tool: "deploy",
 		Input: json.RawMessage(`{"env":"prod"}`), Expires: ap.Expires}}
 	if len(got.Pending) != 1 || got.Pending[0].ApprovalID != want[0].ApprovalID ||
 		got.Pending[0].ToolCallID != want[0].ToolCallID || got.Pending[0].Tool != "deploy" ||
@@ -125,9 +126,9 @@ func TestGetShowsUncertainExecution(t *testing.T) {
 	s := e.create(alice)
 	turn, _ := e.startTurn(s.ID)
 	ex := e.suspendUncertain(s.ID, turn)
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
-	if got.Uncertain == nil || *got.Uncertain != (operator.Execution{ExecutionID: ex.ID, ToolCallID: ex.ToolCallID, Tool: "charge", Attempt: 1}) ||
+	if got.Uncertain == nil || *got.Uncertain != (api.Execution{ExecutionID: ex.ID, ToolCallID: ex.ToolCallID, Tool: "charge", Attempt: 1}) ||
 		got.Turn == nil || got.Turn.Cause != reducer.CauseUncertain {
 		t.Errorf("uncertain %+v turn %+v", got.Uncertain, got.Turn)
 	}
@@ -138,7 +139,7 @@ func TestPostMessageRecordsFactAndWakes(t *testing.T) {
 	alice := ids.New("alice")
 	s := e.create(alice)
 	text := "Please deploy ☕ to staging"
-	var acc operator.MessageAccepted
+	var acc api.MessageAccepted
 	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice,
 		body: `{"text":"` + text + `"}`, contentType: "application/json; charset=UTF-8"}).json(t, &acc)
 	if !strings.HasPrefix(acc.MessageID, "msg_") {
@@ -166,7 +167,7 @@ func TestFactsAfter(t *testing.T) {
 
 	seqs := func(path string) []int64 {
 		t.Helper()
-		var out operator.Facts
+		var out api.Facts
 		e.must(http.StatusOK, req{method: "GET", path: path, user: alice}).json(t, &out)
 		if out.Facts == nil {
 			t.Fatalf("%s: facts is null, want a list", path)
@@ -186,7 +187,7 @@ func TestFactsAfter(t *testing.T) {
 	if got := seqs("/sessions/" + s.ID + "/facts?after=5"); len(got) != 0 {
 		t.Errorf("after=5: seqs %v", got)
 	}
-	var out operator.Facts
+	var out api.Facts
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID + "/facts?after=3", user: alice}).json(t, &out)
 	if out.Facts[0].Type != reducer.ApprovalRequested || out.Facts[0].Approval == nil || out.Facts[1].Cause != reducer.CauseApproval {
 		t.Errorf("facts 4, 5: %+v", out.Facts)
@@ -228,11 +229,11 @@ func TestStreamJSON(t *testing.T) {
 	k := writeStream(t, e, s.ID, stream, streams.Open, chunk0, chunk1)
 	path := "/sessions/" + s.ID + "/turns/" + turn + "/stream"
 
-	var page operator.StreamPage
+	var page api.StreamPage
 	e.must(http.StatusOK, req{method: "GET", path: path, user: alice}).json(t, &page)
 	var cursors []streams.Cursor
 	for _, p := range page.Parts {
-		cursors = append(cursors, p.Cursor)
+		cursors = append(cursors, streams.Cursor(p.Cursor))
 	}
 	if !slices.Equal(cursors, []streams.Cursor{"0.0", "0.1", "0.2", "0.3", "1.0", "1.1"}) ||
 		page.Cursor != "1.1" || page.Closed != "" || page.Parts[3].Part.Delta != "Hello" {
@@ -261,7 +262,7 @@ func TestStreamJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.must(http.StatusOK, req{method: "GET", path: path + "?after=1.1", user: alice}).json(t, &page)
-	if len(page.Parts) != 1 || page.Parts[0].Part.Type != parts.Finish || page.Closed != streams.Completed {
+	if len(page.Parts) != 1 || page.Parts[0].Part.Type != parts.Finish || streams.Status(page.Closed) != streams.Completed {
 		t.Errorf("closed: %+v", page)
 	}
 
@@ -286,7 +287,7 @@ func TestStreamJSONHoldsForNewParts(t *testing.T) {
 		_ = k.Flush(context.Background())
 	}()
 	start := time.Now()
-	var page operator.StreamPage
+	var page api.StreamPage
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID + "/turns/" + turn + "/stream?after=0.3", user: alice}).json(t, &page)
 	if len(page.Parts) != 2 || page.Parts[0].Cursor != "1.0" {
 		t.Errorf("held read: %+v", page)
@@ -532,9 +533,9 @@ func TestVerdictOnARerun(t *testing.T) {
 		reducer.Fact{Type: reducer.TurnSuspended, Actor: agent, Turn: turn, Cause: reducer.CauseUncertain, Execution: &second},
 	)
 
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
-	want := operator.Execution{ExecutionID: second.ID, ToolCallID: first.ToolCallID, Tool: "charge", Attempt: 2}
+	want := api.Execution{ExecutionID: second.ID, ToolCallID: first.ToolCallID, Tool: "charge", Attempt: 2}
 	if got.Uncertain == nil || *got.Uncertain != want || second.ID == first.ID {
 		t.Fatalf("uncertain %+v, want %+v", got.Uncertain, want)
 	}
@@ -604,7 +605,7 @@ func TestOtherCallerSeesNothing(t *testing.T) {
 	if ws := e.wakes(); len(ws) != 0 {
 		t.Errorf("bob's requests sent wakes %+v", ws)
 	}
-	var list operator.List
+	var list api.List
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions", user: bob}).json(t, &list)
 	if len(list.Sessions) != 0 {
 		t.Errorf("bob lists %+v", list.Sessions)
@@ -670,7 +671,7 @@ func TestLambdaIdentity(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create: %d %s %v", resp.StatusCode, resp.Body, err)
 	}
-	var s operator.Session
+	var s api.Session
 	if err := json.Unmarshal([]byte(resp.Body), &s); err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/ids"
-	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -41,7 +41,7 @@ func TestOrphanRoutesAreTheOwners(t *testing.T) {
 		if r.status != http.StatusOK {
 			t.Fatalf("list as %s: %d %s", user, r.status, r.body)
 		}
-		var v operator.Orphans
+		var v api.Orphans
 		r.json(t, &v)
 		if v.Orphans == nil {
 			t.Fatalf("list as %s: orphans null: %s", user, r.body)

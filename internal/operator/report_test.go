@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/ids"
-	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -83,7 +83,7 @@ func TestDeleteOfAChildThatNeverRanTellsItsParent(t *testing.T) {
 
 // waitingForAChild is alice's session p, whose turn suspended for the one
 // child session c it started (created, its task waiting).
-func waitingForAChild(t *testing.T) (e *env, alice string, p operator.Session, c reducer.Child) {
+func waitingForAChild(t *testing.T) (e *env, alice string, p api.Session, c reducer.Child) {
 	t.Helper()
 	e = newEnv(t, nil)
 	alice = ids.New("alice")

@@ -9,28 +9,30 @@ import (
 	"github.com/baton-run/baton/internal/console"
 )
 
-// routes is the operator API's one table of session routes; each needs the
-// caller's identity. New serves it; Routes lists it.
-func (a *api) routes() map[string]func(http.ResponseWriter, *http.Request, string) error {
+// routes is the operator API's one table of session routes, each served
+// by its route group; each needs the caller's identity. New serves it;
+// Routes lists it.
+func (g groups) routes() map[string]func(http.ResponseWriter, *http.Request, string) error {
+	s, a, c, st := g.sessions, g.answers, g.claims, g.streams
 	return map[string]func(http.ResponseWriter, *http.Request, string) error{
-		"POST /sessions":                               a.idempotent(a.create),
-		"GET /sessions":                                a.list,
-		"GET /sessions/{id}":                           a.get,
-		"DELETE /sessions/{id}":                        a.remove,
-		"GET /sessions/{id}/export":                    a.export,
-		"POST /sessions/{id}/messages":                 a.idempotent(a.message),
-		"GET /sessions/{id}/facts":                     a.facts,
-		streamRoute:                                    a.stream,
-		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer),
-		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel),
-		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle),
-		"POST /sessions/{id}/grants/{grantId}/release": a.idempotent(a.release),
-		"GET /claims/orphans":                          a.orphans,
-		"POST /claims/orphans/{grantId}/release":       a.idempotent(a.releaseOrphan),
-		"POST /sessions/{id}/limits":                   a.idempotent(a.raise),
-		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer),
-		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule),
-		"DELETE /sessions/{id}/schedule":               a.idempotent(a.clearSchedule),
+		"POST /sessions":                               s.idempotent(s.create, receiptFirst),
+		"GET /sessions":                                s.list,
+		"GET /sessions/{id}":                           s.get,
+		"DELETE /sessions/{id}":                        s.remove,
+		"GET /sessions/{id}/export":                    s.export,
+		"POST /sessions/{id}/messages":                 s.idempotent(s.message, receiptFirst),
+		"GET /sessions/{id}/facts":                     s.facts,
+		streamRoute:                                    st.stream,
+		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer, writeFirst),
+		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel, receiptFirst),
+		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle, writeFirst),
+		"POST /sessions/{id}/grants/{grantId}/release": c.idempotent(c.release, writeFirst),
+		"GET /claims/orphans":                          c.orphans,
+		"POST /claims/orphans/{grantId}/release":       c.idempotent(c.releaseOrphan, receiptFirst),
+		"POST /sessions/{id}/limits":                   a.idempotent(a.raise, writeFirst),
+		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer, writeFirst),
+		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule, writeFirst),
+		"DELETE /sessions/{id}/schedule":               a.idempotent(a.clearSchedule, writeFirst),
 	}
 }
 
@@ -53,7 +55,7 @@ func Routes() []Route {
 		method, path, _ := strings.Cut(pattern, " ")
 		out = append(out, Route{Method: method, Path: path, Public: public})
 	}
-	for p := range (&api{}).routes() {
+	for p := range (groups{&sessionRoutes{}, &answerRoutes{}, &claimRoutes{}, &streamRoutes{}}).routes() {
 		add(p, false)
 	}
 	for _, p := range chat.Routes() {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/operator"
 )
@@ -21,7 +22,7 @@ func TestScheduleTakesOnlyWhatAMessageMay(t *testing.T) {
 	s := e.create(alice)
 	path := "/sessions/" + s.ID + "/schedule"
 	body := func(cron, text string) string {
-		b, err := json.Marshal(operator.ScheduleRequest{Cron: cron, Text: text})
+		b, err := json.Marshal(api.ScheduleRequest{Cron: cron, Text: text})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func TestScheduleTakesOnlyWhatAMessageMay(t *testing.T) {
 	if n := len(e.facts(s.ID)); n != before {
 		t.Fatalf("refused schedules wrote %d facts", n-before)
 	}
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	if got.Schedule != nil {
 		t.Fatalf("refused schedules left %+v", got.Schedule)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/operator"
 )
@@ -48,7 +49,7 @@ func TestTheTextLimitIsReachable(t *testing.T) {
 		{"emoji", `{"text":` + asciiJSON(strings.Repeat("😀", operator.MaxText/4)) + `}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var got operator.MessageAccepted
+			var got api.MessageAccepted
 			e.must(http.StatusAccepted, req{method: "POST", path: path, user: alice, body: c.body}).json(t, &got)
 			fs := e.facts(s.ID)
 			f := fs[len(fs)-1]

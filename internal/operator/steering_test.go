@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -63,7 +64,7 @@ func TestMessageRecordsItsDelivery(t *testing.T) {
 		t.Fatalf("turn steer %+v", st.Turn.Steer)
 	}
 	// The session view counts it.
-	var view operator.Session
+	var view api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: "alice"}).json(t, &view)
 	if view.Turn == nil || view.Turn.Steer != 1 || view.Inbox != 0 {
 		t.Fatalf("view %+v turn %+v, want one message to steer", view, view.Turn)

@@ -6,17 +6,30 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/chat"
 	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/parts"
-
 	"github.com/baton-run/baton/pkg/streams"
 )
+
+// streamRoutes is the route of turn streams, read as JSON pages or as
+// Server-Sent Events: hold bounds how long a read waits for new parts, and
+// budget and beat are the request budget and the event heartbeat.
+type streamRoutes struct {
+	ownership
+	streams interface {
+		ReadStream(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error)
+	}
+	log                *slog.Logger
+	hold, budget, beat time.Duration
+}
 
 // stream serves a turn's stream parts after a cursor: as one JSON page of
 // baton's parts, or, when the client accepts text/event-stream, as
@@ -26,7 +39,7 @@ import (
 // open stream is watched for up to the configured hold. A JSON read is
 // answered within the request budget; an event stream starts within it,
 // reads each page within another, and sends heartbeats meanwhile.
-func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) error {
+func (a *streamRoutes) stream(w http.ResponseWriter, r *http.Request, caller string) error {
 	sse := acceptsEventStream(r)
 	deadline := time.Now().Add(a.hold)
 	if !sse {
@@ -82,7 +95,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 			return err
 		}
 	}
-	httpjson.Write(w, http.StatusOK, StreamPage{Parts: page.Entries, Cursor: page.Cursor, Closed: page.Closed})
+	httpjson.Write(w, http.StatusOK, api.StreamPage{Parts: streamEntries(page.Entries), Cursor: string(page.Cursor), Closed: string(page.Closed)})
 	return nil
 }
 
@@ -90,7 +103,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, caller string) erro
 // the caller's, and returns its id (see owned), the turn's stream (a turn's
 // stream has the turn's id, and streams live under their session, so one
 // session's id never reaches another's) and whether it is the open turn's.
-func (a *api) turnStream(ctx context.Context, id, turn, caller string) (string, string, bool, error) {
+func (a *streamRoutes) turnStream(ctx context.Context, id, turn, caller string) (string, string, bool, error) {
 	sid, h, err := a.owned(ctx, id, caller)
 	if err != nil {
 		return "", "", false, err
@@ -98,8 +111,8 @@ func (a *api) turnStream(ctx context.Context, id, turn, caller string) (string, 
 	return sid, turn, h.Turn == turn, nil
 }
 
-func (a *api) read(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error) {
-	page, err := a.sessions.ReadStream(ctx, id, stream, after)
+func (a *streamRoutes) read(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error) {
+	page, err := a.streams.ReadStream(ctx, id, stream, after)
 	if errors.Is(err, streams.ErrBadCursor) {
 		return streams.Page{}, httpjson.Refuse(http.StatusBadRequest, "after names no part of this stream")
 	}
@@ -131,7 +144,7 @@ func acceptsEventStream(r *http.Request) bool {
 // ends at the deadline, or when a read fails or outlasts the request
 // budget, and the client reconnects. A comment heartbeat goes out every
 // heartbeat interval meanwhile.
-func (a *api) serveEvents(w http.ResponseWriter, ctx context.Context, id, stream string, page streams.Page, deadline time.Time, shape func(parts.Part) (parts.Part, bool)) {
+func (a *streamRoutes) serveEvents(w http.ResponseWriter, ctx context.Context, id, stream string, page streams.Page, deadline time.Time, shape func(parts.Part) (parts.Part, bool)) {
 	ev := httpjson.StartUIStream(w, a.beat)
 	defer ev.Close()
 	send := func(p streams.Page) error {
@@ -174,4 +187,17 @@ func (a *api) serveEvents(w http.ResponseWriter, ctx context.Context, id, stream
 		}
 		page = next
 	}
+}
+
+// streamEntries is a stream page's entries as the API answers them (nil,
+// answered null, when the page has none).
+func streamEntries(es []streams.Entry) []api.StreamEntry {
+	if es == nil {
+		return nil
+	}
+	out := make([]api.StreamEntry, len(es))
+	for i, e := range es {
+		out[i] = api.StreamEntry{Cursor: string(e.Cursor), Part: e.Part}
+	}
+	return out
 }

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/model"
-	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/internal/worker"
@@ -42,7 +42,7 @@ func TestWakeEndsATimer(t *testing.T) {
 	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseTimer {
 		t.Fatalf("start: %+v, %v; want suspended on a timer", out, err)
 	}
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	if got.Status != reducer.Suspended || got.Turn == nil || got.Turn.Cause != reducer.CauseTimer || !got.Turn.Wake.Equal(until) {
 		t.Fatalf("session view = %+v, want suspended on a timer until %v", got, until)
@@ -91,7 +91,7 @@ func TestScheduleRoutes(t *testing.T) {
 		t.Fatalf("refused schedules wrote %d facts", n-before)
 	}
 	e.must(http.StatusAccepted, req{method: "PUT", path: path, user: alice, body: `{"cron":"0 9 * * *","text":"Good morning."}`})
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	if got.Schedule == nil || got.Schedule.Cron != "0 9 * * *" || got.Schedule.Next.Hour() != 9 || got.Schedule.Next.Minute() != 0 {
 		t.Fatalf("session view schedule = %+v", got.Schedule)

@@ -3,12 +3,13 @@ package operator
 import (
 	"context"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
 // view is sessionView with a running turn's usage read from its stream
 // (see liveUsage).
-func (a *api) view(ctx context.Context, id string, st reducer.State) Session {
+func (a *sessionRoutes) view(ctx context.Context, id string, st reducer.State) api.Session {
 	s := sessionView(id, st)
 	a.liveUsage(ctx, id, st, &s)
 	a.childPending(ctx, st, &s)
@@ -25,7 +26,7 @@ func (a *api) view(ctx context.Context, id string, st reducer.State) Session {
 // turn's recorded usage is its stream's). When the stream cannot be read,
 // or holds no step's metadata in its last session.MaxUsageChunks chunks, s keeps
 // the recorded usage and says UsageStale.
-func (a *api) liveUsage(ctx context.Context, id string, st reducer.State, s *Session) {
+func (a *sessionRoutes) liveUsage(ctx context.Context, id string, st reducer.State, s *api.Session) {
 	t := st.Turn
 	if t == nil || st.Status != reducer.Running || s.Turn == nil {
 		return

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/awsenv"
 	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/internal/ids"
@@ -76,7 +77,7 @@ func TestSessionUsageIncludesTheOpenTurn(t *testing.T) {
 	if err != nil || out.Kind != turn.Suspended || out.Steps != 2 {
 		t.Fatalf("start: %+v, %v", out, err)
 	}
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	want := streamUsage(t, e, s.ID, out.Turn)
 	if want.Steps != 2 || want.InputTokens == 0 || want.OutputTokens == 0 {
@@ -214,7 +215,7 @@ func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 		if sess.State.Turn == nil || sess.State.Turn.Usage.Steps != recorded || sess.State.Usage.Steps != recorded {
 			t.Fatalf("the facts record %+v for the session and turn %+v, want %d steps", sess.State.Usage, sess.State.Turn, recorded)
 		}
-		var got operator.Session
+		var got api.Session
 		counter.Reset()
 		e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 		if got.Status != reducer.Running || got.Turn == nil {
@@ -257,7 +258,7 @@ func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 	if out.Kind != turn.Completed {
 		t.Fatalf("resume: %+v", out)
 	}
-	var got operator.Session
+	var got api.Session
 	counter.Reset()
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	// Loading the session reads the snapshot its turn left; the view reads
@@ -305,7 +306,7 @@ func TestSessionUsageFallsBackWhenTheStreamCannotBeRead(t *testing.T) {
 	}
 	heldStepWritten(t, e, s.ID, 2)
 	ft.Set(faults.Rule{Op: "s3:ListObjectsV2", Fault: faults.SlowDown})
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	ft.Set()
 	if ft.Count("s3:ListObjectsV2") == 0 {
@@ -315,7 +316,7 @@ func TestSessionUsageFallsBackWhenTheStreamCannotBeRead(t *testing.T) {
 		t.Fatalf("with the stream unreadable: status %q, stale %v, usage %+v, turn %+v; want the recorded zero usage, stale",
 			got.Status, got.UsageStale, got.Usage, got.Turn)
 	}
-	got = operator.Session{}
+	got = api.Session{}
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	if got.UsageStale || got.Usage.Steps != 2 {
 		t.Fatalf("with the stream readable again: stale %v, usage %+v, want two steps (the second written before its tool runs)", got.UsageStale, got.Usage)
@@ -368,7 +369,7 @@ func BenchmarkSessionView(b *testing.B) {
 			}
 			counter.Reset()
 			for b.Loop() {
-				var got operator.Session
+				var got api.Session
 				e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(b, &got)
 				if running && got.Usage.Steps != 1 {
 					b.Fatalf("usage %+v, want one step", got.Usage)
@@ -415,7 +416,7 @@ func TestSessionUsageOfALongStream(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var got operator.Session
+			var got api.Session
 			e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 			want := so
 			if c.stale {
@@ -450,7 +451,7 @@ func TestSessionUsageSkipsAnAbandonedStep(t *testing.T) {
 	if err := sink.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	if got.Usage != one || got.UsageStale {
 		t.Fatalf("usage %+v (stale %v), want the kept step's %+v", got.Usage, got.UsageStale, one)
@@ -488,7 +489,7 @@ func TestSessionViewCountsCompactions(t *testing.T) {
 		}
 		steps = steps.Add(streamUsage(t, e, s.ID, out.Turn))
 	}
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	sess, err := e.store.Load(t.Context(), s.ID)
 	if err != nil {
@@ -571,7 +572,7 @@ func TestABilledWriteThatFailsDuringARead(t *testing.T) {
 			t.Fatalf("the stream holds a part with no type: %+v", en.Part)
 		}
 	}
-	var got operator.Session
+	var got api.Session
 	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID, user: alice}).json(t, &got)
 	if got.Usage != streamUsage(t, e, s.ID, stream) {
 		t.Fatalf("session usage %+v, want the stream's %+v", got.Usage, streamUsage(t, e, s.ID, stream))
