@@ -78,7 +78,7 @@ func (s sessionRules) applyScheduleSet(f Fact) error {
 	if f.Schedule == nil || f.Schedule.Text == "" {
 		return s.illegal(f, "no schedule or no text")
 	}
-	if _, err := ParseCron(f.Schedule.Cron); err != nil {
+	if _, err := parseCron(f.Schedule.Cron); err != nil {
 		return s.illegal(f, "%v", err)
 	}
 	sc := *f.Schedule

@@ -38,7 +38,7 @@ func (s turnRules) applyTurnSuspended(f Fact) error {
 	if s.Status != Running {
 		return s.illegal(f, "only a running turn suspends")
 	}
-	if !f.Cause.Fault() && f.Cause != CauseTimer && (f.Faults != 0 || !f.Wake.IsZero()) {
+	if !f.Cause.fault() && f.Cause != CauseTimer && (f.Faults != 0 || !f.Wake.IsZero()) {
 		return s.illegal(f, "a %s suspension carries a fault count or wake time", f.Cause)
 	}
 	if f.Cause == CauseTimer && (f.Wake.IsZero() || f.Faults != 0) {
