@@ -33,12 +33,12 @@ func (ru *run) intercept() {
 		return tool.Invoke(ctx, c.Tool, c.Call)
 	})
 	ru.hooks.step = intercept.Steps(ics, func(ctx context.Context, _ intercept.Step) ([]parts.Part, error) {
-		return ru.step(ctx)
+		return ru.stepper.step(ctx)
 	})
 }
 
 // stream calls model m with req, through the model interceptors.
-func (ru *run) stream(ctx context.Context, m model.Model, req model.Request) iter.Seq2[model.Event, error] {
+func (ru *stepper) stream(ctx context.Context, m model.Model, req model.Request) iter.Seq2[model.Event, error] {
 	if ru.hooks.model == nil {
 		return m.Stream(ctx, req)
 	}
@@ -47,7 +47,7 @@ func (ru *run) stream(ctx context.Context, m model.Model, req model.Request) ite
 }
 
 // invoke runs tool t for call c, through the tool interceptors.
-func (ru *run) invoke(ctx context.Context, t tool.Tool, c tool.Call) ([]byte, error) {
+func (ru *ledger) invoke(ctx context.Context, t tool.Tool, c tool.Call) ([]byte, error) {
 	defer ru.timing.tool(time.Now())
 	if ru.hooks.tool == nil {
 		return tool.Invoke(ctx, t, c)
@@ -56,7 +56,7 @@ func (ru *run) invoke(ctx context.Context, t tool.Tool, c tool.Call) ([]byte, er
 }
 
 // runStep runs the next step, through the step interceptors.
-func (ru *run) runStep(ctx context.Context) ([]parts.Part, error) {
+func (ru *stepper) runStep(ctx context.Context) ([]parts.Part, error) {
 	if ru.hooks.step == nil {
 		return ru.step(ctx)
 	}

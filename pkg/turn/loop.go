@@ -24,33 +24,33 @@ import (
 // and its tool results: one durable write per step.
 func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	var a attempt
-	if stop, out, err := ru.orphaned(ctx); stop {
+	if stop, out, err := ru.children.orphaned(ctx); stop {
 		return out, err
 	}
-	if err := ru.offer(ctx); err != nil {
-		return ru.unoffered(ctx, err)
+	if err := ru.ledger.offer(ctx); err != nil {
+		return ru.ledger.unoffered(ctx, err)
 	}
 	for {
 		ru.replay()
-		if stop, out, err := ru.settleLast(ctx); stop {
+		if stop, out, err := ru.ledger.settleLast(ctx); stop {
 			return out, err
 		}
 		// A step boundary: messages posted meanwhile may end the turn or
 		// be steered into it (see steer.go).
-		if err := ru.catchUp(ctx); err != nil {
-			return ru.stopped(ctx, err)
+		if err := ru.steer.catchUp(ctx); err != nil {
+			return ru.end.stopped(ctx, err)
 		}
 		if ru.sess.State.Turn.Interrupt {
-			return ru.interrupt(ctx)
+			return ru.steer.interrupt(ctx)
 		}
-		if stop, out, err := ru.check(ctx, &a); stop {
+		if stop, out, err := ru.stepper.check(ctx, &a); stop {
 			return out, err
 		}
-		if stop, out, err := ru.compact(ctx, a.spent); stop {
+		if stop, out, err := ru.compactor.compact(ctx, a.spent); stop {
 			return out, err
 		}
-		if err := ru.deliver(ctx); err != nil {
-			return ru.stopped(ctx, err)
+		if err := ru.steer.deliver(ctx); err != nil {
+			return ru.end.stopped(ctx, err)
 		}
 		// The checkpoint. A buffer holding only the turn's start or
 		// resumption markers waits for the first step, so a step costs one
@@ -58,15 +58,15 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		ru.timing.checkpointed()
 		if ru.dirty {
 			if err := ru.sink.Flush(ctx); err != nil {
-				return ru.stopped(ctx, err)
+				return ru.end.stopped(ctx, err)
 			}
 			ru.dirty = false
 		}
 		began := time.Now()
-		ps, err := ru.runStep(ctx)
+		ps, err := ru.stepper.runStep(ctx)
 		a.spent += time.Since(began)
 		if err != nil {
-			redo, out, err := ru.stepFailed(ctx, err, &a)
+			redo, out, err := ru.stepper.stepFailed(ctx, err, &a)
 			if redo {
 				continue
 			}
@@ -79,10 +79,18 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	}
 }
 
+// ending is how an invocation ends: suspended, completed, failed, or
+// stopped after a failed write; a child's ended turn is reported to its
+// parent through the children.
+type ending struct {
+	*core
+	children *children
+}
+
 // suspend checkpoints the turn with a suspension marker, records the
 // suspension, and for a cause that needs no operator (not approval,
 // uncertain or limit), sends the wake.
-func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Duration, extra ...reducer.Fact) (Outcome, error) {
+func (ru *ending) suspend(ctx context.Context, cause reducer.Cause, delay time.Duration, extra ...reducer.Fact) (Outcome, error) {
 	ru.emit(parts.Part{Type: parts.DataSuspended, Data: mustJSON(map[string]string{"cause": string(cause)})})
 	if err := ru.sink.Flush(ctx); err != nil {
 		return ru.stopped(ctx, err)
@@ -107,7 +115,7 @@ func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Dura
 	return ru.out, nil
 }
 
-func (ru *run) suspendForApproval(ctx context.Context, approvals []reducer.Approval) (Outcome, error) {
+func (ru *ending) suspendForApproval(ctx context.Context, approvals []reducer.Approval) (Outcome, error) {
 	facts := make([]reducer.Fact, len(approvals))
 	for i := range approvals {
 		facts[i] = reducer.Fact{Type: reducer.ApprovalRequested, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Approval: &approvals[i]}
@@ -120,7 +128,7 @@ func (ru *run) suspendForApproval(ctx context.Context, approvals []reducer.Appro
 }
 
 // complete closes the stream, then records the outcome with a snapshot.
-func (ru *run) complete(ctx context.Context) (Outcome, error) {
+func (ru *ending) complete(ctx context.Context) (Outcome, error) {
 	ru.emit(parts.Part{Type: parts.Finish, FinishReason: "stop"})
 	if err := ru.sink.Close(ctx, streams.Completed); err != nil {
 		return ru.stopped(ctx, err)
@@ -129,7 +137,7 @@ func (ru *run) complete(ctx context.Context) (Outcome, error) {
 }
 
 // fail closes the stream with an error part and records the failure.
-func (ru *run) fail(ctx context.Context, kind reducer.FailureKind, cause error) (Outcome, error) {
+func (ru *ending) fail(ctx context.Context, kind reducer.FailureKind, cause error) (Outcome, error) {
 	ru.emit(parts.Part{Type: parts.Error, ErrorText: cause.Error()}, parts.Part{Type: parts.Finish, FinishReason: "error"})
 	if err := ru.sink.Close(ctx, streams.Failed); err != nil {
 		return ru.stopped(ctx, err)
@@ -141,7 +149,7 @@ func (ru *run) fail(ctx context.Context, kind reducer.FailureKind, cause error) 
 
 // finishClosed records the outcome of a turn whose stream an earlier
 // invocation closed before it died.
-func (ru *run) finishClosed(ctx context.Context, status streams.Status) (Outcome, error) {
+func (ru *ending) finishClosed(ctx context.Context, status streams.Status) (Outcome, error) {
 	switch status {
 	case streams.Completed:
 		return ru.record(ctx, reducer.Fact{Type: reducer.TurnCompleted}, Completed)
@@ -153,7 +161,7 @@ func (ru *run) finishClosed(ctx context.Context, status streams.Status) (Outcome
 	return ru.record(ctx, reducer.Fact{Type: reducer.TurnFailed, Failure: f}, Failed)
 }
 
-func (ru *run) record(ctx context.Context, f reducer.Fact, kind Kind) (Outcome, error) {
+func (ru *ending) record(ctx context.Context, f reducer.Fact, kind Kind) (Outcome, error) {
 	ru.replay()
 	u := ru.turn.Usage()
 	f.Actor, f.Turn, f.Usage = agentActor(ru.out.Turn), ru.out.Turn, &u
@@ -165,12 +173,12 @@ func (ru *run) record(ctx context.Context, f reducer.Fact, kind Kind) (Outcome, 
 		return ru.stopped(ctx, err)
 	}
 	ru.out.Kind, ru.out.Usage = kind, u
-	ru.report(ctx)
+	ru.children.report(ctx)
 	return ru.out, nil
 }
 
 // append commits the run's facts; see retry.
-func (ru *run) append(ctx context.Context, facts ...reducer.Fact) error {
+func (ru *core) append(ctx context.Context, facts ...reducer.Fact) error {
 	return ru.retry(ctx, func() error {
 		next, err := ru.r.Sessions.Append(ctx, ru.out.Session, ru.sess.State, facts...)
 		if err == nil {
@@ -184,7 +192,7 @@ func (ru *run) append(ctx context.Context, facts ...reducer.Fact) error {
 // to a fact that leaves the turn in this invocation's hands — a message
 // posted meanwhile — is no reason to stop: reload and commit again, within
 // commitPolicy. If the turn was cancelled or taken over, the conflict stands.
-func (ru *run) retry(ctx context.Context, commit func() error) error {
+func (ru *core) retry(ctx context.Context, commit func() error) error {
 	theirs := false // the turn left this invocation's hands
 	return retry.Do(ctx, commitPolicy, func() error {
 		err := commit()
@@ -214,7 +222,7 @@ var commitPolicy = session.RetryPolicy
 // closeIfEnded closes the stream when the turn was ended by someone else (a
 // cancel) rather than taken over by another invocation, which owns the
 // stream now and must not lose it.
-func (ru *run) closeIfEnded(ctx context.Context) {
+func (ru *ending) closeIfEnded(ctx context.Context) {
 	sess, err := ru.r.Sessions.Load(ctx, ru.out.Session)
 	if err != nil || (sess.State.Turn != nil && sess.State.Turn.ID == ru.out.Turn) {
 		return
@@ -229,7 +237,7 @@ func (ru *run) closeIfEnded(ctx context.Context) {
 // A store fault that outlasted the SDK's retries (a throttle, a 5xx, a
 // timeout) suspends the turn as throttled, if the facts can still be
 // written. Anything else is returned; the reaper will find the turn.
-func (ru *run) stopped(ctx context.Context, err error) (Outcome, error) {
+func (ru *ending) stopped(ctx context.Context, err error) (Outcome, error) {
 	if awsenv.Transient(err) && ctx.Err() == nil {
 		out, serr := ru.shelve(ctx)
 		if serr == nil {
@@ -259,7 +267,7 @@ func (ru *run) stopped(ctx context.Context, err error) (Outcome, error) {
 // closed before this invocation wrote them (its chunk is then refused). A
 // turn taken over by another invocation is left to it. Best effort: a
 // failure is logged.
-func (ru *run) recordUnwritten(ctx context.Context) {
+func (ru *ending) recordUnwritten(ctx context.Context) {
 	ru.replay()
 	mine := ru.turn.Usage()
 	if mine.Steps == 0 || ctx.Err() != nil {
@@ -303,7 +311,7 @@ func (ru *run) recordUnwritten(ctx context.Context) {
 // shelve suspends the turn as throttled after a store write failed, without
 // writing the stream, which may be what failed: parts not yet durable are
 // dropped, and a step they belonged to is redone on resume.
-func (ru *run) shelve(ctx context.Context) (Outcome, error) {
+func (ru *ending) shelve(ctx context.Context) (Outcome, error) {
 	if err := ru.append(ctx, reducer.Fact{Type: reducer.TurnSuspended, Actor: agentActor(ru.out.Turn),
 		Turn: ru.out.Turn, Cause: reducer.CauseThrottled}); err != nil {
 		return ru.out, err

@@ -87,8 +87,10 @@ func (r *Runner) log() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// run is one invocation's working state.
-type run struct {
+// core is one invocation's working state, which its collaborators share:
+// the session and the turn's stream, the parts folded so far, the
+// outcome being built, and the run's limits and time.
+type core struct {
 	r        *Runner
 	sess     *session.Session
 	agent    *Agent
@@ -102,16 +104,41 @@ type run struct {
 	dirty    bool           // the sink holds parts beyond start, markers and the tools record
 	billed   bool           // the sink may hold a completed step not yet written (see flushBilled)
 	tools    *tool.Registry // the tools this invocation offers (see offer)
-	wait     time.Time      // the earliest time a pending wait_until call waits for (see settle)
-	settled  bool           // settle ran once this invocation
-	// compactOff stops compaction for the rest of the invocation, after
-	// one that failed or had nothing to summarise.
-	compactOff bool
-	hooks      hooks  // the interceptor chains (see intercept)
-	timing     timing // the tool runs and checkpoint since the last step, for the next's metadata
-	kids       kids   // the sub-agent calls settle found (see children.go)
-	trace      string // the turn's traceparent (see startTrace)
-	traceRoot  bool   // this run minted trace: its span is the root
+	hooks    hooks          // the interceptor chains (see intercept)
+	timing   timing         // the tool runs and checkpoint since the last step, for the next's metadata
+	trace    string         // the turn's traceparent (see startTrace)
+	// traceRoot: this run minted trace, so its span is the root.
+	traceRoot bool
+}
+
+// run is one invocation: a thin loop (loop.go) over collaborators that
+// own their part of it, each built on the shared core and on the few
+// others it calls: the tool ledger (ledger.go), the step (step.go),
+// steering (steer.go), compaction (compact.go), children (children.go),
+// claims (claims.go), and the invocation's endings (loop.go).
+type run struct {
+	*core
+	end       *ending
+	ledger    *ledger
+	stepper   *stepper
+	steer     *steering
+	compactor *compactor
+	children  *children
+	claims    *claimer
+}
+
+// newRun is the invocation on c, its collaborators wired.
+func newRun(c *core) *run {
+	kids := &children{core: c}
+	end := &ending{core: c, children: kids}
+	kids.end = end
+	claims := &claimer{core: c, end: end}
+	stepper := &stepper{core: c, end: end}
+	return &run{core: c, end: end, children: kids, claims: claims, stepper: stepper,
+		ledger:    &ledger{core: c, end: end, children: kids, claims: claims},
+		steer:     &steering{core: c, end: end},
+		compactor: &compactor{core: c, end: end, stepper: stepper},
+	}
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.
@@ -158,8 +185,8 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 		return Outcome{}, err
 	}
 	sess.State = next
-	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, deadline: deadline,
-		out: Outcome{Session: id, Turn: turnID}, trace: trace, traceRoot: minted}
+	ru := newRun(&core{r: r, sess: sess, agent: agent, lim: lim, sink: sink, deadline: deadline,
+		out: Outcome{Session: id, Turn: turnID}, trace: trace, traceRoot: minted})
 	ru.intercept()
 	return ru.invocation(ctx, false, func(ctx context.Context) (Outcome, error) {
 		ru.emit(parts.Part{Type: parts.Start, MessageID: turnID})
@@ -210,8 +237,8 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 	if err != nil {
 		return Outcome{}, fmt.Errorf("turn: resume %s: %w", id, err)
 	}
-	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, parts: prior, deadline: deadline,
-		out: Outcome{Session: id, Turn: t.ID}, trace: resumeTrace(ctx, t.Trace)}
+	ru := newRun(&core{r: r, sess: sess, agent: agent, lim: lim, sink: sink, parts: prior, deadline: deadline,
+		out: Outcome{Session: id, Turn: t.ID}, trace: resumeTrace(ctx, t.Trace)})
 	ru.intercept()
 	return ru.invocation(ctx, true, func(ctx context.Context) (Outcome, error) { return ru.resumed(ctx, prior, next) })
 }
@@ -224,14 +251,14 @@ func (ru *run) resumed(ctx context.Context, prior []parts.Part, next reducer.Sta
 	if status := ru.sink.Closed(); status != streams.Open {
 		// The last invocation closed the stream and died before recording
 		// the outcome: record it now.
-		return ru.finish(ru.finishClosed(ctx, status))
+		return ru.finish(ru.end.finishClosed(ctx, status))
 	}
 	if ru.turn.Abandoned {
 		ru.emit(parts.Part{Type: parts.DataAbandoned, Data: json.RawMessage(`{"reason":"the invocation ended mid-step; the step is redone"}`)})
 	}
 	ru.emit(parts.Part{Type: parts.DataResumed, Data: json.RawMessage(fmt.Sprintf(`{"invocation":%d}`, next.Turn.Invocations))})
 	if n := next.Turn.Invocations; n > lim.MaxInvocationsPerTurn {
-		return ru.finish(ru.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn was resumed %d times without finishing (cap %d)", n-1, lim.MaxInvocationsPerTurn)))
+		return ru.finish(ru.end.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn was resumed %d times without finishing (cap %d)", n-1, lim.MaxInvocationsPerTurn)))
 	}
 	return ru.finish(ru.loop(ctx))
 }
@@ -256,14 +283,14 @@ func mustJSON(v any) json.RawMessage {
 }
 
 // finish adds what the session looked like at the invocation's last write.
-func (ru *run) finish(out Outcome, err error) (Outcome, error) {
+func (ru *core) finish(out Outcome, err error) (Outcome, error) {
 	out.Waiting = len(ru.sess.State.Inbox)
 	return out, err
 }
 
 // emit buffers parts in the sink and folds them into the run's view of the
 // turn.
-func (ru *run) emit(ps ...parts.Part) {
+func (ru *core) emit(ps ...parts.Part) {
 	for _, p := range ps {
 		if p.Type != parts.Start && p.Type != DataTools && !p.Marker() {
 			ru.dirty = true
@@ -281,4 +308,4 @@ func (ru *run) emit(ps ...parts.Part) {
 // replay brings the run's view of the turn up to the parts emitted so far.
 // The parts are folded as they are emitted, so this costs nothing per part
 // already seen.
-func (ru *run) replay() { ru.turn = ru.rep.Turn() }
+func (ru *core) replay() { ru.turn = ru.rep.Turn() }

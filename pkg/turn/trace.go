@@ -63,7 +63,7 @@ func (ru *run) invocation(ctx context.Context, resume bool, body func(context.Co
 
 // identity names model m for the interceptors: the agent's identity for
 // its own model, else what m says of itself.
-func (ru *run) identity(m model.Model) model.Identity {
+func (ru *core) identity(m model.Model) model.Identity {
 	if m == ru.agent.Model && ru.agent.Identity != (model.Identity{}) {
 		return ru.agent.Identity
 	}
