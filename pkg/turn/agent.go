@@ -234,3 +234,22 @@ func (m AgentMap) Has(name string) bool {
 	_, ok := m[name]
 	return ok
 }
+
+// Children are an agent's sub-agents and hand-offs.
+type Children struct {
+	// Agents are the agents this one may call as tools, each a tool of the
+	// agent's name whose input is {"task": "..."}; the child's final answer
+	// is the call's result.
+	Agents []string
+	// Handoffs are the agents this one may hand the session to.
+	Handoffs []string
+	// Each resumes a turn waiting for several children as each ends (its
+	// result is streamed then), instead of once all have.
+	Each bool
+	// MaxDepth bounds how deep this agent's children may be nested: a
+	// top-level session's children are at depth 1. MaxChildren bounds the
+	// children one turn may start. Zero takes the defaults; Check refuses
+	// a negative value and one past MaxDepthBound or MaxChildrenBound.
+	MaxDepth    int
+	MaxChildren int
+}

@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
 // Spend and timer checks: before each step, whether the turn is done, has
 // reached its cap of steps or a spend cap, or has no time left in this
-// invocation for another step (run.check); the spend cap a turn has
-// reached (run.overSpend); and whether a step fits before the deadline
-// (run.fits).
+// invocation for another step (stepper.check); the spend cap a turn has
+// reached (stepper.overSpend); and whether a step fits before the deadline
+// (stepper.fits).
 
 // check decides, before the next step, whether the turn ends or suspends
 // here: answered, at its cap of steps, over a spend cap, or out of this
@@ -44,16 +43,6 @@ func (ru *stepper) check(ctx context.Context, a *attempt) (stop bool, out Outcom
 		return false, Outcome{}, nil
 	}
 	return true, out, err
-}
-
-// outOfTime suspends a turn this invocation has no time or steps left
-// for: for its budget, or, when the step being redone had a transient
-// fault, for the fault, which outlasted the step's time.
-func (ru *ending) outOfTime(ctx context.Context, fault *model.Error) (Outcome, error) {
-	if fault != nil && fault.Transient() {
-		return ru.suspendFault(ctx, fault)
-	}
-	return ru.suspend(ctx, reducer.CauseBudget, 0)
 }
 
 // overSpend names the spend cap the turn has reached, if any: the turn's

@@ -48,25 +48,6 @@ const (
 	MaxChildrenBound   = 32
 )
 
-// Children are an agent's sub-agents and hand-offs.
-type Children struct {
-	// Agents are the agents this one may call as tools, each a tool of the
-	// agent's name whose input is {"task": "..."}; the child's final answer
-	// is the call's result.
-	Agents []string
-	// Handoffs are the agents this one may hand the session to.
-	Handoffs []string
-	// Each resumes a turn waiting for several children as each ends (its
-	// result is streamed then), instead of once all have.
-	Each bool
-	// MaxDepth bounds how deep this agent's children may be nested: a
-	// top-level session's children are at depth 1. MaxChildren bounds the
-	// children one turn may start. Zero takes the defaults; Check refuses
-	// a negative value and one past MaxDepthBound or MaxChildrenBound.
-	MaxDepth    int
-	MaxChildren int
-}
-
 // Check is the one check of Children's limits, for Go agents and agent
 // files alike: maxDepth from 0 (the default) to MaxDepthBound, maxChildren
 // from 0 to MaxChildrenBound. It returns the field at fault, named as in an

@@ -13,17 +13,6 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
-// request is the model input of the turn's next step on history.
-func (ru *core) request(history []conversation.Message) model.Request {
-	return model.Request{
-		System:    ru.agent.System,
-		Messages:  ru.rep.Build(history, ru.sess.State.Turn.Messages),
-		Tools:     ru.tools.Specs(),
-		MaxTokens: ru.agent.MaxTokens,
-		Step:      len(ru.turn.Steps) + 1,
-	}
-}
-
 // errNoSummary is a summariser step that gave no text.
 var errNoSummary = errors.New("turn: the summariser returned no text")
 

@@ -7,17 +7,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/parts"
-	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
-// The tool ledger: settling the last step's calls (run.settleLast,
-// run.settle), deciding per call whether it runs now (run.admit), and
-// running the calls (run.runPlans, run.runTool), a side effect recorded in
+// The tool ledger: settling the last step's calls (ledger.settleLast,
+// ledger.settle), deciding per call whether it runs now (ledger.admit), and
+// running the calls (ledger.runPlans, ledger.runTool), a side effect recorded in
 // the execution ledger before it runs (ledgered).
 
 // ledger is the tool ledger: it settles each step's calls, owning what it
@@ -159,38 +158,10 @@ func (ru *ledger) settle(ctx context.Context, pending []*conversation.Call) ([]r
 	return requests, nil, ru.runPlans(ctx, plans)
 }
 
-// fenceReads makes sure, before a step's first read tool starts, that the
-// turn is still this invocation's. A side effect is fenced by its ledger
-// write, and a model call by the checkpoint before it, whose chunk a
-// cancel's close takes; but reads start as soon as the model answered,
-// and their results are written with the step after they ran: a cancel,
-// or a cancel and a delete, landed while the model answered would be
-// learnt only after the reads. So when the step the model just completed
-// is not yet written (the window a cancel may be in), one consistent read
-// of the session's head (a GetItem) checks that the session is there and
-// its open turn is this one; a lost race otherwise, and nothing runs. A
-// step written since the model answered (an earlier call's side effect
-// flushed it), or one this invocation resumed, needs no read.
-func (ru *core) fenceReads(ctx context.Context) error {
-	if !ru.billed || ru.sink.Buffered() == 0 {
-		return nil
-	}
-	h, err := ru.r.Sessions.Head(ctx, ru.out.Session)
-	switch {
-	case errors.Is(err, dynamo.ErrNotFound):
-		return fmt.Errorf("turn %s: the session was deleted before its reads ran: %w", ru.out.Turn, session.ErrConflict)
-	case err != nil:
-		return fmt.Errorf("turn %s: check the turn before its reads run: %w", ru.out.Turn, err)
-	case h.Turn != ru.out.Turn:
-		return fmt.Errorf("turn %s: the turn ended before its reads ran: %w", ru.out.Turn, session.ErrConflict)
-	}
-	return nil
-}
-
 // admit decides whether pending call c runs now, and returns its tool. A
 // call that does not is answered here (an unknown tool, input its schema
 // refuses, a denial: its result is emitted), waits for its wait_until time
-// (ru.wait), or needs an approval, returned to be requested. turn is the
+// (ledger.wait), or needs an approval, returned to be requested. turn is the
 // open turn as settle began.
 func (ru *ledger) admit(c *conversation.Call, turn *reducer.Turn, now time.Time) (t tool.Tool, runs bool, request *reducer.Approval) {
 	if ru.children.admitChild(c, turn) {
@@ -463,3 +434,12 @@ type toolFatal struct {
 func (e *toolFatal) Error() string { return fmt.Sprintf("tool %s: %v", e.tool, e.err) }
 
 func (e *toolFatal) Unwrap() error { return e.err }
+
+// invoke runs tool t for call c, through the tool interceptors.
+func (ru *ledger) invoke(ctx context.Context, t tool.Tool, c tool.Call) ([]byte, error) {
+	defer ru.timing.tool(time.Now())
+	if ru.hooks.tool == nil {
+		return tool.Invoke(ctx, t, c)
+	}
+	return ru.hooks.tool(ctx, intercept.ToolCall{Tool: t, Call: c})
+}

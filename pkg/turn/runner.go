@@ -13,9 +13,7 @@ import (
 	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/session"
-	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/internal/wake"
-	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 )
@@ -31,36 +29,6 @@ var (
 	// ErrUnknownAgent: the session names an agent this runner lacks.
 	ErrUnknownAgent = errors.New("turn: unknown agent")
 )
-
-// Kind is how an invocation ended.
-type Kind string
-
-// Outcome kinds.
-const (
-	Completed  Kind = "completed"
-	Suspended  Kind = "suspended"
-	Failed     Kind = "failed"
-	Superseded Kind = "superseded" // the turn was cancelled or taken over mid-run
-	// Interrupted: a message received under the interrupt policy ended the
-	// turn at a step boundary; it waits to start the next (Waiting).
-	Interrupted Kind = "interrupted"
-)
-
-// Outcome reports one invocation of a turn.
-type Outcome struct {
-	Session string
-	Turn    string
-	Kind    Kind
-	Cause   reducer.Cause    // when suspended
-	Failure *reducer.Failure // when failed
-	// Steps is the number of model steps this invocation ran.
-	Steps int
-	// Usage is the whole turn's, when it completed.
-	Usage reducer.Usage
-	// Waiting counts the messages waiting for the next turn as this
-	// invocation last wrote the session: a caller may start it at once.
-	Waiting int
-}
 
 // Runner runs turns. Its fields are set once; a Runner is safe for
 // concurrent use and keeps nothing between calls.
@@ -78,67 +46,6 @@ type Runner struct {
 	// ask before they run (see claims.go; *dynamo.Broker in a deployment);
 	// nil when no tool does.
 	Claims claims.Broker
-}
-
-func (r *Runner) log() *slog.Logger {
-	if r.Log != nil {
-		return r.Log
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
-// core is one invocation's working state, which its collaborators share:
-// the session and the turn's stream, the parts folded so far, the
-// outcome being built, and the run's limits and time.
-type core struct {
-	r        *Runner
-	sess     *session.Session
-	agent    *Agent
-	lim      Limits
-	sink     *streams.Sink
-	parts    []parts.Part          // the turn's durable parts plus this invocation's
-	rep      conversation.Replayer // parts folded so far; see replay
-	turn     conversation.Turn     // the turn as of the last replay
-	deadline time.Time
-	out      Outcome
-	dirty    bool           // the sink holds parts beyond start, markers and the tools record
-	billed   bool           // the sink may hold a completed step not yet written (see flushBilled)
-	tools    *tool.Registry // the tools this invocation offers (see offer)
-	hooks    hooks          // the interceptor chains (see intercept)
-	timing   timing         // the tool runs and checkpoint since the last step, for the next's metadata
-	trace    string         // the turn's traceparent (see startTrace)
-	// traceRoot: this run minted trace, so its span is the root.
-	traceRoot bool
-}
-
-// run is one invocation: a thin loop (loop.go) over collaborators that
-// own their part of it, each built on the shared core and on the few
-// others it calls: the tool ledger (ledger.go), the step (step.go),
-// steering (steer.go), compaction (compact.go), children (children.go),
-// claims (claims.go), and the invocation's endings (loop.go).
-type run struct {
-	*core
-	end       *ending
-	ledger    *ledger
-	stepper   *stepper
-	steer     *steering
-	compactor *compactor
-	children  *children
-	claims    *claimer
-}
-
-// newRun is the invocation on c, its collaborators wired.
-func newRun(c *core) *run {
-	kids := &children{core: c}
-	end := &ending{core: c, children: kids}
-	kids.end = end
-	claims := &claimer{core: c, end: end}
-	stepper := &stepper{core: c, end: end}
-	return &run{core: c, end: end, children: kids, claims: claims, stepper: stepper,
-		ledger:    &ledger{core: c, end: end, children: kids, claims: claims},
-		steer:     &steering{core: c, end: end},
-		compactor: &compactor{core: c, end: end, stepper: stepper},
-	}
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.
@@ -270,42 +177,3 @@ func deadlineOf(ctx context.Context, budget time.Duration) time.Time {
 	}
 	return d
 }
-
-func agentActor(turn string) reducer.Actor {
-	return reducer.Actor{Kind: reducer.ActorAgent, ID: turn}
-}
-
-// mustJSON marshals values that cannot fail to marshal: strings, plain
-// maps, and values that came from json.Unmarshal.
-func mustJSON(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
-}
-
-// finish adds what the session looked like at the invocation's last write.
-func (ru *core) finish(out Outcome, err error) (Outcome, error) {
-	out.Waiting = len(ru.sess.State.Inbox)
-	return out, err
-}
-
-// emit buffers parts in the sink and folds them into the run's view of the
-// turn.
-func (ru *core) emit(ps ...parts.Part) {
-	for _, p := range ps {
-		if p.Type != parts.Start && p.Type != DataTools && !p.Marker() {
-			ru.dirty = true
-		}
-		if p.Type == parts.FinishStep {
-			ru.billed = true
-		}
-	}
-	ru.rep.Add(ps...)
-	// Append fails only on a poisoned or closed sink; the next Flush or
-	// Close reports that, so the error here adds nothing.
-	_ = ru.sink.Append(ps...)
-}
-
-// replay brings the run's view of the turn up to the parts emitted so far.
-// The parts are folded as they are emitted, so this costs nothing per part
-// already seen.
-func (ru *core) replay() { ru.turn = ru.rep.Turn() }

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/conversation"
@@ -17,9 +19,9 @@ import (
 	"github.com/baton-run/baton/pkg/streams"
 )
 
-// Step execution: asking the model for one step (run.step), translating
+// Step execution: asking the model for one step (stepper.step), translating
 // its events into the step's stream parts (stepParts), flushing them live,
-// and deciding what a failed step means (run.stepFailed): redone now,
+// and deciding what a failed step means (stepper.stepFailed): redone now,
 // suspended, or failed.
 
 // stepper asks the model for steps and decides what a failed one means;
@@ -99,7 +101,7 @@ type stepParts struct {
 	blocks, calls      int
 	finished           bool
 
-	// Live flushing (run.push), when the agent asks for it: how many parts
+	// Live flushing (stepper.push), when the agent asks for it: how many parts
 	// reached the sink, and the flusher.
 	pushed int
 	live   *streams.Live
@@ -292,35 +294,6 @@ func (ru *stepper) backoff(ctx context.Context, me *model.Error, tries int, spen
 	}
 }
 
-// suspendFault suspends a turn whose model fault outlasted the step's
-// tries or time, with a wake delayed by the agent's policy. The delay grows
-// with each such suspension in a row (a completed step breaks the row);
-// past the policy's Suspensions the turn fails instead.
-func (ru *ending) suspendFault(ctx context.Context, me *model.Error) (Outcome, error) {
-	cause := reducer.CauseModelUnavailable
-	if me.Kind == model.Throttled {
-		cause = reducer.CauseThrottled
-	}
-	return ru.suspendFor(ctx, cause, me.RetryAfter, reducer.FailModel, "the model stayed unavailable", me)
-}
-
-// suspendFor suspends the turn for a fault cause (reducer.Cause.Fault) as
-// suspendFault does, or fails it as kind, saying what stayed unavailable.
-func (ru *ending) suspendFor(ctx context.Context, cause reducer.Cause, retryAfter time.Duration, kind reducer.FailureKind, what string, err error) (Outcome, error) {
-	p := ru.lim.ModelRetry
-	n := 1
-	if t := ru.sess.State.Turn; t != nil && ru.out.Steps == 0 {
-		n = t.Faults + 1
-	}
-	if n > p.Suspensions {
-		return ru.fail(ctx, kind, fmt.Errorf("%s through %d suspensions of the turn: %w", what, n-1, err))
-	}
-	delay := p.WakeAfter(n, retryAfter)
-	ru.r.log().WarnContext(ctx, "fault outlasted the step; suspending the turn", "session", ru.out.Session, "turn", ru.out.Turn,
-		"cause", cause, "suspension", n, "wake", delay, "err", err)
-	return ru.suspend(ctx, cause, delay, reducer.Fact{Type: reducer.TurnSuspended, Faults: n, Wake: ru.r.Sessions.Clock().Add(delay)})
-}
-
 // CallID is baton's id for call c of step n of a turn:
 // tc_<the turn id without its "turn_" prefix>_<n>_<c>, unique within the
 // session whatever id the provider gave the call. It is derived from durable
@@ -351,4 +324,21 @@ func normalizeInput(in json.RawMessage) json.RawMessage {
 		return mustJSON(string(in))
 	}
 	return b.Bytes()
+}
+
+// stream calls model m with req, through the model interceptors.
+func (ru *stepper) stream(ctx context.Context, m model.Model, req model.Request) iter.Seq2[model.Event, error] {
+	if ru.hooks.model == nil {
+		return m.Stream(ctx, req)
+	}
+	return ru.hooks.model(ctx, intercept.ModelCall{Session: ru.out.Session, Turn: ru.out.Turn, Agent: ru.agent.Name, Model: m,
+		Identity: ru.identity(m), Request: req})
+}
+
+// runStep runs the next step, through the step interceptors.
+func (ru *stepper) runStep(ctx context.Context) ([]parts.Part, error) {
+	if ru.hooks.step == nil {
+		return ru.step(ctx)
+	}
+	return ru.hooks.step(ctx, intercept.Step{Session: ru.out.Session, Turn: ru.out.Turn, Agent: ru.agent.Name, Index: len(ru.turn.Steps)})
 }

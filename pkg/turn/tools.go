@@ -11,14 +11,6 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
-// DataTools is the part that records the tools of an agent's Remote source
-// a turn offers the model, as listed when the turn started:
-// data-tools{data: {tools: [tool.Listed…]}}. It is written with the turn's
-// first checkpoint, in the same chunk as its first step, so it costs no
-// write of its own; every later invocation of the turn offers the tools it
-// records.
-const DataTools parts.Type = "data-tools"
-
 // toolsRecord is a DataTools part's data.
 type toolsRecord struct {
 	Tools []tool.Listed `json:"tools"`
