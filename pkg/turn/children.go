@@ -173,7 +173,7 @@ func handoffTool(agent string) tool.Tool {
 // for them.
 type children struct {
 	*core
-	end  *ending
+	end  ender
 	kids kids // the sub-agent calls settle found
 }
 

@@ -41,7 +41,7 @@ func (e *blockedErr) Error() string {
 // the endings suspend a blocked turn.
 type claimer struct {
 	*core
-	end *ending
+	end ender
 }
 
 // claim asks the broker for the claims of p's call, if its tool declares

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -20,11 +21,19 @@ var errNoSummary = errors.New("turn: the summariser returned no text")
 // for the rest of the invocation; the endings stop the turn.
 type compactor struct {
 	*core
-	end     *ending
-	stepper *stepper // the summariser is called as a step's model is, and backs off as it does
+	end     ender
+	stepper modelCaller // the summariser is called as a step's model is, and backs off as it does
 	// off stops compaction for the rest of the invocation, after one that
 	// failed or had nothing to summarise.
 	off bool
+}
+
+// modelCaller is the port through which compaction calls its summariser
+// as a step calls its model (stepper): through the model interceptors,
+// backing off a retryable fault.
+type modelCaller interface {
+	stream(ctx context.Context, m model.Model, req model.Request) iter.Seq2[model.Event, error]
+	backoff(ctx context.Context, me *model.Error, tries int, spent time.Duration) (bool, error)
 }
 
 // compact runs the agent's compaction policy before a step. When the next

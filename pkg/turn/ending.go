@@ -25,7 +25,27 @@ import (
 // parent through the children.
 type ending struct {
 	*core
-	children *children
+	parent reporter
+}
+
+// ender is the port through which a collaborator ends the invocation (an
+// ending).
+type ender interface {
+	suspend(ctx context.Context, cause reducer.Cause, delay time.Duration, extra ...reducer.Fact) (Outcome, error)
+	suspendForApproval(ctx context.Context, approvals []reducer.Approval) (Outcome, error)
+	suspendFault(ctx context.Context, me *model.Error) (Outcome, error)
+	suspendFor(ctx context.Context, cause reducer.Cause, retryAfter time.Duration, kind reducer.FailureKind, what string, err error) (Outcome, error)
+	outOfTime(ctx context.Context, fault *model.Error) (Outcome, error)
+	complete(ctx context.Context) (Outcome, error)
+	fail(ctx context.Context, kind reducer.FailureKind, cause error) (Outcome, error)
+	record(ctx context.Context, f reducer.Fact, kind Kind) (Outcome, error)
+	stopped(ctx context.Context, err error) (Outcome, error)
+}
+
+// reporter is the port through which an ending reports a child session's
+// ended turn to its parent (children).
+type reporter interface {
+	report(ctx context.Context)
 }
 
 // suspend checkpoints the turn with a suspension marker, records the
@@ -153,7 +173,7 @@ func (ru *ending) record(ctx context.Context, f reducer.Fact, kind Kind) (Outcom
 		return ru.stopped(ctx, err)
 	}
 	ru.out.Kind, ru.out.Usage = kind, u
-	ru.children.report(ctx)
+	ru.parent.report(ctx)
 	return ru.out, nil
 }
 

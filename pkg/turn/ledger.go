@@ -25,7 +25,7 @@ import (
 // and the endings stop the turn.
 type ledger struct {
 	*core
-	end      *ending
+	end      ender
 	children *children
 	claims   *claimer
 	wait     time.Time // the earliest time a pending wait_until call waits for (see settle)

@@ -25,7 +25,7 @@ import (
 // steers them in; the endings stop the turn.
 type steering struct {
 	*core
-	end *ending
+	end ender
 }
 
 // polls reports whether the run reads new facts at each step boundary.

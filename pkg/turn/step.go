@@ -28,7 +28,7 @@ import (
 // the endings stop the turn.
 type stepper struct {
 	*core
-	end *ending
+	end ender
 }
 
 // attempt is what the loop knows of the steps it asked for in this
