@@ -18,8 +18,16 @@ import (
 // change nothing, so sending one again is always safe.
 var readPolicy = retry.Policy{Attempts: maxResend + 1, Base: 10 * time.Millisecond, Max: 100 * time.Millisecond}
 
+// reader sends the store's reads, again after a transient failure. It
+// holds the client and the per-call options (the request counter, when one
+// is set) that every request of the store uses.
+type reader struct {
+	client *dynamodb.Client
+	count  []func(*dynamodb.Options)
+}
+
 // getItem sends in, again after a transient failure (see readPolicy).
-func (s *Store) getItem(ctx context.Context, in *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
+func (s *reader) getItem(ctx context.Context, in *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
 	var out *dynamodb.GetItemOutput
 	err := retry.Do(ctx, readPolicy, func() error {
 		var err error
@@ -30,7 +38,7 @@ func (s *Store) getItem(ctx context.Context, in *dynamodb.GetItemInput) (*dynamo
 }
 
 // query sends in, again after a transient failure (see readPolicy).
-func (s *Store) query(ctx context.Context, in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
+func (s *reader) query(ctx context.Context, in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
 	var out *dynamodb.QueryOutput
 	err := retry.Do(ctx, readPolicy, func() error {
 		var err error

@@ -38,9 +38,8 @@ var ErrNotFound = errors.New("dynamo: session not found")
 // Store is the session fact store on one DynamoDB table. It is safe for
 // concurrent use.
 type Store struct {
-	client *dynamodb.Client
-	table  string
-	count  []func(*dynamodb.Options) // per-call options: the request counter, when one is set
+	reader
+	table string
 }
 
 // Option configures a Store.
@@ -56,7 +55,7 @@ func Counting(c *Counter) Option {
 // New returns a store on table. It does not create the table; the SAM
 // template (template.yaml) declares it.
 func New(client *dynamodb.Client, table string, opts ...Option) *Store {
-	s := &Store{client: client, table: table}
+	s := &Store{reader: reader{client: client}, table: table}
 	for _, o := range opts {
 		o(s)
 	}

@@ -25,7 +25,7 @@ import (
 // A message whose id is already in the inbox or the open turn is not
 // appended again: Converse returns the state with dup true. The state
 // returned is the one after the write.
-func (s *Store) Converse(ctx context.Context, id, owner, agent string, msg reducer.Message, check func(reducer.State) error) (st reducer.State, dup bool, err error) {
+func (s *ops) Converse(ctx context.Context, id, owner, agent string, msg reducer.Message, check func(reducer.State) error) (st reducer.State, dup bool, err error) {
 	if err := reducer.CheckText("text", msg.Text); err != nil {
 		return reducer.State{}, false, fmt.Errorf("session: converse in %s: %w", id, err)
 	}
@@ -67,7 +67,7 @@ func (s *Store) Converse(ctx context.Context, id, owner, agent string, msg reduc
 // but whose head is gone: a delete buried it and has yet to purge it, so
 // the id names no session until it has (ErrDeleting). Any other
 // conflict, err, is returned as it is, to be retried.
-func (s *Store) buried(ctx context.Context, id string, err error) error {
+func (s *ops) buried(ctx context.Context, id string, err error) error {
 	if _, herr := s.facts.Head(ctx, id); errors.Is(herr, ErrNotFound) || errors.Is(herr, dynamo.ErrNotFound) {
 		return fmt.Errorf("session: %s: %w", id, ErrDeleting)
 	}

@@ -30,12 +30,19 @@ const (
 // (it exists, created for something else).
 var ErrNotChild = errors.New("session: not the turn's child")
 
+// children are the store's child sessions, over its core; a cascade
+// cancels and answers through the operator's operations.
+type children struct {
+	*core
+	ops *ops
+}
+
 // CreateChild creates child session c of the parent's turn, owned by
 // owner, with c.Task as its first message, and wakes it. The creation is
 // one conditional write of both facts, so any number of tries create it
 // once: a child that exists already, for the same parent turn and call, is
 // only woken again. It reports whether this call created it.
-func (s *Store) CreateChild(ctx context.Context, owner string, p reducer.Parent, c reducer.Child) (bool, error) {
+func (s *children) CreateChild(ctx context.Context, owner string, p reducer.Parent, c reducer.Child) (bool, error) {
 	actor := reducer.Actor{Kind: reducer.ActorAgent, ID: p.Turn}
 	_, err := s.Append(ctx, c.ID, reducer.State{},
 		reducer.Fact{Type: reducer.SessionCreated, Actor: actor, Agent: c.Agent, Owner: owner, Parent: &p},
@@ -66,7 +73,7 @@ func (s *Store) CreateChild(ctx context.Context, owner string, p reducer.Parent,
 // (buried: its head is gone, its facts not yet purged) reports nothing:
 // its delete delivered its end first (Delete), or deletes its parent too;
 // that is an error matching ErrNotFound.
-func (s *Store) Report(ctx context.Context, id string) error {
+func (s *children) Report(ctx context.Context, id string) error {
 	sess, err := s.Load(ctx, id)
 	if err != nil {
 		return err
@@ -147,7 +154,7 @@ func OrphanReason(parent, turn, how string) string {
 // for reducer.Cascade when the process died in between (the tick re-sends
 // the session's wake). A child that could not be cancelled stays an
 // orphan, for the next try, and is returned as an error.
-func (s *Store) Cascade(ctx context.Context, id string) error {
+func (s *children) Cascade(ctx context.Context, id string) error {
 	sess, err := s.Load(ctx, id)
 	if err != nil {
 		return err
@@ -161,7 +168,7 @@ func (s *Store) Cascade(ctx context.Context, id string) error {
 // fails. It costs nothing with no orphans; else each orphan's Cancel, and
 // one write of the child.cancelled facts (a load and a write again per
 // lost race).
-func (s *Store) cascade(ctx context.Context, id string, st reducer.State) (reducer.State, error) {
+func (s *children) cascade(ctx context.Context, id string, st reducer.State) (reducer.State, error) {
 	if len(st.Orphans) == 0 {
 		return st, nil
 	}
@@ -211,8 +218,8 @@ func (s *Store) cascade(ctx context.Context, id string, st reducer.State) (reduc
 // session's usage, which its report to the parent, refused once the
 // parent's turn ended, did not bring: child.cancelled counts it in the
 // parent's.
-func (s *Store) cancelOrphan(ctx context.Context, id string, o reducer.Orphan) (reducer.Usage, error) {
-	err := s.Cancel(ctx, o.ID, ParentActor, OrphanReason(id, o.Turn, "ended as "+strings.TrimPrefix(string(o.Ended), "turn.")))
+func (s *children) cancelOrphan(ctx context.Context, id string, o reducer.Orphan) (reducer.Usage, error) {
+	err := s.ops.Cancel(ctx, o.ID, ParentActor, OrphanReason(id, o.Turn, "ended as "+strings.TrimPrefix(string(o.Ended), "turn.")))
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return reducer.Usage{}, nil
@@ -240,7 +247,7 @@ func (s *Store) cancelOrphan(ctx context.Context, id string, o reducer.Orphan) (
 // in between leaves the showing to its wake, which the tick re-sends. A
 // failure is logged; the child's own requests, and the operator's view of
 // them, stand.
-func (s *Store) ShowApprovals(ctx context.Context, id string, st reducer.State, approvals []reducer.Approval) {
+func (s *children) ShowApprovals(ctx context.Context, id string, st reducer.State, approvals []reducer.Approval) {
 	shown := true
 	for i := range approvals {
 		if err := s.showUp(ctx, id, st, approvals[i]); err != nil {
@@ -263,7 +270,7 @@ func (s *Store) ShowApprovals(ctx context.Context, id string, st reducer.State, 
 // its ancestors (ShowApprovals), if they wait to be (reducer.ReasonShow):
 // the invocation that suspended it died first. Any number of calls show
 // each request once.
-func (s *Store) ShowPending(ctx context.Context, id string) error {
+func (s *children) ShowPending(ctx context.Context, id string) error {
 	sess, err := s.Load(ctx, id)
 	if err != nil {
 		return err
@@ -281,7 +288,7 @@ func (s *Store) ShowPending(ctx context.Context, id string) error {
 // before is passed (a walk cut short by a crash goes on from there); one
 // whose turn no longer waits for the child below ends the walk, with no
 // error.
-func (s *Store) showUp(ctx context.Context, asker string, st reducer.State, a reducer.Approval) error {
+func (s *children) showUp(ctx context.Context, asker string, st reducer.State, a reducer.Approval) error {
 	id := asker
 	for p := st.Parent; p != nil; p = st.Parent {
 		child := &reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent}
@@ -347,10 +354,10 @@ func childByID(t *reducer.Turn, id string) (reducer.Child, bool) {
 // for, to the child whose request its turn showed: the answer is the
 // child's to check and record, or to pass on down to the descendant that
 // asked. It reports whether there was such a child.
-func (s *Store) answerChild(ctx context.Context, st reducer.State, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) (bool, error) {
+func (s *children) answerChild(ctx context.Context, st reducer.State, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) (bool, error) {
 	child := ChildPending(st, approvalID, "")
 	if child == "" {
 		return false, nil
 	}
-	return true, s.Answer(ctx, child, actor, approvalID, d, reason)
+	return true, s.ops.Answer(ctx, child, actor, approvalID, d, reason)
 }

@@ -19,7 +19,7 @@ import (
 // it when it next blocks someone (the holder's facts no longer hold it;
 // see turn.GrantFate). A grant not held, or held by the open turn (settle
 // its execution instead), fails with ErrNotPending and writes nothing.
-func (s *Store) ReleaseGrant(ctx context.Context, id string, actor reducer.Actor, grantID string) error {
+func (s *ops) ReleaseGrant(ctx context.Context, id string, actor reducer.Actor, grantID string) error {
 	_, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
 		g := &claims.Grant{ID: grantID} // the reducer decides whether it may be released
 		if held, ok := cur.Grant(grantID); ok {
@@ -39,7 +39,7 @@ func (s *Store) ReleaseGrant(ctx context.Context, id string, actor reducer.Actor
 // that waited behind it). Without it the waiter would hold up later
 // requests that conflict with it until the broker's waiter TTL. Best
 // effort: a failure is logged, and the TTL still removes the waiter.
-func (s *Store) withdraw(ctx context.Context, id string, st reducer.State) {
+func (s *core) withdraw(ctx context.Context, id string, st reducer.State) {
 	t := st.Turn
 	if s.Claims == nil || t == nil || st.Status != reducer.Suspended || t.Cause != reducer.CauseBlocked || t.Block == nil {
 		return

@@ -3,7 +3,7 @@ package session
 // This file holds Decorate, the seam for store calls: it wraps either of
 // the store's stores.
 
-// Decorate returns a store like s, with the same Waker, Now, Steering, Log and Claims,
+// Decorate returns a store like s, with the same Config,
 // whose fact log is facts(s's fact log) and whose stream store is
 // streams(s's stream store); a nil function keeps that store as it is.
 // It is the seam for store calls: a decorator sees every call the session
@@ -11,12 +11,12 @@ package session
 // injected faults), without an edit anywhere else. The copy queues its own
 // posts (see lanes); decorate once, when wiring, not per request.
 func (s *Store) Decorate(facts func(FactLog) FactLog, streams func(StreamStore) StreamStore) *Store {
-	d := &Store{facts: s.facts, streams: s.streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, Log: s.Log, Claims: s.Claims}
+	d := s.stores
 	if facts != nil {
 		d.facts = facts(d.facts)
 	}
 	if streams != nil {
 		d.streams = streams(d.streams)
 	}
-	return d
+	return build(&core{Config: s.Config, stores: d})
 }

@@ -32,23 +32,26 @@
 // and Decorate wraps either store, the seam package intercept uses for
 // store calls.
 //
-// Store's methods are grouped by purpose, a file each (each file's header
-// names its group):
-//   - the store and its transitions (session.go): New, Load, Append, End,
-//     Compact, Clock;
+// Store is a small core with its features over it, each a type of its own
+// embedded in Store, so that its methods are the store's. The core
+// (session.go, retry.go) loads and commits: New, Load, Append, End,
+// Compact, Follow, Clock, and the retries of a lost compare-and-set
+// (LostRace and the per-session lanes), over the two stores' reads
+// (read.go: Facts, Head, ByOwner, Due, Receipt), turn streams (stream.go:
+// OpenStream, ResumeStream, ReadStream, Streams, CloseStream) and their
+// usage (usage.go: StreamUsage). Its configuration (Config: Waker, Now,
+// Steering, Log, Claims) and its two stores are each held in one struct,
+// which its copies (WithReceipt, and the seam, Decorate in decorate.go)
+// copy whole. The features:
 //   - the operator's operations (ops.go): Create, Post, Answer, Settle,
-//     Raise, SetTimer, SetSchedule, ClearSchedule, Cancel, Follow;
-//   - the chat's (chat.go): Converse, HasMessage;
-//   - reads of the fact log (read.go): Facts, Head, ByOwner, Due, Receipt;
-//   - turn streams (stream.go): OpenStream, ResumeStream, ReadStream,
-//     Streams, CloseStream; and their usage (usage.go): StreamUsage;
-//   - the end of a session's life (lifecycle.go): Delete, FinishDelete, Sweep;
-//   - resource claims (claims.go): ReleaseGrant, and the withdrawal of a
-//     blocked turn's waiter from the broker (Store.Claims) as End ends it;
+//     Raise, SetTimer, SetSchedule, ClearSchedule, Cancel; the chat's
+//     (chat.go): Converse, HasMessage; and resource claims (claims.go): ReleaseGrant,
+//     and the withdrawal of a blocked turn's waiter from the broker
+//     (Config.Claims) as End ends it;
 //   - child sessions (children.go): CreateChild, Report, Cascade,
-//     ShowApprovals;
-//   - retries of a lost compare-and-set (retry.go): LostRace and the
-//     per-session lanes;
-//   - the seam (decorate.go): Decorate; and the consumed stores
-//     (factlog.go: FactLog; streamstore.go: StreamStore).
+//     ShowApprovals, ShowPending;
+//   - the end of a session's life (lifecycle.go, orphans.go): Delete,
+//     FinishDelete, Sweep, Orphans, ReleaseOrphan;
+//   - and the consumed stores (factlog.go: FactLog; streamstore.go:
+//     StreamStore).
 package session

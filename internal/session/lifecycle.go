@@ -25,6 +25,15 @@ var ErrTurnOpen = dynamo.ErrTurnOpen
 // finished: nothing was written. Once it has, the id names a new session.
 var ErrDeleting = dynamo.ErrDeleting
 
+// lifecycle is the end of sessions' lives (this file and orphans.go), over
+// the store's core; a child is reported to its parent, and a family's
+// running children cancelled, through the children of the store without
+// a receipt (a delete writes no receipt).
+type lifecycle struct {
+	*core
+	kids *children
+}
+
 // Delete deletes session id of owner, and its child sessions with it,
 // recursively, recording by as who deleted them. It first buries the
 // session — writes its tombstone and deletes its head in one transaction,
@@ -42,7 +51,7 @@ var ErrDeleting = dynamo.ErrDeleting
 // answers ErrNotFound for a session that is not owner's. A delete that
 // loses a race to another delete of the session answers as the repeated
 // delete does; one that raced any other write reads the session again.
-func (s *Store) Delete(ctx context.Context, id, owner, by string) error {
+func (s *lifecycle) Delete(ctx context.Context, id, owner, by string) error {
 	var err error
 	for range deleteTries {
 		if err = s.deleteOnce(ctx, id, owner, by); !errors.Is(err, ErrConflict) {
@@ -57,7 +66,7 @@ func (s *Store) Delete(ctx context.Context, id, owner, by string) error {
 const deleteTries = 4
 
 // deleteOnce is one try of Delete, from reading the head.
-func (s *Store) deleteOnce(ctx context.Context, id, owner, by string) error {
+func (s *lifecycle) deleteOnce(ctx context.Context, id, owner, by string) error {
 	h, err := s.facts.Head(ctx, id)
 	switch {
 	case errors.Is(err, dynamo.ErrNotFound):
@@ -75,7 +84,7 @@ func (s *Store) deleteOnce(ctx context.Context, id, owner, by string) error {
 		return fmt.Errorf("session: delete %s: %w", id, ErrNotFound)
 	case h.Why == reducer.ReasonCascade && h.Turn == "":
 		// Its ended turn's children still run: stop them, then delete.
-		if err := s.root().Cascade(ctx, id); err != nil {
+		if err := s.kids.Cascade(ctx, id); err != nil {
 			return fmt.Errorf("session: delete %s: %w", id, err)
 		}
 		if h, err = s.facts.Head(ctx, id); err != nil {
@@ -97,10 +106,10 @@ func (s *Store) deleteOnce(ctx context.Context, id, owner, by string) error {
 // its task waiting) is recorded as ended, cancelled by its delete
 // (abandonChild). It returns the child's head after that; a report that
 // fails fails the delete, which deleted nothing.
-func (s *Store) reportFirst(ctx context.Context, h dynamo.Head) (dynamo.Head, error) {
+func (s *lifecycle) reportFirst(ctx context.Context, h dynamo.Head) (dynamo.Head, error) {
 	switch h.Why {
 	case reducer.ReasonReport:
-		if err := s.root().Report(ctx, h.Session); err != nil {
+		if err := s.kids.Report(ctx, h.Session); err != nil {
 			return h, fmt.Errorf("session: delete %s: report its end to its parent first: %w", h.Session, err)
 		}
 	case reducer.ReasonInbox:
@@ -129,7 +138,7 @@ func (s *Store) reportFirst(ctx context.Context, h dynamo.Head) (dynamo.Head, er
 // which never ran a turn, that the child ended, cancelled by its delete,
 // and wakes the parent. A parent whose turn no longer waits for it, or
 // that is gone, needs nothing.
-func (s *Store) abandonChild(ctx context.Context, id string, st reducer.State) error {
+func (s *lifecycle) abandonChild(ctx context.Context, id string, st reducer.State) error {
 	p := st.Parent
 	c := reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent, Status: reducer.TurnCancelled,
 		Error: "the child session was deleted before it ran"}
@@ -148,7 +157,7 @@ func (s *Store) abandonChild(ctx context.Context, id string, st reducer.State) e
 
 // bury buries the session of head h, once none of its family has an open
 // turn, and purges it and its family.
-func (s *Store) bury(ctx context.Context, h dynamo.Head, by string) error {
+func (s *lifecycle) bury(ctx context.Context, h dynamo.Head, by string) error {
 	if h.Turn != "" {
 		return fmt.Errorf("session: delete %s: %w", h.Session, ErrTurnOpen)
 	}
@@ -163,7 +172,7 @@ func (s *Store) bury(ctx context.Context, h dynamo.Head, by string) error {
 
 // familyIdle checks that no descendant of session id has an open turn.
 // It reads each one's facts and head: a delete's cost, paid once.
-func (s *Store) familyIdle(ctx context.Context, id string) error {
+func (s *lifecycle) familyIdle(ctx context.Context, id string) error {
 	kids, err := s.childIDs(ctx, id)
 	if err != nil {
 		return err
@@ -187,16 +196,16 @@ func (s *Store) familyIdle(ctx context.Context, id string) error {
 
 // childIDs are the child sessions session id's turns started, in order,
 // as its child.started facts name them.
-func (s *Store) childIDs(ctx context.Context, id string) ([]string, error) {
+func (s *lifecycle) childIDs(ctx context.Context, id string) ([]string, error) {
 	facts, err := s.facts.Facts(ctx, id, 0)
 	if err != nil {
 		return nil, fmt.Errorf("session: delete %s: list its children: %w", id, err)
 	}
-	return children(facts), nil
+	return childIDsIn(facts), nil
 }
 
 // children are the child sessions that facts' child.started name, in order.
-func children(facts []reducer.Fact) []string {
+func childIDsIn(facts []reducer.Fact) []string {
 	var out []string
 	for _, f := range facts {
 		if f.Type == reducer.ChildStarted && f.Child != nil && !slices.Contains(out, f.Child.ID) {
@@ -222,13 +231,13 @@ func children(facts []reducer.Fact) []string {
 // passed; the retention sweep or a repeated Delete finish it too. The
 // fence is a chunk of the cancel's: a finish part, nothing of the
 // conversation.
-func (s *Store) purge(ctx context.Context, t dynamo.Tombstone) error {
+func (s *lifecycle) purge(ctx context.Context, t dynamo.Tombstone) error {
 	id := t.Session
 	facts, err := s.facts.Facts(ctx, id, 0)
 	if err != nil {
 		return fmt.Errorf("session: delete %s: list its children: %w", id, err)
 	}
-	for _, k := range children(facts) {
+	for _, k := range childIDsIn(facts) {
 		if err := s.deleteChild(ctx, k, t.By); err != nil {
 			return fmt.Errorf("session: delete %s: %w", id, err)
 		}
@@ -323,7 +332,7 @@ func union(a, b []string) []string {
 // deferred for an invocation that may still have been running (see purge):
 // the tick calls it once the tombstone is due. A session not buried, or
 // purged already, needs nothing.
-func (s *Store) FinishDelete(ctx context.Context, id string) error {
+func (s *lifecycle) FinishDelete(ctx context.Context, id string) error {
 	t, err := s.facts.Tombstone(ctx, id)
 	switch {
 	case errors.Is(err, dynamo.ErrNotFound):
@@ -339,7 +348,7 @@ func (s *Store) FinishDelete(ctx context.Context, id string) error {
 // deleteChild deletes child session id of a buried parent: it buries it
 // if it has a head, and finishes its purge if its tombstone is not marked
 // purged. A child never created leaves nothing to delete.
-func (s *Store) deleteChild(ctx context.Context, id, by string) error {
+func (s *lifecycle) deleteChild(ctx context.Context, id, by string) error {
 	h, err := s.facts.Head(ctx, id)
 	switch {
 	case err == nil:
@@ -377,7 +386,7 @@ type SweepReport struct {
 // ending wrote before its fact lost its race or never landed (a snapshot is
 // written before its fact, so a younger one may be in flight). It scans the
 // table and lists the bucket once each: run it rarely.
-func (s *Store) Sweep(ctx context.Context, retention, grace time.Duration) (SweepReport, error) {
+func (s *lifecycle) Sweep(ctx context.Context, retention, grace time.Duration) (SweepReport, error) {
 	var rep SweepReport
 	now := s.now()
 	var before time.Time
@@ -412,7 +421,7 @@ func (s *Store) Sweep(ctx context.Context, retention, grace time.Duration) (Swee
 
 // sweepSnapshots deletes the snapshots written before cutoff that no fact
 // of their session names, and returns how many.
-func (s *Store) sweepSnapshots(ctx context.Context, cutoff time.Time) (int, error) {
+func (s *lifecycle) sweepSnapshots(ctx context.Context, cutoff time.Time) (int, error) {
 	n := 0
 	var session string
 	var named map[string]bool

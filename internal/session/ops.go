@@ -22,9 +22,17 @@ import (
 // uncertain execution, Raise spend caps, SetTimer, SetSchedule and
 // ClearSchedule, Cancel the open turn, and Follow a turn's end.
 
+// ops are the operator's operations on sessions (this file, chat.go and
+// claims.go), over the store's core; an approval a child asked its
+// ancestors for is answered through the children.
+type ops struct {
+	*core
+	kids *children
+}
+
 // Create starts a new session for owner with agent. It fails with
 // ErrConflict if the id is taken.
-func (s *Store) Create(ctx context.Context, id, owner, agent string) (reducer.State, error) {
+func (s *ops) Create(ctx context.Context, id, owner, agent string) (reducer.State, error) {
 	return s.Append(ctx, id, reducer.State{}, reducer.Fact{
 		Type: reducer.SessionCreated, Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: owner},
 		Agent: agent, Owner: owner,
@@ -38,7 +46,7 @@ func (s *Store) Create(ctx context.Context, id, owner, agent string) (reducer.St
 // message's delivery (see deliver): an agent that rejects fails with
 // ErrRejected and nothing is written. Posts to one session from this store take turns; a post that
 // cannot commit within RetryBudget (or ctx's deadline) fails with ErrBusy.
-func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text string) (string, error) {
+func (s *ops) Post(ctx context.Context, id string, actor reducer.Actor, text string) (string, error) {
 	if err := reducer.CheckText("text", text); err != nil {
 		return "", fmt.Errorf("session: post to %s: %w", id, err)
 	}
@@ -85,7 +93,7 @@ func (s *Store) Post(ctx context.Context, id string, actor reducer.Actor, text s
 // session in state st: with no open turn it is queued (enqueue); else the
 // agent's steering policy applies, and reject refuses it with ErrRejected.
 // It sets msg.Delivery, which the message.received fact records.
-func (s *Store) deliver(st reducer.State, msg *reducer.Message) error {
+func (s *ops) deliver(st reducer.State, msg *reducer.Message) error {
 	msg.Delivery = reducer.SteerEnqueue
 	if st.Turn == nil {
 		return nil
@@ -100,7 +108,7 @@ func (s *Store) deliver(st reducer.State, msg *reducer.Message) error {
 
 // SteeringOf is agent's steering policy as Steering gives it, enqueue
 // when it gives none.
-func (s *Store) SteeringOf(agent string) reducer.Steering {
+func (s *ops) SteeringOf(agent string) reducer.Steering {
 	if s.Steering != nil {
 		if v := s.Steering(agent); v != "" {
 			return v
@@ -116,7 +124,7 @@ func (s *Store) SteeringOf(agent string) reducer.Steering {
 // is then returned, to be closed once the write stands. A message posted
 // under a trace (ctx carries a traced request's traceparent, see package
 // traceparent) records it, and the turn it starts is traced under it.
-func (s *Store) receive(ctx context.Context, id string, st reducer.State, actor reducer.Actor, msg reducer.Message, before ...reducer.Fact) (reducer.State, *streams.Sink, error) {
+func (s *ops) receive(ctx context.Context, id string, st reducer.State, actor reducer.Actor, msg reducer.Message, before ...reducer.Fact) (reducer.State, *streams.Sink, error) {
 	if msg.Trace == "" {
 		msg.Trace = traceparent.From(ctx)
 	}
@@ -150,7 +158,7 @@ func (s *Store) receive(ctx context.Context, id string, st reducer.State, actor 
 }
 
 // closeInterrupted closes the stream of a turn receive ended, if any.
-func (s *Store) closeInterrupted(ctx context.Context, id string, sink *streams.Sink) {
+func (s *ops) closeInterrupted(ctx context.Context, id string, sink *streams.Sink) {
 	if sink == nil {
 		return
 	}
@@ -167,7 +175,7 @@ func (s *Store) closeInterrupted(ctx context.Context, id string, sink *streams.S
 // chain to the session that asked. An approval id that is not pending —
 // unknown, already answered, or of another turn — fails with ErrNotPending
 // and writes nothing.
-func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) error {
+func (s *ops) Answer(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) error {
 	var read reducer.State // the state the answer was decided on
 	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
 		read = cur
@@ -188,7 +196,7 @@ func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, appr
 	if errors.Is(err, ErrNotPending) {
 		// Perhaps a child's request, which the turn showed: the child's
 		// reducer decides it.
-		if routed, cerr := s.answerChild(ctx, read, actor, approvalID, d, reason); routed || cerr != nil {
+		if routed, cerr := s.kids.answerChild(ctx, read, actor, approvalID, d, reason); routed || cerr != nil {
 			return cerr
 		}
 	}
@@ -203,7 +211,7 @@ func (s *Store) Answer(ctx context.Context, id string, actor reducer.Actor, appr
 
 // Settle records an operator's verdict on an uncertain execution and wakes
 // the turn. An execution that awaits no verdict fails with ErrNotPending.
-func (s *Store) Settle(ctx context.Context, id string, actor reducer.Actor, executionID string, v reducer.Verdict) error {
+func (s *ops) Settle(ctx context.Context, id string, actor reducer.Actor, executionID string, v reducer.Verdict) error {
 	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
 		var turn string // the reducer decides whether the execution awaits a verdict
 		if cur.Turn != nil {
@@ -226,7 +234,7 @@ func (s *Store) Settle(ctx context.Context, id string, actor reducer.Actor, exec
 // lift the cap the turn reached (as its suspension named it) past the
 // usage that reached it fails with ErrCapNotLifted, saying which cap to
 // raise and past what. None of them writes anything.
-func (s *Store) Raise(ctx context.Context, id string, actor reducer.Actor, r reducer.Raise) error {
+func (s *ops) Raise(ctx context.Context, id string, actor reducer.Actor, r reducer.Raise) error {
 	if err := checkCaps(r); err != nil {
 		return err
 	}
@@ -253,7 +261,7 @@ func (s *Store) Raise(ctx context.Context, id string, actor reducer.Actor, r red
 // ends the wait at once, and the wait_until calls it was for return then.
 // The time they named no longer fires. A turn not suspended on a timer
 // fails with ErrNotPending and nothing is written.
-func (s *Store) SetTimer(ctx context.Context, id string, actor reducer.Actor, at time.Time) error {
+func (s *ops) SetTimer(ctx context.Context, id string, actor reducer.Actor, at time.Time) error {
 	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
 		t := cur.Turn
 		if t == nil || cur.Status != reducer.Suspended || t.Cause != reducer.CauseTimer {
@@ -274,7 +282,7 @@ func (s *Store) SetTimer(ctx context.Context, id string, actor reducer.Actor, at
 // prefix, six fields, one that does not parse) or a text reducer.CheckText
 // refuses (blank, over reducer.MaxText) fails with ErrBadSchedule, wrapping
 // the check's error, and writes nothing.
-func (s *Store) SetSchedule(ctx context.Context, id string, actor reducer.Actor, cronExpr, text string) error {
+func (s *ops) SetSchedule(ctx context.Context, id string, actor reducer.Actor, cronExpr, text string) error {
 	if err := reducer.CheckCron(cronExpr); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadSchedule, err)
 	}
@@ -289,7 +297,7 @@ func (s *Store) SetSchedule(ctx context.Context, id string, actor reducer.Actor,
 
 // ClearSchedule removes the session's schedule; its next occurrence never
 // fires. A session without one fails with ErrNotPending.
-func (s *Store) ClearSchedule(ctx context.Context, id string, actor reducer.Actor) error {
+func (s *ops) ClearSchedule(ctx context.Context, id string, actor reducer.Actor) error {
 	_, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
 		if cur.Schedule == nil {
 			return reducer.Fact{}, fmt.Errorf("session: clear the schedule of %s: it has none: %w", id, ErrNotPending)
@@ -324,9 +332,13 @@ func checkCaps(r reducer.Raise) error {
 // Cancel ends the open turn as cancelled, which cancels the turn's running
 // children, recursively (Cascade, as every ending does), and closes its
 // stream. A runner still working on the turn loses its next
-// compare-and-set and stops.
-func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reason string) error {
+// compare-and-set and stops. A cancel of a running turn answers
+// FenceWindow after it closed the stream, so a runner that starts a
+// step's reads without reading the head (within half of it of its last
+// checkpoint) has started them before the cancel answered.
+func (s *ops) Cancel(ctx context.Context, id string, actor reducer.Actor, reason string) error {
 	var sink *streams.Sink
+	running := false // an invocation may be running the turn
 	err := retry(ctx, func() error {
 		sess, err := s.Load(ctx, id)
 		if err != nil {
@@ -336,6 +348,7 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 		if t == nil {
 			return fmt.Errorf("session: cancel %s: %w", id, ErrNoTurn)
 		}
+		running = sess.State.Status == reducer.Running
 		var ps []parts.Part
 		sink, ps, err = s.streams.Resume(ctx, id, t.Stream)
 		if err != nil {
@@ -352,16 +365,38 @@ func (s *Store) Cancel(ctx context.Context, id string, actor reducer.Actor, reas
 	if err := s.CloseStream(ctx, sink, streams.Cancelled, "cancelled"); err != nil {
 		// The fact stands; the stream is left open for a reader to time out on.
 		s.log().WarnContext(ctx, "cancel: close stream", "session", id, "stream", sink.Stream(), "err", err)
+	} else if running {
+		settle(ctx, FenceWindow)
 	}
 	// Messages that arrived during the turn now start a new one.
 	s.wake(ctx, id, wake.Cancelled, 0, 0)
 	return nil
 }
 
+// FenceWindow is how long after closing a running turn's stream a cancel
+// waits before it answers. A runner skips the head read that fences a
+// step's reads (turn's fenceReads) only when it starts them within half of
+// it of the start of a write that a close made later would have refused
+// (its last checkpoint, or its last head read): a close landed after that
+// write began, so the cancel answers after the reads began, and from its
+// answer on the runner calls no tool or model. Model calls take longer, so
+// the head read is skipped only for steps the model answered at once.
+const FenceWindow = 25 * time.Millisecond
+
+// settle waits d, or until ctx ends.
+func settle(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // follow brings st, the state of session id, up to date: a full load the
 // first time, and afterwards, when a retry lost a race, only the facts
 // appended since st, so a round under contention costs one short read.
-func (s *Store) follow(ctx context.Context, id string, st reducer.State, loaded bool) (reducer.State, error) {
+func (s *core) follow(ctx context.Context, id string, st reducer.State, loaded bool) (reducer.State, error) {
 	if !loaded {
 		sess, err := s.Load(ctx, id)
 		if err != nil {
@@ -374,7 +409,7 @@ func (s *Store) follow(ctx context.Context, id string, st reducer.State, loaded 
 
 // Follow brings st, a state of session id, up to date with the facts
 // appended since it, in one short read: st itself when there are none.
-func (s *Store) Follow(ctx context.Context, id string, st reducer.State) (reducer.State, error) {
+func (s *core) Follow(ctx context.Context, id string, st reducer.State) (reducer.State, error) {
 	facts, err := s.facts.Facts(ctx, id, st.LastSeq)
 	if err != nil {
 		return reducer.State{}, fmt.Errorf("session: follow %s: %w", id, err)
@@ -389,7 +424,7 @@ func (s *Store) Follow(ctx context.Context, id string, st reducer.State) (reduce
 // transition appends the one fact next decides from the session's current
 // state, under the lost-race retry; an error from next refuses and writes
 // nothing.
-func (s *Store) transition(ctx context.Context, id string, next func(reducer.State) (reducer.Fact, error)) (reducer.State, error) {
+func (s *core) transition(ctx context.Context, id string, next func(reducer.State) (reducer.Fact, error)) (reducer.State, error) {
 	var st reducer.State
 	err := retry(ctx, func() error {
 		sess, err := s.Load(ctx, id)
@@ -407,7 +442,7 @@ func (s *Store) transition(ctx context.Context, id string, next func(reducer.Sta
 }
 
 // log is the store's logger; without one, what it would log is discarded.
-func (s *Store) log() *slog.Logger {
+func (s *core) log() *slog.Logger {
 	if s.Log != nil {
 		return s.Log
 	}
@@ -416,6 +451,6 @@ func (s *Store) log() *slog.Logger {
 
 // wake sends the session's wake after delay, best effort: a lost one is
 // re-sent by the tick.
-func (s *Store) wake(ctx context.Context, id string, reason wake.Reason, seq int64, delay time.Duration) {
+func (s *core) wake(ctx context.Context, id string, reason wake.Reason, seq int64, delay time.Duration) {
 	wake.Notify(ctx, s.Waker, s.log(), wake.Wake{Session: id, Reason: reason, Seq: seq, Trace: traceparent.From(ctx)}, delay)
 }

@@ -32,7 +32,7 @@ var ErrNotOrphan = claims.ErrNotOrphan
 // before a purge deletes them. It is safe to repeat (a delete cut short
 // redoes it), and a session whose facts are gone already has nothing left
 // to orphan.
-func (s *Store) orphanGrants(ctx context.Context, id string) error {
+func (s *lifecycle) orphanGrants(ctx context.Context, id string) error {
 	sess, err := s.Load(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -61,7 +61,7 @@ func (s *Store) orphanGrants(ctx context.Context, id string) error {
 // Orphans lists owner's orphaned grants: those of deleted sessions whose
 // effect may still have run, held until an operator releases them. A
 // store with no claims broker has none.
-func (s *Store) Orphans(ctx context.Context, owner string) ([]claims.Grant, error) {
+func (s *lifecycle) Orphans(ctx context.Context, owner string) ([]claims.Grant, error) {
 	if s.Claims == nil {
 		return nil, nil
 	}
@@ -76,7 +76,7 @@ func (s *Store) Orphans(ctx context.Context, owner string) ([]claims.Grant, erro
 // its effect is over) and wakes the sessions it blocked that nothing blocks
 // any more. A grant that is not an orphan of owner fails with ErrNotOrphan
 // and changes nothing.
-func (s *Store) ReleaseOrphan(ctx context.Context, owner, grantID string) error {
+func (s *lifecycle) ReleaseOrphan(ctx context.Context, owner, grantID string) error {
 	if s.Claims == nil {
 		return fmt.Errorf("session: release grant %s: %w", grantID, ErrNotOrphan)
 	}

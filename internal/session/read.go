@@ -14,29 +14,29 @@ import (
 // the stream methods (stream.go).
 
 // Facts returns session id's facts after seq after, in order.
-func (s *Store) Facts(ctx context.Context, id string, after int64) ([]reducer.Fact, error) {
+func (s *stores) Facts(ctx context.Context, id string, after int64) ([]reducer.Fact, error) {
 	return s.facts.Facts(ctx, id, after)
 }
 
 // Head returns session id's head item; an error matching
 // dynamo.ErrNotFound when there is none.
-func (s *Store) Head(ctx context.Context, id string) (dynamo.Head, error) {
+func (s *stores) Head(ctx context.Context, id string) (dynamo.Head, error) {
 	return s.facts.Head(ctx, id)
 }
 
 // ByOwner lists up to limit heads of owner's sessions from cursor, and
 // the cursor of the next page ("" at the end).
-func (s *Store) ByOwner(ctx context.Context, owner string, limit int32, cursor string) ([]dynamo.Head, string, error) {
+func (s *stores) ByOwner(ctx context.Context, owner string, limit int32, cursor string) ([]dynamo.Head, string, error) {
 	return s.facts.ByOwner(ctx, owner, limit, cursor)
 }
 
 // Due calls fn with each head of shard due before before, reading pages
 // of limit, and returns the number of pages read.
-func (s *Store) Due(ctx context.Context, shard int, before time.Time, limit int32, fn func(dynamo.Head) error) (int, error) {
+func (s *stores) Due(ctx context.Context, shard int, before time.Time, limit int32, fn func(dynamo.Head) error) (int, error) {
 	return s.facts.Due(ctx, shard, before, limit, fn)
 }
 
 // Receipt returns the receipt stored under idempotency key key, if any.
-func (s *Store) Receipt(ctx context.Context, key string) (dynamo.Receipt, bool, error) {
+func (s *stores) Receipt(ctx context.Context, key string) (dynamo.Receipt, bool, error) {
 	return s.facts.Receipt(ctx, key)
 }

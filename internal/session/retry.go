@@ -33,7 +33,7 @@ type lane struct {
 
 // enter waits for session id's lane and returns it, with the function that
 // leaves it.
-func (s *Store) enter(ctx context.Context, id string) (l *lane, leave func(), err error) {
+func (s *core) enter(ctx context.Context, id string) (l *lane, leave func(), err error) {
 	root := s.root()
 	ls := root.lanes.Load()
 	if ls == nil {

@@ -67,15 +67,26 @@ type Session struct {
 	History []conversation.Message
 }
 
-// Store loads and commits sessions. It is the one way into storage: the
-// fact log and the stream store it is built on (New) are reached only
-// through its methods, grouped by purpose: loading and committing
-// (session.go), operator transitions (ops.go), chat (chat.go), reads of
-// the fact log (read.go), turn streams (stream.go), usage (usage.go),
-// and retrying a write that lost its race (retry.go).
+// Store loads and commits sessions, and runs the operations on them. It
+// is built on a fact log and a stream store (New), reached only through
+// its small core: loading and committing (Load, Append, End, Compact and
+// Follow, session.go; retrying a write that lost its race, retry.go), over
+// the two stores' reads (read.go), turn streams (stream.go) and usage
+// (usage.go). Each feature is its own type over that core, embedded here
+// so that its methods are the store's: the operator's operations (ops:
+// ops.go, chat.go, claims.go), children (children.go) and lifecycle
+// (lifecycle.go, orphans.go).
 type Store struct {
-	facts   FactLog
-	streams StreamStore
+	*core
+	ops
+	children
+	lifecycle
+}
+
+// Config is what a store is set up with besides its two stores. Set its
+// fields on the store (store.Waker = ...) before first use; a copy of the
+// store (WithReceipt, Decorate) copies it whole.
+type Config struct {
 	// Waker, when set, is told after commits that need a turn to run.
 	Waker wake.Waker
 	// Now is the clock; nil means time.Now.
@@ -90,16 +101,41 @@ type Store struct {
 	// claims that the store ends (a cancel, an interrupting message) has
 	// its waiter withdrawn from the broker's queues (see claims.go).
 	Claims claims.Broker
+}
 
+// stores are the two stores a session store is built on, and their reads.
+type stores struct {
+	facts   FactLog
+	streams StreamStore
+}
+
+// core is the store's small core: its configuration and stores, the
+// receipt its commits write (see WithReceipt), and the lanes its posts
+// queue in (see retry.go).
+type core struct {
+	Config
+	stores
 	receipt *Receipt // see WithReceipt
-	base    *Store   // the store WithReceipt was called on
+	base    *Store   // the store without a receipt: this one, or the one WithReceipt was called on
 	lanes   atomic.Pointer[lanes]
 }
 
 // New is a session store on a fact log and a stream store; set Waker, Now,
 // Steering and Log on it before first use.
 func New(facts FactLog, streams StreamStore) *Store {
-	return &Store{facts: facts, streams: streams}
+	return build(&core{stores: stores{facts: facts, streams: streams}})
+}
+
+// build is the store on core c, its features over it.
+func build(c *core) *Store {
+	st := &Store{core: c}
+	if c.base == nil {
+		c.base = st
+	}
+	st.ops = ops{core: c, kids: &st.children}
+	st.children = children{core: c, ops: &st.ops}
+	st.lifecycle = lifecycle{core: c, kids: &c.base.children}
+	return st
 }
 
 // Receipt asks a write to store, in its own transaction, the answer to the
@@ -118,19 +154,14 @@ type Receipt struct {
 // with an error matching ErrReceiptTaken, writing nothing, when rc's key
 // is already taken.
 func (s *Store) WithReceipt(rc *Receipt) *Store {
-	return &Store{facts: s.facts, streams: s.streams, Waker: s.Waker, Now: s.Now, Steering: s.Steering, Log: s.Log, Claims: s.Claims,
-		receipt: rc, base: s.root()}
+	return build(&core{Config: s.Config, stores: s.stores, receipt: rc, base: s.root()})
 }
 
-func (s *Store) root() *Store {
-	if s.base != nil {
-		return s.base
-	}
-	return s
-}
+// root is the store without a receipt.
+func (s *core) root() *Store { return s.base }
 
 // appendFacts writes facts and next, with the store's receipt if it has one.
-func (s *Store) appendFacts(ctx context.Context, id string, next reducer.State, facts []reducer.Fact) error {
+func (s *core) appendFacts(ctx context.Context, id string, next reducer.State, facts []reducer.Fact) error {
 	if s.receipt == nil {
 		return s.facts.Append(ctx, id, next, facts...)
 	}
@@ -144,9 +175,9 @@ func (s *Store) appendFacts(ctx context.Context, id string, next reducer.State, 
 }
 
 // Clock returns the store's current time, in UTC.
-func (s *Store) Clock() time.Time { return s.now() }
+func (s *core) Clock() time.Time { return s.now() }
 
-func (s *Store) now() time.Time {
+func (s *core) now() time.Time {
 	if s.Now != nil {
 		return s.Now().UTC()
 	}
@@ -156,7 +187,7 @@ func (s *Store) now() time.Time {
 // Load rebuilds a session in a bounded number of requests: the facts back to
 // the newest snapshot, and that snapshot. It does not read the open turn's
 // stream.
-func (s *Store) Load(ctx context.Context, id string) (*Session, error) {
+func (s *core) Load(ctx context.Context, id string) (*Session, error) {
 	facts, err := s.facts.Tail(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("session: load %s: %w", id, err)
@@ -190,7 +221,7 @@ func (s *Store) Load(ctx context.Context, id string) (*Session, error) {
 // *reducer.TransitionError for an illegal fact, or an error matching
 // ErrConflict when another writer got there first. Nothing is written unless
 // everything is.
-func (s *Store) Append(ctx context.Context, id string, st reducer.State, facts ...reducer.Fact) (reducer.State, error) {
+func (s *core) Append(ctx context.Context, id string, st reducer.State, facts ...reducer.Fact) (reducer.State, error) {
 	s.number(st, facts)
 	next, err := st.Apply(facts...)
 	if err != nil {
@@ -204,7 +235,7 @@ func (s *Store) Append(ctx context.Context, id string, st reducer.State, facts .
 
 // number is the one home of fact numbering: facts follow st, each the next
 // seq, and those without a time take the store's clock.
-func (s *Store) number(st reducer.State, facts []reducer.Fact) {
+func (s *core) number(st reducer.State, facts []reducer.Fact) {
 	now := s.now()
 	for i := range facts {
 		facts[i].Seq = st.LastSeq + 1 + int64(i)
@@ -225,12 +256,12 @@ func (s *Store) number(st reducer.State, facts []reducer.Fact) {
 // cancelled (Cascade; the ending fact recorded them, so a crash before
 // that leaves them to the session's wake, which the tick re-sends); a
 // failure there is logged, and the end stands.
-func (s *Store) End(ctx context.Context, sess *Session, turn conversation.Turn, f reducer.Fact) (reducer.State, error) {
+func (s *core) End(ctx context.Context, sess *Session, turn conversation.Turn, f reducer.Fact) (reducer.State, error) {
 	return s.end(ctx, sess, turn, nil, f)
 }
 
 // end is End with facts before the ending one, in the same write.
-func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, before []reducer.Fact, f reducer.Fact) (reducer.State, error) {
+func (s *core) end(ctx context.Context, sess *Session, turn conversation.Turn, before []reducer.Fact, f reducer.Fact) (reducer.State, error) {
 	st := sess.State
 	if st.Turn == nil {
 		return reducer.State{}, ErrNoTurn
@@ -279,7 +310,7 @@ func (s *Store) end(ctx context.Context, sess *Session, turn conversation.Turn, 
 // race, or a crash between the two writes, leaves the session as it was:
 // the compaction is done once the fact is, and not before. Later loads
 // rebuild from the snapshot.
-func (s *Store) Compact(ctx context.Context, sess *Session, history []conversation.Message, c reducer.Compaction, actor reducer.Actor) (reducer.State, error) {
+func (s *core) Compact(ctx context.Context, sess *Session, history []conversation.Message, c reducer.Compaction, actor reducer.Actor) (reducer.State, error) {
 	st := sess.State
 	if st.Turn == nil {
 		return reducer.State{}, ErrNoTurn

@@ -13,30 +13,30 @@ import (
 
 // OpenStream starts turn stream stream of session id, for a writer that
 // owns it from its first chunk.
-func (s *Store) OpenStream(id, stream string) *streams.Sink {
+func (s *stores) OpenStream(id, stream string) *streams.Sink {
 	return s.streams.Open(id, stream)
 }
 
 // ResumeStream continues stream of session id after its last chunk, and
 // returns the parts already in it.
-func (s *Store) ResumeStream(ctx context.Context, id, stream string) (*streams.Sink, []parts.Part, error) {
+func (s *stores) ResumeStream(ctx context.Context, id, stream string) (*streams.Sink, []parts.Part, error) {
 	return s.streams.Resume(ctx, id, stream)
 }
 
 // ReadStream returns the parts of stream of session id after cursor after.
-func (s *Store) ReadStream(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error) {
+func (s *stores) ReadStream(ctx context.Context, id, stream string, after streams.Cursor) (streams.Page, error) {
 	return s.streams.Read(ctx, id, stream, after)
 }
 
 // Streams lists session id's turn streams.
-func (s *Store) Streams(ctx context.Context, id string) ([]streams.Info, error) {
+func (s *stores) Streams(ctx context.Context, id string) ([]streams.Info, error) {
 	return s.streams.Streams(ctx, id)
 }
 
 // CloseStream ends a turn's stream with a finish part and status. A live
 // runner may still be flushing steps to it: when a chunk it wrote takes the
 // index, the stream is resumed after it and closed again, a few times.
-func (s *Store) CloseStream(ctx context.Context, sink *streams.Sink, status streams.Status, reason string) error {
+func (s *stores) CloseStream(ctx context.Context, sink *streams.Sink, status streams.Status, reason string) error {
 	var err error
 	for range 5 {
 		if err = sink.Append(parts.Part{Type: parts.Finish, FinishReason: reason}); err == nil {

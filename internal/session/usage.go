@@ -25,7 +25,7 @@ const MaxUsageChunks = 64
 // stream with no completed step has zero usage. ok is false when the
 // stream could not be read, or holds no step's metadata in its last
 // MaxUsageChunks chunks.
-func (s *Store) StreamUsage(ctx context.Context, id, stream string) (u reducer.Usage, ok bool, err error) {
+func (s *stores) StreamUsage(ctx context.Context, id, stream string) (u reducer.Usage, ok bool, err error) {
 	var (
 		newest  []parts.Part // the parts read, newest first
 		found   bool

@@ -9,7 +9,7 @@ import (
 // Appliers for the session's own facts: creation, messages and the schedule.
 
 // applySessionCreated checks and folds a fact of type SessionCreated.
-func (s *State) applySessionCreated(f Fact) error {
+func (s sessionRules) applySessionCreated(f Fact) error {
 	if s.LastSeq != 0 {
 		return s.illegal(f, "session already created")
 	}
@@ -25,7 +25,7 @@ func (s *State) applySessionCreated(f Fact) error {
 }
 
 // applyMessageReceived checks and folds a fact of type MessageReceived.
-func (s *State) applyMessageReceived(f Fact) error {
+func (s sessionRules) applyMessageReceived(f Fact) error {
 	if f.Message == nil || f.Message.ID == "" {
 		return s.illegal(f, "no message")
 	}
@@ -52,7 +52,7 @@ func (s *State) applyMessageReceived(f Fact) error {
 }
 
 // applyMessageSteered checks and folds a fact of type MessageSteered.
-func (s *State) applyMessageSteered(f Fact) error {
+func (s sessionRules) applyMessageSteered(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
@@ -74,11 +74,11 @@ func (s *State) applyMessageSteered(f Fact) error {
 }
 
 // applyScheduleSet checks and folds a fact of type ScheduleSet.
-func (s *State) applyScheduleSet(f Fact) error {
+func (s sessionRules) applyScheduleSet(f Fact) error {
 	if f.Schedule == nil || f.Schedule.Text == "" {
 		return s.illegal(f, "no schedule or no text")
 	}
-	if _, err := ParseCron(f.Schedule.Cron); err != nil {
+	if _, err := parseCron(f.Schedule.Cron); err != nil {
 		return s.illegal(f, "%v", err)
 	}
 	sc := *f.Schedule
@@ -89,7 +89,7 @@ func (s *State) applyScheduleSet(f Fact) error {
 
 // applyUsageRecorded checks and folds a fact of type UsageRecorded: usage
 // of a turn that ended before it could count it.
-func (s *State) applyUsageRecorded(f Fact) error {
+func (s sessionRules) applyUsageRecorded(f Fact) error {
 	switch {
 	case f.Turn == "" || f.Usage == nil || *f.Usage == (Usage{}):
 		return s.illegal(f, "no turn or no usage")
@@ -101,7 +101,7 @@ func (s *State) applyUsageRecorded(f Fact) error {
 }
 
 // applyScheduleCleared checks and folds a fact of type ScheduleCleared.
-func (s *State) applyScheduleCleared(f Fact) error {
+func (s sessionRules) applyScheduleCleared(f Fact) error {
 	if s.Schedule == nil {
 		return s.illegal(f, "no schedule to clear")
 	}
@@ -110,7 +110,7 @@ func (s *State) applyScheduleCleared(f Fact) error {
 }
 
 // applyScheduleFired checks and folds a fact of type ScheduleFired.
-func (s *State) applyScheduleFired(f Fact) error {
+func (s sessionRules) applyScheduleFired(f Fact) error {
 	if s.Schedule == nil {
 		return s.illegal(f, "no schedule to fire")
 	}

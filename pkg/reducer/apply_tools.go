@@ -7,7 +7,7 @@ import (
 // Appliers for tool calls: approvals and their answers, executions and their verdicts.
 
 // applyApprovalRequested checks and folds a fact of type ApprovalRequested.
-func (s *State) applyApprovalRequested(f Fact) error {
+func (s toolRules) applyApprovalRequested(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func (s *State) applyApprovalRequested(f Fact) error {
 }
 
 // applyApprovalAnswered checks and folds a fact of type ApprovalAnswered.
-func (s *State) applyApprovalAnswered(f Fact) error {
+func (s toolRules) applyApprovalAnswered(f Fact) error {
 	a := f.Answer
 	switch {
 	case a == nil:
@@ -64,7 +64,7 @@ func (s *State) applyApprovalAnswered(f Fact) error {
 }
 
 // applyExecutionStarted checks and folds a fact of type ExecutionStarted.
-func (s *State) applyExecutionStarted(f Fact) error {
+func (s toolRules) applyExecutionStarted(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (s *State) applyExecutionStarted(f Fact) error {
 }
 
 // applyExecutionVerdict checks and folds a fact of type ExecutionVerdict.
-func (s *State) applyExecutionVerdict(f Fact) error {
+func (s toolRules) applyExecutionVerdict(f Fact) error {
 	if f.Settled == nil || (f.Settled.Verdict != Rerun && f.Settled.Verdict != Abandon) {
 		return s.refuse(f, ErrBadAnswer, "no verdict: want rerun or abandon")
 	}

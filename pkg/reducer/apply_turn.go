@@ -9,7 +9,7 @@ import (
 // Appliers for the open turn's lifecycle: start, suspend, resume, compaction, timers, raised limits and the three ends.
 
 // applyTurnStarted checks and folds a fact of type TurnStarted.
-func (s *State) applyTurnStarted(f Fact) error {
+func (s turnRules) applyTurnStarted(f Fact) error {
 	if s.Status != Idle {
 		return s.illegal(f, "a turn is already open")
 	}
@@ -31,14 +31,14 @@ func (s *State) applyTurnStarted(f Fact) error {
 }
 
 // applyTurnSuspended checks and folds a fact of type TurnSuspended.
-func (s *State) applyTurnSuspended(f Fact) error {
+func (s turnRules) applyTurnSuspended(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
 	if s.Status != Running {
 		return s.illegal(f, "only a running turn suspends")
 	}
-	if !f.Cause.Fault() && f.Cause != CauseTimer && (f.Faults != 0 || !f.Wake.IsZero()) {
+	if !f.Cause.fault() && f.Cause != CauseTimer && (f.Faults != 0 || !f.Wake.IsZero()) {
 		return s.illegal(f, "a %s suspension carries a fault count or wake time", f.Cause)
 	}
 	if f.Cause == CauseTimer && (f.Wake.IsZero() || f.Faults != 0) {
@@ -84,7 +84,7 @@ func (s *State) applyTurnSuspended(f Fact) error {
 		}
 		s.Turn.Faults = 0
 	case CauseChildren:
-		if err := s.suspendForChildren(f); err != nil {
+		if err := (childRules{s.State}).suspendForChildren(f); err != nil {
 			return err
 		}
 	case CauseUncertain:
@@ -105,7 +105,7 @@ func (s *State) applyTurnSuspended(f Fact) error {
 }
 
 // applyTurnResumed checks and folds a fact of type TurnResumed.
-func (s *State) applyTurnResumed(f Fact) error {
+func (s turnRules) applyTurnResumed(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (s *State) applyTurnResumed(f Fact) error {
 }
 
 // applyContextCompacted checks and folds a fact of type ContextCompacted.
-func (s *State) applyContextCompacted(f Fact) error {
+func (s turnRules) applyContextCompacted(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (s *State) applyContextCompacted(f Fact) error {
 }
 
 // applyTimerSet checks and folds a fact of type TimerSet.
-func (s *State) applyTimerSet(f Fact) error {
+func (s turnRules) applyTimerSet(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (s *State) applyTimerSet(f Fact) error {
 }
 
 // applyLimitsRaised checks and folds a fact of type LimitsRaised.
-func (s *State) applyLimitsRaised(f Fact) error {
+func (s turnRules) applyLimitsRaised(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (s *State) applyLimitsRaised(f Fact) error {
 }
 
 // applyTurnEnded checks and folds a fact of type TurnCompleted or TurnFailed.
-func (s *State) applyTurnEnded(f Fact) error {
+func (s turnRules) applyTurnEnded(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func (s *State) applyTurnEnded(f Fact) error {
 }
 
 // applyTurnCancelled checks and folds a fact of type TurnCancelled.
-func (s *State) applyTurnCancelled(f Fact) error {
+func (s turnRules) applyTurnCancelled(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func (s *State) applyTurnCancelled(f Fact) error {
 }
 
 // applyTurnInterrupted checks and folds a fact of type TurnInterrupted.
-func (s *State) applyTurnInterrupted(f Fact) error {
+func (s turnRules) applyTurnInterrupted(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}

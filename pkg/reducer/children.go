@@ -197,17 +197,17 @@ func (t *Turn) awaits() bool {
 }
 
 func init() {
-	appliers[ChildStarted] = (*State).applyChildStarted
-	appliers[ChildEnded] = (*State).applyChildEnded
-	appliers[ChildReported] = (*State).applyChildReported
-	appliers[ChildShown] = (*State).applyChildShown
-	appliers[ChildApproval] = (*State).applyChildApproval
-	appliers[ChildCancelled] = (*State).applyChildCancelled
-	appliers[HandedOff] = (*State).applyHandedOff
+	appliers[ChildStarted] = rule(childRules.applyChildStarted)
+	appliers[ChildEnded] = rule(childRules.applyChildEnded)
+	appliers[ChildReported] = rule(childRules.applyChildReported)
+	appliers[ChildShown] = rule(childRules.applyChildShown)
+	appliers[ChildApproval] = rule(childRules.applyChildApproval)
+	appliers[ChildCancelled] = rule(childRules.applyChildCancelled)
+	appliers[HandedOff] = rule(childRules.applyHandedOff)
 }
 
 // applyChildStarted checks and folds a fact of type ChildStarted.
-func (s *State) applyChildStarted(f Fact) error {
+func (s childRules) applyChildStarted(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func (s *State) applyChildStarted(f Fact) error {
 }
 
 // applyChildEnded checks and folds a fact of type ChildEnded.
-func (s *State) applyChildEnded(f Fact) error {
+func (s childRules) applyChildEnded(f Fact) error {
 	c := f.Child
 	if c == nil || !c.Ended() || c.Usage.negative() {
 		return s.refuse(f, ErrBadAnswer, "no child end, or a negative usage")
@@ -253,7 +253,7 @@ func (s *State) applyChildEnded(f Fact) error {
 }
 
 // applyChildApproval checks and folds a fact of type ChildApproval.
-func (s *State) applyChildApproval(f Fact) error {
+func (s childRules) applyChildApproval(f Fact) error {
 	if f.Child == nil || f.Approval == nil || f.Approval.ID == "" {
 		return s.illegal(f, "no child or no approval")
 	}
@@ -275,7 +275,7 @@ func (s *State) applyChildApproval(f Fact) error {
 }
 
 // applyChildCancelled checks and folds a fact of type ChildCancelled.
-func (s *State) applyChildCancelled(f Fact) error {
+func (s childRules) applyChildCancelled(f Fact) error {
 	if f.Child == nil || f.Child.ID == "" || f.Child.Usage.negative() {
 		return s.illegal(f, "no child named, or a negative usage")
 	}
@@ -291,7 +291,7 @@ func (s *State) applyChildCancelled(f Fact) error {
 
 // orphan records, as the open turn ends (how), the children it leaves
 // running.
-func (s *State) orphan(how Type) {
+func (s childRules) orphan(how Type) {
 	for _, c := range s.Turn.Children {
 		if !c.Ended() {
 			s.Orphans = append(s.Orphans, Orphan{ID: c.ID, Turn: s.Turn.ID, Ended: how})
@@ -300,7 +300,7 @@ func (s *State) orphan(how Type) {
 }
 
 // applyChildReported checks and folds a fact of type ChildReported.
-func (s *State) applyChildReported(f Fact) error {
+func (s childRules) applyChildReported(f Fact) error {
 	if s.Parent == nil || s.Status != Idle || s.Turns == 0 || s.Reported {
 		return s.refuse(f, ErrNotPending, "no ended turn of a child session waits to be reported")
 	}
@@ -309,7 +309,7 @@ func (s *State) applyChildReported(f Fact) error {
 }
 
 // applyChildShown checks and folds a fact of type ChildShown.
-func (s *State) applyChildShown(f Fact) error {
+func (s childRules) applyChildShown(f Fact) error {
 	if !s.toShow() {
 		return s.refuse(f, ErrNotPending, "no approval request of a child session waits to be shown")
 	}
@@ -319,12 +319,12 @@ func (s *State) applyChildShown(f Fact) error {
 
 // toShow reports whether s is a child session suspended with approval
 // requests its ancestors were not shown.
-func (s State) toShow() bool {
+func (s childRules) toShow() bool {
 	return s.Parent != nil && s.Status == Suspended && s.Turn != nil && len(s.Turn.Pending) > 0 && !s.Turn.ShownUp
 }
 
 // applyHandedOff checks and folds a fact of type HandedOff.
-func (s *State) applyHandedOff(f Fact) error {
+func (s childRules) applyHandedOff(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func (s *State) applyHandedOff(f Fact) error {
 
 // suspendForChildren checks a suspension for children: the turn has
 // children that have not all ended.
-func (s *State) suspendForChildren(f Fact) error {
+func (s childRules) suspendForChildren(f Fact) error {
 	if len(s.Turn.Children) == 0 {
 		return s.illegal(f, "suspended for children with none started")
 	}

@@ -51,7 +51,7 @@ func (s State) Grant(id string) (claims.Grant, bool) {
 
 // applyClaimGranted checks and folds a fact of type ClaimGranted: the open
 // turn's running invocation holds the grant (again, after a quarantine).
-func (s *State) applyClaimGranted(f Fact) error {
+func (s claimRules) applyClaimGranted(f Fact) error {
 	if err := s.needTurn(f); err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (s *State) applyClaimGranted(f Fact) error {
 // runner releases its turn's grants; an operator may release only a grant
 // whose turn is over (cancelled while its execution was uncertain, say):
 // the open turn's grants are settled through its execution's verdict.
-func (s *State) applyClaimReleased(f Fact) error {
+func (s claimRules) applyClaimReleased(f Fact) error {
 	i, err := s.heldGrant(f)
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func (s *State) applyClaimReleased(f Fact) error {
 }
 
 // applyClaimQuarantined checks and folds a fact of type ClaimQuarantined.
-func (s *State) applyClaimQuarantined(f Fact) error {
+func (s claimRules) applyClaimQuarantined(f Fact) error {
 	i, err := s.heldGrant(f)
 	if err != nil {
 		return err
@@ -103,7 +103,7 @@ func (s *State) applyClaimQuarantined(f Fact) error {
 }
 
 // heldGrant finds the grant f names among those the session holds.
-func (s *State) heldGrant(f Fact) (int, error) {
+func (s claimRules) heldGrant(f Fact) (int, error) {
 	if f.Grant == nil || f.Grant.ID == "" {
 		return 0, s.illegal(f, "grant not named")
 	}

@@ -11,9 +11,9 @@ import (
 // link no AWS SDK package: the claims broker on DynamoDB lives in package
 // dynamo, so a program that only folds facts does not pay for the SDK.
 func TestReducerLinksNoAWSSDK(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".", "../claims").CombinedOutput()
+	out, err := exec.Command("go", "list", "-deps", ".", "../../internal/claims").CombinedOutput()
 	if err != nil {
-		t.Fatalf("go list -deps . ../claims: %v\n%s", err, out)
+		t.Fatalf("go list -deps . ../../internal/claims: %v\n%s", err, out)
 	}
 	deps := strings.Fields(string(out))
 	if len(deps) == 0 {

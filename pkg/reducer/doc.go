@@ -1,6 +1,6 @@
-// Package reducer defines baton's typed session facts and folds them into
-// session state, and decides from that state what a session needs next
-// (State.Next). Reduce, State.Apply and State.Next are pure: they read no
+// Package reducer is baton's domain model: it defines the typed session
+// facts, folds them into session state, and decides from that state what
+// a session needs next (State.Next). Reduce, State.Apply and State.Next are pure: they read no
 // clock and do no I/O, and Apply rejects an illegal sequence of facts with a
 // *TransitionError instead of guessing. Among the rules it enforces: a tool
 // call's execution starts again only after a rerun verdict on its newest
@@ -20,7 +20,9 @@
 // child.shown. A hand-off
 // (agent.handed-off) changes the session's agent.
 //
-// Each fact type has its own applier (the appliers table in state.go; the
-// appliers themselves in apply_session.go, apply_turn.go and apply_tools.go):
+// Each fact type has its own applier (the appliers table in state.go),
+// grouped by concern in a type over the state: the session's facts
+// (apply_session.go), the turn's (apply_turn.go), approvals and executions
+// (apply_tools.go), children (children.go) and claims (claims.go).
 // State.apply checks what every fact needs and hands the fact to it.
 package reducer

@@ -101,9 +101,9 @@ const (
 	CauseTimer Cause = "timer"
 )
 
-// Fault reports whether the cause is a fault that a later wake retries:
+// fault reports whether the cause is a fault that a later wake retries:
 // throttled, model-unavailable or tools-unavailable.
-func (c Cause) Fault() bool {
+func (c Cause) fault() bool {
 	return c == CauseThrottled || c == CauseModelUnavailable || c == CauseToolsUnavailable
 }
 
@@ -318,15 +318,6 @@ func (c Caps) Over(o Caps) Caps {
 	return c
 }
 
-// Reached says which cap u has reached ("" for none), as a sentence naming
-// the limit, the value and the cap.
-func (c Caps) Reached(u Usage) string {
-	if l := c.Reach("", u); l != nil {
-		return l.Reaches()
-	}
-	return ""
-}
-
 // Reach names the cap of scope that u has reached, nil for none.
 func (c Caps) Reach(scope Scope, u Usage) *Limit {
 	switch {
@@ -376,7 +367,8 @@ func (l Limit) String() string { return string(l.Scope) + ": " + l.Reaches() }
 // Field is the cap's field in a Raise, for example "turn.cost".
 func (l Limit) Field() string { return string(l.Scope) + "." + string(l.Measure) }
 
-// Reaches says what reached the cap, as Reached does.
+// Reaches says what reached the cap, as a sentence naming the measure,
+// the value and the cap.
 func (l Limit) Reaches() string {
 	switch l.Measure {
 	case MeasureInputTokens:
@@ -483,7 +475,7 @@ type Fact struct {
 	Cause Cause `json:"cause,omitempty"`
 	// turn.suspended for CauseLimit: the spend cap the turn reached.
 	Limit *Limit `json:"limit,omitempty"`
-	// turn.suspended for a model fault (Cause.Fault): how many such
+	// turn.suspended for a model fault (see Cause.fault): how many such
 	// suspensions in a row, with no step completed between them, this one
 	// included; and when its delayed wake is due.
 	Faults int       `json:"faults,omitempty"`

@@ -164,7 +164,7 @@ func (s State) need() Need {
 	switch {
 	case s.Status == Running && t != nil:
 		return Need{Reason: ReasonLease, Due: t.Lease}
-	case s.toShow():
+	case childRules{&s}.toShow():
 		// Its ancestors are to show the requests first; then it waits
 		// for the answer like any session.
 		return Need{Reason: ReasonShow, Due: s.Updated}

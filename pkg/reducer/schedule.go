@@ -19,8 +19,8 @@ type Schedule struct {
 	From time.Time `json:"from,omitzero"`
 }
 
-// MaxCron is the longest cron expression CheckCron accepts, in bytes.
-const MaxCron = 512
+// maxCron is the longest cron expression CheckCron accepts, in bytes.
+const maxCron = 512
 
 // ErrBadCron: a cron expression CheckCron refuses.
 var ErrBadCron = errors.New("bad cron expression")
@@ -37,8 +37,8 @@ func CheckCron(expr string) error {
 	}
 	fields := strings.Fields(expr)
 	switch {
-	case len(expr) > MaxCron:
-		return bad("is %d bytes, longer than the %d allowed", len(expr), MaxCron)
+	case len(expr) > maxCron:
+		return bad("is %d bytes, longer than the %d allowed", len(expr), maxCron)
 	case len(fields) == 0:
 		return bad("is empty: want five fields (minute hour day-of-month month day-of-week), in UTC")
 	case strings.HasPrefix(fields[0], "@"):
@@ -50,7 +50,7 @@ func CheckCron(expr string) error {
 	case len(fields) != 5:
 		return bad("has %d fields: want five (minute hour day-of-month month day-of-week), in UTC", len(fields))
 	}
-	if _, err := ParseCron(expr); err != nil {
+	if _, err := parseCron(expr); err != nil {
 		return cronError(err.Error())
 	}
 	return nil
@@ -70,11 +70,11 @@ func clip(s string) string {
 	return s[:64] + "…"
 }
 
-// ParseCron parses a cron expression as the cron library's standard
+// parseCron parses a cron expression as the cron library's standard
 // parser does. It reads schedules already recorded, which facts written
 // before CheckCron may hold with a descriptor or a time zone; a new
 // schedule is checked with CheckCron.
-func ParseCron(expr string) (cron.Schedule, error) {
+func parseCron(expr string) (cron.Schedule, error) {
 	s, err := cron.ParseStandard(expr)
 	if err != nil {
 		return nil, fmt.Errorf("cron %q: %w", expr, err)
@@ -85,7 +85,7 @@ func ParseCron(expr string) (cron.Schedule, error) {
 // Next is the schedule's first occurrence after From, in UTC; zero when
 // Cron does not parse or never occurs.
 func (s Schedule) Next() time.Time {
-	c, err := ParseCron(s.Cron)
+	c, err := parseCron(s.Cron)
 	if err != nil {
 		return time.Time{}
 	}

@@ -272,30 +272,48 @@ func (s *State) clone() State {
 // appliers holds, for each fact type, the function that checks a fact of
 // that type against the state and folds it in. It is read-only.
 var appliers = map[Type]func(*State, Fact) error{
-	SessionCreated:    (*State).applySessionCreated,
-	MessageReceived:   (*State).applyMessageReceived,
-	MessageSteered:    (*State).applyMessageSteered,
-	TurnStarted:       (*State).applyTurnStarted,
-	TurnSuspended:     (*State).applyTurnSuspended,
-	TurnResumed:       (*State).applyTurnResumed,
-	ApprovalRequested: (*State).applyApprovalRequested,
-	ApprovalAnswered:  (*State).applyApprovalAnswered,
-	ExecutionStarted:  (*State).applyExecutionStarted,
-	ExecutionVerdict:  (*State).applyExecutionVerdict,
-	ScheduleSet:       (*State).applyScheduleSet,
-	UsageRecorded:     (*State).applyUsageRecorded,
-	ScheduleCleared:   (*State).applyScheduleCleared,
-	ScheduleFired:     (*State).applyScheduleFired,
-	ContextCompacted:  (*State).applyContextCompacted,
-	TimerSet:          (*State).applyTimerSet,
-	LimitsRaised:      (*State).applyLimitsRaised,
-	TurnCompleted:     (*State).applyTurnEnded,
-	TurnFailed:        (*State).applyTurnEnded,
-	TurnCancelled:     (*State).applyTurnCancelled,
-	TurnInterrupted:   (*State).applyTurnInterrupted,
-	ClaimGranted:      (*State).applyClaimGranted,
-	ClaimReleased:     (*State).applyClaimReleased,
-	ClaimQuarantined:  (*State).applyClaimQuarantined,
+	SessionCreated:    rule(sessionRules.applySessionCreated),
+	MessageReceived:   rule(sessionRules.applyMessageReceived),
+	MessageSteered:    rule(sessionRules.applyMessageSteered),
+	TurnStarted:       rule(turnRules.applyTurnStarted),
+	TurnSuspended:     rule(turnRules.applyTurnSuspended),
+	TurnResumed:       rule(turnRules.applyTurnResumed),
+	ApprovalRequested: rule(toolRules.applyApprovalRequested),
+	ApprovalAnswered:  rule(toolRules.applyApprovalAnswered),
+	ExecutionStarted:  rule(toolRules.applyExecutionStarted),
+	ExecutionVerdict:  rule(toolRules.applyExecutionVerdict),
+	ScheduleSet:       rule(sessionRules.applyScheduleSet),
+	UsageRecorded:     rule(sessionRules.applyUsageRecorded),
+	ScheduleCleared:   rule(sessionRules.applyScheduleCleared),
+	ScheduleFired:     rule(sessionRules.applyScheduleFired),
+	ContextCompacted:  rule(turnRules.applyContextCompacted),
+	TimerSet:          rule(turnRules.applyTimerSet),
+	LimitsRaised:      rule(turnRules.applyLimitsRaised),
+	TurnCompleted:     rule(turnRules.applyTurnEnded),
+	TurnFailed:        rule(turnRules.applyTurnEnded),
+	TurnCancelled:     rule(turnRules.applyTurnCancelled),
+	TurnInterrupted:   rule(turnRules.applyTurnInterrupted),
+	ClaimGranted:      rule(claimRules.applyClaimGranted),
+	ClaimReleased:     rule(claimRules.applyClaimReleased),
+	ClaimQuarantined:  rule(claimRules.applyClaimQuarantined),
+}
+
+// The appliers are grouped by concern, each group a type over the state
+// it folds facts into: the session's own facts (sessionRules,
+// apply_session.go), the turn's (turnRules, apply_turn.go), approvals and
+// executions (toolRules, apply_tools.go), children (childRules,
+// children.go) and claims (claimRules, claims.go).
+type (
+	sessionRules struct{ *State }
+	turnRules    struct{ *State }
+	toolRules    struct{ *State }
+	childRules   struct{ *State }
+	claimRules   struct{ *State }
+)
+
+// rule is the applier that folds a fact with m, one of rules R's appliers.
+func rule[R ~struct{ *State }](m func(R, Fact) error) func(*State, Fact) error {
+	return func(s *State, f Fact) error { return m(R{s}, f) }
 }
 
 // apply checks what every fact needs (the next seq, a created session, an
@@ -356,7 +374,7 @@ func (s *State) end(f Fact) {
 		// recorded is part of it.
 		s.Usage = s.Usage.Add(f.Usage.Sub(s.Turn.Usage))
 	}
-	s.orphan(f.Type)
+	childRules{s}.orphan(f.Type)
 	if len(s.Turn.Steer) > 0 {
 		// Never delivered: they start the next turn.
 		s.Inbox = append(slices.Clone(s.Turn.Steer), s.Inbox...)

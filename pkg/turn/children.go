@@ -152,6 +152,15 @@ func handoffTool(agent string) tool.Tool {
 
 // kids is what settling a step's calls found of sub-agents: children to
 // start, children still running, and a hand-off.
+// children settles a turn's sub-agent calls and hand-off, owning those
+// found in the step being settled (kids); the endings suspend the turn
+// for them.
+type children struct {
+	*core
+	end  ender
+	kids kids // the sub-agent calls settle found
+}
+
 type kids struct {
 	spawn   []reducer.Child
 	waiting []reducer.Child
@@ -166,7 +175,7 @@ func (k *kids) active() bool { return len(k.spawn)+len(k.waiting) > 0 || k.hando
 // one is to start (unless a limit or the check of its task, a message's
 // text, refuses it: an error result says which),
 // and a hand-off is taken. It reports whether c was one.
-func (ru *run) admitChild(c *conversation.Call, turn *reducer.Turn) bool {
+func (ru *children) admitChild(c *conversation.Call, turn *reducer.Turn) bool {
 	if target, ok := strings.CutPrefix(c.Name, HandoffPrefix); ok &&
 		(slices.Contains(ru.agent.Children.Handoffs, target) || ru.sess.State.Agent == target) {
 		if ru.kids.handoff != "" {
@@ -219,7 +228,7 @@ func (ru *run) admitChild(c *conversation.Call, turn *reducer.Turn) bool {
 
 // childResult is the result of a call whose child ended: its final
 // answer, or an error result saying how it ended.
-func (ru *run) childResult(call string, ch reducer.Child) parts.Part {
+func (ru *children) childResult(call string, ch reducer.Child) parts.Part {
 	if ch.Failed() {
 		return parts.Part{Type: parts.ToolOutputError, ToolCallID: call,
 			ErrorText: fmt.Sprintf("the %s agent did not answer (%s): %s", ch.Agent, ch.Status, ch.Error)}
@@ -232,21 +241,21 @@ func (ru *run) childResult(call string, ch reducer.Child) parts.Part {
 // ran: it hands off, starts the new children and makes sure the running
 // ones exist, then suspends for the approvals the step asks, or for the
 // children; with neither, the turn goes on.
-func (ru *run) settleKids(ctx context.Context, approvals []reducer.Approval) (stop bool, out Outcome, err error) {
+func (ru *children) settleKids(ctx context.Context, approvals []reducer.Approval) (stop bool, out Outcome, err error) {
 	if err := ru.handOff(ctx); err != nil {
-		out, err := ru.stopped(ctx, err)
+		out, err := ru.end.stopped(ctx, err)
 		return true, out, err
 	}
 	if err := ru.spawn(ctx); err != nil {
-		out, err := ru.stopped(ctx, err)
+		out, err := ru.end.stopped(ctx, err)
 		return true, out, err
 	}
 	switch {
 	case len(approvals) > 0:
-		out, err = ru.suspendForApproval(ctx, approvals)
+		out, err = ru.end.suspendForApproval(ctx, approvals)
 	case len(ru.kids.spawn)+len(ru.kids.waiting) > 0:
 		ru.showRequests()
-		out, err = ru.suspend(ctx, reducer.CauseChildren, 0, reducer.Fact{Type: reducer.TurnSuspended, Each: ru.agent.Children.Each})
+		out, err = ru.end.suspend(ctx, reducer.CauseChildren, 0, reducer.Fact{Type: reducer.TurnSuspended, Each: ru.agent.Children.Each})
 	default:
 		ru.replay()
 		return false, Outcome{}, nil
@@ -272,7 +281,7 @@ type childApproval struct {
 
 // showRequests emits a DataChildApproval part for each approval request of
 // the turn's children (child.approval) its stream does not show yet.
-func (ru *run) showRequests() {
+func (ru *children) showRequests() {
 	shown := map[string]bool{}
 	for _, p := range ru.parts {
 		if p.Type == DataChildApproval {
@@ -294,7 +303,7 @@ func (ru *run) showRequests() {
 // the running ones again, as an invocation that died between the record
 // and the creation may have left one uncreated. A creation is conditional,
 // so a child is created once.
-func (ru *run) spawn(ctx context.Context) error {
+func (ru *children) spawn(ctx context.Context) error {
 	if len(ru.kids.spawn)+len(ru.kids.waiting) == 0 {
 		return nil
 	}
@@ -323,7 +332,7 @@ func (ru *run) spawn(ctx context.Context) error {
 // handOff takes the step's hand-off, if any: it records agent.handed-off
 // (unless an invocation that died after recording it did), then answers the
 // call, and the turn goes on with the new agent.
-func (ru *run) handOff(ctx context.Context) error {
+func (ru *children) handOff(ctx context.Context) error {
 	target := ru.kids.handoff
 	if target == "" {
 		return nil
@@ -349,7 +358,7 @@ func (ru *run) handOff(ctx context.Context) error {
 // report delivers the end of a child session's turn to its parent, best
 // effort: a failure is logged, and the child's wake (or the tick's) reports
 // it again (reducer.ReasonReport).
-func (ru *run) report(ctx context.Context) {
+func (ru *children) report(ctx context.Context) {
 	if ru.sess.State.Parent == nil {
 		return
 	}
@@ -371,7 +380,7 @@ func (r *Runner) Report(ctx context.Context, id string) error { return r.Session
 // a read of the parent per invocation of a child, and none for a session
 // without a parent. A parent that cannot be read is taken as still
 // waiting.
-func (ru *run) orphaned(ctx context.Context) (bool, Outcome, error) {
+func (ru *children) orphaned(ctx context.Context) (bool, Outcome, error) {
 	p := ru.sess.State.Parent
 	if p == nil {
 		return false, Outcome{}, nil
@@ -393,7 +402,7 @@ func (ru *run) orphaned(ctx context.Context) (bool, Outcome, error) {
 	deleted := err != nil // the parent was not found
 	reason := session.OrphanReason(p.Session, p.Turn, how)
 	if err := ru.r.Sessions.Cancel(ctx, ru.out.Session, session.ParentActor, reason); err != nil {
-		out, err := ru.stopped(ctx, err)
+		out, err := ru.end.stopped(ctx, err)
 		return true, out, err
 	}
 	if deleted {

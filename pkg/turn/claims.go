@@ -37,13 +37,20 @@ func (e *blockedErr) Error() string {
 	return fmt.Sprintf("turn: tool call %s is %s by %d grant(s)", e.block.ToolCallID, e.block.Outcome, len(e.block.Blockers))
 }
 
+// claimer asks the claims broker for a call's claims and releases them;
+// the endings suspend a blocked turn.
+type claimer struct {
+	*core
+	end ender
+}
+
 // claim asks the broker for the claims of p's call, if its tool declares
 // any. It returns the grant and the facts to record with the execution (a
 // claim.granted unless the session already holds the grant unquarantined);
 // refused is the model's error text for claims the tool computed wrongly
 // (not canonical, or heavier than their namespace's capacity): nothing is
 // claimed and the call does not run. A call that must wait is a *blockedErr.
-func (ru *run) claim(ctx context.Context, p *plan) (g *claims.Grant, facts []reducer.Fact, refused string, err error) {
+func (ru *claimer) claim(ctx context.Context, p *plan) (g *claims.Grant, facts []reducer.Fact, refused string, err error) {
 	if p.t.Claims == nil {
 		return nil, nil, "", nil
 	}
@@ -84,7 +91,7 @@ func (ru *run) claim(ctx context.Context, p *plan) (g *claims.Grant, facts []red
 // first, waking the sessions it unblocked, then the claim.released fact.
 // When the broker fails, a soft release leaves the grant held for the next
 // settle to release (see reconcile), and any other returns the error.
-func (ru *run) release(ctx context.Context, g *claims.Grant, soft bool) error {
+func (ru *claimer) release(ctx context.Context, g *claims.Grant, soft bool) error {
 	if g == nil {
 		return nil
 	}
@@ -106,7 +113,7 @@ func (ru *run) release(ctx context.Context, g *claims.Grant, soft bool) error {
 }
 
 // releaseCall releases the grant of tool call id, if the session holds one.
-func (ru *run) releaseCall(ctx context.Context, id string) error {
+func (ru *claimer) releaseCall(ctx context.Context, id string) error {
 	g, ok := ru.sess.State.Grant(reducer.GrantID(ru.out.Session, id))
 	if !ok || ru.r.Claims == nil {
 		return nil
@@ -116,7 +123,7 @@ func (ru *run) releaseCall(ctx context.Context, id string) error {
 
 // reconcile releases the grants of this turn's calls that have their
 // result: an invocation recorded it and died before the release.
-func (ru *run) reconcile(ctx context.Context) error {
+func (ru *claimer) reconcile(ctx context.Context) error {
 	if len(ru.sess.State.Grants) == 0 || ru.r.Claims == nil {
 		return nil
 	}
@@ -137,7 +144,7 @@ func (ru *run) reconcile(ctx context.Context) error {
 // quarantine is the fact that quarantines the grant of uncertain execution
 // ex, to record with the suspension for its verdict; none when the call
 // holds no grant or it is quarantined already.
-func (ru *run) quarantine(ctx context.Context, ex *reducer.Execution) ([]reducer.Fact, error) {
+func (ru *claimer) quarantine(ctx context.Context, ex *reducer.Execution) ([]reducer.Fact, error) {
 	g, ok := ru.sess.State.Grant(reducer.GrantID(ru.out.Session, ex.ToolCallID))
 	if !ok || g.Quarantined || ru.r.Claims == nil {
 		return nil, nil
@@ -157,8 +164,8 @@ func (ru *run) quarantine(ctx context.Context, ex *reducer.Execution) ([]reducer
 // under it (cancelled before the suspension was written) will not ask
 // again: its waiter is withdrawn (the store withdraws the waiter of a turn
 // it ends once suspended; see session.Store.Claims).
-func (ru *run) suspendBlocked(ctx context.Context, b *blockedErr) (Outcome, error) {
-	out, err := ru.suspend(ctx, reducer.CauseBlocked, ru.r.Claims.PollEvery(), reducer.Fact{Type: reducer.TurnSuspended, Block: &b.block})
+func (ru *claimer) suspendBlocked(ctx context.Context, b *blockedErr) (Outcome, error) {
+	out, err := ru.end.suspend(ctx, reducer.CauseBlocked, ru.r.Claims.PollEvery(), reducer.Fact{Type: reducer.TurnSuspended, Block: &b.block})
 	if err == nil && out.Kind == Superseded {
 		ru.withdrawIfEnded(ctx, b.req)
 	}
@@ -174,7 +181,7 @@ func (ru *run) suspendBlocked(ctx context.Context, b *blockedErr) (Outcome, erro
 // withdrawIfEnded withdraws req's waiter when the turn is over, waking the
 // sessions that waited behind it; a turn another invocation took over
 // keeps its place. Best effort: the broker's waiter TTL is the backstop.
-func (ru *run) withdrawIfEnded(ctx context.Context, req claims.Request) {
+func (ru *claimer) withdrawIfEnded(ctx context.Context, req claims.Request) {
 	sess, err := ru.r.Sessions.Load(ctx, ru.out.Session)
 	if err != nil || (sess.State.Turn != nil && sess.State.Turn.ID == ru.out.Turn) {
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -13,19 +14,27 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
-// request is the model input of the turn's next step on history.
-func (ru *run) request(history []conversation.Message) model.Request {
-	return model.Request{
-		System:    ru.agent.System,
-		Messages:  ru.rep.Build(history, ru.sess.State.Turn.Messages),
-		Tools:     ru.tools.Specs(),
-		MaxTokens: ru.agent.MaxTokens,
-		Step:      len(ru.turn.Steps) + 1,
-	}
-}
-
 // errNoSummary is a summariser step that gave no text.
 var errNoSummary = errors.New("turn: the summariser returned no text")
+
+// compactor runs the agent's compaction policy, owning whether it is off
+// for the rest of the invocation; the endings stop the turn.
+type compactor struct {
+	*core
+	end     ender
+	stepper modelCaller // the summariser is called as a step's model is, and backs off as it does
+	// off stops compaction for the rest of the invocation, after one that
+	// failed or had nothing to summarise.
+	off bool
+}
+
+// modelCaller is the port through which compaction calls its summariser
+// as a step calls its model (stepper): through the model interceptors,
+// backing off a retryable fault.
+type modelCaller interface {
+	stream(ctx context.Context, m model.Model, req model.Request) iter.Seq2[model.Event, error]
+	backoff(ctx context.Context, me *model.Error, tries int, spent time.Duration) (bool, error)
+}
 
 // compact runs the agent's compaction policy before a step. When the next
 // request would pass the budget it summarises, in one model call, the
@@ -39,9 +48,9 @@ var errNoSummary = errors.New("turn: the summariser returned no text")
 // is for the rest of the invocation, and the step runs on it. spent is the
 // time the invocation's steps took so far. stop is set when the run must
 // end with out and err, as after a failed write.
-func (ru *run) compact(ctx context.Context, spent time.Duration) (stop bool, out Outcome, err error) {
+func (ru *compactor) compact(ctx context.Context, spent time.Duration) (stop bool, out Outcome, err error) {
 	c := ru.agent.Compaction
-	if c == nil || ru.compactOff {
+	if c == nil || ru.off {
 		return false, Outcome{}, nil
 	}
 	history := ru.sess.History
@@ -71,7 +80,7 @@ func (ru *run) compact(ctx context.Context, spent time.Duration) (stop bool, out
 	compacted := append([]conversation.Message{conversation.Summary(summary)}, history[cut:]...)
 	after := model.Estimate(ru.request(compacted))
 	if after >= est {
-		ru.compactOff = true
+		ru.off = true
 		ru.r.log().WarnContext(ctx, "the summary is no shorter than what it replaces; not compacting",
 			"session", ru.out.Session, "turn", ru.out.Turn, "before", est, "after", after)
 		return false, Outcome{}, nil
@@ -83,7 +92,7 @@ func (ru *run) compact(ctx context.Context, spent time.Duration) (stop bool, out
 		return err
 	})
 	if err != nil {
-		out, err := ru.stopped(ctx, err)
+		out, err := ru.end.stopped(ctx, err)
 		return true, out, err
 	}
 	ru.emit(parts.Part{Type: parts.DataCompacted, Data: mustJSON(rec)})
@@ -95,11 +104,11 @@ func (ru *run) compact(ctx context.Context, spent time.Duration) (stop bool, out
 // compactTurn summarises the open turn's steps before the last KeepSteps,
 // with any earlier summary of the turn, for compact; est and before are
 // the next request's estimated and counted input tokens.
-func (ru *run) compactTurn(ctx context.Context, c *Compaction, spent time.Duration, est, before int64) (bool, Outcome, error) {
+func (ru *compactor) compactTurn(ctx context.Context, c *Compaction, spent time.Duration, est, before int64) (bool, Outcome, error) {
 	t := ru.turn
 	through := len(t.Steps) - keepSteps(c)
 	if through <= t.Through {
-		ru.compactOff = true
+		ru.off = true
 		ru.r.log().WarnContext(ctx, "the request passes the compaction budget, but nothing is left to summarise",
 			"session", ru.out.Session, "turn", ru.out.Turn, "inputTokens", before, "budget", c.InputTokens)
 		return false, Outcome{}, nil
@@ -115,7 +124,7 @@ func (ru *run) compactTurn(ctx context.Context, c *Compaction, spent time.Durati
 	all := conversation.Turn{Steps: t.Steps, Summary: t.Summary, Through: t.Through}.Messages()
 	after := est - model.Estimate(model.Request{Messages: all}) + model.Estimate(model.Request{Messages: kept})
 	if after >= est {
-		ru.compactOff = true
+		ru.off = true
 		ru.r.log().WarnContext(ctx, "the summary is no shorter than the steps it replaces; not compacting",
 			"session", ru.out.Session, "turn", ru.out.Turn, "before", est, "after", after)
 		return false, Outcome{}, nil
@@ -133,11 +142,11 @@ func (ru *run) compactTurn(ctx context.Context, c *Compaction, spent time.Durati
 // meanwhile. A summariser that fails otherwise stops compaction for the
 // rest of the invocation: summary is then empty and stop false. A turn
 // ended under the invocation (fenceReads) stops it before the call.
-func (ru *run) summary(ctx context.Context, c *Compaction, msgs []conversation.Message, spent time.Duration) (summary string, usage reducer.Usage, stop bool, out Outcome, err error) {
+func (ru *compactor) summary(ctx context.Context, c *Compaction, msgs []conversation.Message, spent time.Duration) (summary string, usage reducer.Usage, stop bool, out Outcome, err error) {
 	// The summariser is a model call like a step's, after reads whose step
 	// is not yet written: fenced like them.
 	if err := ru.fenceReads(ctx); err != nil {
-		out, err := ru.stopped(ctx, err)
+		out, err := ru.end.stopped(ctx, err)
 		return "", usage, true, out, err
 	}
 	for tries := 1; ; tries++ {
@@ -150,17 +159,17 @@ func (ru *run) summary(ctx context.Context, c *Compaction, msgs []conversation.M
 		}
 		var me *model.Error
 		if errors.As(err, &me) && me.Transient() {
-			redo, werr := ru.backoff(ctx, me, tries, spent)
+			redo, werr := ru.stepper.backoff(ctx, me, tries, spent)
 			switch {
 			case werr != nil:
 				return "", usage, true, ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, werr)
 			case redo:
 				continue
 			}
-			out, err := ru.suspendFault(ctx, me)
+			out, err := ru.end.suspendFault(ctx, me)
 			return "", usage, true, out, err
 		}
-		ru.compactOff = true
+		ru.off = true
 		ru.r.log().WarnContext(ctx, "compaction failed; the step runs on the whole input", "session", ru.out.Session,
 			"turn", ru.out.Turn, "err", err)
 		return "", usage, false, Outcome{}, nil
@@ -169,7 +178,7 @@ func (ru *run) summary(ctx context.Context, c *Compaction, msgs []conversation.M
 
 // summarise asks the compaction's model for a summary of msgs and returns
 // its text and usage, priced.
-func (ru *run) summarise(ctx context.Context, c *Compaction, msgs []conversation.Message) (string, reducer.Usage, error) {
+func (ru *compactor) summarise(ctx context.Context, c *Compaction, msgs []conversation.Message) (string, reducer.Usage, error) {
 	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
 	m, price := c.Model, c.Price
@@ -194,7 +203,7 @@ func (ru *run) summarise(ctx context.Context, c *Compaction, msgs []conversation
 	var b strings.Builder
 	var u reducer.Usage
 	finished := false
-	for ev, err := range ru.stream(ctx, m, req) {
+	for ev, err := range ru.stepper.stream(ctx, m, req) {
 		if err != nil {
 			return "", reducer.Usage{}, fmt.Errorf("turn: summarise %d messages: %w", len(msgs), err)
 		}

@@ -7,8 +7,10 @@
 // after a cancel closed the stream has its usage recorded in a
 // usage.recorded fact; a step's reads start only once one read of the
 // session's head found the turn still open, unless the step was written
-// since the model answered: a cancel, or a cancel and a delete, stops the
-// invocation before any tool or model call — fenceReads), and ends by completing, failing, or suspending the
+// since the model answered or the reads start within half of
+// session.FenceWindow of the last checkpoint: a cancel, or a cancel and a
+// delete, stops the invocation before any tool or model call after the
+// cancel answered — fenceReads), and ends by completing, failing, or suspending the
 // turn — for its budget, a spend cap (named in the suspension), an
 // approval, a model or remote tools that stay throttled
 // or unavailable, a throttled store, or an uncertain side effect — to be
@@ -30,13 +32,17 @@
 // it (a turn ended meanwhile withdraws its waiter); an uncertain
 // execution's grant is quarantined until the verdict (claims.go).
 //
-// The runner is split by job: loop.go holds the loop and how a turn stops
-// (suspend, complete, fail, stopped); step.go asks the model for a step and
-// translates its events into parts (stepParts), flushes them live, and
-// decides what a failed step means (stepFailed); ledger.go settles a
-// step's tool calls and runs them under the execution ledger (settle,
-// admit, runPlans, ledgered); checks.go holds the spend and timer checks
-// before each step (check, overSpend, fits).
+// The runner is a thin loop (run.loop, loop.go) over collaborators that
+// own their state, each built on the invocation's shared core (core.go:
+// the session, the stream, the parts folded so far, the outcome) and on
+// the few others it calls: the tool ledger (ledger.go, tools.go) settles a
+// step's calls and runs them under the execution ledger (settle, admit,
+// runPlans, ledgered); the step (step.go, checks.go) asks the model for a
+// step, translates its events into parts (stepParts), flushes them live,
+// decides what a failed step means (stepFailed), and checks spend and time
+// before each step (check, overSpend, fits); steering (steer.go),
+// compaction (compact.go), children (children.go) and claims (claims.go);
+// and the endings (ending.go: suspend, complete, fail, stopped).
 //
 // An agent's Children (children.go) are agents it calls as tools, each
 // call a child session whose end is the call's result, the turn suspended

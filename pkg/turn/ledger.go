@@ -7,25 +7,37 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/parts"
-	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
-// The tool ledger: settling the last step's calls (run.settleLast,
-// run.settle), deciding per call whether it runs now (run.admit), and
-// running the calls (run.runPlans, run.runTool), a side effect recorded in
+// The tool ledger: settling the last step's calls (ledger.settleLast,
+// ledger.settle), deciding per call whether it runs now (ledger.admit), and
+// running the calls (ledger.runPlans, ledger.runTool), a side effect recorded in
 // the execution ledger before it runs (ledgered).
+
+// ledger is the tool ledger: it settles each step's calls, owning what it
+// learns of them as it does (the wait_until time, whether it settled once
+// this invocation); children and claims settle the calls that are theirs,
+// and the endings stop the turn.
+type ledger struct {
+	*core
+	end      ender
+	children *children
+	claims   *claimer
+	wait     time.Time // the earliest time a pending wait_until call waits for (see settle)
+	settled  bool      // settle ran once this invocation
+}
 
 // settleLast settles the last step's pending calls, if any, and decides
 // what stops the turn here: a call cut short, a tool's fatal error, an
 // uncertain side effect, approvals to ask for, or a wait_until time ahead.
-func (ru *run) settleLast(ctx context.Context) (stop bool, out Outcome, err error) {
-	if err := ru.reconcile(ctx); err != nil {
-		out, err = ru.stopped(ctx, err)
+func (ru *ledger) settleLast(ctx context.Context) (stop bool, out Outcome, err error) {
+	if err := ru.claims.reconcile(ctx); err != nil {
+		out, err = ru.end.stopped(ctx, err)
 		return true, out, err
 	}
 	pending := ru.rep.Pending()
@@ -40,29 +52,29 @@ func (ru *run) settleLast(ctx context.Context) (stop bool, out Outcome, err erro
 			return true, ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, ctx.Err())
 		}
 		// A call ran out of this invocation's time: the next settles it.
-		out, err = ru.suspend(ctx, reducer.CauseBudget, 0)
+		out, err = ru.end.suspend(ctx, reducer.CauseBudget, 0)
 	case errors.As(err, &fatal):
-		out, err = ru.fail(ctx, reducer.FailTool, fatal)
+		out, err = ru.end.fail(ctx, reducer.FailTool, fatal)
 	case errors.As(err, &blocked):
-		out, err = ru.suspendBlocked(ctx, blocked)
+		out, err = ru.claims.suspendBlocked(ctx, blocked)
 	case err != nil:
-		out, err = ru.stopped(ctx, err)
+		out, err = ru.end.stopped(ctx, err)
 	case uncertain != nil:
 		var facts []reducer.Fact
-		if facts, err = ru.quarantine(ctx, uncertain); err != nil {
-			out, err = ru.stopped(ctx, err)
+		if facts, err = ru.claims.quarantine(ctx, uncertain); err != nil {
+			out, err = ru.end.stopped(ctx, err)
 			break
 		}
-		out, err = ru.suspend(ctx, reducer.CauseUncertain, 0, append(facts, reducer.Fact{Type: reducer.TurnSuspended, Execution: uncertain})...)
-	case ru.kids.active():
-		return ru.settleKids(ctx, approvals)
+		out, err = ru.end.suspend(ctx, reducer.CauseUncertain, 0, append(facts, reducer.Fact{Type: reducer.TurnSuspended, Execution: uncertain})...)
+	case ru.children.kids.active():
+		return ru.children.settleKids(ctx, approvals)
 	case len(approvals) > 0:
-		out, err = ru.suspendForApproval(ctx, approvals)
+		out, err = ru.end.suspendForApproval(ctx, approvals)
 	case !ru.wait.IsZero():
 		// A wait_until call's time is ahead; on resume after it the
 		// call runs like any other.
 		delay := ru.wait.Sub(ru.r.Sessions.Clock())
-		out, err = ru.suspend(ctx, reducer.CauseTimer, delay, reducer.Fact{Type: reducer.TurnSuspended, Wake: ru.wait})
+		out, err = ru.end.suspend(ctx, reducer.CauseTimer, delay, reducer.Fact{Type: reducer.TurnSuspended, Wake: ru.wait})
 	default:
 		ru.replay()
 		return false, Outcome{}, nil
@@ -87,11 +99,11 @@ type plan struct {
 // approvals still to request. A side effect that may already have happened
 // and cannot safely rerun is returned as uncertain, and nothing after it is
 // settled.
-func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]reducer.Approval, *reducer.Execution, error) {
+func (ru *ledger) settle(ctx context.Context, pending []*conversation.Call) ([]reducer.Approval, *reducer.Execution, error) {
 	var requests []reducer.Approval
 	var plans []*plan
 	fenced := false // the reads' fence was checked (fenceReads)
-	ru.wait, ru.kids = time.Time{}, kids{}
+	ru.wait, ru.children.kids = time.Time{}, kids{}
 	st := ru.sess.State
 	now := ru.r.Sessions.Clock()
 	for _, c := range pending {
@@ -118,7 +130,7 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 			}
 			if p.exec == nil {
 				ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: AbandonedText})
-				if err := ru.releaseCall(ctx, c.ID); err != nil { // the verdict settled its effect
+				if err := ru.claims.releaseCall(ctx, c.ID); err != nil { // the verdict settled its effect
 					return nil, nil, err
 				}
 				continue
@@ -146,41 +158,13 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 	return requests, nil, ru.runPlans(ctx, plans)
 }
 
-// fenceReads makes sure, before a step's first read tool starts, that the
-// turn is still this invocation's. A side effect is fenced by its ledger
-// write, and a model call by the checkpoint before it, whose chunk a
-// cancel's close takes; but reads start as soon as the model answered,
-// and their results are written with the step after they ran: a cancel,
-// or a cancel and a delete, landed while the model answered would be
-// learnt only after the reads. So when the step the model just completed
-// is not yet written (the window a cancel may be in), one consistent read
-// of the session's head (a GetItem) checks that the session is there and
-// its open turn is this one; a lost race otherwise, and nothing runs. A
-// step written since the model answered (an earlier call's side effect
-// flushed it), or one this invocation resumed, needs no read.
-func (ru *run) fenceReads(ctx context.Context) error {
-	if !ru.billed || ru.sink.Buffered() == 0 {
-		return nil
-	}
-	h, err := ru.r.Sessions.Head(ctx, ru.out.Session)
-	switch {
-	case errors.Is(err, dynamo.ErrNotFound):
-		return fmt.Errorf("turn %s: the session was deleted before its reads ran: %w", ru.out.Turn, session.ErrConflict)
-	case err != nil:
-		return fmt.Errorf("turn %s: check the turn before its reads run: %w", ru.out.Turn, err)
-	case h.Turn != ru.out.Turn:
-		return fmt.Errorf("turn %s: the turn ended before its reads ran: %w", ru.out.Turn, session.ErrConflict)
-	}
-	return nil
-}
-
 // admit decides whether pending call c runs now, and returns its tool. A
 // call that does not is answered here (an unknown tool, input its schema
 // refuses, a denial: its result is emitted), waits for its wait_until time
-// (ru.wait), or needs an approval, returned to be requested. turn is the
+// (ledger.wait), or needs an approval, returned to be requested. turn is the
 // open turn as settle began.
-func (ru *run) admit(c *conversation.Call, turn *reducer.Turn, now time.Time) (t tool.Tool, runs bool, request *reducer.Approval) {
-	if ru.admitChild(c, turn) {
+func (ru *ledger) admit(c *conversation.Call, turn *reducer.Turn, now time.Time) (t tool.Tool, runs bool, request *reducer.Approval) {
+	if ru.children.admitChild(c, turn) {
 		return t, false, nil
 	}
 	t, ok := ru.tools.Get(c.Name)
@@ -244,7 +228,7 @@ const BilledGrace = 50 * time.Millisecond
 // is counted either way: this writer's later chunk is refused, and
 // recordUnwritten records the step's usage.) Its results follow in the
 // checkpoint before the next step.
-func (ru *run) flushBilled(ctx context.Context) error {
+func (ru *ledger) flushBilled(ctx context.Context) error {
 	if !ru.billed {
 		return nil
 	}
@@ -257,7 +241,7 @@ func (ru *run) flushBilled(ctx context.Context) error {
 
 // runPlans emits the planned calls' results in call order. Side effects run
 // here, one at a time, each made durable before and after it runs.
-func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
+func (ru *ledger) runPlans(ctx context.Context, plans []*plan) error {
 	grace := time.Now().Add(BilledGrace)
 	for _, p := range plans {
 		if p.out != nil {
@@ -270,7 +254,7 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 			ru.emit(p.part)
 			continue
 		}
-		grant, facts, refused, err := ru.claim(ctx, p)
+		grant, facts, refused, err := ru.claims.claim(ctx, p)
 		switch {
 		case err != nil:
 			return err
@@ -298,7 +282,7 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 		if ferr := ru.sink.Flush(ctx); ferr != nil {
 			return ferr
 		}
-		if rerr := ru.release(ctx, grant, true); rerr != nil {
+		if rerr := ru.claims.release(ctx, grant, true); rerr != nil {
 			return rerr
 		}
 		if err != nil {
@@ -311,7 +295,7 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 // awaitRead waits for read p's result (p.part, p.err), writing the billed
 // step first once the reads have run past grace (BilledGrace). Its error is
 // that write's.
-func (ru *run) awaitRead(ctx context.Context, p *plan, grace time.Time) error {
+func (ru *ledger) awaitRead(ctx context.Context, p *plan, grace time.Time) error {
 	if ru.billed {
 		t := time.NewTimer(time.Until(grace))
 		defer t.Stop()
@@ -331,7 +315,7 @@ func (ru *run) awaitRead(ctx context.Context, p *plan, grace time.Time) error {
 // recordStart makes a side effect's execution durable before it runs: the step
 // so far, then its grant and intent. facts are the grant's, recorded even
 // for an execution already started (an idempotent rerun).
-func (ru *run) recordStart(ctx context.Context, p *plan, facts []reducer.Fact) error {
+func (ru *ledger) recordStart(ctx context.Context, p *plan, facts []reducer.Fact) error {
 	if p.ledger {
 		// The execution ledger: the step so far, then the intent, are
 		// durable before the side effect can happen.
@@ -350,7 +334,7 @@ func (ru *run) recordStart(ctx context.Context, p *plan, facts []reducer.Fact) e
 
 // toolStopped ends runPlans at a call that stopped the turn: one cut short
 // has no result; a fatal one's result is emitted before the turn fails.
-func (ru *run) toolStopped(part parts.Part, err error) error {
+func (ru *ledger) toolStopped(part parts.Part, err error) error {
 	if !errors.Is(err, errCut) {
 		ru.emit(part)
 	}
@@ -400,7 +384,7 @@ var errCut = errors.New("turn: a tool call was cut short by the invocation's dea
 // invocation's deadline (or its end) cut it short has no result: the error
 // is errCut. Output over the agent's cap is truncated, and the truncation
 // marked.
-func (ru *run) runTool(ctx context.Context, t tool.Tool, c tool.Call) (parts.Part, error) {
+func (ru *ledger) runTool(ctx context.Context, t tool.Tool, c tool.Call) (parts.Part, error) {
 	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
 	out, err := ru.invoke(ctx, t, c)
@@ -425,7 +409,7 @@ func (ru *run) runTool(ctx context.Context, t tool.Tool, c tool.Call) (parts.Par
 // session, its execution (exec, the ledger's record of a side effect; nil
 // for a read) and approval, and its idempotency key, the same for every run
 // of the call.
-func (ru *run) call(c *conversation.Call, exec *reducer.Execution) tool.Call {
+func (ru *ledger) call(c *conversation.Call, exec *reducer.Execution) tool.Call {
 	key := "call_" + c.ID
 	tc := tool.Call{ID: c.ID, Name: c.Name, Input: c.Input, Session: ru.out.Session, Turn: ru.out.Turn,
 		Step: len(ru.turn.Steps), Owner: ru.sess.State.Owner}
@@ -450,3 +434,12 @@ type toolFatal struct {
 func (e *toolFatal) Error() string { return fmt.Sprintf("tool %s: %v", e.tool, e.err) }
 
 func (e *toolFatal) Unwrap() error { return e.err }
+
+// invoke runs tool t for call c, through the tool interceptors.
+func (ru *ledger) invoke(ctx context.Context, t tool.Tool, c tool.Call) ([]byte, error) {
+	defer ru.timing.tool(time.Now())
+	if ru.hooks.tool == nil {
+		return tool.Invoke(ctx, t, c)
+	}
+	return ru.hooks.tool(ctx, intercept.ToolCall{Tool: t, Call: c})
+}

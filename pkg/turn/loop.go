@@ -2,18 +2,44 @@ package turn
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"iter"
 	"time"
 
-	"github.com/baton-run/baton/internal/awsenv"
+	"github.com/baton-run/baton/internal/intercept"
+	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/parts"
-	"github.com/baton-run/baton/internal/retry"
-	"github.com/baton-run/baton/internal/session"
-	"github.com/baton-run/baton/internal/wake"
-	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
+	"github.com/baton-run/baton/internal/tool"
 )
+
+// run is one invocation: a thin loop (loop.go) over collaborators that
+// own their part of it, each built on the shared core and on the few
+// others it calls: the tool ledger (ledger.go), the step (step.go),
+// steering (steer.go), compaction (compact.go), children (children.go),
+// claims (claims.go), and the invocation's endings (loop.go).
+type run struct {
+	*core
+	end       *ending
+	ledger    *ledger
+	stepper   *stepper
+	steer     *steering
+	compactor *compactor
+	children  *children
+	claims    *claimer
+}
+
+// newRun is the invocation on c, its collaborators wired.
+func newRun(c *core) *run {
+	kids := &children{core: c}
+	end := &ending{core: c, parent: kids}
+	kids.end = end
+	claims := &claimer{core: c, end: end}
+	stepper := &stepper{core: c, end: end}
+	return &run{core: c, end: end, children: kids, claims: claims, stepper: stepper,
+		ledger:    &ledger{core: c, end: end, children: kids, claims: claims},
+		steer:     &steering{core: c, end: end},
+		compactor: &compactor{core: c, end: end, stepper: stepper},
+	}
+}
 
 // loop runs steps until the turn ends or this invocation must stop. Each
 // iteration settles the tool calls of the last step (the tool ledger,
@@ -24,49 +50,53 @@ import (
 // and its tool results: one durable write per step.
 func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	var a attempt
-	if stop, out, err := ru.orphaned(ctx); stop {
+	if stop, out, err := ru.children.orphaned(ctx); stop {
 		return out, err
 	}
-	if err := ru.offer(ctx); err != nil {
-		return ru.unoffered(ctx, err)
+	if err := ru.ledger.offer(ctx); err != nil {
+		return ru.ledger.unoffered(ctx, err)
 	}
 	for {
 		ru.replay()
-		if stop, out, err := ru.settleLast(ctx); stop {
+		if stop, out, err := ru.ledger.settleLast(ctx); stop {
 			return out, err
 		}
 		// A step boundary: messages posted meanwhile may end the turn or
 		// be steered into it (see steer.go).
-		if err := ru.catchUp(ctx); err != nil {
-			return ru.stopped(ctx, err)
+		if err := ru.steer.catchUp(ctx); err != nil {
+			return ru.end.stopped(ctx, err)
 		}
 		if ru.sess.State.Turn.Interrupt {
-			return ru.interrupt(ctx)
+			return ru.steer.interrupt(ctx)
 		}
-		if stop, out, err := ru.check(ctx, &a); stop {
+		if stop, out, err := ru.stepper.check(ctx, &a); stop {
 			return out, err
 		}
-		if stop, out, err := ru.compact(ctx, a.spent); stop {
+		if stop, out, err := ru.compactor.compact(ctx, a.spent); stop {
 			return out, err
 		}
-		if err := ru.deliver(ctx); err != nil {
-			return ru.stopped(ctx, err)
+		if err := ru.steer.deliver(ctx); err != nil {
+			return ru.end.stopped(ctx, err)
 		}
 		// The checkpoint. A buffer holding only the turn's start or
 		// resumption markers waits for the first step, so a step costs one
 		// write.
 		ru.timing.checkpointed()
 		if ru.dirty {
+			began, puts := time.Now(), ru.sink.Puts()
 			if err := ru.sink.Flush(ctx); err != nil {
-				return ru.stopped(ctx, err)
+				return ru.end.stopped(ctx, err)
+			}
+			if ru.sink.Puts() > puts {
+				ru.fenced = began // a close made since would have refused it (see fenceReads)
 			}
 			ru.dirty = false
 		}
 		began := time.Now()
-		ps, err := ru.runStep(ctx)
+		ps, err := ru.stepper.runStep(ctx)
 		a.spent += time.Since(began)
 		if err != nil {
-			redo, out, err := ru.stepFailed(ctx, err, &a)
+			redo, out, err := ru.stepper.stepFailed(ctx, err, &a)
 			if redo {
 				continue
 			}
@@ -79,237 +109,43 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 	}
 }
 
-// suspend checkpoints the turn with a suspension marker, records the
-// suspension, and for a cause that needs no operator (not approval,
-// uncertain or limit), sends the wake.
-func (ru *run) suspend(ctx context.Context, cause reducer.Cause, delay time.Duration, extra ...reducer.Fact) (Outcome, error) {
-	ru.emit(parts.Part{Type: parts.DataSuspended, Data: mustJSON(map[string]string{"cause": string(cause)})})
-	if err := ru.sink.Flush(ctx); err != nil {
-		return ru.stopped(ctx, err)
+// intercept builds the run's chains from the runner's interceptors.
+func (ru *run) intercept() {
+	ics := ru.r.Interceptors
+	if len(ics) == 0 {
+		return
 	}
-	last := reducer.Fact{Type: reducer.TurnSuspended}
-	if n := len(extra); n > 0 && extra[n-1].Type == reducer.TurnSuspended {
-		last, extra = extra[n-1], extra[:n-1]
-	}
-	last.Actor, last.Turn, last.Cause = agentActor(ru.out.Turn), ru.out.Turn, cause
-	// The stream is durable up to here: its steps' usage counts now.
-	u := ru.rep.Turn().Usage()
-	last.Usage = &u
-	facts := append(extra, last)
-	if err := ru.append(ctx, facts...); err != nil {
-		return ru.stopped(ctx, err)
-	}
-	next := ru.sess.State
-	ru.out.Kind, ru.out.Cause = Suspended, cause
-	if cause != reducer.CauseApproval && cause != reducer.CauseUncertain && cause != reducer.CauseLimit {
-		wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: wake.ForCause(cause), Seq: next.LastSeq, Trace: ru.trace}, delay)
-	}
-	return ru.out, nil
+	ru.hooks.model = intercept.Model(ics, func(ctx context.Context, c intercept.ModelCall) iter.Seq2[model.Event, error] {
+		return c.Model.Stream(ctx, c.Request)
+	})
+	ru.hooks.tool = intercept.Tool(ics, func(ctx context.Context, c intercept.ToolCall) ([]byte, error) {
+		return tool.Invoke(ctx, c.Tool, c.Call)
+	})
+	ru.hooks.step = intercept.Steps(ics, func(ctx context.Context, _ intercept.Step) ([]parts.Part, error) {
+		return ru.stepper.step(ctx)
+	})
 }
 
-func (ru *run) suspendForApproval(ctx context.Context, approvals []reducer.Approval) (Outcome, error) {
-	facts := make([]reducer.Fact, len(approvals))
-	for i := range approvals {
-		facts[i] = reducer.Fact{Type: reducer.ApprovalRequested, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Approval: &approvals[i]}
+// invocation runs body, the rest of the invocation once its turn.started
+// or turn.resumed fact stands, through the run interceptors.
+func (ru *run) invocation(ctx context.Context, resume bool, body func(context.Context) (Outcome, error)) (Outcome, error) {
+	if len(ru.r.Interceptors) == 0 {
+		return body(ctx)
 	}
-	out, err := ru.suspend(ctx, reducer.CauseApproval, 0, facts...)
-	if err == nil && out.Kind == Suspended {
-		ru.r.Sessions.ShowApprovals(ctx, ru.out.Session, ru.sess.State, approvals)
+	var out Outcome
+	f := intercept.Runs(ru.r.Interceptors, func(ctx context.Context, _ intercept.Run) (intercept.RunEnd, error) {
+		var err error
+		out, err = body(ctx)
+		return intercept.RunEnd{Kind: string(out.Kind), Cause: string(out.Cause), Steps: out.Steps}, err
+	})
+	if f == nil {
+		return body(ctx)
 	}
+	invocations := 1
+	if t := ru.sess.State.Turn; t != nil {
+		invocations = t.Invocations
+	}
+	_, err := f(ctx, intercept.Run{Session: ru.out.Session, Turn: ru.out.Turn, Agent: ru.agent.Name,
+		Resume: resume, Invocation: invocations, Trace: ru.trace, Root: ru.traceRoot})
 	return out, err
-}
-
-// complete closes the stream, then records the outcome with a snapshot.
-func (ru *run) complete(ctx context.Context) (Outcome, error) {
-	ru.emit(parts.Part{Type: parts.Finish, FinishReason: "stop"})
-	if err := ru.sink.Close(ctx, streams.Completed); err != nil {
-		return ru.stopped(ctx, err)
-	}
-	return ru.record(ctx, reducer.Fact{Type: reducer.TurnCompleted}, Completed)
-}
-
-// fail closes the stream with an error part and records the failure.
-func (ru *run) fail(ctx context.Context, kind reducer.FailureKind, cause error) (Outcome, error) {
-	ru.emit(parts.Part{Type: parts.Error, ErrorText: cause.Error()}, parts.Part{Type: parts.Finish, FinishReason: "error"})
-	if err := ru.sink.Close(ctx, streams.Failed); err != nil {
-		return ru.stopped(ctx, err)
-	}
-	f := &reducer.Failure{Kind: kind, Error: cause.Error()}
-	ru.out.Failure = f
-	return ru.record(ctx, reducer.Fact{Type: reducer.TurnFailed, Failure: f}, Failed)
-}
-
-// finishClosed records the outcome of a turn whose stream an earlier
-// invocation closed before it died.
-func (ru *run) finishClosed(ctx context.Context, status streams.Status) (Outcome, error) {
-	switch status {
-	case streams.Completed:
-		return ru.record(ctx, reducer.Fact{Type: reducer.TurnCompleted}, Completed)
-	case streams.Interrupted:
-		return ru.record(ctx, reducer.Fact{Type: reducer.TurnInterrupted}, Interrupted)
-	}
-	f := &reducer.Failure{Kind: reducer.FailInternal, Error: "the stream was closed as " + string(status) + " before the outcome was recorded"}
-	ru.out.Failure = f
-	return ru.record(ctx, reducer.Fact{Type: reducer.TurnFailed, Failure: f}, Failed)
-}
-
-func (ru *run) record(ctx context.Context, f reducer.Fact, kind Kind) (Outcome, error) {
-	ru.replay()
-	u := ru.turn.Usage()
-	f.Actor, f.Turn, f.Usage = agentActor(ru.out.Turn), ru.out.Turn, &u
-	err := ru.retry(ctx, func() error {
-		_, err := ru.r.Sessions.End(ctx, ru.sess, ru.turn, f)
-		return err
-	})
-	if err != nil {
-		return ru.stopped(ctx, err)
-	}
-	ru.out.Kind, ru.out.Usage = kind, u
-	ru.report(ctx)
-	return ru.out, nil
-}
-
-// append commits the run's facts; see retry.
-func (ru *run) append(ctx context.Context, facts ...reducer.Fact) error {
-	return ru.retry(ctx, func() error {
-		next, err := ru.r.Sessions.Append(ctx, ru.out.Session, ru.sess.State, facts...)
-		if err == nil {
-			ru.sess.State = next
-		}
-		return err
-	})
-}
-
-// retry runs a commit of the run's own facts. Losing the compare-and-set
-// to a fact that leaves the turn in this invocation's hands — a message
-// posted meanwhile — is no reason to stop: reload and commit again, within
-// commitPolicy. If the turn was cancelled or taken over, the conflict stands.
-func (ru *run) retry(ctx context.Context, commit func() error) error {
-	theirs := false // the turn left this invocation's hands
-	return retry.Do(ctx, commitPolicy, func() error {
-		err := commit()
-		if !errors.Is(err, session.ErrConflict) {
-			return err
-		}
-		sess, lerr := ru.r.Sessions.Load(ctx, ru.out.Session)
-		if lerr != nil {
-			theirs = true // not known to be ours: stop
-			return errors.Join(err, lerr)
-		}
-		if !sess.State.Holds(ru.sess.State.Turn) {
-			theirs = true
-			return err
-		}
-		ru.sess.State = sess.State
-		return err
-	}, func(err error) bool { return !theirs && errors.Is(err, session.ErrConflict) })
-}
-
-// commitPolicy bounds retry like the session store's own retry of lost
-// races: session.RetryBudget in all (the run's deadline bounds it further),
-// full jitter from 10 ms to 1 s. A run that still loses stops as
-// superseded; the tick reaps the turn when its lease runs out.
-var commitPolicy = session.RetryPolicy
-
-// closeIfEnded closes the stream when the turn was ended by someone else (a
-// cancel) rather than taken over by another invocation, which owns the
-// stream now and must not lose it.
-func (ru *run) closeIfEnded(ctx context.Context) {
-	sess, err := ru.r.Sessions.Load(ctx, ru.out.Session)
-	if err != nil || (sess.State.Turn != nil && sess.State.Turn.ID == ru.out.Turn) {
-		return
-	}
-	if err := ru.r.Sessions.CloseStream(ctx, ru.sink, streams.Cancelled, "cancelled"); err != nil {
-		ru.r.log().WarnContext(ctx, "close the stream of an ended turn", "session", ru.out.Session, "err", err)
-	}
-}
-
-// stopped handles an error writing the stream or the facts. Losing a race
-// means another invocation or an operator owns the turn now: stop quietly.
-// A store fault that outlasted the SDK's retries (a throttle, a 5xx, a
-// timeout) suspends the turn as throttled, if the facts can still be
-// written. Anything else is returned; the reaper will find the turn.
-func (ru *run) stopped(ctx context.Context, err error) (Outcome, error) {
-	if awsenv.Transient(err) && ctx.Err() == nil {
-		out, serr := ru.shelve(ctx)
-		if serr == nil {
-			ru.r.log().WarnContext(ctx, "store fault: turn suspended", "session", ru.out.Session, "turn", ru.out.Turn, "err", err)
-			return out, nil
-		}
-		if !session.LostRace(serr) {
-			return ru.out, fmt.Errorf("turn %s of %s: %w (and suspending it: %w)", ru.out.Turn, ru.out.Session, err, serr)
-		}
-		err = serr
-	}
-	if errors.Is(err, streams.ErrChunkTaken) || errors.Is(err, streams.ErrPoisoned) || session.LostRace(err) {
-		ru.r.log().InfoContext(ctx, "turn superseded", "session", ru.out.Session, "turn", ru.out.Turn, "err", err)
-		ru.out.Kind = Superseded
-		ru.recordUnwritten(ctx)
-		if !errors.Is(err, streams.ErrChunkTaken) && !errors.Is(err, streams.ErrPoisoned) {
-			ru.closeIfEnded(ctx)
-		}
-		return ru.out, nil
-	}
-	return ru.out, fmt.Errorf("turn %s of %s: %w", ru.out.Turn, ru.out.Session, err)
-}
-
-// recordUnwritten records, when the turn was ended under this invocation (a
-// cancel), the usage of the billed steps it completed that the ending did
-// not count: those the canceller could not read, since the stream was
-// closed before this invocation wrote them (its chunk is then refused). A
-// turn taken over by another invocation is left to it. Best effort: a
-// failure is logged.
-func (ru *run) recordUnwritten(ctx context.Context) {
-	ru.replay()
-	mine := ru.turn.Usage()
-	if mine.Steps == 0 || ctx.Err() != nil {
-		return
-	}
-	id := ru.out.Session
-	fs, err := ru.r.Sessions.Facts(ctx, id, ru.sess.State.LastSeq)
-	if err != nil {
-		ru.r.log().WarnContext(ctx, "read the facts of an ended turn", "session", id, "err", err)
-		return
-	}
-	var ended *reducer.Fact
-	for i := range fs {
-		if fs[i].Ends() && fs[i].Turn == ru.out.Turn {
-			ended = &fs[i]
-		}
-	}
-	if ended == nil || ended.Usage == nil {
-		return
-	}
-	lost := mine.Sub(*ended.Usage)
-	if lost.Steps <= 0 || lost.InputTokens < 0 || lost.OutputTokens < 0 || lost.CostMicroUSD < 0 {
-		return
-	}
-	f := reducer.Fact{Type: reducer.UsageRecorded, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Usage: &lost}
-	err = retry.Do(ctx, commitPolicy, func() error {
-		sess, err := ru.r.Sessions.Load(ctx, id)
-		if err != nil {
-			return err
-		}
-		_, err = ru.r.Sessions.Append(ctx, id, sess.State, f)
-		return err
-	}, func(err error) bool { return errors.Is(err, session.ErrConflict) })
-	if err != nil {
-		ru.r.log().WarnContext(ctx, "record the usage of steps the ended turn's stream lacks", "session", id, "turn", ru.out.Turn, "err", err)
-		return
-	}
-	ru.r.log().InfoContext(ctx, "recorded the usage of steps the ended turn's stream lacks", "session", id, "turn", ru.out.Turn, "steps", lost.Steps)
-}
-
-// shelve suspends the turn as throttled after a store write failed, without
-// writing the stream, which may be what failed: parts not yet durable are
-// dropped, and a step they belonged to is redone on resume.
-func (ru *run) shelve(ctx context.Context) (Outcome, error) {
-	if err := ru.append(ctx, reducer.Fact{Type: reducer.TurnSuspended, Actor: agentActor(ru.out.Turn),
-		Turn: ru.out.Turn, Cause: reducer.CauseThrottled}); err != nil {
-		return ru.out, err
-	}
-	ru.out.Kind, ru.out.Cause = Suspended, reducer.CauseThrottled
-	wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: wake.Throttled, Seq: ru.sess.State.LastSeq, Trace: ru.trace},
-		ru.lim.ModelRetry.WakeDelay)
-	return ru.out, nil
 }

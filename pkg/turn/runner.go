@@ -13,9 +13,7 @@ import (
 	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/session"
-	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/internal/wake"
-	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 )
@@ -31,36 +29,6 @@ var (
 	// ErrUnknownAgent: the session names an agent this runner lacks.
 	ErrUnknownAgent = errors.New("turn: unknown agent")
 )
-
-// Kind is how an invocation ended.
-type Kind string
-
-// Outcome kinds.
-const (
-	Completed  Kind = "completed"
-	Suspended  Kind = "suspended"
-	Failed     Kind = "failed"
-	Superseded Kind = "superseded" // the turn was cancelled or taken over mid-run
-	// Interrupted: a message received under the interrupt policy ended the
-	// turn at a step boundary; it waits to start the next (Waiting).
-	Interrupted Kind = "interrupted"
-)
-
-// Outcome reports one invocation of a turn.
-type Outcome struct {
-	Session string
-	Turn    string
-	Kind    Kind
-	Cause   reducer.Cause    // when suspended
-	Failure *reducer.Failure // when failed
-	// Steps is the number of model steps this invocation ran.
-	Steps int
-	// Usage is the whole turn's, when it completed.
-	Usage reducer.Usage
-	// Waiting counts the messages waiting for the next turn as this
-	// invocation last wrote the session: a caller may start it at once.
-	Waiting int
-}
 
 // Runner runs turns. Its fields are set once; a Runner is safe for
 // concurrent use and keeps nothing between calls.
@@ -78,40 +46,6 @@ type Runner struct {
 	// ask before they run (see claims.go; *dynamo.Broker in a deployment);
 	// nil when no tool does.
 	Claims claims.Broker
-}
-
-func (r *Runner) log() *slog.Logger {
-	if r.Log != nil {
-		return r.Log
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
-// run is one invocation's working state.
-type run struct {
-	r        *Runner
-	sess     *session.Session
-	agent    *Agent
-	lim      Limits
-	sink     *streams.Sink
-	parts    []parts.Part          // the turn's durable parts plus this invocation's
-	rep      conversation.Replayer // parts folded so far; see replay
-	turn     conversation.Turn     // the turn as of the last replay
-	deadline time.Time
-	out      Outcome
-	dirty    bool           // the sink holds parts beyond start, markers and the tools record
-	billed   bool           // the sink may hold a completed step not yet written (see flushBilled)
-	tools    *tool.Registry // the tools this invocation offers (see offer)
-	wait     time.Time      // the earliest time a pending wait_until call waits for (see settle)
-	settled  bool           // settle ran once this invocation
-	// compactOff stops compaction for the rest of the invocation, after
-	// one that failed or had nothing to summarise.
-	compactOff bool
-	hooks      hooks  // the interceptor chains (see intercept)
-	timing     timing // the tool runs and checkpoint since the last step, for the next's metadata
-	kids       kids   // the sub-agent calls settle found (see children.go)
-	trace      string // the turn's traceparent (see startTrace)
-	traceRoot  bool   // this run minted trace: its span is the root
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.
@@ -158,8 +92,8 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 		return Outcome{}, err
 	}
 	sess.State = next
-	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, deadline: deadline,
-		out: Outcome{Session: id, Turn: turnID}, trace: trace, traceRoot: minted}
+	ru := newRun(&core{r: r, sess: sess, agent: agent, lim: lim, sink: sink, deadline: deadline,
+		out: Outcome{Session: id, Turn: turnID}, trace: trace, traceRoot: minted})
 	ru.intercept()
 	return ru.invocation(ctx, false, func(ctx context.Context) (Outcome, error) {
 		ru.emit(parts.Part{Type: parts.Start, MessageID: turnID})
@@ -210,8 +144,8 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 	if err != nil {
 		return Outcome{}, fmt.Errorf("turn: resume %s: %w", id, err)
 	}
-	ru := &run{r: r, sess: sess, agent: agent, lim: lim, sink: sink, parts: prior, deadline: deadline,
-		out: Outcome{Session: id, Turn: t.ID}, trace: resumeTrace(ctx, t.Trace)}
+	ru := newRun(&core{r: r, sess: sess, agent: agent, lim: lim, sink: sink, parts: prior, deadline: deadline,
+		out: Outcome{Session: id, Turn: t.ID}, trace: resumeTrace(ctx, t.Trace)})
 	ru.intercept()
 	return ru.invocation(ctx, true, func(ctx context.Context) (Outcome, error) { return ru.resumed(ctx, prior, next) })
 }
@@ -224,14 +158,14 @@ func (ru *run) resumed(ctx context.Context, prior []parts.Part, next reducer.Sta
 	if status := ru.sink.Closed(); status != streams.Open {
 		// The last invocation closed the stream and died before recording
 		// the outcome: record it now.
-		return ru.finish(ru.finishClosed(ctx, status))
+		return ru.finish(ru.end.finishClosed(ctx, status))
 	}
 	if ru.turn.Abandoned {
 		ru.emit(parts.Part{Type: parts.DataAbandoned, Data: json.RawMessage(`{"reason":"the invocation ended mid-step; the step is redone"}`)})
 	}
 	ru.emit(parts.Part{Type: parts.DataResumed, Data: json.RawMessage(fmt.Sprintf(`{"invocation":%d}`, next.Turn.Invocations))})
 	if n := next.Turn.Invocations; n > lim.MaxInvocationsPerTurn {
-		return ru.finish(ru.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn was resumed %d times without finishing (cap %d)", n-1, lim.MaxInvocationsPerTurn)))
+		return ru.finish(ru.end.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn was resumed %d times without finishing (cap %d)", n-1, lim.MaxInvocationsPerTurn)))
 	}
 	return ru.finish(ru.loop(ctx))
 }
@@ -243,42 +177,3 @@ func deadlineOf(ctx context.Context, budget time.Duration) time.Time {
 	}
 	return d
 }
-
-func agentActor(turn string) reducer.Actor {
-	return reducer.Actor{Kind: reducer.ActorAgent, ID: turn}
-}
-
-// mustJSON marshals values that cannot fail to marshal: strings, plain
-// maps, and values that came from json.Unmarshal.
-func mustJSON(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
-}
-
-// finish adds what the session looked like at the invocation's last write.
-func (ru *run) finish(out Outcome, err error) (Outcome, error) {
-	out.Waiting = len(ru.sess.State.Inbox)
-	return out, err
-}
-
-// emit buffers parts in the sink and folds them into the run's view of the
-// turn.
-func (ru *run) emit(ps ...parts.Part) {
-	for _, p := range ps {
-		if p.Type != parts.Start && p.Type != DataTools && !p.Marker() {
-			ru.dirty = true
-		}
-		if p.Type == parts.FinishStep {
-			ru.billed = true
-		}
-	}
-	ru.rep.Add(ps...)
-	// Append fails only on a poisoned or closed sink; the next Flush or
-	// Close reports that, so the error here adds nothing.
-	_ = ru.sink.Append(ps...)
-}
-
-// replay brings the run's view of the turn up to the parts emitted so far.
-// The parts are folded as they are emitted, so this costs nothing per part
-// already seen.
-func (ru *run) replay() { ru.turn = ru.rep.Turn() }

@@ -21,14 +21,21 @@ import (
 // messages in the stream and in Turn.Steer; the next invocation records
 // message.steered without delivering them again.
 
+// steering catches a run up with the messages posted meanwhile and
+// steers them in; the endings stop the turn.
+type steering struct {
+	*core
+	end ender
+}
+
 // polls reports whether the run reads new facts at each step boundary.
-func (ru *run) polls() bool {
+func (ru *steering) polls() bool {
 	return ru.agent.Steering == reducer.SteerSteer || ru.agent.Steering == reducer.SteerInterrupt
 }
 
 // catchUp applies the facts appended since the run's state. A fact that
 // took the turn out of this invocation's hands is a lost race.
-func (ru *run) catchUp(ctx context.Context) error {
+func (ru *steering) catchUp(ctx context.Context) error {
 	if !ru.polls() {
 		return nil
 	}
@@ -48,7 +55,7 @@ func (ru *run) catchUp(ctx context.Context) error {
 // not yet in its stream go into a data-steered part, the stream is flushed
 // (the checkpoint before the next step), and message.steered records them
 // all.
-func (ru *run) deliver(ctx context.Context) error {
+func (ru *steering) deliver(ctx context.Context) error {
 	waiting := ru.sess.State.Turn.Steer
 	if len(waiting) == 0 {
 		return nil
@@ -82,12 +89,12 @@ func (ru *run) deliver(ctx context.Context) error {
 // records turn.interrupted with a snapshot, in which calls still without a
 // result get conversation.Unresolved's. The message waits in the inbox
 // (Outcome.Waiting) to start the next turn.
-func (ru *run) interrupt(ctx context.Context) (Outcome, error) {
+func (ru *steering) interrupt(ctx context.Context) (Outcome, error) {
 	ru.emit(parts.Part{Type: parts.Finish, FinishReason: "interrupted"})
 	if err := ru.sink.Close(ctx, streams.Interrupted); err != nil {
-		return ru.stopped(ctx, err)
+		return ru.end.stopped(ctx, err)
 	}
-	return ru.record(ctx, reducer.Fact{Type: reducer.TurnInterrupted}, Interrupted)
+	return ru.end.record(ctx, reducer.Fact{Type: reducer.TurnInterrupted}, Interrupted)
 }
 
 // steered reports whether user messages were steered in after the turn's

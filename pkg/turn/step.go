@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/conversation"
@@ -17,10 +19,17 @@ import (
 	"github.com/baton-run/baton/pkg/streams"
 )
 
-// Step execution: asking the model for one step (run.step), translating
+// Step execution: asking the model for one step (stepper.step), translating
 // its events into the step's stream parts (stepParts), flushing them live,
-// and deciding what a failed step means (run.stepFailed): redone now,
+// and deciding what a failed step means (stepper.stepFailed): redone now,
 // suspended, or failed.
+
+// stepper asks the model for steps and decides what a failed one means;
+// the endings stop the turn.
+type stepper struct {
+	*core
+	end ender
+}
 
 // attempt is what the loop knows of the steps it asked for in this
 // invocation: the time they took, and the failed tries of the step being
@@ -33,7 +42,7 @@ type attempt struct {
 
 // step asks the model for one step and returns its parts, from start-step
 // to finish-step. Nothing reaches the sink unless the step completes.
-func (ru *run) step(ctx context.Context) ([]parts.Part, error) {
+func (ru *stepper) step(ctx context.Context) ([]parts.Part, error) {
 	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
 	req := ru.request(ru.sess.History)
@@ -92,7 +101,7 @@ type stepParts struct {
 	blocks, calls      int
 	finished           bool
 
-	// Live flushing (run.push), when the agent asks for it: how many parts
+	// Live flushing (stepper.push), when the agent asks for it: how many parts
 	// reached the sink, and the flusher.
 	pushed int
 	live   *streams.Live
@@ -164,7 +173,7 @@ func (sp *stepParts) closeBlock() {
 // ends, by a timer, even while the model pauses (trailing edge). A step cut
 // short then leaves a partial step in the stream, marked abandoned and
 // redone.
-func (ru *run) push(ctx context.Context, sp *stepParts) error {
+func (ru *stepper) push(ctx context.Context, sp *stepParts) error {
 	if sp.live == nil {
 		return nil
 	}
@@ -184,7 +193,7 @@ func (ru *run) push(ctx context.Context, sp *stepParts) error {
 
 // abandon ends a step that failed with err: parts of it already pushed are
 // marked abandoned.
-func (ru *run) abandon(sp *stepParts, err error) ([]parts.Part, error) {
+func (ru *stepper) abandon(sp *stepParts, err error) ([]parts.Part, error) {
 	if sp.pushed > 0 {
 		ru.emit(parts.Part{Type: parts.DataAbandoned, Data: json.RawMessage(`{"reason":"the step was cut short and will be redone"}`)})
 	}
@@ -193,12 +202,12 @@ func (ru *run) abandon(sp *stepParts, err error) ([]parts.Part, error) {
 
 // stepFailed decides what a step that failed with err means: redo it at
 // once, or end this invocation with the outcome returned.
-func (ru *run) stepFailed(ctx context.Context, err error, a *attempt) (redo bool, out Outcome, ferr error) {
+func (ru *stepper) stepFailed(ctx context.Context, err error, a *attempt) (redo bool, out Outcome, ferr error) {
 	var fe *flushError
 	var me *model.Error
 	switch {
 	case errors.As(err, &fe):
-		out, ferr = ru.stopped(ctx, fe.err)
+		out, ferr = ru.end.stopped(ctx, fe.err)
 	case ctx.Err() != nil:
 		// The invocation itself is ending (a process death, in tests):
 		// write nothing more; the last checkpoint stands.
@@ -206,11 +215,11 @@ func (ru *run) stepFailed(ctx context.Context, err error, a *attempt) (redo bool
 	case errors.Is(err, context.DeadlineExceeded):
 		// A runaway step hit the hard deadline: drop it and suspend.
 		ru.r.log().WarnContext(ctx, "step aborted at the deadline", "session", ru.out.Session, "turn", ru.out.Turn)
-		out, ferr = ru.outOfTime(ctx, a.fault)
+		out, ferr = ru.end.outOfTime(ctx, a.fault)
 	case errors.As(err, &me) && me.Retryable():
 		return ru.retryStep(ctx, err, me, a)
 	default:
-		out, ferr = ru.fail(ctx, reducer.FailModel, modelFailure(err))
+		out, ferr = ru.end.fail(ctx, reducer.FailModel, modelFailure(err))
 	}
 	return false, out, ferr
 }
@@ -218,7 +227,7 @@ func (ru *run) stepFailed(ctx context.Context, err error, a *attempt) (redo bool
 // retryStep decides about a step that failed with the retryable me.
 // Nothing of the failed try is kept: its parts were never emitted, or were
 // marked abandoned. Redo it, or stop.
-func (ru *run) retryStep(ctx context.Context, err error, me *model.Error, a *attempt) (redo bool, out Outcome, ferr error) {
+func (ru *stepper) retryStep(ctx context.Context, err error, me *model.Error, a *attempt) (redo bool, out Outcome, ferr error) {
 	a.tries, a.fault = a.tries+1, me
 	redo, werr := ru.backoff(ctx, me, a.tries, a.spent)
 	switch {
@@ -227,12 +236,12 @@ func (ru *run) retryStep(ctx context.Context, err error, me *model.Error, a *att
 	case redo:
 		return true, Outcome{}, nil
 	case me.Transient():
-		out, ferr = ru.suspendFault(ctx, me)
+		out, ferr = ru.end.suspendFault(ctx, me)
 	case a.tries < ru.lim.ModelRetry.Attempts:
 		// Out of time, not out of tries: the next invocation tries again.
-		out, ferr = ru.suspend(ctx, reducer.CauseBudget, 0)
+		out, ferr = ru.end.suspend(ctx, reducer.CauseBudget, 0)
 	default:
-		out, ferr = ru.fail(ctx, reducer.FailModel, fmt.Errorf("the model's output stayed unusable after %d tries: %w", a.tries, err))
+		out, ferr = ru.end.fail(ctx, reducer.FailModel, fmt.Errorf("the model's output stayed unusable after %d tries: %w", a.tries, err))
 	}
 	return false, out, ferr
 }
@@ -258,7 +267,7 @@ func modelFailure(err error) error {
 // would not end within the step's time. Bad output is tried again at once:
 // waiting does not change a model's answer. The error is ctx's, when it
 // ended while waiting.
-func (ru *run) backoff(ctx context.Context, me *model.Error, tries int, spent time.Duration) (bool, error) {
+func (ru *stepper) backoff(ctx context.Context, me *model.Error, tries int, spent time.Duration) (bool, error) {
 	p := ru.lim.ModelRetry
 	if tries >= p.Attempts || me.RetryAfter > p.MaxBackoff {
 		return false, nil
@@ -283,35 +292,6 @@ func (ru *run) backoff(ctx context.Context, me *model.Error, tries int, spent ti
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-}
-
-// suspendFault suspends a turn whose model fault outlasted the step's
-// tries or time, with a wake delayed by the agent's policy. The delay grows
-// with each such suspension in a row (a completed step breaks the row);
-// past the policy's Suspensions the turn fails instead.
-func (ru *run) suspendFault(ctx context.Context, me *model.Error) (Outcome, error) {
-	cause := reducer.CauseModelUnavailable
-	if me.Kind == model.Throttled {
-		cause = reducer.CauseThrottled
-	}
-	return ru.suspendFor(ctx, cause, me.RetryAfter, reducer.FailModel, "the model stayed unavailable", me)
-}
-
-// suspendFor suspends the turn for a fault cause (reducer.Cause.Fault) as
-// suspendFault does, or fails it as kind, saying what stayed unavailable.
-func (ru *run) suspendFor(ctx context.Context, cause reducer.Cause, retryAfter time.Duration, kind reducer.FailureKind, what string, err error) (Outcome, error) {
-	p := ru.lim.ModelRetry
-	n := 1
-	if t := ru.sess.State.Turn; t != nil && ru.out.Steps == 0 {
-		n = t.Faults + 1
-	}
-	if n > p.Suspensions {
-		return ru.fail(ctx, kind, fmt.Errorf("%s through %d suspensions of the turn: %w", what, n-1, err))
-	}
-	delay := p.WakeAfter(n, retryAfter)
-	ru.r.log().WarnContext(ctx, "fault outlasted the step; suspending the turn", "session", ru.out.Session, "turn", ru.out.Turn,
-		"cause", cause, "suspension", n, "wake", delay, "err", err)
-	return ru.suspend(ctx, cause, delay, reducer.Fact{Type: reducer.TurnSuspended, Faults: n, Wake: ru.r.Sessions.Clock().Add(delay)})
 }
 
 // CallID is baton's id for call c of step n of a turn:
@@ -344,4 +324,21 @@ func normalizeInput(in json.RawMessage) json.RawMessage {
 		return mustJSON(string(in))
 	}
 	return b.Bytes()
+}
+
+// stream calls model m with req, through the model interceptors.
+func (ru *stepper) stream(ctx context.Context, m model.Model, req model.Request) iter.Seq2[model.Event, error] {
+	if ru.hooks.model == nil {
+		return m.Stream(ctx, req)
+	}
+	return ru.hooks.model(ctx, intercept.ModelCall{Session: ru.out.Session, Turn: ru.out.Turn, Agent: ru.agent.Name, Model: m,
+		Identity: ru.identity(m), Request: req})
+}
+
+// runStep runs the next step, through the step interceptors.
+func (ru *stepper) runStep(ctx context.Context) ([]parts.Part, error) {
+	if ru.hooks.step == nil {
+		return ru.step(ctx)
+	}
+	return ru.hooks.step(ctx, intercept.Step{Session: ru.out.Session, Turn: ru.out.Turn, Agent: ru.agent.Name, Index: len(ru.turn.Steps)})
 }

@@ -11,14 +11,6 @@ import (
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
-// DataTools is the part that records the tools of an agent's Remote source
-// a turn offers the model, as listed when the turn started:
-// data-tools{data: {tools: [tool.Listed…]}}. It is written with the turn's
-// first checkpoint, in the same chunk as its first step, so it costs no
-// write of its own; every later invocation of the turn offers the tools it
-// records.
-const DataTools parts.Type = "data-tools"
-
 // toolsRecord is a DataTools part's data.
 type toolsRecord struct {
 	Tools []tool.Listed `json:"tools"`
@@ -28,7 +20,7 @@ type toolsRecord struct {
 // then its Remote source's as the turn's stream records them. A turn with
 // no record yet lists them now and records them with its next checkpoint.
 // An error wrapping tool.ErrUnavailable may pass; any other cannot.
-func (ru *run) offer(ctx context.Context) error {
+func (ru *ledger) offer(ctx context.Context) error {
 	src := ru.agent.Remote
 	if src == nil {
 		ru.tools = ru.agent.Tools
@@ -82,13 +74,13 @@ func recorded(ps []parts.Part) (parts.Part, bool) {
 // unoffered ends an invocation whose tools could not be fixed: a source
 // that may come back suspends the turn as for a model fault, with a
 // delayed wake; anything else fails it.
-func (ru *run) unoffered(ctx context.Context, err error) (Outcome, error) {
+func (ru *ledger) unoffered(ctx context.Context, err error) (Outcome, error) {
 	if ctx.Err() != nil {
 		return ru.out, fmt.Errorf("turn %s: %w", ru.out.Turn, ctx.Err())
 	}
 	if errors.Is(err, tool.ErrUnavailable) {
-		return ru.suspendFor(ctx, reducer.CauseToolsUnavailable, 0, reducer.FailTool,
+		return ru.end.suspendFor(ctx, reducer.CauseToolsUnavailable, 0, reducer.FailTool,
 			"the agent's remote tools stayed unavailable", err)
 	}
-	return ru.fail(ctx, reducer.FailTool, fmt.Errorf("the agent's remote tools cannot be offered: %w", err))
+	return ru.end.fail(ctx, reducer.FailTool, fmt.Errorf("the agent's remote tools cannot be offered: %w", err))
 }

@@ -3,8 +3,6 @@ package turn
 import (
 	"context"
 
-	"github.com/baton-run/baton/internal/intercept"
-	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/traceparent"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -35,37 +33,4 @@ func resumeTrace(ctx context.Context, recorded string) string {
 	}
 	tp, _ := startTrace(ctx, nil)
 	return tp
-}
-
-// invocation runs body, the rest of the invocation once its turn.started
-// or turn.resumed fact stands, through the run interceptors.
-func (ru *run) invocation(ctx context.Context, resume bool, body func(context.Context) (Outcome, error)) (Outcome, error) {
-	if len(ru.r.Interceptors) == 0 {
-		return body(ctx)
-	}
-	var out Outcome
-	f := intercept.Runs(ru.r.Interceptors, func(ctx context.Context, _ intercept.Run) (intercept.RunEnd, error) {
-		var err error
-		out, err = body(ctx)
-		return intercept.RunEnd{Kind: string(out.Kind), Cause: string(out.Cause), Steps: out.Steps}, err
-	})
-	if f == nil {
-		return body(ctx)
-	}
-	invocations := 1
-	if t := ru.sess.State.Turn; t != nil {
-		invocations = t.Invocations
-	}
-	_, err := f(ctx, intercept.Run{Session: ru.out.Session, Turn: ru.out.Turn, Agent: ru.agent.Name,
-		Resume: resume, Invocation: invocations, Trace: ru.trace, Root: ru.traceRoot})
-	return out, err
-}
-
-// identity names model m for the interceptors: the agent's identity for
-// its own model, else what m says of itself.
-func (ru *run) identity(m model.Model) model.Identity {
-	if m == ru.agent.Model && ru.agent.Identity != (model.Identity{}) {
-		return ru.agent.Identity
-	}
-	return model.IdentityOf(m)
 }
