@@ -7,10 +7,8 @@
 // after a cancel closed the stream has its usage recorded in a
 // usage.recorded fact; a step's reads start only once one read of the
 // session's head found the turn still open, unless the step was written
-// since the model answered or the reads start within half of
-// session.FenceWindow of the last checkpoint: a cancel, or a cancel and a
-// delete, stops the invocation before any tool or model call after the
-// cancel answered — fenceReads), and ends by completing, failing, or suspending the
+// since the model answered: a cancel, or a cancel and a delete, stops the
+// invocation before any tool or model call — fenceReads), and ends by completing, failing, or suspending the
 // turn — for its budget, a spend cap (named in the suspension), an
 // approval, a model or remote tools that stay throttled
 // or unavailable, a throttled store, or an uncertain side effect — to be
