@@ -332,13 +332,9 @@ func checkCaps(r reducer.Raise) error {
 // Cancel ends the open turn as cancelled, which cancels the turn's running
 // children, recursively (Cascade, as every ending does), and closes its
 // stream. A runner still working on the turn loses its next
-// compare-and-set and stops. A cancel of a running turn answers
-// FenceWindow after it closed the stream, so a runner that starts a
-// step's reads without reading the head (within half of it of its last
-// checkpoint) has started them before the cancel answered.
+// compare-and-set and stops.
 func (s *ops) Cancel(ctx context.Context, id string, actor reducer.Actor, reason string) error {
 	var sink *streams.Sink
-	running := false // an invocation may be running the turn
 	err := retry(ctx, func() error {
 		sess, err := s.Load(ctx, id)
 		if err != nil {
@@ -348,7 +344,6 @@ func (s *ops) Cancel(ctx context.Context, id string, actor reducer.Actor, reason
 		if t == nil {
 			return fmt.Errorf("session: cancel %s: %w", id, ErrNoTurn)
 		}
-		running = sess.State.Status == reducer.Running
 		var ps []parts.Part
 		sink, ps, err = s.streams.Resume(ctx, id, t.Stream)
 		if err != nil {
@@ -365,32 +360,10 @@ func (s *ops) Cancel(ctx context.Context, id string, actor reducer.Actor, reason
 	if err := s.CloseStream(ctx, sink, streams.Cancelled, "cancelled"); err != nil {
 		// The fact stands; the stream is left open for a reader to time out on.
 		s.log().WarnContext(ctx, "cancel: close stream", "session", id, "stream", sink.Stream(), "err", err)
-	} else if running {
-		settle(ctx, FenceWindow)
 	}
 	// Messages that arrived during the turn now start a new one.
 	s.wake(ctx, id, wake.Cancelled, 0, 0)
 	return nil
-}
-
-// FenceWindow is how long after closing a running turn's stream a cancel
-// waits before it answers. A runner skips the head read that fences a
-// step's reads (turn's fenceReads) only when it starts them within half of
-// it of the start of a write that a close made later would have refused
-// (its last checkpoint, or its last head read): a close landed after that
-// write began, so the cancel answers after the reads began, and from its
-// answer on the runner calls no tool or model. Model calls take longer, so
-// the head read is skipped only for steps the model answered at once.
-const FenceWindow = 25 * time.Millisecond
-
-// settle waits d, or until ctx ends.
-func settle(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // follow brings st, the state of session id, up to date: a full load the

@@ -41,12 +41,7 @@ type core struct {
 	tools    *tool.Registry // the tools this invocation offers (see offer)
 	hooks    hooks          // the interceptor chains (see intercept)
 	timing   timing         // the tool runs and checkpoint since the last step, for the next's metadata
-	// fenced is when the invocation's last write or read that an ending of
-	// the turn made later would have refused began (a checkpoint, a head
-	// read), and headRead when its last head read began; zero for none (see
-	// fenceReads).
-	fenced, headRead time.Time
-	trace            string // the turn's traceparent (see startTrace)
+	trace    string         // the turn's traceparent (see startTrace)
 	// traceRoot: this run minted trace, so its span is the root.
 	traceRoot bool
 }
@@ -121,11 +116,6 @@ func (ru *core) retry(ctx context.Context, commit func() error) error {
 // superseded; the tick reaps the turn when its lease runs out.
 var commitPolicy = session.RetryPolicy
 
-// headReadEvery bounds how long reads go without a head read (see
-// fenceReads): a cancel whose close failed, leaving the stream open, is
-// learnt from the head within it.
-const headReadEvery = time.Second
-
 // fenceReads makes sure, before a step's first read tool starts, that the
 // turn is still this invocation's. A side effect is fenced by its ledger
 // write, and a model call by the checkpoint before it, whose chunk a
@@ -138,24 +128,10 @@ const headReadEvery = time.Second
 // its open turn is this one; a lost race otherwise, and nothing runs. A
 // step written since the model answered (an earlier call's side effect
 // flushed it), or one this invocation resumed, needs no read.
-//
-// Nor does a step whose reads start within half of session.FenceWindow of
-// the start of the invocation's last checkpoint or head read, when a head
-// read began less than headReadEvery ago: a cancel that closed the stream
-// after that checkpoint or read answers FenceWindow after its close, so
-// such reads started before it answered (a model that answers at once,
-// as in a benchmark, saves the read; one that takes longer does not).
-// The times are the process's monotonic clock, which no injected clock
-// may stand in for: the cancel's wait is real time too.
 func (ru *core) fenceReads(ctx context.Context) error {
 	if !ru.billed || ru.sink.Buffered() == 0 {
 		return nil
 	}
-	now := time.Now()
-	if now.Sub(ru.fenced) < session.FenceWindow/2 && now.Sub(ru.headRead) < headReadEvery {
-		return nil
-	}
-	ru.fenced, ru.headRead = now, now
 	h, err := ru.r.Sessions.Head(ctx, ru.out.Session)
 	switch {
 	case errors.Is(err, dynamo.ErrNotFound):

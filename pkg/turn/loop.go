@@ -83,12 +83,8 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		// write.
 		ru.timing.checkpointed()
 		if ru.dirty {
-			began, puts := time.Now(), ru.sink.Puts()
 			if err := ru.sink.Flush(ctx); err != nil {
 				return ru.end.stopped(ctx, err)
-			}
-			if ru.sink.Puts() > puts {
-				ru.fenced = began // a close made since would have refused it (see fenceReads)
 			}
 			ru.dirty = false
 		}
