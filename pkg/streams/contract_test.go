@@ -38,7 +38,7 @@ func standardStore() contractStore {
 
 // expressStore is the Express store on the shared bucket, seen through the
 // directory-bucket rules.
-func expressStore(tb testing.TB, newStore func(*s3.Client, string) *Store) contractStore {
+func expressStore(tb testing.TB, newStore func(S3, string) *Store) contractStore {
 	dir := dirbucket.New(nil, uint64(len(tb.Name())))
 	rec := &recorder{base: dir.Client(), counts: map[string]int{}}
 	client := s3.NewFromConfig(testEnv.Emu.Clients.Config, func(o *s3.Options) {
