@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/baton-run/baton/internal/awsenv"
+	"github.com/baton-run/baton/internal/clock"
 	"github.com/baton-run/baton/internal/retry"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -41,6 +42,13 @@ type Store struct {
 	client *dynamodb.Client
 	table  string
 	count  []func(*dynamodb.Options) // per-call options: the request counter, when one is set
+	now    clock.Clock               // decides when a receipt expires
+}
+
+// WithClock has the store read the time (when a receipt expires) from c;
+// the default is the wall clock.
+func WithClock(c clock.Clock) Option {
+	return func(s *Store) { s.now = c }
 }
 
 // Option configures a Store.
@@ -158,7 +166,7 @@ func (s *Store) appendItems(a appendTx, next reducer.State, rc *Receipt, facts [
 	}
 	items = append(items, types.TransactWriteItem{Put: head})
 	if rc != nil {
-		items = append(items, types.TransactWriteItem{Put: s.receiptPut(rc, time.Now())})
+		items = append(items, types.TransactWriteItem{Put: s.receiptPut(rc, s.now.Now())})
 	}
 	return items, nil
 }
