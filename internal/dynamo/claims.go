@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/clock"
 	"github.com/baton-run/baton/internal/retry"
 )
 
@@ -33,8 +34,8 @@ type Broker struct {
 	// WaiterTTL: see claims.DefaultWaiterTTL. Poll: see claims.DefaultPoll.
 	WaiterTTL time.Duration
 	Poll      time.Duration
-	// Clock is the time source; nil is time.Now.
-	Clock func() time.Time
+	// Clock is the time source; nil is the wall clock.
+	Clock clock.Clock
 	// Fate decides a blocking grant past its deadline; nil keeps it.
 	Fate func(ctx context.Context, g claims.Grant) (claims.Fate, error)
 }
@@ -66,12 +67,7 @@ func NewBroker(client *dynamodb.Client, table string, opts ...func(*dynamodb.Opt
 	return &Broker{client: client, table: table, opts: opts}
 }
 
-func (b *Broker) now() time.Time {
-	if b.Clock != nil {
-		return b.Clock()
-	}
-	return time.Now()
-}
+func (b *Broker) now() time.Time { return b.Clock.Now() }
 
 func (b *Broker) policy() claims.Policy {
 	return claims.Policy{Capacity: b.Capacity, WaiterTTL: b.WaiterTTL}

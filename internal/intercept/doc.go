@@ -17,9 +17,9 @@
 //   - Facts and Streams decorate the fact log and the stream store a
 //     session.Store is built on (see session.Store.Decorate), so they see
 //     every call the session layer makes to storage: loads, appends,
-//     head and due reads, stream opens, resumes and reads. A stream's
-//     chunk writes go through the sink the store's Open or Resume
-//     returned, so a Streams decorator sees the opening, not each flush.
+//     head and due reads, stream opens, resumes and reads, and each chunk
+//     write (every flush and close) of the sinks the store hands out,
+//     which write through StreamStore.WriteChunk.
 //
 // Interceptors are configured on baton.Config (Interceptors), on
 // app.Extras, or directly on turn.Runner (runs, model, tool and step calls) and

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/clock"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/conversation"
@@ -67,8 +68,8 @@ type Session struct {
 	History []conversation.Message
 }
 
-// Store loads and commits sessions. It is the one way into storage: the
-// fact log and the stream store it is built on (New) are reached only
+// Store loads and commits sessions. It is the one way into the fact log
+// and the stream store it is built on (New): they are reached only
 // through its methods, grouped by purpose: loading and committing
 // (session.go), operator transitions (ops.go), chat (chat.go), reads of
 // the fact log (read.go), turn streams (stream.go), usage (usage.go),
@@ -78,8 +79,9 @@ type Store struct {
 	streams StreamStore
 	// Waker, when set, is told after commits that need a turn to run.
 	Waker wake.Waker
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Now is the clock of the store and of the runner, worker and tick
+	// built on it; nil is the wall clock.
+	Now clock.Clock
 	// Steering, when set, gives an agent's policy for a message that
 	// arrives while a turn is open (see deliver); nil or "" is enqueue.
 	Steering func(agent string) reducer.Steering
@@ -146,12 +148,7 @@ func (s *Store) appendFacts(ctx context.Context, id string, next reducer.State, 
 // Clock returns the store's current time, in UTC.
 func (s *Store) Clock() time.Time { return s.now() }
 
-func (s *Store) now() time.Time {
-	if s.Now != nil {
-		return s.Now().UTC()
-	}
-	return time.Now().UTC()
-}
+func (s *Store) now() time.Time { return s.Now.Now().UTC() }
 
 // Load rebuilds a session in a bounded number of requests: the facts back to
 // the newest snapshot, and that snapshot. It does not read the open turn's

@@ -258,7 +258,7 @@ func (ru *run) flushBilled(ctx context.Context) error {
 // runPlans emits the planned calls' results in call order. Side effects run
 // here, one at a time, each made durable before and after it runs.
 func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
-	grace := time.Now().Add(BilledGrace)
+	grace := ru.r.Sessions.Clock().Add(BilledGrace)
 	for _, p := range plans {
 		if p.out != nil {
 			if err := ru.awaitRead(ctx, p, grace); err != nil {
@@ -313,7 +313,7 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 // that write's.
 func (ru *run) awaitRead(ctx context.Context, p *plan, grace time.Time) error {
 	if ru.billed {
-		t := time.NewTimer(time.Until(grace))
+		t := time.NewTimer(grace.Sub(ru.r.Sessions.Clock()))
 		defer t.Stop()
 		select {
 		case p.part = <-p.out:
