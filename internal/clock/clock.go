@@ -2,6 +2,7 @@ package clock
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -55,4 +56,29 @@ func (f *Fake) Set(t time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.now = t
+}
+
+// Shifted is the wall clock moved forward by what Advance adds: time goes
+// on passing, so budgets and timers behave as on the wall clock, and a
+// test jumps past a lease or an expiry instead of waiting for it. Its zero
+// value is the wall clock. It is safe for concurrent use.
+type Shifted struct {
+	off atomic.Int64 // nanoseconds
+}
+
+// Now is the wall clock's time plus the shift.
+func (s *Shifted) Now() time.Time { return time.Now().Add(time.Duration(s.off.Load())) }
+
+// Clock is the shifted clock as a Clock.
+func (s *Shifted) Clock() Clock { return s.Now }
+
+// Advance shifts the clock forward by d (back, for a negative d).
+func (s *Shifted) Advance(d time.Duration) { s.off.Add(int64(d)) }
+
+// Pass shifts the clock just past t (by a millisecond), if it is not past
+// it already: what a test waits for when it waits out a lease.
+func (s *Shifted) Pass(t time.Time) {
+	if d := t.Sub(s.Now()); d >= 0 {
+		s.Advance(d + time.Millisecond)
+	}
 }

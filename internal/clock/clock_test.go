@@ -38,3 +38,28 @@ func TestFakeMovesOnlyWhenTold(t *testing.T) {
 		t.Fatalf("after Set: %v", got)
 	}
 }
+
+func TestShiftedJumpsAndKeepsPassing(t *testing.T) {
+	t.Parallel()
+	var s Shifted
+	c := s.Clock()
+	if d := c.Now().Sub(time.Now()); d > time.Second || d < -time.Second {
+		t.Fatalf("zero Shifted is %v off the wall clock", d)
+	}
+	lease := time.Now().Add(time.Hour)
+	s.Pass(lease)
+	if now := c.Now(); !now.After(lease) || now.After(lease.Add(time.Minute)) {
+		t.Fatalf("after Pass(%v): %v", lease, now)
+	}
+	s.Pass(lease.Add(-time.Minute)) // already past: no move
+	if now := c.Now(); now.After(lease.Add(time.Minute)) {
+		t.Fatalf("Pass of a past time moved the clock to %v", now)
+	}
+	a := c.Now()
+	for !c.Now().After(a) {
+	}
+	s.Advance(-time.Hour)
+	if now := c.Now(); now.After(lease) {
+		t.Fatalf("after moving back: %v", now)
+	}
+}

@@ -75,5 +75,5 @@ func (ru *run) fits(spent, wait time.Duration) bool {
 	if ru.out.Steps > 0 {
 		avg = spent / time.Duration(ru.out.Steps)
 	}
-	return ru.r.Sessions.Clock().Add(wait + avg).Before(ru.deadline.Add(-ru.lim.Margin))
+	return ru.now().Add(wait + avg).Before(ru.deadline.Add(-ru.lim.Margin))
 }

@@ -170,7 +170,7 @@ func (ru *run) summary(ctx context.Context, c *Compaction, msgs []conversation.M
 // summarise asks the compaction's model for a summary of msgs and returns
 // its text and usage, priced.
 func (ru *run) summarise(ctx context.Context, c *Compaction, msgs []conversation.Message) (string, reducer.Usage, error) {
-	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
+	ctx, cancel := ru.until(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
 	m, price := c.Model, c.Price
 	if m == nil {

@@ -61,7 +61,7 @@ func (ru *run) settleLast(ctx context.Context) (stop bool, out Outcome, err erro
 	case !ru.wait.IsZero():
 		// A wait_until call's time is ahead; on resume after it the
 		// call runs like any other.
-		delay := ru.wait.Sub(ru.r.Sessions.Clock())
+		delay := ru.wait.Sub(ru.now())
 		out, err = ru.suspend(ctx, reducer.CauseTimer, delay, reducer.Fact{Type: reducer.TurnSuspended, Wake: ru.wait})
 	default:
 		ru.replay()
@@ -93,7 +93,7 @@ func (ru *run) settle(ctx context.Context, pending []*conversation.Call) ([]redu
 	fenced := false // the reads' fence was checked (fenceReads)
 	ru.wait, ru.kids = time.Time{}, kids{}
 	st := ru.sess.State
-	now := ru.r.Sessions.Clock()
+	now := ru.now()
 	for _, c := range pending {
 		t, runs, request := ru.admit(c, st.Turn, now)
 		if request != nil {
@@ -258,7 +258,7 @@ func (ru *run) flushBilled(ctx context.Context) error {
 // runPlans emits the planned calls' results in call order. Side effects run
 // here, one at a time, each made durable before and after it runs.
 func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
-	grace := ru.r.Sessions.Clock().Add(BilledGrace)
+	grace := ru.now().Add(BilledGrace)
 	for _, p := range plans {
 		if p.out != nil {
 			if err := ru.awaitRead(ctx, p, grace); err != nil {
@@ -313,7 +313,7 @@ func (ru *run) runPlans(ctx context.Context, plans []*plan) error {
 // that write's.
 func (ru *run) awaitRead(ctx context.Context, p *plan, grace time.Time) error {
 	if ru.billed {
-		t := time.NewTimer(grace.Sub(ru.r.Sessions.Clock()))
+		t := time.NewTimer(grace.Sub(ru.now()))
 		defer t.Stop()
 		select {
 		case p.part = <-p.out:
@@ -401,7 +401,7 @@ var errCut = errors.New("turn: a tool call was cut short by the invocation's dea
 // is errCut. Output over the agent's cap is truncated, and the truncation
 // marked.
 func (ru *run) runTool(ctx context.Context, t tool.Tool, c tool.Call) (parts.Part, error) {
-	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
+	ctx, cancel := ru.until(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
 	out, err := ru.invoke(ctx, t, c)
 	if err != nil {

@@ -67,7 +67,7 @@ func killMidExecution(t *testing.T, idempotent bool) (*turn.Agent, *charger, *in
 	}
 	agent := &turn.Agent{Name: "demo", Model: script(t, chargeScript), Tools: reg,
 		Limits: turn.Limits{Budget: 2 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}}
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "Charge me.")
 	dying, kill := context.WithCancel(context.Background())
 	go func() { <-ch.started; kill() }()
@@ -99,7 +99,7 @@ func outputsFor(ps []parts.Part, call string) []parts.Part {
 
 func TestLedgerIdempotentToolRerunsWithSameKey(t *testing.T) {
 	agent, ch, inv, id := killMidExecution(t, true)
-	out, err := fresh(agent).runner.Resume(ctxT(t), id)
+	out, err := fresh(t, agent).runner.Resume(ctxT(t), id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
@@ -115,7 +115,7 @@ func TestLedgerIdempotentToolRerunsWithSameKey(t *testing.T) {
 func TestLedgerUncertainRerun(t *testing.T) {
 	ctx := ctxT(t)
 	agent, ch, inv, id := killMidExecution(t, false)
-	out, err := fresh(agent).runner.Resume(ctx, id)
+	out, err := fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseUncertain {
 		t.Fatalf("resume: %+v %v, want suspended uncertain", out, err)
 	}
@@ -127,7 +127,7 @@ func TestLedgerUncertainRerun(t *testing.T) {
 	if ex == nil || ex.ToolCallID != turn.CallID(sess.State.Turn.ID, 0, 0) {
 		t.Fatalf("uncertain = %+v", ex)
 	}
-	if _, err := fresh(agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
+	if _, err := fresh(t, agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
 		t.Fatalf("resume before verdict: %v", err)
 	}
 	if err := inv.sessions.Settle(ctx, id, operator, ex.ID, reducer.Rerun); err != nil {
@@ -140,7 +140,7 @@ func TestLedgerUncertainRerun(t *testing.T) {
 	if n := len(facts(t, inv, id)); n != before {
 		t.Fatal("a second verdict wrote a fact")
 	}
-	out, err = fresh(agent).runner.Resume(ctx, id)
+	out, err = fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after rerun: %+v %v", out, err)
 	}
@@ -157,7 +157,7 @@ func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
 	ctx := ctxT(t)
 	agent, ch, inv, id := killMidExecution(t, false)
 	ch.rerun = make(chan struct{})
-	if out, err := fresh(agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
+	if out, err := fresh(t, agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
 		t.Fatalf("resume: %+v %v, want suspended uncertain", out, err)
 	}
 	sess, _ := inv.sessions.Load(ctx, id)
@@ -169,13 +169,13 @@ func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
 	// The rerun dies as it runs.
 	dying, kill := context.WithCancel(ctx)
 	go func() { <-ch.rerun; kill() }()
-	if _, err := fresh(agent).runner.Resume(dying, id); !errors.Is(err, context.Canceled) {
+	if _, err := fresh(t, agent).runner.Resume(dying, id); !errors.Is(err, context.Canceled) {
 		t.Fatalf("killed rerun: %v", err)
 	}
 	sess, _ = inv.sessions.Load(ctx, id)
 	time.Sleep(time.Until(sess.State.Turn.Lease) + 10*time.Millisecond)
 
-	out, err := fresh(agent).runner.Resume(ctx, id)
+	out, err := fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseUncertain {
 		t.Fatalf("resume after the killed rerun: %+v %v, want suspended uncertain (runs %d)", out, err, len(ch.keys))
 	}
@@ -198,7 +198,7 @@ func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
 	if err := inv.sessions.Settle(ctx, id, operator, second.ID, reducer.Rerun); err != nil {
 		t.Fatal(err)
 	}
-	out, err = fresh(agent).runner.Resume(ctx, id)
+	out, err = fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after the second rerun: %+v %v", out, err)
 	}
@@ -218,14 +218,14 @@ func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
 func TestLedgerUncertainAbandon(t *testing.T) {
 	ctx := ctxT(t)
 	agent, ch, inv, id := killMidExecution(t, false)
-	if out, err := fresh(agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
+	if out, err := fresh(t, agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
 	sess, _ := inv.sessions.Load(ctx, id)
 	if err := inv.sessions.Settle(ctx, id, operator, sess.State.Turn.Uncertain.ID, reducer.Abandon); err != nil {
 		t.Fatal(err)
 	}
-	out, err := fresh(agent).runner.Resume(ctx, id)
+	out, err := fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after abandon: %+v %v", out, err)
 	}
@@ -259,7 +259,7 @@ func TestLedgerCallCutByTheDeadline(t *testing.T) {
 			}
 			agent := &turn.Agent{Name: "demo", Model: script(t, chargeScript), Tools: reg,
 				Limits: turn.Limits{Budget: 500 * time.Millisecond, Margin: 100 * time.Millisecond}}
-			inv := fresh(agent)
+			inv := fresh(t, agent)
 			id := newSession(t, inv, "Charge me.")
 			out, err := inv.runner.Start(ctx, id)
 			if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseBudget {
@@ -269,7 +269,7 @@ func TestLedgerCallCutByTheDeadline(t *testing.T) {
 			if got := outputsFor(ps, ""); len(got) != 0 {
 				t.Fatalf("the cut call has results %+v, want none", got)
 			}
-			out, err = fresh(agent).runner.Resume(ctx, id)
+			out, err = fresh(t, agent).runner.Resume(ctx, id)
 			if !idempotent {
 				if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseUncertain {
 					t.Fatalf("resume: %+v %v, want suspended uncertain", out, err)
@@ -306,7 +306,7 @@ func TestParallelApprovalsEitherOrder(t *testing.T) {
 		t.Run(order, func(t *testing.T) {
 			ctx := ctxT(t)
 			agent := demoAgent(t, script(t, twoApprovals), turn.Limits{})
-			inv := fresh(agent)
+			inv := fresh(t, agent)
 			id := newSession(t, inv, "Email both.")
 			out, err := inv.runner.Start(ctx, id)
 			if err != nil || out.Cause != reducer.CauseApproval {
@@ -327,13 +327,13 @@ func TestParallelApprovalsEitherOrder(t *testing.T) {
 			if err := inv.sessions.Answer(ctx, id, operator, pend[0].ID, reducer.Approve, ""); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := fresh(agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
+			if _, err := fresh(t, agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
 				t.Fatalf("resumed with one approval pending: %v", err)
 			}
 			if err := inv.sessions.Answer(ctx, id, operator, pend[1].ID, reducer.Approve, ""); err != nil {
 				t.Fatal(err)
 			}
-			out, err = fresh(agent).runner.Resume(ctx, id)
+			out, err = fresh(t, agent).runner.Resume(ctx, id)
 			if err != nil || out.Kind != turn.Completed {
 				t.Fatalf("resume: %+v %v", out, err)
 			}
@@ -370,6 +370,7 @@ func TestParallelApprovalsEitherOrder(t *testing.T) {
 // returns within turn.BilledGrace has its result written with its step, in
 // one chunk. So the ledger adds one PUT and one transaction.
 func TestLedgerCost(t *testing.T) {
+	onEmulator(t) // counts requests, injects faults or reads the queue
 	writes := func(effect tool.Effect) (puts, txns int64) {
 		t.Helper()
 		reg, err := tool.NewRegistry(tool.Tool{
@@ -382,7 +383,7 @@ func TestLedgerCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inv := fresh(&turn.Agent{Name: "demo", Model: script(t, chargeScript), Tools: reg})
+		inv := fresh(t, &turn.Agent{Name: "demo", Model: script(t, chargeScript), Tools: reg})
 		id := newSession(t, inv, "Charge me.")
 		inv.counter.Reset()
 		if out, err := inv.runner.Start(ctxT(t), id); err != nil || out.Kind != turn.Completed {
@@ -403,7 +404,7 @@ func TestLedgerCost(t *testing.T) {
 func TestCancelWhileUncertainSaysTheOutcomeIsUnknown(t *testing.T) {
 	ctx := ctxT(t)
 	agent, ch, inv, id := killMidExecution(t, false)
-	if out, err := fresh(agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
+	if out, err := fresh(t, agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
 	if err := inv.sessions.Cancel(ctx, id, operator, "leave it"); err != nil {

@@ -86,11 +86,12 @@ func TestClaimsDeleteKeepsARunningEffectsGrant(t *testing.T) {
 // closed like a deleted one: past its deadline it is orphaned, not read as
 // an execution that never started, and it blocks until released.
 func TestClaimsGrantOfAMissingHolderIsOrphaned(t *testing.T) {
+	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	instance := ids.New("i")
 	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), turn.Limits{Budget: 30 * time.Second})
-	inv, b := claimed(agent, time.Second)
+	inv, b := claimed(t, agent, time.Second)
 	ghost := ids.New("s")
 	g := claims.Request{ID: reducer.GrantID(ghost, "tc_x"), Owner: teststack.Alice.ID, Session: ghost, Turn: "turn_x", ToolCall: "tc_x",
 		Claims: []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}, Deadline: time.Now().Add(-time.Second)}
@@ -131,6 +132,7 @@ func sessionOf(t *testing.T, inv *invocation, owner, text string) string {
 // names nothing of alice's: no session, turn, call, grant id or claims.
 // Alice, blocked by her own grant, sees it whole.
 func TestClaimsPerOwnerAndOpaqueAcrossOwners(t *testing.T) {
+	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	for _, shared := range []bool{false, true} {
 		srv := newOrderServer(t, 0)
@@ -138,7 +140,7 @@ func TestClaimsPerOwnerAndOpaqueAcrossOwners(t *testing.T) {
 		tl := refundTool(srv, instance, false)
 		tl.Claims = claims.Of(claims.Static{Namespace: "orders", Instance: instance, Field: "order", Access: claims.Write, Shared: shared})
 		agent := refundAgent(t, refundOne, tl, turn.Limits{Budget: 30 * time.Second})
-		inv, b := claimed(agent, time.Minute)
+		inv, b := claimed(t, agent, time.Minute)
 		holder := sessionOf(t, inv, "alice", "Hold o1.")
 		hold := claims.Request{ID: reducer.GrantID(holder, "tc_alice"), Owner: "alice", Session: holder, Turn: "turn_alice", ToolCall: "tc_alice",
 			Claims: []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write, Shared: shared}}, Deadline: time.Now().Add(time.Hour)}

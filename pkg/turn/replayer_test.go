@@ -86,12 +86,12 @@ func TestIncrementalInputMatchesBuildAcrossResumes(t *testing.T) {
 	var inv *invocation
 	m := &checking{t: t, m: script(t, dupScript), inv: func() *invocation { return inv }}
 	agent := demoAgent(t, m, turn.Limits{MaxStepsPerInvocation: 2})
-	inv = fresh(agent)
+	inv = fresh(t, agent)
 	m.id = newSession(t, inv, "go")
 	for range 2 {
 		out, err := inv.runner.Start(ctx, m.id)
 		for err == nil && out.Kind == turn.Suspended {
-			inv = fresh(agent)
+			inv = fresh(t, agent)
 			out, err = inv.runner.Resume(ctx, m.id)
 		}
 		if err != nil || out.Kind != turn.Completed || out.Usage.Steps != 4 {
@@ -125,7 +125,7 @@ func TestIncrementalInputMatchesBuildAfterApprovals(t *testing.T) {
 			}
 			var rinv *invocation
 			m := &checking{t: t, m: script(t, approvalScript), inv: func() *invocation { return rinv }, id: id}
-			rinv = fresh(demoAgent(t, m, turn.Limits{}))
+			rinv = fresh(t, demoAgent(t, m, turn.Limits{}))
 			out, err := rinv.runner.Resume(ctx, id)
 			if err != nil || out.Kind != turn.Completed || m.steps != 1 {
 				t.Fatalf("resume: %+v, %v (%d steps asked)", out, err, m.steps)

@@ -47,7 +47,7 @@ func spendAgent(t *testing.T, sp turn.Spend, price *reducer.Price) *turn.Agent {
 func TestTurnTokenCapSuspendsAndRaiseResumes(t *testing.T) {
 	ctx := ctxT(t)
 	agent := spendAgent(t, turn.Spend{Turn: reducer.Caps{InputTokens: 1}}, nil)
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "What is the weather?")
 
 	out, err := inv.runner.Start(ctx, id)
@@ -80,7 +80,7 @@ func TestTurnTokenCapSuspendsAndRaiseResumes(t *testing.T) {
 	if w := receiveWake(t, inv, id); w.Reason != wake.Raised {
 		t.Fatalf("wake = %+v, want raised", w)
 	}
-	out, err = fresh(agent).runner.Resume(ctx, id)
+	out, err = fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after raise: %+v, %v", out, err)
 	}
@@ -97,7 +97,7 @@ func TestTurnTokenCapSuspendsAndRaiseResumes(t *testing.T) {
 // onExceeded fail: the turn fails with limit, saying which cap.
 func TestTurnTokenCapFails(t *testing.T) {
 	ctx := ctxT(t)
-	inv := fresh(spendAgent(t, turn.Spend{Turn: reducer.Caps{OutputTokens: 1}, Fail: true}, nil))
+	inv := fresh(t, spendAgent(t, turn.Spend{Turn: reducer.Caps{OutputTokens: 1}, Fail: true}, nil))
 	id := newSession(t, inv, "What is the weather?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil {
@@ -121,7 +121,7 @@ func TestTurnTokenCapFails(t *testing.T) {
 func TestTurnCostCapWithPriceTable(t *testing.T) {
 	ctx := ctxT(t)
 	price := &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}
-	inv := fresh(spendAgent(t, turn.Spend{Turn: reducer.Caps{Cost: 0.000001}}, price))
+	inv := fresh(t, spendAgent(t, turn.Spend{Turn: reducer.Caps{Cost: 0.000001}}, price))
 	id := newSession(t, inv, "What is the weather?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil {
@@ -143,7 +143,7 @@ func TestTurnCostCapWithPriceTable(t *testing.T) {
 // session's total reaches it, and a session-level raise resumes it.
 func TestSessionCapAcrossTurns(t *testing.T) {
 	ctx := ctxT(t)
-	inv := fresh(spendAgent(t, turn.Spend{}, nil))
+	inv := fresh(t, spendAgent(t, turn.Spend{}, nil))
 	id := newSession(t, inv, "What is the weather?")
 	if out, err := inv.runner.Start(ctx, id); err != nil || out.Kind != turn.Completed {
 		t.Fatalf("first turn: %+v, %v", out, err)
@@ -153,14 +153,14 @@ func TestSessionCapAcrossTurns(t *testing.T) {
 	teststack.Post(t, inv.sessions, id, st, "And tomorrow?")
 
 	capped := spendAgent(t, turn.Spend{Session: reducer.Caps{InputTokens: first.InputTokens + 1}}, nil)
-	out, err := fresh(capped).runner.Start(ctx, id)
+	out, err := fresh(t, capped).runner.Start(ctx, id)
 	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseLimit || out.Steps != 1 {
 		t.Fatalf("second turn: %+v, %v; want suspended for limit after 1 step", out, err)
 	}
 	if err := inv.sessions.Raise(ctx, id, operator, reducer.Raise{Session: reducer.Caps{InputTokens: 1 << 40}}); err != nil {
 		t.Fatal(err)
 	}
-	out, err = fresh(capped).runner.Resume(ctx, id)
+	out, err = fresh(t, capped).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after raise: %+v, %v", out, err)
 	}
@@ -173,7 +173,7 @@ func TestSessionCapAcrossTurns(t *testing.T) {
 // A raise that is malformed, or for a turn not at a limit, writes nothing.
 func TestRaiseRefused(t *testing.T) {
 	ctx := ctxT(t)
-	inv := fresh(spendAgent(t, turn.Spend{}, nil))
+	inv := fresh(t, spendAgent(t, turn.Spend{}, nil))
 	id := newSession(t, inv, "What is the weather?")
 	before := len(facts(t, inv, id))
 	if err := inv.sessions.Raise(ctx, id, operator, reducer.Raise{Turn: reducer.Caps{InputTokens: 5}}); !errors.Is(err, session.ErrNotPending) {
@@ -194,7 +194,7 @@ func TestRaiseRefused(t *testing.T) {
 func TestLimitSuspensionNamesTheCap(t *testing.T) {
 	ctx := ctxT(t)
 	price := &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}
-	inv := fresh(spendAgent(t, turn.Spend{Turn: reducer.Caps{Cost: 0.000001}}, price))
+	inv := fresh(t, spendAgent(t, turn.Spend{Turn: reducer.Caps{Cost: 0.000001}}, price))
 	id := newSession(t, inv, "What is the weather?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil || out.Cause != reducer.CauseLimit {
@@ -211,7 +211,7 @@ func TestLimitSuspensionNamesTheCap(t *testing.T) {
 	}
 
 	// A session cap, second turn.
-	inv = fresh(spendAgent(t, turn.Spend{}, nil))
+	inv = fresh(t, spendAgent(t, turn.Spend{}, nil))
 	id = newSession(t, inv, "What is the weather?")
 	if out, err := inv.runner.Start(ctx, id); err != nil || out.Kind != turn.Completed {
 		t.Fatalf("first turn: %+v, %v", out, err)
@@ -219,7 +219,7 @@ func TestLimitSuspensionNamesTheCap(t *testing.T) {
 	st := teststack.Load(t, inv.sessions, id)
 	teststack.Post(t, inv.sessions, id, st, "And tomorrow?")
 	capped := spendAgent(t, turn.Spend{Session: reducer.Caps{InputTokens: st.Usage.InputTokens}}, nil)
-	if out, err := fresh(capped).runner.Start(ctx, id); err != nil || out.Cause != reducer.CauseLimit || out.Steps != 0 {
+	if out, err := fresh(t, capped).runner.Start(ctx, id); err != nil || out.Cause != reducer.CauseLimit || out.Steps != 0 {
 		t.Fatalf("second turn: %+v, %v", out, err)
 	}
 	fs = facts(t, inv, id)

@@ -34,7 +34,7 @@ type attempt struct {
 // step asks the model for one step and returns its parts, from start-step
 // to finish-step. Nothing reaches the sink unless the step completes.
 func (ru *run) step(ctx context.Context) ([]parts.Part, error) {
-	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
+	ctx, cancel := ru.until(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
 	req := ru.request(ru.sess.History)
 	so := ru.turn.Usage() // the turn's usage before this step
@@ -311,7 +311,7 @@ func (ru *run) suspendFor(ctx context.Context, cause reducer.Cause, retryAfter t
 	delay := p.WakeAfter(n, retryAfter)
 	ru.r.log().WarnContext(ctx, "fault outlasted the step; suspending the turn", "session", ru.out.Session, "turn", ru.out.Turn,
 		"cause", cause, "suspension", n, "wake", delay, "err", err)
-	return ru.suspend(ctx, cause, delay, reducer.Fact{Type: reducer.TurnSuspended, Faults: n, Wake: ru.r.Sessions.Clock().Add(delay)})
+	return ru.suspend(ctx, cause, delay, reducer.Fact{Type: reducer.TurnSuspended, Faults: n, Wake: ru.now().Add(delay)})
 }
 
 // CallID is baton's id for call c of step n of a turn:

@@ -32,7 +32,7 @@ func TestPersistentThrottleSuspendsForALaterWake(t *testing.T) {
 	// The provider's retry-after (3 s) is longer than MaxBackoff: waiting
 	// that long is the suspended turn's job, so the step is not redone.
 	agent := demoAgent(t, m, turn.Limits{ModelRetry: model.RetryPolicy{Backoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Attempts: 3, WakeDelay: time.Second}})
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "Hello?")
 	drainWakes(t, inv)
 	before := time.Now()
@@ -98,7 +98,7 @@ func TestTransientFaultRedoesTheStep(t *testing.T) {
 		t.Run("liveFlush="+live.String(), func(t *testing.T) {
 			ctx := ctxT(t)
 			m := &flaky{Model: script(t, helloScript), err: unavailable, failures: 2}
-			inv := fresh(demoAgent(t, m, turn.Limits{LiveFlush: live, ModelRetry: model.RetryPolicy{Backoff: time.Millisecond}}))
+			inv := fresh(t, demoAgent(t, m, turn.Limits{LiveFlush: live, ModelRetry: model.RetryPolicy{Backoff: time.Millisecond}}))
 			id := newSession(t, inv, "Hello?")
 			out, err := inv.runner.Start(ctx, id)
 			if err != nil {
@@ -150,7 +150,7 @@ func TestPersistentFaultSuspendsWithGrowingWakesThenFails(t *testing.T) {
 	ctx := ctxT(t)
 	m := &flaky{Model: script(t, helloScript), err: unavailable, failures: 1 << 20}
 	pol := model.RetryPolicy{Attempts: 2, Backoff: time.Millisecond, WakeDelay: time.Second, MaxWakeDelay: 3 * time.Second, Suspensions: 3}
-	inv := fresh(demoAgent(t, m, turn.Limits{ModelRetry: pol}))
+	inv := fresh(t, demoAgent(t, m, turn.Limits{ModelRetry: pol}))
 	id := newSession(t, inv, "Hello?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil {
@@ -193,7 +193,7 @@ func TestFaultCountResetsAfterAStep(t *testing.T) {
 	ctx := ctxT(t)
 	m := &flaky{Model: script(t, helloScript), err: unavailable, failures: 1}
 	pol := model.RetryPolicy{Attempts: 1, Backoff: time.Millisecond}
-	inv := fresh(demoAgent(t, m, turn.Limits{ModelRetry: pol}))
+	inv := fresh(t, demoAgent(t, m, turn.Limits{ModelRetry: pol}))
 	id := newSession(t, inv, "Hello?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil || out.Cause != reducer.CauseModelUnavailable {
@@ -209,7 +209,7 @@ func TestFaultCountResetsAfterAStep(t *testing.T) {
 func TestAuthFailureFailsAtOnce(t *testing.T) {
 	ctx := ctxT(t)
 	m := &flaky{Model: script(t, helloScript), err: &model.Error{Kind: model.Auth, Status: 401, Err: errors.New("invalid x-api-key")}, failures: 1 << 20}
-	inv := fresh(demoAgent(t, m, turn.Limits{}))
+	inv := fresh(t, demoAgent(t, m, turn.Limits{}))
 	id := newSession(t, inv, "Hello?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil {
@@ -226,7 +226,7 @@ func TestBadOutputFailsWhenItStaysBad(t *testing.T) {
 	ctx := ctxT(t)
 	bad := &model.Error{Kind: model.BadOutput, Err: errors.New("tool call call_1: input is not valid JSON")}
 	m := &flaky{Model: script(t, helloScript), err: bad, failures: 1 << 20}
-	inv := fresh(demoAgent(t, m, turn.Limits{ModelRetry: model.RetryPolicy{Attempts: 3}}))
+	inv := fresh(t, demoAgent(t, m, turn.Limits{ModelRetry: model.RetryPolicy{Attempts: 3}}))
 	id := newSession(t, inv, "Hello?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil {
@@ -238,7 +238,7 @@ func TestBadOutputFailsWhenItStaysBad(t *testing.T) {
 	}
 	// Once: the turn completes when a retry gives valid output.
 	m2 := &flaky{Model: script(t, helloScript), err: bad, failures: 1}
-	inv2 := fresh(demoAgent(t, m2, turn.Limits{}))
+	inv2 := fresh(t, demoAgent(t, m2, turn.Limits{}))
 	id2 := newSession(t, inv2, "Hello?")
 	if out, err := inv2.runner.Start(ctx, id2); err != nil || out.Kind != turn.Completed || m2.calls != 2 {
 		t.Fatalf("outcome %+v, %v after %d calls", out, err, m2.calls)

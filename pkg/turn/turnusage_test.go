@@ -16,12 +16,12 @@ import (
 func TestStepMetadataCarriesTheTurnsUsage(t *testing.T) {
 	agent := demoAgent(t, script(t, stepsScript(5)), turn.Limits{MaxStepsPerInvocation: 2})
 	agent.Price = &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "Go.")
 	ctx := ctxT(t)
 	out, err := inv.runner.Start(ctx, id)
 	for err == nil && out.Kind == turn.Suspended {
-		out, err = fresh(agent).runner.Resume(ctx, id)
+		out, err = fresh(t, agent).runner.Resume(ctx, id)
 	}
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("turn: %+v, %v", out, err)
