@@ -124,7 +124,7 @@ func claimed(t testing.TB, agent *turn.Agent, poll time.Duration, opts ...func(*
 	onEmulator(t) // the broker is on DynamoDB
 	inv := fresh(t, agent)
 	b := dynamo.NewBroker(inv.clients.DynamoDB, env.Table, opts...)
-	b.Poll, b.Fate = poll, turn.GrantFate(inv.sessions)
+	b.Poll, b.Fate, b.Clock = poll, turn.GrantFate(inv.sessions), inv.sessions.Now
 	inv.runner.Claims, inv.sessions.Claims = b, b
 	return inv, b
 }
@@ -318,7 +318,7 @@ func TestClaimsQuarantineHoldsUntilVerdict(t *testing.T) {
 	}
 	blockedOn("while the first runs")
 	sa := teststack.Load(t, inv.sessions, a)
-	time.Sleep(time.Until(sa.Turn.Lease) + 20*time.Millisecond)
+	pass(t, sa.Turn.Lease.Add(20*time.Millisecond))
 	resume(other) // the grant is past its deadline; its execution started
 	blockedOn("past the grant's deadline")
 
@@ -491,7 +491,7 @@ func TestClaimsOperatorReleasesAnEndedTurnsGrant(t *testing.T) {
 	if err := inv.sessions.Cancel(ctx, a, operator, "stop"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(h.lease) + 20*time.Millisecond)
+	pass(t, h.lease.Add(20*time.Millisecond))
 	other := newSession(t, inv, "Refund o1 too.")
 	if out, err := inv.runner.Start(ctx, other); err != nil || out.Cause != reducer.CauseBlocked {
 		t.Fatalf("second session: %+v %v, want blocked", out, err)

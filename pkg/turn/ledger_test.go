@@ -82,7 +82,7 @@ func killMidExecution(t *testing.T, idempotent bool) (*turn.Agent, *charger, *in
 	if n := len(sess.State.Turn.Executions); n != 1 {
 		t.Fatalf("%d executions recorded before the kill, want 1", n)
 	}
-	time.Sleep(time.Until(sess.State.Turn.Lease) + 10*time.Millisecond)
+	pass(t, sess.State.Turn.Lease.Add(10*time.Millisecond))
 	return agent, ch, inv, id
 }
 
@@ -173,7 +173,7 @@ func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
 		t.Fatalf("killed rerun: %v", err)
 	}
 	sess, _ = inv.sessions.Load(ctx, id)
-	time.Sleep(time.Until(sess.State.Turn.Lease) + 10*time.Millisecond)
+	pass(t, sess.State.Turn.Lease.Add(10*time.Millisecond))
 
 	out, err := fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseUncertain {

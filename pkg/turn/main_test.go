@@ -64,6 +64,17 @@ func onEmulator(t testing.TB) { stackOf(t).emu.Store(true) }
 // expiry was.
 func pass(t testing.TB, at time.Time) { stackOf(t).mem.Clock.Pass(at) }
 
+// wait lets d pass: on the test's clock in memory, where the wake queue
+// reads it too; on the wall clock on the emulator, whose queue delays wakes
+// by it.
+func wait(t testing.TB, d time.Duration) {
+	if st := stackOf(t); !st.emu.Load() {
+		st.mem.Clock.Advance(d)
+		return
+	}
+	time.Sleep(d)
+}
+
 // fresh is a new invocation on the test's storage.
 func fresh(t testing.TB, agent *turn.Agent) *invocation {
 	st := stackOf(t)

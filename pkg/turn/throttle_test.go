@@ -53,11 +53,11 @@ func TestPersistentThrottleSuspendsForALaterWake(t *testing.T) {
 		t.Fatalf("last fact = %+v, want the first fault suspension with its wake 3s on", last)
 	}
 	// The wake is delayed by the provider's retry-after: not visible yet.
-	time.Sleep(500 * time.Millisecond)
+	wait(t, 500*time.Millisecond)
 	if n := visibleWakes(t, inv, id); n != 0 {
 		t.Fatalf("%d wakes for the session visible before the retry-after", n)
 	}
-	time.Sleep(3 * time.Second)
+	wait(t, 3*time.Second)
 	if n := visibleWakes(t, inv, id); n != 1 {
 		t.Fatalf("%d wakes for the session visible after the retry-after, want 1", n)
 	}

@@ -491,7 +491,7 @@ func TestCrashMidStepResumesFromCheckpoint(t *testing.T) {
 	if _, err := fresh(t, demoAgent(t, script(t, slowThree), lim)).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
 		t.Fatalf("resume under a live lease: %v", err)
 	}
-	time.Sleep(time.Until(sess.State.Turn.Lease) + 10*time.Millisecond)
+	pass(t, sess.State.Turn.Lease.Add(10*time.Millisecond))
 	out, err = fresh(t, demoAgent(t, script(t, slowThree), lim)).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed || out.Steps != 2 || out.Usage.Steps != 3 {
 		t.Fatalf("resume after crash: %+v, %v", out, err)
@@ -641,7 +641,7 @@ func TestLiveFlushStreamsMidStepAndAbandonsOnCrash(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("killed run: %v", err)
 	}
-	time.Sleep(time.Until(sess.State.Turn.Lease) + 20*time.Millisecond)
+	pass(t, sess.State.Turn.Lease.Add(20*time.Millisecond))
 	out, err := fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed || out.Usage.Steps != 2 {
 		t.Fatalf("resume: %+v %v", out, err)
@@ -734,7 +734,7 @@ func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
 	}
 	tid := "turn_closed0000000000000000000"
 	if _, err := inv.sessions.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.TurnStarted,
-		Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: tid}, Turn: tid, Stream: tid, Lease: time.Now().Add(50 * time.Millisecond)}); err != nil {
+		Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: tid}, Turn: tid, Stream: tid, Lease: inv.sessions.Clock().Add(50 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
 	sink := inv.sessions.OpenStream(id, tid)
@@ -750,7 +750,7 @@ func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
 	if err := sink.Close(ctx, streams.Completed); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the dead invocation's lease runs out
+	wait(t, 100*time.Millisecond) // the dead invocation's lease runs out
 	out, err := fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed || out.Steps != 0 {
 		t.Fatalf("resume: %+v %v", out, err)
