@@ -92,3 +92,20 @@ func (q *Wakes) Drain() {
 	defer q.mu.Unlock()
 	q.sent = nil
 }
+
+// TakeDue takes every wake that is due now, for any session, in the order
+// they were sent.
+func (q *Wakes) TakeDue() []Sent {
+	now := q.now.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []Sent
+	q.sent = slices.DeleteFunc(q.sent, func(s Sent) bool {
+		if s.due(now) {
+			out = append(out, s)
+			return true
+		}
+		return false
+	})
+	return out
+}

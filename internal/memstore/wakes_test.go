@@ -40,6 +40,12 @@ func TestWakesComeDueAfterTheirDelay(t *testing.T) {
 	if w, ok := q.Take("s1"); !ok || w.Reason != wake.Throttled || w.Delay != 3*time.Second {
 		t.Fatalf("take after the delay: %+v %v", w, ok)
 	}
+	if err := q.Wake(ctx, wake.Wake{Session: "s1", Reason: wake.Throttled}, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.TakeDue(); len(got) != 1 || got[0].Session != "s2" {
+		t.Fatalf("take due: %+v, want s2's only", got)
+	}
 	q.Drain()
 	if got := q.Due("s2"); len(got) != 0 {
 		t.Fatalf("after Drain: %+v", got)

@@ -112,7 +112,7 @@ func TestCancelAndDeleteStopTheRunningInvocation(t *testing.T) {
 	for _, during := range []string{"model", "read"} {
 		t.Run("during the "+during, func(t *testing.T) {
 			ctx := ctxT(t)
-			s := newStack(t)
+			s := newEmuStack(t)
 			mg, tg := newGate(), newGate()
 			inv := s.fresh(probeAgent(t, mg, tg))
 			id := newSession(t, inv, "Probe.")

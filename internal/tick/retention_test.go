@@ -49,7 +49,7 @@ func (s *stack) leftOf(t *testing.T, id string) (items, objects []string) {
 // names, and keeps a recent session whole, its named snapshots included.
 func TestRetentionSweep(t *testing.T) {
 	ctx := ctxT(t)
-	s := newStack(t)
+	s := newEmuStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
 	old := s.fresh(agent)
 	old.sessions.Now = func() time.Time { return time.Now().Add(-40 * 24 * time.Hour) }

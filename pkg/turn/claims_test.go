@@ -143,6 +143,7 @@ const refundFive = `{"steps":[
 // another, every session completes, each order is refunded once per
 // session, and the blocked sessions are woken by the releases.
 func TestClaimsCollision(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -282,6 +283,7 @@ const refundOne = `{"steps":[
 // the quarantine and the rerun verdict (the rerun keeps the grant), and is
 // granted only after the rerun's result released it.
 func TestClaimsQuarantineHoldsUntilVerdict(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
@@ -379,6 +381,7 @@ func TestClaimsQuarantineHoldsUntilVerdict(t *testing.T) {
 // Must show 6: the DynamoDB requests a claim adds to a tool call,
 // uncontended: the same turn with the tool claiming and not.
 func TestClaimsRequestCost(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
@@ -404,6 +407,7 @@ func TestClaimsRequestCost(t *testing.T) {
 // Claims a tool computes that are not canonical are refused: the call gets
 // a clear error, nothing is claimed and the tool does not run.
 func TestClaimsNonCanonicalKeyRefused(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
@@ -443,6 +447,7 @@ func containsAll(s string, subs ...string) bool {
 // the holder's facts do not hold it) is released when it blocks another
 // session; one still within its deadline blocks.
 func TestClaimsStaleGrantNeverStartedIsReleased(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
@@ -482,6 +487,7 @@ func TestClaimsStaleGrantNeverStartedIsReleased(t *testing.T) {
 // blocked session then goes on. An operator cannot release the open turn's
 // grant (its execution's verdict settles it), nor one not held.
 func TestClaimsOperatorReleasesAnEndedTurnsGrant(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	h := killedMidRefund(t, ctx)
 	instance, inv, b, a, gid := h.instance, h.inv, h.b, h.a, h.gid
@@ -518,6 +524,7 @@ func TestClaimsOperatorReleasesAnEndedTurnsGrant(t *testing.T) {
 // release names C, and C's turn is granted and completes. The broker's
 // clock stands still, so B's waiter cannot have left by its TTL.
 func TestClaimsCancelledWaiterIsWithdrawn(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
@@ -581,6 +588,7 @@ func (c cancelOnBlock) Acquire(ctx context.Context, req claims.Request) (claims.
 // written does not leave its waiter queued either: the runner, finding its
 // turn ended, withdraws it.
 func TestClaimsCancelBeforeTheSuspensionWithdraws(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)

@@ -142,6 +142,7 @@ func ofType(fs []reducer.Fact, typ reducer.Type) []reducer.Fact {
 }
 
 func TestCompactionKeepsInputUnderBudget(t *testing.T) {
+	t.Parallel()
 	agent, rec := compactingAgent(t, script(t, longAnswer), script(t, summaryScript), turn.Limits{})
 	inv := fresh(t, agent)
 	id := newSession(t, inv, note(0))
@@ -222,6 +223,7 @@ func TestCompactionKeepsInputUnderBudget(t *testing.T) {
 // being written: nothing was recorded, and the next invocation compacts
 // and finishes the turn.
 func TestCompactionCrashInSummariser(t *testing.T) {
+	t.Parallel()
 	lim := turn.Limits{Budget: 3 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
 	b := budgetBefore(t, script(t, longAnswer), 3)
 	agent, _ := compactingAgentAt(t, b, script(t, longAnswer), script(t, summaryScript), lim)
@@ -274,6 +276,7 @@ func TestCompactionCrashInSummariser(t *testing.T) {
 // suspended; the resumed turn compacts once. A write whose answer was
 // lost counts once.
 func TestCompactionFactFaults(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	for _, c := range []struct {
 		name  string
@@ -332,6 +335,7 @@ func TestCompactionFactFaults(t *testing.T) {
 // right after the compaction was recorded: the resumed invocation rebuilds
 // the compacted input byte for byte.
 func TestCompactionSurvivesCrashInNextStep(t *testing.T) {
+	t.Parallel()
 	lim := turn.Limits{Budget: 3 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
 	agent, rec := compactingAgentAt(t, budgetBefore(t, script(t, slowThree).WithDelay(0), 3), script(t, slowThree), script(t, summaryScript), lim)
 	inv := fresh(t, agent)
@@ -394,6 +398,7 @@ func (c *counted) CountTokens(context.Context, model.Request) (int64, error) {
 // estimate nears the budget: a count under it does not compact, one over
 // it does.
 func TestCompactionAsksTheProvider(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		count int64
 		want  int
@@ -443,6 +448,7 @@ func (f failing) Stream(ctx context.Context, req model.Request) iter.Seq2[model.
 // costs the turn nothing but the try: the steps run on the whole history,
 // and the invocation does not ask again.
 func TestCompactionSummariserRefuses(t *testing.T) {
+	t.Parallel()
 	calls, down := 0, true
 	agent := demoAgent(t, script(t, slowThree), turn.Limits{})
 	agent.Compaction = &turn.Compaction{InputTokens: 300, KeepTurns: -1, Model: failing{kind: model.InvalidRequest, down: &down, calls: &calls}}
@@ -466,6 +472,7 @@ func TestCompactionSummariserRefuses(t *testing.T) {
 // sending nothing over the budget; once it is back the turn compacts and
 // completes.
 func TestCompactionSummariserDown(t *testing.T) {
+	t.Parallel()
 	calls, down := 0, true
 	lim := turn.Limits{ModelRetry: model.RetryPolicy{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}}
 	agent, rec := compactingAgentAt(t, budgetBefore(t, script(t, longAnswer), 3), script(t, longAnswer), nil, lim)
@@ -500,6 +507,7 @@ func TestCompactionSummariserDown(t *testing.T) {
 // snapshot is written and just before the fact naming it: the compaction is
 // not done, the history is as it was, and the resumed turn compacts once.
 func TestCompactionCrashBeforeTheFact(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	lim := turn.Limits{LeaseGrace: time.Millisecond}
@@ -588,6 +596,7 @@ func turnSummaries(ps []parts.Part) []parts.Part {
 // the budget, the stream says where, the snapshot the turn leaves is
 // small, and the summariser's usage counts in the turn's.
 func TestCompactionOfALongTurn(t *testing.T) {
+	t.Parallel()
 	const budget, steps = 1200, 30
 	rec := &recorder{next: &stepper{n: steps}}
 	agent := demoAgent(t, rec, turn.Limits{MaxStepsPerInvocation: steps + 1})
@@ -639,6 +648,7 @@ func TestCompactionOfALongTurn(t *testing.T) {
 // step after the turn's steps were summarised: the resumed invocation's
 // first request is that step's input, byte for byte.
 func TestCompactionOfALongTurnSurvivesACrash(t *testing.T) {
+	t.Parallel()
 	const budget, steps = 1200, 20
 	model_ := &stepper{n: steps}
 	rec := &recorder{next: model_}

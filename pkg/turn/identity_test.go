@@ -30,6 +30,7 @@ const repeatedIDs = `{"steps":[
 // own execution and idempotency key; the model sees each result paired with
 // its own call.
 func TestRepeatedToolCallIDsAreKeptApart(t *testing.T) {
+	t.Parallel()
 	for _, id := range []string{"", "call_1"} {
 		t.Run(fmt.Sprintf("id=%q", id), func(t *testing.T) {
 			ctx := ctxT(t)

@@ -130,6 +130,7 @@ func (t *tally) interceptor() intercept.Interceptor {
 // fact log, and the turn's stream was opened through its stream store,
 // and each of the stream's chunks written through it.
 func TestInterceptorSeesEveryCall(t *testing.T) {
+	t.Parallel()
 	inv := fresh(t, demoAgent(t, script(t, stepsScript(3)), turn.Limits{}))
 	id := newSession(t, inv, "go")
 	before := len(facts(t, inv, id))

@@ -98,6 +98,7 @@ func outputsFor(ps []parts.Part, call string) []parts.Part {
 }
 
 func TestLedgerIdempotentToolRerunsWithSameKey(t *testing.T) {
+	t.Parallel()
 	agent, ch, inv, id := killMidExecution(t, true)
 	out, err := fresh(t, agent).runner.Resume(ctxT(t), id)
 	if err != nil || out.Kind != turn.Completed {
@@ -113,6 +114,7 @@ func TestLedgerIdempotentToolRerunsWithSameKey(t *testing.T) {
 }
 
 func TestLedgerUncertainRerun(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent, ch, inv, id := killMidExecution(t, false)
 	out, err := fresh(t, agent).runner.Resume(ctx, id)
@@ -154,6 +156,7 @@ func TestLedgerUncertainRerun(t *testing.T) {
 // during the rerun leaves it uncertain again, for an operator to settle;
 // the rerun verdict on the first execution allowed one run, not two.
 func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent, ch, inv, id := killMidExecution(t, false)
 	ch.rerun = make(chan struct{})
@@ -216,6 +219,7 @@ func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
 }
 
 func TestLedgerUncertainAbandon(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent, ch, inv, id := killMidExecution(t, false)
 	if out, err := fresh(t, agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
@@ -249,6 +253,7 @@ func TestLedgerUncertainAbandon(t *testing.T) {
 // would after a crash: an idempotent one reruns with the same key, any
 // other waits for a verdict.
 func TestLedgerCallCutByTheDeadline(t *testing.T) {
+	t.Parallel()
 	for _, idempotent := range []bool{true, false} {
 		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
 			ctx := ctxT(t)
@@ -302,6 +307,7 @@ const twoApprovals = `{"steps":[
 ]}`
 
 func TestParallelApprovalsEitherOrder(t *testing.T) {
+	t.Parallel()
 	for _, order := range []string{"first-then-second", "second-then-first"} {
 		t.Run(order, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -370,6 +376,7 @@ func TestParallelApprovalsEitherOrder(t *testing.T) {
 // returns within turn.BilledGrace has its result written with its step, in
 // one chunk. So the ledger adds one PUT and one transaction.
 func TestLedgerCost(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	writes := func(effect tool.Effect) (puts, txns int64) {
 		t.Helper()
@@ -402,6 +409,7 @@ func TestLedgerCost(t *testing.T) {
 // A turn cancelled while a side effect is uncertain leaves later turns
 // knowing the call may have taken effect, not that it never ran.
 func TestCancelWhileUncertainSaysTheOutcomeIsUnknown(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent, ch, inv, id := killMidExecution(t, false)
 	if out, err := fresh(t, agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {

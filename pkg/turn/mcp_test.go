@@ -31,6 +31,7 @@ func mcpAgent(t testing.TB, url string, m model.Model, lim turn.Limits) *turn.Ag
 // rides in the turn's first chunk, with its first step, so a turn with
 // MCP tools makes the same S3 PUTs and DynamoDB writes as one without.
 func TestRecordingTheToolsCostsNoWrite(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	srv := mcptest.Start()
 	defer srv.Close()
@@ -90,6 +91,7 @@ func TestRecordingTheToolsCostsNoWrite(t *testing.T) {
 // down is suspended with a growing wake and, past the retry policy's
 // suspensions, failed as a tool failure that says why.
 func TestToolsThatStayUnavailableFailTheTurn(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.Start()
 	srv.Close()
 	ctx := ctxT(t)

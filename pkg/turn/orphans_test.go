@@ -26,6 +26,7 @@ import (
 // release it. Then the blocked session completes, and the order was
 // refunded once.
 func TestClaimsDeleteKeepsARunningEffectsGrant(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	h := killedMidRefund(t, ctx)
 	srv, instance, inv, b, a, gid := h.srv, h.instance, h.inv, h.b, h.a, h.gid
@@ -86,6 +87,7 @@ func TestClaimsDeleteKeepsARunningEffectsGrant(t *testing.T) {
 // closed like a deleted one: past its deadline it is orphaned, not read as
 // an execution that never started, and it blocks until released.
 func TestClaimsGrantOfAMissingHolderIsOrphaned(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
@@ -132,6 +134,7 @@ func sessionOf(t *testing.T, inv *invocation, owner, text string) string {
 // names nothing of alice's: no session, turn, call, grant id or claims.
 // Alice, blocked by her own grant, sees it whole.
 func TestClaimsPerOwnerAndOpaqueAcrossOwners(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	for _, shared := range []bool{false, true} {

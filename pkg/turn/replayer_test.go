@@ -77,6 +77,7 @@ func replaysAlike(t *testing.T, ps []parts.Part) {
 // the same provider id: each step's input matches a fresh Build, across
 // resumes and over the first turn's history.
 func TestIncrementalInputMatchesBuildAcrossResumes(t *testing.T) {
+	t.Parallel()
 	const dupScript = `{"steps":[
  {"text":"first","toolCalls":[{"id":"dup","name":"get_weather","input":{"city":"A"}}]},
  {"text":"second","toolCalls":[{"id":"dup","name":"get_weather","input":{"city":"B"}},{"id":"tc_x","name":"get_weather","input":{"city":"C"}}]},
@@ -116,6 +117,7 @@ func TestIncrementalInputMatchesBuildAcrossResumes(t *testing.T) {
 // Approved and denied calls: the resumed run's input matches a fresh Build,
 // and the streams replay alike part by part.
 func TestIncrementalInputMatchesBuildAfterApprovals(t *testing.T) {
+	t.Parallel()
 	for _, d := range []reducer.Decision{reducer.Approve, reducer.Deny} {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := ctxT(t)

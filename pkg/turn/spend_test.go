@@ -45,6 +45,7 @@ func spendAgent(t *testing.T, sp turn.Spend, price *reducer.Price) *turn.Agent {
 // A turn past its token cap suspends for the limit at the step boundary,
 // waits for an operator, and resumes to completion once the cap is raised.
 func TestTurnTokenCapSuspendsAndRaiseResumes(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent := spendAgent(t, turn.Spend{Turn: reducer.Caps{InputTokens: 1}}, nil)
 	inv := fresh(t, agent)
@@ -96,6 +97,7 @@ func TestTurnTokenCapSuspendsAndRaiseResumes(t *testing.T) {
 
 // onExceeded fail: the turn fails with limit, saying which cap.
 func TestTurnTokenCapFails(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	inv := fresh(t, spendAgent(t, turn.Spend{Turn: reducer.Caps{OutputTokens: 1}, Fail: true}, nil))
 	id := newSession(t, inv, "What is the weather?")
@@ -119,6 +121,7 @@ func TestTurnTokenCapFails(t *testing.T) {
 // A cost cap with a price table: each step's metadata carries its cost,
 // and the turn stops once the cost reaches the cap.
 func TestTurnCostCapWithPriceTable(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	price := &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}
 	inv := fresh(t, spendAgent(t, turn.Spend{Turn: reducer.Caps{Cost: 0.000001}}, price))
@@ -142,6 +145,7 @@ func TestTurnCostCapWithPriceTable(t *testing.T) {
 // A session cap counts the ended turns: a second turn stops once the
 // session's total reaches it, and a session-level raise resumes it.
 func TestSessionCapAcrossTurns(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	inv := fresh(t, spendAgent(t, turn.Spend{}, nil))
 	id := newSession(t, inv, "What is the weather?")
@@ -172,6 +176,7 @@ func TestSessionCapAcrossTurns(t *testing.T) {
 
 // A raise that is malformed, or for a turn not at a limit, writes nothing.
 func TestRaiseRefused(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	inv := fresh(t, spendAgent(t, turn.Spend{}, nil))
 	id := newSession(t, inv, "What is the weather?")
@@ -192,6 +197,7 @@ func TestRaiseRefused(t *testing.T) {
 // A limit suspension names the cap the turn reached, its scope, measure,
 // cap and usage, in the fact and the state.
 func TestLimitSuspensionNamesTheCap(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	price := &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}
 	inv := fresh(t, spendAgent(t, turn.Spend{Turn: reducer.Caps{Cost: 0.000001}}, price))

@@ -45,6 +45,7 @@ func BenchmarkStepSteering(b *testing.B) {
 // With no message posted, a steer agent's turn writes exactly what an
 // enqueue agent's does, and reads one page of new facts per step boundary.
 func TestSteeringCostsOneQueryPerBoundary(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	const steps = 4

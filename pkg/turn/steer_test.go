@@ -126,6 +126,7 @@ func userTexts(msgs []conversation.Message) []string {
 }
 
 func TestSteeringEnqueueStartsTheNextTurn(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	rec := &recording{m: script(t, pokeScript)}
 	p := &poker{}
@@ -169,6 +170,7 @@ func TestSteeringEnqueueStartsTheNextTurn(t *testing.T) {
 }
 
 func TestSteeringSteerDeliversIntoTheRunningTurn(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	rec := &recording{m: script(t, pokeScript)}
 	p := &poker{}
@@ -267,6 +269,7 @@ func readAll(req *http.Request) ([]byte, error) {
 // is recorded: the resumed invocation rebuilds the input the durable state
 // holds, with the message once, records message.steered, and goes on.
 func TestSteeringSteerSurvivesACrashBeforeTheFact(t *testing.T) {
+	t.Parallel()
 	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	lim := turn.Limits{LeaseGrace: time.Millisecond}
@@ -341,6 +344,7 @@ func TestSteeringSteerSurvivesACrashBeforeTheFact(t *testing.T) {
 }
 
 func TestSteeringInterruptEndsTheTurnAndStartsANewOne(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	rec := &recording{m: script(t, pokeScript)}
 	p := &poker{}
@@ -384,6 +388,7 @@ func TestSteeringInterruptEndsTheTurnAndStartsANewOne(t *testing.T) {
 // An interrupt must not wait behind an approval: posting it to a turn
 // suspended for one ends the turn in the same write.
 func TestSteeringInterruptEndsASuspendedTurn(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent := steerAgent(t, script(t, approvalScript), &poker{}, reducer.SteerInterrupt, turn.Limits{})
 	inv := steering(t, agent)
@@ -419,6 +424,7 @@ func TestSteeringInterruptEndsASuspendedTurn(t *testing.T) {
 }
 
 func TestSteeringRejectRefusesWithoutAFact(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	p := &poker{}
 	inv := steering(t, steerAgent(t, script(t, pokeScript), p, reducer.SteerReject, turn.Limits{}))
@@ -451,6 +457,7 @@ const weatherScript = `{"steps":[
 // A message steered at a suspended turn waits for the resume, which
 // delivers it before its first step.
 func TestSteeringSteerWaitsForTheResume(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	first := steering(t, steerAgent(t, script(t, weatherScript), &poker{}, reducer.SteerSteer, turn.Limits{MaxStepsPerInvocation: 1}))
 	id := newSession(t, first, "Weather?")
@@ -485,6 +492,7 @@ func TestSteeringSteerWaitsForTheResume(t *testing.T) {
 // its cap of one step) is not delivered into it: the turn ends as its caps
 // say, and the message starts the next turn, where the model answers it.
 func TestSteeringMessageTheTurnHasNoStepForStartsTheNext(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	p := &poker{}
 	agent := steerAgent(t, script(t, pokeScript), p, reducer.SteerSteer, turn.Limits{MaxStepsPerTurn: 1})

@@ -27,6 +27,7 @@ func (m *throttled) Stream(context.Context, model.Request) iter.Seq2[model.Event
 }
 
 func TestPersistentThrottleSuspendsForALaterWake(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	m := &throttled{}
 	// The provider's retry-after (3 s) is longer than MaxBackoff: waiting
@@ -94,6 +95,7 @@ var unavailable = &model.Error{Kind: model.Unavailable, Status: 500, Err: errors
 // A step cut short by a transient fault is dropped and redone within the
 // invocation; nothing of it is kept, even when it was flushed live.
 func TestTransientFaultRedoesTheStep(t *testing.T) {
+	t.Parallel()
 	for _, live := range []time.Duration{0, time.Millisecond} {
 		t.Run("liveFlush="+live.String(), func(t *testing.T) {
 			ctx := ctxT(t)
@@ -147,6 +149,7 @@ func TestTransientFaultRedoesTheStep(t *testing.T) {
 // model-unavailable; each suspension in a row waits longer, and one past
 // the policy's Suspensions fails the turn.
 func TestPersistentFaultSuspendsWithGrowingWakesThenFails(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	m := &flaky{Model: script(t, helloScript), err: unavailable, failures: 1 << 20}
 	pol := model.RetryPolicy{Attempts: 2, Backoff: time.Millisecond, WakeDelay: time.Second, MaxWakeDelay: 3 * time.Second, Suspensions: 3}
@@ -190,6 +193,7 @@ func TestPersistentFaultSuspendsWithGrowingWakesThenFails(t *testing.T) {
 
 // A completed step breaks the row: the next fault suspension counts from 1.
 func TestFaultCountResetsAfterAStep(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	m := &flaky{Model: script(t, helloScript), err: unavailable, failures: 1}
 	pol := model.RetryPolicy{Attempts: 1, Backoff: time.Millisecond}
@@ -207,6 +211,7 @@ func TestFaultCountResetsAfterAStep(t *testing.T) {
 
 // An error that cannot succeed fails the turn at once, saying why.
 func TestAuthFailureFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	m := &flaky{Model: script(t, helloScript), err: &model.Error{Kind: model.Auth, Status: 401, Err: errors.New("invalid x-api-key")}, failures: 1 << 20}
 	inv := fresh(t, demoAgent(t, m, turn.Limits{}))
@@ -223,6 +228,7 @@ func TestAuthFailureFailsAtOnce(t *testing.T) {
 
 // Invalid tool JSON is redone at once; when it stays invalid the turn fails.
 func TestBadOutputFailsWhenItStaysBad(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	bad := &model.Error{Kind: model.BadOutput, Err: errors.New("tool call call_1: input is not valid JSON")}
 	m := &flaky{Model: script(t, helloScript), err: bad, failures: 1 << 20}

@@ -31,6 +31,7 @@ const threeSteps = `{"steps":[
 ]}`
 
 func TestThreeStepTurnCompletes(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	inv := fresh(t, demoAgent(t, script(t, threeSteps), turn.Limits{}))
 	id := newSession(t, inv, "What is the weather?")
@@ -112,6 +113,7 @@ const fiveSteps = `{"steps":[
 ]}`
 
 func TestDeadlineSuspendsAndResumesByteForByte(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	lim := turn.Limits{Budget: time.Second, Margin: 100 * time.Millisecond}
 	m := script(t, fiveSteps)
@@ -231,6 +233,7 @@ func suspendOnApproval(t *testing.T) (*invocation, string, reducer.Approval) {
 var operator = reducer.Actor{Kind: reducer.ActorOperator, ID: "bob"}
 
 func TestApprovalApproveRunsTool(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	inv, id, ap := suspendOnApproval(t)
 	before := len(facts(t, inv, id))
@@ -283,6 +286,7 @@ func TestApprovalApproveRunsTool(t *testing.T) {
 }
 
 func TestApprovalDenyTellsTheModel(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	inv, id, ap := suspendOnApproval(t)
 	if err := inv.sessions.Answer(ctx, id, operator, ap.ID, reducer.Deny, "not today"); err != nil {
@@ -345,6 +349,7 @@ func race(n int, f func() error) []error {
 }
 
 func TestRaceStart(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
 	id := newSession(t, fresh(t, agent), "Race me.")
@@ -393,6 +398,7 @@ const raceResumeScript = `{"steps":[
 ]}`
 
 func TestRaceResume(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	lim := turn.Limits{MaxStepsPerInvocation: 1}
 	agent := demoAgent(t, script(t, raceResumeScript), lim)
@@ -425,6 +431,7 @@ func TestRaceResume(t *testing.T) {
 }
 
 func TestRaceAnswer(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	inv, id, ap := suspendOnApproval(t)
 	errs := race(20, func() error {
@@ -452,6 +459,7 @@ const slowThree = `{"steps":[
 ]}`
 
 func TestCrashMidStepResumesFromCheckpoint(t *testing.T) {
+	t.Parallel()
 	lim := turn.Limits{Budget: 5 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 50 * time.Millisecond}
 	// Die in the middle of the second step: 150 ms into its 300 ms.
 	dying, kill := context.WithCancel(context.Background())
@@ -607,6 +615,7 @@ const liveScript = `{"steps":[
 ]}`
 
 func TestLiveFlushStreamsMidStepAndAbandonsOnCrash(t *testing.T) {
+	t.Parallel()
 	lim := turn.Limits{Budget: 2500 * time.Millisecond, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond, LiveFlush: 50 * time.Millisecond}
 	agent := demoAgent(t, script(t, liveScript), lim)
 	inv := fresh(t, agent)
@@ -676,6 +685,7 @@ func TestLiveFlushStreamsMidStepAndAbandonsOnCrash(t *testing.T) {
 // deadline: the turn suspends for its budget with the last checkpoint
 // standing, and the next invocation redoes the step.
 func TestRunawayStepIsAbortedAtTheDeadline(t *testing.T) {
+	t.Parallel()
 	const runaway = `{"steps":[{"delay":"5s","text":"far too slow"}]}`
 	lim := turn.Limits{Budget: 600 * time.Millisecond, Margin: 100 * time.Millisecond}
 	inv := fresh(t, demoAgent(t, script(t, runaway), lim))
@@ -702,6 +712,7 @@ func TestRunawayStepIsAbortedAtTheDeadline(t *testing.T) {
 // A turn that never makes progress — every step outlasts the budget — is
 // failed once it has been resumed too often, instead of waking forever.
 func TestTurnWithoutProgressFailsAtTheInvocationCap(t *testing.T) {
+	t.Parallel()
 	const runaway = `{"steps":[{"delay":"5s","text":"far too slow"}]}`
 	lim := turn.Limits{Budget: 200 * time.Millisecond, Margin: 50 * time.Millisecond, MaxInvocationsPerTurn: 3}
 	agent := demoAgent(t, script(t, runaway), lim)
@@ -724,6 +735,7 @@ func TestTurnWithoutProgressFailsAtTheInvocationCap(t *testing.T) {
 // recording the outcome leaves a running turn with a closed stream; the next
 // Resume records the completion instead of running anything again.
 func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
 	inv := fresh(t, agent)
@@ -772,6 +784,7 @@ func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
 // step whose model call ran as the turn was cancelled is billed but never
 // reached the stream: the runner records its usage after the cancel.
 func TestCancelWhileRunning(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent := demoAgent(t, script(t, slowThree), turn.Limits{})
 	inv := fresh(t, agent)

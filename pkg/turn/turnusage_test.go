@@ -14,6 +14,7 @@ import (
 // of the steps' own usage so far, across invocations, so the stream's end
 // alone tells a reader the turn's usage.
 func TestStepMetadataCarriesTheTurnsUsage(t *testing.T) {
+	t.Parallel()
 	agent := demoAgent(t, script(t, stepsScript(5)), turn.Limits{MaxStepsPerInvocation: 2})
 	agent.Price = &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}
 	inv := fresh(t, agent)
