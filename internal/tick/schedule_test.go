@@ -19,6 +19,7 @@ import (
 // turn answers it, the next occurrence is a day later, and a cleared
 // schedule never fires again.
 func TestSchedulePostsOncePerOccurrence(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	c := &clock{t: time.Date(2030, 1, 1, 8, 0, 0, 0, time.UTC)}
@@ -113,6 +114,7 @@ func scheduled(ctx context.Context, inv *invocation, from time.Time, hour, minut
 // emulator, posting the due occurrence of each of 1,000 scheduled sessions,
 // each once: a second run finds nothing due.
 func TestThousandSchedulesFireInOneTick(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("1,000 sessions")
 	}
@@ -147,6 +149,7 @@ func BenchmarkTickSchedules(b *testing.B) {
 // the run pages: many pages of a few heads each skip none, whether the
 // occurrences are a minute apart or all at one time (ties).
 func TestTickPagesSkipNothing(t *testing.T) {
+	t.Parallel()
 	for name, at := range map[string]func(int) (int, int){"apart": minuteApart, "tied": sameMinute} {
 		t.Run(name, func(t *testing.T) {
 			run, _ := fireSchedules(t, 150, 4, at)
