@@ -55,7 +55,7 @@ func endedChild(t *testing.T, inv *invocation) (parent, child string) {
 // parent hears nothing from a deleted child.
 func TestWakeOfADeletedChildIsDropped(t *testing.T) {
 	ctx := ctxT(t)
-	s := newStack(t)
+	s := newEmuStack(t)
 	inv := s.fresh(demoAgent(t, script(t, threeSteps), turn.Limits{}))
 	parent, child := endedChild(t, inv)
 	h, err := inv.sessions.Head(ctx, child)
