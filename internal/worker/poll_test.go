@@ -41,6 +41,7 @@ func startPoll(t *testing.T, queueURL string, handle func(context.Context, event
 }
 
 func TestPollDeliversAWakeEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newEmuStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
 	inv := s.fresh(agent)
@@ -69,6 +70,7 @@ func TestPollDeliversAWakeEndToEnd(t *testing.T) {
 }
 
 func TestPollLeavesFailuresForRedelivery(t *testing.T) {
+	t.Parallel()
 	s := newEmuStack(t)
 	if _, err := emu().Clients.SQS.SetQueueAttributes(ctxT(t), &sqs.SetQueueAttributesInput{
 		QueueUrl:   aws.String(s.queueURL),
