@@ -87,7 +87,7 @@ func seedObjects(t *testing.T, e *env, id string) {
 // which names who deleted it — and the session is then 404 to its owner
 // and to anyone else; another caller cannot delete it.
 func TestDeleteSessionLeavesOnlyTombstone(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEmuEnv(t, nil)
 	alice, bob := ids.New("alice"), ids.New("bob")
 	var s operator.Session
 	e.must(http.StatusCreated, req{method: "POST", path: "/sessions", user: alice, body: `{"agent":"demo"}`,
@@ -168,7 +168,7 @@ func TestExportBundlesFactsAndStreams(t *testing.T) {
 // purge and nothing of the session remains but the tombstone.
 func TestDeleteCutShortIsFinishedByARetry(t *testing.T) {
 	ft := faults.New(nil)
-	e := newEnv(t, streamsThrough(ft))
+	e := newEmuEnv(t, streamsThrough(ft))
 	alice, bob := ids.New("alice"), ids.New("bob")
 	s := e.create(alice)
 	seedObjects(t, e, s.ID)
@@ -218,7 +218,7 @@ func TestChatDeletedAndCreatedAgainIsDeletedAgain(t *testing.T) {
 // are each answered as a delete (204), none with the 409 that means an
 // open turn, and the session is gone whole.
 func TestConcurrentDeletesAllAnswer204(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEmuEnv(t, nil)
 	alice := ids.New("alice")
 	for range 3 {
 		s := e.create(alice)

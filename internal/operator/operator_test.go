@@ -692,12 +692,12 @@ func TestLambdaIdentity(t *testing.T) {
 }
 
 func TestStoreFailuresAnswer5xx(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEmuEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
 
 	// A deadline that has passed: 503.
-	expired := newEnvWrapped(t, nil, func(h http.Handler) http.Handler {
+	expired := newEmuEnvWrapped(t, nil, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx, cancel := context.WithDeadline(r.Context(), time.Now().Add(-time.Second))
 			defer cancel()
@@ -711,7 +711,7 @@ func TestStoreFailuresAnswer5xx(t *testing.T) {
 	got.errorMessage(t)
 
 	// A store that fails otherwise: a generic 500 that says nothing of it.
-	broken := newEnv(t, func(c *operator.Config) {
+	broken := newEmuEnv(t, func(c *operator.Config) {
 		dead := dynamoOn("no-such-table-" + strings.ToLower(ids.New("x")))
 		c.Sessions = c.Sessions.Decorate(func(session.FactLog) session.FactLog { return dead }, nil)
 	})

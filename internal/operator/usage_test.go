@@ -162,7 +162,7 @@ func heldStepWritten(t *testing.T, e *env, id string, steps int64) {
 // whose last suspension recorded only some of them.
 func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 	counter := &awsenv.Counter{}
-	e := newEnv(t, countStreams(counter))
+	e := newEmuEnv(t, countStreams(counter))
 	alice := ids.New("alice")
 	s := e.create(alice)
 	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice, body: `{"text":"Weather, then wait."}`})
@@ -275,7 +275,7 @@ func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 // the usage the facts recorded and says so.
 func TestSessionUsageFallsBackWhenTheStreamCannotBeRead(t *testing.T) {
 	ft := faults.New(nil)
-	e := newEnv(t, streamsThrough(ft))
+	e := newEmuEnv(t, streamsThrough(ft))
 	alice := ids.New("alice")
 	s := e.create(alice)
 	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice, body: `{"text":"Weather, then wait."}`})
@@ -514,7 +514,7 @@ func TestABilledWriteThatFailsDuringARead(t *testing.T) {
 	// (the SDK makes 3): they are refused; the writes after them land.
 	ft := faults.New(nil, faults.Rule{Op: "s3:PutObject", Fault: faults.SlowDown, Times: 3})
 	var store *session.Store // the runner's: its stream writes go through ft
-	e := newEnv(t, func(c *operator.Config) {
+	e := newEmuEnv(t, func(c *operator.Config) {
 		streamsThrough(ft)(c)
 		store = c.Sessions
 	})
