@@ -91,6 +91,7 @@ func (e *env) only(t *testing.T, user string, ids ...string) {
 // running turn anywhere in it is refused 409, and nothing of it is
 // deleted.
 func TestDeleteCascadesToChildSessions(t *testing.T) {
+	t.Parallel()
 	e := newEmuEnv(t, nil)
 	alice := ids.New("alice")
 
@@ -128,6 +129,7 @@ func TestDeleteCascadesToChildSessions(t *testing.T) {
 // error; the owner's retry finds the children in the parent's facts,
 // which outlive them, and finishes the purge of all three.
 func TestDeleteOfAFamilyCutShortIsFinishedByARetry(t *testing.T) {
+	t.Parallel()
 	ft := faults.New(nil)
 	e := newEmuEnv(t, streamsThrough(ft))
 	alice := ids.New("alice")

@@ -43,6 +43,7 @@ func (e *env) sessionCount(user string) int {
 }
 
 func TestIdempotentCreate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user, other := ids.New("user"), ids.New("user")
 	key := ids.New("key")
@@ -77,6 +78,7 @@ func TestIdempotentCreate(t *testing.T) {
 }
 
 func TestIdempotentMessage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
 	id := e.create(user).ID
@@ -109,6 +111,7 @@ func TestIdempotentMessage(t *testing.T) {
 // same moment, as a client retrying before its first try is answered: one
 // message is recorded, and every answer names it.
 func TestIdempotentMessageSentTwiceAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
 	id := e.create(user).ID
@@ -128,6 +131,7 @@ func TestIdempotentMessageSentTwiceAtOnce(t *testing.T) {
 }
 
 func TestIdempotentApproval(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
 	id := e.create(user).ID
@@ -149,6 +153,7 @@ func TestIdempotentApproval(t *testing.T) {
 }
 
 func TestIdempotentVerdict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
 	id := e.create(user).ID
@@ -166,6 +171,7 @@ func TestIdempotentVerdict(t *testing.T) {
 }
 
 func TestIdempotentCancel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
 	id := e.create(user).ID
@@ -182,6 +188,7 @@ func TestIdempotentCancel(t *testing.T) {
 }
 
 func TestIdempotencyKeyMustBeSane(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
 	for _, key := range []string{"", strings.Repeat("k", operator.MaxIdempotencyKey+1), "tab\there", "é"} {

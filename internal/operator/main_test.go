@@ -78,6 +78,16 @@ func newEnvWrapped(t testing.TB, tweak func(*operator.Config), wrap func(http.Ha
 	return e
 }
 
+// wait lets d pass: on the test's clock in memory, on the wall clock on
+// the emulator.
+func (e *env) wait(d time.Duration) {
+	if e.mem != nil {
+		e.mem.Clock.Advance(d)
+		return
+	}
+	time.Sleep(d)
+}
+
 // memories holds each test's storage in memory, by the name of its
 // top-level test: the servers of one test (and of its subtests) share it,
 // as servers share a table.

@@ -21,6 +21,7 @@ import (
 )
 
 func TestCreateGetAndListOwnSessions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice, bob := ids.New("alice"), ids.New("bob")
 
@@ -39,7 +40,7 @@ func TestCreateGetAndListOwnSessions(t *testing.T) {
 		fs[0].Actor != (reducer.Actor{Kind: reducer.ActorOperator, ID: alice}) {
 		t.Errorf("facts after create: %+v", fs)
 	}
-	time.Sleep(2 * time.Millisecond) // distinct creation times order the listing
+	e.wait(2 * time.Millisecond) // distinct creation times order the listing
 	second := e.create(alice)
 	theirs := e.create(bob)
 
@@ -86,6 +87,7 @@ func TestCreateGetAndListOwnSessions(t *testing.T) {
 }
 
 func TestGetShowsPendingApproval(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -120,6 +122,7 @@ func TestGetShowsPendingApproval(t *testing.T) {
 }
 
 func TestGetShowsUncertainExecution(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -134,6 +137,7 @@ func TestGetShowsUncertainExecution(t *testing.T) {
 }
 
 func TestPostMessageRecordsFactAndWakes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -158,6 +162,7 @@ func TestPostMessageRecordsFactAndWakes(t *testing.T) {
 }
 
 func TestFactsAfter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -221,6 +226,7 @@ var (
 )
 
 func TestStreamJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -275,6 +281,7 @@ func TestStreamJSON(t *testing.T) {
 }
 
 func TestStreamJSONHoldsForNewParts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *operator.Config) { c.StreamHold = 5 * time.Second })
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -297,6 +304,7 @@ func TestStreamJSONHoldsForNewParts(t *testing.T) {
 }
 
 func TestStreamSSE(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -359,6 +367,7 @@ func TestStreamSSE(t *testing.T) {
 }
 
 func TestStreamSSEFollowsALiveTurn(t *testing.T) {
+	t.Parallel()
 	hold := 5 * time.Second
 	e := newEnv(t, func(c *operator.Config) { c.StreamHold = hold })
 	alice := ids.New("alice")
@@ -413,6 +422,7 @@ func TestStreamSSEFollowsALiveTurn(t *testing.T) {
 }
 
 func TestApproveThenConflict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -443,6 +453,7 @@ func TestApproveThenConflict(t *testing.T) {
 }
 
 func TestDenyWithoutReason(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -455,6 +466,7 @@ func TestDenyWithoutReason(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -491,6 +503,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestVerdict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -517,6 +530,7 @@ func TestVerdict(t *testing.T) {
 // A rerun that became uncertain in turn is shown as its call's next
 // attempt, under its own id; the first execution's id settles nothing.
 func TestVerdictOnARerun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -549,6 +563,7 @@ func TestVerdictOnARerun(t *testing.T) {
 // TestOtherCallerSeesNothing: bob gets the same 404 for alice's session as
 // for one that does not exist, on every route, and writes nothing.
 func TestOtherCallerSeesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice, bob := ids.New("alice"), ids.New("bob")
 	s := e.create(alice)
@@ -614,6 +629,7 @@ func TestOtherCallerSeesNothing(t *testing.T) {
 }
 
 func TestNoIdentityIs401(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -644,6 +660,7 @@ func TestNoIdentityIs401(t *testing.T) {
 // TestLambdaIdentity runs the API behind lambdahttp, with the JWT subject
 // as the identity, the way the Lambda function wires it.
 func TestLambdaIdentity(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	h := lambdahttp.Handler(operator.New(operator.Config{Sessions: e.store, Agents: func(n string) bool { return n == "demo" }}),
 		lambdahttp.WithContext(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) context.Context {
@@ -692,6 +709,7 @@ func TestLambdaIdentity(t *testing.T) {
 }
 
 func TestStoreFailuresAnswer5xx(t *testing.T) {
+	t.Parallel()
 	e := newEmuEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)

@@ -52,6 +52,7 @@ func streamUsage(t *testing.T, e *env, id, stream string) reducer.Usage {
 // A session's usage counts its open turn's steps as its last suspension
 // recorded them, and counts each step once when the turn ends.
 func TestSessionUsageIncludesTheOpenTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -161,6 +162,7 @@ func heldStepWritten(t *testing.T, e *env, id string, steps int64) {
 // suspended yet (whose recorded usage is zero), and in a resumed one
 // whose last suspension recorded only some of them.
 func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
+	t.Parallel()
 	counter := &awsenv.Counter{}
 	e := newEmuEnv(t, countStreams(counter))
 	alice := ids.New("alice")
@@ -274,6 +276,7 @@ func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 // When the running turn's stream cannot be read, the view falls back to
 // the usage the facts recorded and says so.
 func TestSessionUsageFallsBackWhenTheStreamCannotBeRead(t *testing.T) {
+	t.Parallel()
 	ft := faults.New(nil)
 	e := newEmuEnv(t, streamsThrough(ft))
 	alice := ids.New("alice")
@@ -384,6 +387,7 @@ func BenchmarkSessionView(b *testing.B) {
 // turn's usage is summed when it is within what a view reads (64 chunks),
 // and shown with its recorded usage, marked stale, beyond.
 func TestSessionUsageOfALongStream(t *testing.T) {
+	t.Parallel()
 	step := reducer.Usage{InputTokens: 10, OutputTokens: 2, CostMicroUSD: 60}
 	for _, c := range []struct {
 		name   string
@@ -432,6 +436,7 @@ func TestSessionUsageOfALongStream(t *testing.T) {
 // A step marked abandoned after its metadata reached the stream does not
 // count: the view takes the metadata of the last step kept.
 func TestSessionUsageSkipsAnAbandonedStep(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -460,6 +465,7 @@ func TestSessionUsageSkipsAnAbandonedStep(t *testing.T) {
 // A session's view counts its compactions, and its usage their summariser
 // calls besides the steps.
 func TestSessionViewCountsCompactions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -510,6 +516,7 @@ func TestSessionViewCountsCompactions(t *testing.T) {
 // (The refused step's own model call is not counted: nothing durable
 // records it.)
 func TestABilledWriteThatFailsDuringARead(t *testing.T) {
+	t.Parallel()
 	// The first writes of the turn's stream are the billed step's tries
 	// (the SDK makes 3): they are refused; the writes after them land.
 	ft := faults.New(nil, faults.Rule{Op: "s3:PutObject", Fault: faults.SlowDown, Times: 3})
