@@ -59,7 +59,7 @@ func TestReapedTurnResumesWithNoStepLost(t *testing.T) {
 	}
 
 	// Past it, any number of ticks at once reap it exactly once.
-	s.pass(st.Turn.Lease.Add(20*time.Millisecond))
+	s.pass(st.Turn.Lease.Add(20 * time.Millisecond))
 	reaped := 0
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -360,7 +360,7 @@ func TestShortDeadlineStillReaps(t *testing.T) {
 	if st.Status != reducer.Running {
 		t.Fatalf("after the crash: %s", st.Status)
 	}
-	s.pass(st.Turn.Lease.Add(20*time.Millisecond))
+	s.pass(st.Turn.Lease.Add(20 * time.Millisecond))
 
 	tk := s.fresh(nil).tick
 	tk.Margin = 0 // the default, 5 s, more than the run has

@@ -282,7 +282,7 @@ func TestWakeTakesOverAfterTheLease(t *testing.T) {
 	if n := len(teststack.Facts(t, inv.sessions, id)); n != before {
 		t.Fatalf("a wake under the lease wrote %d facts", n-before)
 	}
-	s.pass(st.Turn.Lease.Add(20*time.Millisecond))
+	s.pass(st.Turn.Lease.Add(20 * time.Millisecond))
 	res, err := s.fresh(agent).worker.Handle(ctx, wake.Wake{Session: id})
 	if err != nil || res.Runs != 1 || res.Outcomes[0].Kind != turn.Completed || res.Outcomes[0].Steps != 2 || res.Outcomes[0].Usage.Steps != 3 {
 		t.Fatalf("wake after the lease: %+v, %v", res, err)

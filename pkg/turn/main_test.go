@@ -32,8 +32,8 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
 // clients, stores, sink values and runner. Nothing is shared with other
 // invocations but the test's storage: in memory, or the emulator.
 type invocation struct {
-	clients  *awsenv.Clients  // nil in memory
-	counter  *awsenv.Counter  // nil in memory
+	clients  *awsenv.Clients // nil in memory
+	counter  *awsenv.Counter // nil in memory
 	sessions *session.Store
 	runner   *turn.Runner
 }
