@@ -9,19 +9,21 @@ import (
 
 // Memory is one test's storage in memory, shared by the session stores
 // built on it (each one a new "invocation"): a fact log, a bucket of turn
-// streams, a wake queue, and the clock they all read, which the test moves
-// past a lease or an expiry instead of waiting for it.
+// streams, a wake queue, a table for the claims broker (dynamo.NewBroker
+// on Items), and the clock they all read, which the test moves past a
+// lease or an expiry instead of waiting for it.
 type Memory struct {
 	Clock  *clock.Shifted
 	Log    *memstore.Log
 	Bucket *memstore.Bucket
 	Wakes  *memstore.Wakes
+	Items  *memstore.Items
 }
 
 // NewMemory is empty storage on a clock reading the wall clock's time.
 func NewMemory() *Memory {
 	clk := &clock.Shifted{}
-	return &Memory{Clock: clk, Log: memstore.NewLog(clk.Clock()), Bucket: memstore.NewBucket(clk.Clock()), Wakes: memstore.NewWakes(clk.Clock())}
+	return &Memory{Clock: clk, Log: memstore.NewLog(clk.Clock()), Bucket: memstore.NewBucket(clk.Clock()), Wakes: memstore.NewWakes(clk.Clock()), Items: memstore.NewItems()}
 }
 
 // Sessions is a new session store on m, its wakes on m's queue and its

@@ -119,11 +119,16 @@ func refundAgent(t *testing.T, js string, tl tool.Tool, lim turn.Limits) *turn.A
 }
 
 // claimed is an invocation whose runner has a claims broker on the same
-// (counted) clients; opts apply to the broker's requests.
+// storage (on the emulator, the same counted clients); opts apply to the
+// broker's requests.
 func claimed(t testing.TB, agent *turn.Agent, poll time.Duration, opts ...func(*dynamodb.Options)) (*invocation, *dynamo.Broker) {
-	onEmulator(t) // the broker is on DynamoDB
 	inv := fresh(t, agent)
-	b := dynamo.NewBroker(inv.clients.DynamoDB, env.Table, opts...)
+	var b *dynamo.Broker
+	if inv.clients != nil {
+		b = dynamo.NewBroker(inv.clients.DynamoDB, env.Table, opts...)
+	} else {
+		b = dynamo.NewBroker(stackOf(t).mem.Items, "memory", opts...)
+	}
 	b.Poll, b.Fate, b.Clock = poll, turn.GrantFate(inv.sessions), inv.sessions.Now
 	inv.runner.Claims, inv.sessions.Claims = b, b
 	return inv, b
@@ -284,7 +289,6 @@ const refundOne = `{"steps":[
 // granted only after the rerun's result released it.
 func TestClaimsQuarantineHoldsUntilVerdict(t *testing.T) {
 	t.Parallel()
-	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	srv.hang = true
@@ -408,7 +412,6 @@ func TestClaimsRequestCost(t *testing.T) {
 // a clear error, nothing is claimed and the tool does not run.
 func TestClaimsNonCanonicalKeyRefused(t *testing.T) {
 	t.Parallel()
-	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	js := `{"steps":[{"text":"Refunding.","toolCalls":[{"name":"refund","input":{"order":"a/../b"}}]},{"text":"Could not."}]}`
@@ -448,7 +451,6 @@ func containsAll(s string, subs ...string) bool {
 // session; one still within its deadline blocks.
 func TestClaimsStaleGrantNeverStartedIsReleased(t *testing.T) {
 	t.Parallel()
-	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	instance := ids.New("i")
@@ -525,7 +527,6 @@ func TestClaimsOperatorReleasesAnEndedTurnsGrant(t *testing.T) {
 // clock stands still, so B's waiter cannot have left by its TTL.
 func TestClaimsCancelledWaiterIsWithdrawn(t *testing.T) {
 	t.Parallel()
-	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	instance := ids.New("i")
@@ -589,7 +590,6 @@ func (c cancelOnBlock) Acquire(ctx context.Context, req claims.Request) (claims.
 // turn ended, withdraws it.
 func TestClaimsCancelBeforeTheSuspensionWithdraws(t *testing.T) {
 	t.Parallel()
-	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	instance := ids.New("i")

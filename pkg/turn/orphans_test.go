@@ -88,7 +88,6 @@ func TestClaimsDeleteKeepsARunningEffectsGrant(t *testing.T) {
 // an execution that never started, and it blocks until released.
 func TestClaimsGrantOfAMissingHolderIsOrphaned(t *testing.T) {
 	t.Parallel()
-	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	instance := ids.New("i")
@@ -135,7 +134,6 @@ func sessionOf(t *testing.T, inv *invocation, owner, text string) string {
 // Alice, blocked by her own grant, sees it whole.
 func TestClaimsPerOwnerAndOpaqueAcrossOwners(t *testing.T) {
 	t.Parallel()
-	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	for _, shared := range []bool{false, true} {
 		srv := newOrderServer(t, 0)
