@@ -297,9 +297,10 @@ func NewWith(ctx context.Context, env Env, clients *awsenv.Clients, log *slog.Lo
 	ss = intercept.Store(ss, x.Interceptors)
 	// The claims broker shares the session table (a key space of its own).
 	// The store withdraws the waiter of a blocked turn it ends.
-	broker := dynamo.NewBroker(clients.DynamoDB, env.Table)
-	broker.Fate = turn.GrantFate(ss)
-	broker.Poll = env.ClaimsPoll
+	dynamoBroker := dynamo.NewBroker(clients.DynamoDB, env.Table)
+	dynamoBroker.Fate = turn.GrantFate(ss)
+	dynamoBroker.Poll = env.ClaimsPoll
+	broker := intercept.Claims(dynamoBroker, x.Interceptors)
 	ss.Claims = broker
 	return &App{
 		Env: env, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Metrics: x.Metrics,

@@ -20,10 +20,14 @@
 //     head and due reads, stream opens, resumes and reads, and each chunk
 //     write (every flush and close) of the sinks the store hands out,
 //     which write through StreamStore.WriteChunk.
+//   - Claims decorates the resource claims broker the runner and the
+//     session store share (see Claims), so it sees every acquire, release,
+//     withdrawal and listing of claims.
 //
 // Interceptors are configured on baton.Config (Interceptors), on
-// app.Extras, or directly on turn.Runner (runs, model, tool and step calls) and
-// with Store (store calls). The first interceptor of a list is the
-// outermost. With none configured, nothing is added on the hot path: the
-// runner calls the model, the tools and its step directly.
+// app.Extras, or directly on turn.Runner (runs, model, tool and step
+// calls), with Store (store calls) and with Claims (broker calls). The
+// first interceptor of a list is the outermost. With none configured,
+// nothing is added on the hot path: the runner calls the model, the tools
+// and its step directly.
 package intercept
