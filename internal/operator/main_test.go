@@ -90,12 +90,15 @@ func (e *env) wait(d time.Duration) {
 
 // memories holds each test's storage in memory, by the name of its
 // top-level test: the servers of one test (and of its subtests) share it,
-// as servers share a table.
+// as servers share a table, until the test that made it ends.
 var memories sync.Map
 
 func memoryOf(t testing.TB) *teststack.Memory {
 	name, _, _ := strings.Cut(t.Name(), "/")
-	m, _ := memories.LoadOrStore(name, teststack.NewMemory())
+	m, loaded := memories.LoadOrStore(name, teststack.NewMemory())
+	if !loaded {
+		t.Cleanup(func() { memories.Delete(name) })
+	}
 	return m.(*teststack.Memory)
 }
 

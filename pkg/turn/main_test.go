@@ -46,12 +46,16 @@ type stack struct {
 }
 
 // stacks holds each test's stack, by the name of its top-level test, so
-// subtests share it.
+// subtests share it, until the test that made it ends (a test run again,
+// -count, gets a fresh one).
 var stacks sync.Map
 
 func stackOf(t testing.TB) *stack {
 	name, _, _ := strings.Cut(t.Name(), "/")
-	s, _ := stacks.LoadOrStore(name, &stack{mem: teststack.NewMemory()})
+	s, loaded := stacks.LoadOrStore(name, &stack{mem: teststack.NewMemory()})
+	if !loaded {
+		t.Cleanup(func() { stacks.Delete(name) })
+	}
 	return s.(*stack)
 }
 
