@@ -64,7 +64,7 @@ var errAgain = errors.New("dynamo: claims changed, judge again")
 // BrokerAPI is the part of the DynamoDB API a Broker calls: consistent
 // GetItem, and PutItem and TransactWriteItems of puts whose condition is
 // attribute_not_exists(pk) or v = :v (the version read). *dynamodb.Client
-// is one; internal/memstore's Items is one in memory.
+// is one; internal/memtable's Items is one in memory.
 type BrokerAPI interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)

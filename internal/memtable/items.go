@@ -1,4 +1,4 @@
-package memstore
+package memtable
 
 import (
 	"context"
@@ -27,14 +27,14 @@ type Items struct {
 
 type itemKey struct{ pk, sk string }
 
-// NewItems is an empty table.
-func NewItems() *Items { return &Items{items: map[itemKey]map[string]types.AttributeValue{}} }
+// New is an empty table.
+func New() *Items { return &Items{items: map[itemKey]map[string]types.AttributeValue{}} }
 
 func keyOf(item map[string]types.AttributeValue) (itemKey, error) {
 	pk, ok1 := item["pk"].(*types.AttributeValueMemberS)
 	sk, ok2 := item["sk"].(*types.AttributeValueMemberN)
 	if !ok1 || !ok2 {
-		return itemKey{}, fmt.Errorf("memstore: an item's key is a string pk and a number sk")
+		return itemKey{}, fmt.Errorf("memtable: an item's key is a string pk and a number sk")
 	}
 	return itemKey{pk.Value, sk.Value}, nil
 }
@@ -63,12 +63,12 @@ func holds(cond *string, values map[string]types.AttributeValue, old map[string]
 	case "v = :v":
 		want, ok := values[":v"].(*types.AttributeValueMemberN)
 		if !ok {
-			return false, fmt.Errorf("memstore: condition v = :v without a number :v")
+			return false, fmt.Errorf("memtable: condition v = :v without a number :v")
 		}
 		have, ok := old["v"].(*types.AttributeValueMemberN)
 		return ok && have.Value == want.Value, nil
 	}
-	return false, fmt.Errorf("memstore: condition %q is not one Items evaluates", aws.ToString(cond))
+	return false, fmt.Errorf("memtable: condition %q is not one Items evaluates", aws.ToString(cond))
 }
 
 // PutItem stores the item if its condition holds.
@@ -103,14 +103,14 @@ func (t *Items) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 	seen := map[itemKey]bool{}
 	for i, it := range in.TransactItems {
 		if it.Put == nil || it.Delete != nil || it.Update != nil || it.ConditionCheck != nil {
-			return nil, fmt.Errorf("memstore: transaction item %d is not a put", i)
+			return nil, fmt.Errorf("memtable: transaction item %d is not a put", i)
 		}
 		k, err := keyOf(it.Put.Item)
 		if err != nil {
 			return nil, err
 		}
 		if seen[k] {
-			return nil, fmt.Errorf("memstore: transaction puts item %v twice", k)
+			return nil, fmt.Errorf("memtable: transaction puts item %v twice", k)
 		}
 		seen[k], keys[i] = true, k
 	}
