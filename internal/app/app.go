@@ -247,9 +247,10 @@ func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slo
 	ss = intercept.Store(ss, interceptors)
 	// The claims broker shares the session table (a key space of its own).
 	// The store withdraws the waiter of a blocked turn it ends.
-	broker := dynamo.NewBroker(clients.DynamoDB, r.Table)
-	broker.Fate = turn.GrantFate(ss)
-	broker.Poll = r.ClaimsPoll
+	dynamoBroker := dynamo.NewBroker(clients.DynamoDB, r.Table)
+	dynamoBroker.Fate = turn.GrantFate(ss)
+	dynamoBroker.Poll = r.ClaimsPoll
+	broker := intercept.Claims(dynamoBroker, interceptors)
 	ss.Claims = broker
 	a := &App{
 		Resources: r, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Metrics: rec,

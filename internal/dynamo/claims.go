@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/clock"
 	"github.com/baton-run/baton/internal/retry"
 )
 
@@ -24,7 +25,7 @@ import (
 // and writes back, reading again when another writer won. Its fields are
 // set once; it is safe for concurrent use.
 type Broker struct {
-	client *dynamodb.Client
+	client BrokerAPI
 	table  string
 	opts   []func(*dynamodb.Options)
 	// Capacity is the weighted capacity of a namespace (per instance);
@@ -33,8 +34,8 @@ type Broker struct {
 	// WaiterTTL: see claims.DefaultWaiterTTL. Poll: see claims.DefaultPoll.
 	WaiterTTL time.Duration
 	Poll      time.Duration
-	// Clock is the time source; nil is time.Now.
-	Clock func() time.Time
+	// Clock is the time source; nil is the wall clock.
+	Clock clock.Clock
 	// Fate decides a blocking grant past its deadline; nil keeps it.
 	Fate func(ctx context.Context, g claims.Grant) (claims.Fate, error)
 }
@@ -60,18 +61,25 @@ func raced(ctx context.Context, fn func() error) error {
 // settled); judge again.
 var errAgain = errors.New("dynamo: claims changed, judge again")
 
+// BrokerAPI is the part of the DynamoDB API a Broker calls: consistent
+// GetItem, and PutItem and TransactWriteItems of puts whose condition is
+// attribute_not_exists(pk) or v = :v (the version read). *dynamodb.Client
+// is one; internal/memtable's Items is one in memory.
+type BrokerAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var _ BrokerAPI = (*dynamodb.Client)(nil)
+
 // NewBroker returns a claims broker on table (the session table). opts
 // apply to each request (a test's request counter, for example).
-func NewBroker(client *dynamodb.Client, table string, opts ...func(*dynamodb.Options)) *Broker {
+func NewBroker(client BrokerAPI, table string, opts ...func(*dynamodb.Options)) *Broker {
 	return &Broker{client: client, table: table, opts: opts}
 }
 
-func (b *Broker) now() time.Time {
-	if b.Clock != nil {
-		return b.Clock()
-	}
-	return time.Now()
-}
+func (b *Broker) now() time.Time { return b.Clock.Now() }
 
 func (b *Broker) policy() claims.Policy {
 	return claims.Policy{Capacity: b.Capacity, WaiterTTL: b.WaiterTTL}

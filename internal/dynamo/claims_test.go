@@ -19,6 +19,7 @@ import (
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/faults"
 	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/memtable"
 )
 
 func claimsCtx(t *testing.T) context.Context {
@@ -150,103 +151,109 @@ func TestBrokerRefusesNonCanonical(t *testing.T) {
 // only when it blocks someone; a quarantined one is never released by a
 // deadline.
 func TestBrokerStaleGrantFate(t *testing.T) {
-	ctx := claimsCtx(t)
-	b := NewBroker(testEnv.Clients().DynamoDB, testEnv.Table)
-	ns := "fate" + ids.New("n")
-	past := time.Now().Add(-time.Minute)
-	fates := map[string]claims.Fate{"never-started": claims.Release, "started": claims.Quarantine}
-	b.Fate = func(_ context.Context, g claims.Grant) (claims.Fate, error) { return fates[g.ID], nil }
-	for id := range fates {
-		if adm, err := b.Acquire(ctx, claims.Request{ID: id, Session: id, Claims: claimWrite(ns, id), Deadline: past}); err != nil || adm.Outcome != claims.Granted {
-			t.Fatalf("acquire %s: %+v %v", id, adm, err)
+	onBrokerTables(t, func(t *testing.T, client BrokerAPI, table string) {
+		ctx := claimsCtx(t)
+		b := NewBroker(client, table)
+		ns := "fate" + ids.New("n")
+		past := time.Now().Add(-time.Minute)
+		fates := map[string]claims.Fate{"never-started": claims.Release, "started": claims.Quarantine}
+		b.Fate = func(_ context.Context, g claims.Grant) (claims.Fate, error) { return fates[g.ID], nil }
+		for id := range fates {
+			if adm, err := b.Acquire(ctx, claims.Request{ID: id, Session: id, Claims: claimWrite(ns, id), Deadline: past}); err != nil || adm.Outcome != claims.Granted {
+				t.Fatalf("acquire %s: %+v %v", id, adm, err)
+			}
 		}
-	}
-	adm, err := b.Acquire(ctx, claims.Request{ID: "w1", Session: "w", Claims: claimWrite(ns, "never-started")})
-	if err != nil || adm.Outcome != claims.Granted {
-		t.Fatalf("behind a never-started grant: %+v %v", adm, err)
-	}
-	adm, err = b.Acquire(ctx, claims.Request{ID: "w2", Session: "w", Claims: claimWrite(ns, "started")})
-	if err != nil || adm.Outcome != claims.Blocked || len(adm.Blockers) != 1 || !adm.Blockers[0].Quarantined {
-		t.Fatalf("behind a started grant: %+v %v", adm, err)
-	}
+		adm, err := b.Acquire(ctx, claims.Request{ID: "w1", Session: "w", Claims: claimWrite(ns, "never-started")})
+		if err != nil || adm.Outcome != claims.Granted {
+			t.Fatalf("behind a never-started grant: %+v %v", adm, err)
+		}
+		adm, err = b.Acquire(ctx, claims.Request{ID: "w2", Session: "w", Claims: claimWrite(ns, "started")})
+		if err != nil || adm.Outcome != claims.Blocked || len(adm.Blockers) != 1 || !adm.Blockers[0].Quarantined {
+			t.Fatalf("behind a started grant: %+v %v", adm, err)
+		}
+	})
 }
 
 // A request over two namespaces is granted whole (one transaction) or
 // waits whole; a prefix of a granted key conflicts, a sibling does not;
 // the release names the waiter it unblocked.
 func TestBrokerMultiSpaceAndPrefixes(t *testing.T) {
-	ctx := claimsCtx(t)
-	b := NewBroker(testEnv.Clients().DynamoDB, testEnv.Table)
-	fs, git := "fs"+ids.New("n"), "git"+ids.New("n")
-	both := claims.Request{ID: "g1", Session: "s1", Claims: []claims.Claim{
-		{Namespace: fs, Key: "src/a", Access: claims.Write},
-		{Namespace: git, Key: "refs/heads/main", Access: claims.Write},
-	}}
-	adm, err := b.Acquire(ctx, both)
-	if err != nil || adm.Outcome != claims.Granted {
-		t.Fatalf("both: %+v %v", adm, err)
-	}
-	for _, ns := range []string{fs, git} {
-		if gs, _, _ := b.Grants(ctx, claims.SpaceKey{Namespace: ns, Instance: ""}); len(gs) != 1 || gs[0].ID != "g1" {
-			t.Fatalf("space %s holds %+v, want g1", ns, gs)
+	onBrokerTables(t, func(t *testing.T, client BrokerAPI, table string) {
+		ctx := claimsCtx(t)
+		b := NewBroker(client, table)
+		fs, git := "fs"+ids.New("n"), "git"+ids.New("n")
+		both := claims.Request{ID: "g1", Session: "s1", Claims: []claims.Claim{
+			{Namespace: fs, Key: "src/a", Access: claims.Write},
+			{Namespace: git, Key: "refs/heads/main", Access: claims.Write},
+		}}
+		adm, err := b.Acquire(ctx, both)
+		if err != nil || adm.Outcome != claims.Granted {
+			t.Fatalf("both: %+v %v", adm, err)
 		}
-	}
-	sibling := claims.Request{ID: "g2", Session: "s2", Claims: []claims.Claim{{Namespace: fs, Key: "src/ab", Access: claims.Write}}}
-	if adm, err := b.Acquire(ctx, sibling); err != nil || adm.Outcome != claims.Granted {
-		t.Fatalf("src/ab beside src/a: %+v %v", adm, err)
-	}
-	parent := claims.Request{ID: "g3", Session: "s3", Claims: []claims.Claim{
-		{Namespace: fs, Key: "src", Access: claims.Read},
-		{Namespace: git, Key: "refs/tags/v1", Access: claims.Write},
-	}}
-	adm, err = b.Acquire(ctx, parent)
-	if err != nil || adm.Outcome != claims.Blocked || len(adm.Blockers) != 2 {
-		t.Fatalf("reading src under writes to src/a and src/ab: %+v %v", adm, err)
-	}
-	if gs, _, _ := b.Grants(ctx, claims.SpaceKey{Namespace: git, Instance: ""}); len(gs) != 1 {
-		t.Fatalf("a blocked request took part of its claims: %+v", gs)
-	}
-	if ready, err := b.Release(ctx, claims.Grant{ID: "g2", Claims: sibling.Claims}); err != nil || len(ready) != 0 {
-		t.Fatalf("release g2: ready %+v %v, want none (g1 still blocks)", ready, err)
-	}
-	ready, err := b.Release(ctx, adm.Blockers[0])
-	if err != nil || len(ready) != 1 || ready[0].Session != "s3" {
-		t.Fatalf("release g1: ready %+v %v, want s3", ready, err)
-	}
-	if adm, err := b.Acquire(ctx, parent); err != nil || adm.Outcome != claims.Granted {
-		t.Fatalf("after the releases: %+v %v", adm, err)
-	}
+		for _, ns := range []string{fs, git} {
+			if gs, _, _ := b.Grants(ctx, claims.SpaceKey{Namespace: ns, Instance: ""}); len(gs) != 1 || gs[0].ID != "g1" {
+				t.Fatalf("space %s holds %+v, want g1", ns, gs)
+			}
+		}
+		sibling := claims.Request{ID: "g2", Session: "s2", Claims: []claims.Claim{{Namespace: fs, Key: "src/ab", Access: claims.Write}}}
+		if adm, err := b.Acquire(ctx, sibling); err != nil || adm.Outcome != claims.Granted {
+			t.Fatalf("src/ab beside src/a: %+v %v", adm, err)
+		}
+		parent := claims.Request{ID: "g3", Session: "s3", Claims: []claims.Claim{
+			{Namespace: fs, Key: "src", Access: claims.Read},
+			{Namespace: git, Key: "refs/tags/v1", Access: claims.Write},
+		}}
+		adm, err = b.Acquire(ctx, parent)
+		if err != nil || adm.Outcome != claims.Blocked || len(adm.Blockers) != 2 {
+			t.Fatalf("reading src under writes to src/a and src/ab: %+v %v", adm, err)
+		}
+		if gs, _, _ := b.Grants(ctx, claims.SpaceKey{Namespace: git, Instance: ""}); len(gs) != 1 {
+			t.Fatalf("a blocked request took part of its claims: %+v", gs)
+		}
+		if ready, err := b.Release(ctx, claims.Grant{ID: "g2", Claims: sibling.Claims}); err != nil || len(ready) != 0 {
+			t.Fatalf("release g2: ready %+v %v, want none (g1 still blocks)", ready, err)
+		}
+		ready, err := b.Release(ctx, adm.Blockers[0])
+		if err != nil || len(ready) != 1 || ready[0].Session != "s3" {
+			t.Fatalf("release g1: ready %+v %v, want s3", ready, err)
+		}
+		if adm, err := b.Acquire(ctx, parent); err != nil || adm.Outcome != claims.Granted {
+			t.Fatalf("after the releases: %+v %v", adm, err)
+		}
+	})
 }
 
 // A namespace's weighted capacity admits claims while they fit, holds the
 // next over capacity, refuses one heavier than the whole, and serves the
 // queue in order when a grant is released.
 func TestBrokerCapacity(t *testing.T) {
-	ctx := claimsCtx(t)
-	ns := "gpu" + ids.New("n")
-	b := NewBroker(testEnv.Clients().DynamoDB, testEnv.Table)
-	b.Capacity = map[string]int{ns: 3}
-	req := func(id string, w int) claims.Request {
-		return claims.Request{ID: id, Session: "s" + id, Claims: []claims.Claim{{Namespace: ns, Key: id, Access: claims.Read, Weight: w}}}
-	}
-	for _, r := range []claims.Request{req("a", 2), req("b", 1)} {
-		if adm, err := b.Acquire(ctx, r); err != nil || adm.Outcome != claims.Granted {
-			t.Fatalf("%s: %+v %v", r.ID, adm, err)
+	onBrokerTables(t, func(t *testing.T, client BrokerAPI, table string) {
+		ctx := claimsCtx(t)
+		ns := "gpu" + ids.New("n")
+		b := NewBroker(client, table)
+		b.Capacity = map[string]int{ns: 3}
+		req := func(id string, w int) claims.Request {
+			return claims.Request{ID: id, Session: "s" + id, Claims: []claims.Claim{{Namespace: ns, Key: id, Access: claims.Read, Weight: w}}}
 		}
-	}
-	if adm, err := b.Acquire(ctx, req("c", 2)); err != nil || adm.Outcome != claims.OverCapacity {
-		t.Fatalf("c: %+v %v, want over capacity", adm, err)
-	}
-	if adm, err := b.Acquire(ctx, req("d", 1)); err != nil || adm.Outcome != claims.Blocked || adm.Ahead != 1 {
-		t.Fatalf("d behind c: %+v %v, want blocked with one ahead", adm, err)
-	}
-	if _, err := b.Acquire(ctx, req("e", 4)); !errors.Is(err, claims.ErrTooHeavy) {
-		t.Fatalf("e: %v, want ErrTooHeavy", err)
-	}
-	ready, err := b.Release(ctx, claims.Grant{ID: "a", Claims: req("a", 2).Claims})
-	if err != nil || len(ready) != 1 || ready[0].ID != "c" {
-		t.Fatalf("ready after a's release: %+v %v, want c first", ready, err)
-	}
+		for _, r := range []claims.Request{req("a", 2), req("b", 1)} {
+			if adm, err := b.Acquire(ctx, r); err != nil || adm.Outcome != claims.Granted {
+				t.Fatalf("%s: %+v %v", r.ID, adm, err)
+			}
+		}
+		if adm, err := b.Acquire(ctx, req("c", 2)); err != nil || adm.Outcome != claims.OverCapacity {
+			t.Fatalf("c: %+v %v, want over capacity", adm, err)
+		}
+		if adm, err := b.Acquire(ctx, req("d", 1)); err != nil || adm.Outcome != claims.Blocked || adm.Ahead != 1 {
+			t.Fatalf("d behind c: %+v %v, want blocked with one ahead", adm, err)
+		}
+		if _, err := b.Acquire(ctx, req("e", 4)); !errors.Is(err, claims.ErrTooHeavy) {
+			t.Fatalf("e: %v, want ErrTooHeavy", err)
+		}
+		ready, err := b.Release(ctx, claims.Grant{ID: "a", Claims: req("a", 2).Claims})
+		if err != nil || len(ready) != 1 || ready[0].ID != "c" {
+			t.Fatalf("ready after a's release: %+v %v, want c first", ready, err)
+		}
+	})
 }
 
 // Under lost answers (the write happens, the caller sees a reset) and
@@ -304,39 +311,41 @@ func TestBrokerLostAnswers(t *testing.T) {
 // blocks behind B; B withdraws; A's release names C, and C is granted. The
 // broker's clock stands still, so no waiter's TTL is what frees C.
 func TestBrokerWithdrawLetsTheNextGo(t *testing.T) {
-	ctx := claimsCtx(t)
-	b := NewBroker(testEnv.Clients().DynamoDB, testEnv.Table)
-	b.Clock = func() time.Time { return t0 }
-	ns := "withdraw" + ids.New("n")
-	req := func(id string) claims.Request {
-		return claims.Request{ID: id, Session: "s" + id, Claims: claimWrite(ns, "orders/o-1")}
-	}
-	if adm, err := b.Acquire(ctx, req("a")); err != nil || adm.Outcome != claims.Granted {
-		t.Fatalf("a: %+v %v", adm, err)
-	}
-	if adm, err := b.Acquire(ctx, req("b")); err != nil || adm.Outcome != claims.Blocked {
-		t.Fatalf("b: %+v %v", adm, err)
-	}
-	adm, err := b.Acquire(ctx, req("c"))
-	if err != nil || adm.Outcome != claims.Blocked || adm.Ahead != 1 {
-		t.Fatalf("c: %+v %v, want blocked behind b", adm, err)
-	}
-	if ready, err := b.Withdraw(ctx, req("b")); err != nil || len(ready) != 0 {
-		t.Fatalf("withdraw b: ready %+v %v, want none (a holds)", ready, err)
-	}
-	if _, ws, err := b.Grants(ctx, claims.SpaceKey{Namespace: ns, Instance: ""}); err != nil || len(ws) != 1 || ws[0].ID != "c" {
-		t.Fatalf("queue after the withdrawal: %+v %v, want only c", ws, err)
-	}
-	if ready, err := b.Withdraw(ctx, req("b")); err != nil || len(ready) != 0 {
-		t.Fatalf("withdraw b again: %+v %v", ready, err)
-	}
-	ready, err := b.Release(ctx, adm.Blockers[0])
-	if err != nil || len(ready) != 1 || ready[0].ID != "c" {
-		t.Fatalf("release a: ready %+v %v, want c", ready, err)
-	}
-	if adm, err := b.Acquire(ctx, req("c")); err != nil || adm.Outcome != claims.Granted {
-		t.Fatalf("c after the release: %+v %v, want granted", adm, err)
-	}
+	onBrokerTables(t, func(t *testing.T, client BrokerAPI, table string) {
+		ctx := claimsCtx(t)
+		b := NewBroker(client, table)
+		b.Clock = func() time.Time { return t0 }
+		ns := "withdraw" + ids.New("n")
+		req := func(id string) claims.Request {
+			return claims.Request{ID: id, Session: "s" + id, Claims: claimWrite(ns, "orders/o-1")}
+		}
+		if adm, err := b.Acquire(ctx, req("a")); err != nil || adm.Outcome != claims.Granted {
+			t.Fatalf("a: %+v %v", adm, err)
+		}
+		if adm, err := b.Acquire(ctx, req("b")); err != nil || adm.Outcome != claims.Blocked {
+			t.Fatalf("b: %+v %v", adm, err)
+		}
+		adm, err := b.Acquire(ctx, req("c"))
+		if err != nil || adm.Outcome != claims.Blocked || adm.Ahead != 1 {
+			t.Fatalf("c: %+v %v, want blocked behind b", adm, err)
+		}
+		if ready, err := b.Withdraw(ctx, req("b")); err != nil || len(ready) != 0 {
+			t.Fatalf("withdraw b: ready %+v %v, want none (a holds)", ready, err)
+		}
+		if _, ws, err := b.Grants(ctx, claims.SpaceKey{Namespace: ns, Instance: ""}); err != nil || len(ws) != 1 || ws[0].ID != "c" {
+			t.Fatalf("queue after the withdrawal: %+v %v, want only c", ws, err)
+		}
+		if ready, err := b.Withdraw(ctx, req("b")); err != nil || len(ready) != 0 {
+			t.Fatalf("withdraw b again: %+v %v", ready, err)
+		}
+		ready, err := b.Release(ctx, adm.Blockers[0])
+		if err != nil || len(ready) != 1 || ready[0].ID != "c" {
+			t.Fatalf("release a: ready %+v %v, want c", ready, err)
+		}
+		if adm, err := b.Acquire(ctx, req("c")); err != nil || adm.Outcome != claims.Granted {
+			t.Fatalf("c after the release: %+v %v, want granted", adm, err)
+		}
+	})
 }
 
 // The broker reads the items deployed brokers wrote for shared claims (pk
@@ -383,4 +392,11 @@ func TestBrokerKeepsTheItemLayout(t *testing.T) {
 	if _, ok := raw["grants"]; ok || string(raw["nextSeq"]) != "3" || string(raw["instance"]) != `"db1"` || raw["waiters"] == nil {
 		t.Fatalf("written space %s: want no grants, the waiter and nextSeq 3", body.Value)
 	}
+}
+
+// onBrokerTables runs a broker test on the emulator's table and on one in
+// memory (internal/memtable), the table the engine's tests keep claims on.
+func onBrokerTables(t *testing.T, run func(t *testing.T, client BrokerAPI, table string)) {
+	t.Run("kumo", func(t *testing.T) { t.Parallel(); run(t, testEnv.Clients().DynamoDB, testEnv.Table) })
+	t.Run("memory", func(t *testing.T) { t.Parallel(); run(t, memtable.New(), "memory") })
 }

@@ -96,7 +96,7 @@ func (s *Store) Receipt(ctx context.Context, key string) (rc Receipt, ok bool, e
 	}
 	rc = Receipt{Key: key, Request: strAttr(out.Item, attrRequest), Answer: []byte(strAttr(out.Item, attrAnswer)),
 		Expires: time.Unix(exp, 0).UTC()}
-	if !time.Now().Before(rc.Expires) {
+	if !s.now.Now().Before(rc.Expires) {
 		return Receipt{}, false, nil
 	}
 	return rc, true, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/baton-run/baton/internal/awsenv"
+	"github.com/baton-run/baton/internal/clock"
 	"github.com/baton-run/baton/internal/retry"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -40,6 +41,13 @@ var ErrNotFound = errors.New("dynamo: session not found")
 type Store struct {
 	reader
 	table string
+	now   clock.Clock // decides when a receipt expires
+}
+
+// WithClock has the store read the time (when a receipt expires) from c;
+// the default is the wall clock.
+func WithClock(c clock.Clock) Option {
+	return func(s *Store) { s.now = c }
 }
 
 // Option configures a Store.
@@ -157,7 +165,7 @@ func (s *Store) appendItems(a appendTx, next reducer.State, rc *Receipt, facts [
 	}
 	items = append(items, types.TransactWriteItem{Put: head})
 	if rc != nil {
-		items = append(items, types.TransactWriteItem{Put: s.receiptPut(rc, time.Now())})
+		items = append(items, types.TransactWriteItem{Put: s.receiptPut(rc, s.now.Now())})
 	}
 	return items, nil
 }

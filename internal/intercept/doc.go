@@ -17,13 +17,17 @@
 //   - Facts and Streams decorate the fact log and the stream store a
 //     session.Store is built on (see session.Store.Decorate), so they see
 //     every call the session layer makes to storage: loads, appends,
-//     head and due reads, stream opens, resumes and reads. A stream's
-//     chunk writes go through the sink the store's Open or Resume
-//     returned, so a Streams decorator sees the opening, not each flush.
+//     head and due reads, stream opens, resumes and reads, and each chunk
+//     write (every flush and close) of the sinks the store hands out,
+//     which write through StreamStore.WriteChunk.
+//   - Claims decorates the resource claims broker the runner and the
+//     session store share (see Claims), so it sees every acquire, release,
+//     withdrawal and listing of claims.
 //
 // Interceptors are configured on host.Config (Interceptors, app.Config
-// inside), or directly on turn.Runner (runs, model, tool and step calls) and
-// with Store (store calls). The first interceptor of a list is the
-// outermost. With none configured, nothing is added on the hot path: the
-// runner calls the model, the tools and its step directly.
+// inside), or directly on turn.Runner (runs, model, tool and step calls),
+// with Store (store calls) and with Claims (broker calls). The first
+// interceptor of a list is the outermost. With none configured, nothing is
+// added on the hot path: the runner calls the model, the tools and its step
+// directly.
 package intercept

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 
+	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/session"
@@ -53,6 +54,7 @@ type Interceptor struct {
 	Step    func(next StepFunc) StepFunc
 	Facts   func(next session.FactLog) session.FactLog
 	Streams func(next session.StreamStore) session.StreamStore
+	Claims  func(next claims.Broker) claims.Broker
 }
 
 // Model returns base wrapped by every interceptor's Model, the first
@@ -82,6 +84,15 @@ func Store(s *session.Store, ics []Interceptor) *session.Store {
 		return s
 	}
 	return s.Decorate(facts, streams)
+}
+
+// Claims returns b decorated by every interceptor's Claims, the first
+// outermost; b itself when none decorates the broker.
+func Claims(b claims.Broker, ics []Interceptor) claims.Broker {
+	if d := decorator(ics, func(ic Interceptor) func(claims.Broker) claims.Broker { return ic.Claims }); d != nil {
+		return d(b)
+	}
+	return b
 }
 
 // wrap applies to base the wrappers pick finds in ics, the first

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/session"
@@ -69,5 +70,45 @@ func TestStore(t *testing.T) {
 	}
 	if want := []string{"b wraps the log", "a wraps b"}; !slices.Equal(seen, want) {
 		t.Errorf("decorated %q, want %q", seen, want)
+	}
+}
+
+// seenBroker records the Acquire calls that pass it, under its name.
+type seenBroker struct {
+	claims.Broker
+	name string
+	log  *[]string
+}
+
+func (b seenBroker) Acquire(ctx context.Context, req claims.Request) (claims.Admission, error) {
+	*b.log = append(*b.log, b.name+":"+req.ID)
+	return b.Broker.Acquire(ctx, req)
+}
+
+type grantAll struct{ claims.Broker }
+
+func (grantAll) Acquire(_ context.Context, req claims.Request) (claims.Admission, error) {
+	return claims.Admission{Outcome: claims.Granted}, nil
+}
+
+// TestClaimsDecoratesTheBroker: every interceptor's Claims sees a broker
+// call, the first outermost; with none, the broker is returned as it is.
+func TestClaimsDecoratesTheBroker(t *testing.T) {
+	t.Parallel()
+	var log []string
+	see := func(name string) intercept.Interceptor {
+		return intercept.Interceptor{Claims: func(next claims.Broker) claims.Broker { return seenBroker{next, name, &log} }}
+	}
+	var base claims.Broker = grantAll{}
+	if got := intercept.Claims(base, []intercept.Interceptor{{}, {}}); got != base {
+		t.Fatalf("no Claims decorator, yet the broker changed: %T", got)
+	}
+	b := intercept.Claims(base, []intercept.Interceptor{see("a"), {}, see("b")})
+	adm, err := b.Acquire(context.Background(), claims.Request{ID: "r1"})
+	if err != nil || adm.Outcome != claims.Granted {
+		t.Fatalf("acquire through the decorators: %+v %v", adm, err)
+	}
+	if !slices.Equal(log, []string{"a:r1", "b:r1"}) {
+		t.Fatalf("calls seen %v, want a (outermost) then b", log)
 	}
 }

@@ -16,6 +16,7 @@ import (
 // that would accept a good one (suspended for approval, with a stream) and
 // checks the status, the JSON error, and that the facts did not change.
 func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	// big accepts bodies large enough to reach the text length check.
 	big := newEnv(t, func(c *operator.Config) { c.MaxBody = 1 << 20 })

@@ -112,6 +112,7 @@ func runTurns(ctx context.Context, tb testing.TB, store *session.Store, id strin
 // message is one fact, the seqs stay dense, and every message is answered
 // by a turn that completed (those posted during a turn by a later one).
 func TestConcurrentPostsAreAllAccepted(t *testing.T) {
+	t.Parallel()
 	const n = 100
 	e := newEnv(t, nil)
 	user := ids.New("user")
@@ -182,6 +183,7 @@ func TestConcurrentPostsAreAllAccepted(t *testing.T) {
 // stores share nothing, so the posts race for the compare-and-set and the
 // losers back off. Every post is accepted, once, with dense seqs.
 func TestConcurrentPostsFromManyServers(t *testing.T) {
+	t.Parallel()
 	const n = 100
 	servers := []*env{newEnv(t, nil), newEnv(t, nil), newEnv(t, nil), newEnv(t, nil)}
 	user := ids.New("user")

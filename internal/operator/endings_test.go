@@ -149,6 +149,7 @@ func (g *endingRig) capsAgree(t *testing.T, want reducer.Usage, resume bool) {
 // A cancel while the turn runs keeps the turn's usage and cost: the
 // session's equal the step metadata its stream holds.
 func TestCancelMidTurnKeepsTheStreamsUsage(t *testing.T) {
+	t.Parallel()
 	g := newEndingRig(t)
 	done := g.startHeld(t, t.Context(), g.runner(t, endingScript, turn.Limits{}))
 	g.e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + g.id + "/cancel", user: g.alice, body: `{}`})
@@ -167,6 +168,7 @@ func TestCancelMidTurnKeepsTheStreamsUsage(t *testing.T) {
 // A cancel while a step's tool runs still leaves that step (the model call
 // the provider billed) durable in the stream, and counted.
 func TestCancelDuringAToolRunKeepsItsStep(t *testing.T) {
+	t.Parallel()
 	g := newEndingRig(t)
 	done := g.startHeld(t, t.Context(), g.runner(t, endingScript, turn.Limits{}))
 	g.e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + g.id + "/cancel", user: g.alice, body: `{}`})
@@ -183,6 +185,7 @@ func TestCancelDuringAToolRunKeepsItsStep(t *testing.T) {
 // when the canceller closed the stream first, the cancelled invocation
 // records it in a usage.recorded fact. Either way it is counted once.
 func TestCancelBeforeAReadsStepIsWrittenCountsIt(t *testing.T) {
+	t.Parallel()
 	g := newEndingRig(t)
 	done := g.startEntered(t, t.Context(), g.runner(t, endingScript, turn.Limits{}))
 	g.e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + g.id + "/cancel", user: g.alice, body: `{}`})
@@ -207,6 +210,7 @@ func TestCancelBeforeAReadsStepIsWrittenCountsIt(t *testing.T) {
 // Every ending keeps the turn's usage and cost equal to the sum of its
 // billed steps, in the session view, the listing and the caps.
 func TestEveryEndingKeepsItsBilledUsage(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		end    func(t *testing.T, g *endingRig)
@@ -285,6 +289,7 @@ func (m gatedModel) Stream(ctx context.Context, _ model.Request) iter.Seq2[model
 // that finds its turn ended under it records the step's billed usage, and
 // the session view, the listing and the caps count it.
 func TestCancelDuringTheModelCallKeepsItsBilledUsage(t *testing.T) {
+	t.Parallel()
 	g := newEndingRig(t)
 	m := gatedModel{entered: make(chan struct{}), release: make(chan struct{})}
 	agent := &turn.Agent{Name: "demo", System: "You are a test agent.", Model: m, Tools: g.reg, MaxTokens: 1024,

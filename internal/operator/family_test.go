@@ -91,7 +91,8 @@ func (e *env) only(t *testing.T, user string, ids ...string) {
 // running turn anywhere in it is refused 409, and nothing of it is
 // deleted.
 func TestDeleteCascadesToChildSessions(t *testing.T) {
-	e := newEnv(t, nil)
+	t.Parallel()
+	e := newEmuEnv(t, nil)
 	alice := ids.New("alice")
 
 	busy := e.family(t, alice, true)
@@ -128,8 +129,9 @@ func TestDeleteCascadesToChildSessions(t *testing.T) {
 // error; the owner's retry finds the children in the parent's facts,
 // which outlive them, and finishes the purge of all three.
 func TestDeleteOfAFamilyCutShortIsFinishedByARetry(t *testing.T) {
+	t.Parallel()
 	ft := faults.New(nil)
-	e := newEnv(t, streamsThrough(ft))
+	e := newEmuEnv(t, streamsThrough(ft))
 	alice := ids.New("alice")
 	f := e.family(t, alice, false)
 	ft.Set(faults.Rule{Op: "s3:DeleteObject", Fault: faults.ServerError})

@@ -16,6 +16,7 @@ import (
 // that writes no parts, the operator's and the chat's: each sends comment
 // heartbeats while nothing new arrives.
 func TestEventStreamsSendHeartbeats(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *operator.Config) {
 		c.StreamHold = time.Minute
 		c.Heartbeat = 10 * time.Millisecond

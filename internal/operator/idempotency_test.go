@@ -44,6 +44,7 @@ func (e *env) sessionCount(user string) int {
 }
 
 func TestIdempotentCreate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user, other := ids.New("user"), ids.New("user")
 	key := ids.New("key")
@@ -78,6 +79,7 @@ func TestIdempotentCreate(t *testing.T) {
 }
 
 func TestIdempotentMessage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
 	id := e.create(user).ID
@@ -110,6 +112,7 @@ func TestIdempotentMessage(t *testing.T) {
 // same moment, as a client retrying before its first try is answered: one
 // message is recorded, and every answer names it.
 func TestIdempotentMessageSentTwiceAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
 	id := e.create(user).ID
@@ -129,6 +132,7 @@ func TestIdempotentMessageSentTwiceAtOnce(t *testing.T) {
 }
 
 func TestIdempotentApproval(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
 	id := e.create(user).ID
@@ -150,6 +154,7 @@ func TestIdempotentApproval(t *testing.T) {
 }
 
 func TestIdempotentVerdict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
 	id := e.create(user).ID
@@ -167,6 +172,7 @@ func TestIdempotentVerdict(t *testing.T) {
 }
 
 func TestIdempotentCancel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
 	id := e.create(user).ID
@@ -183,6 +189,7 @@ func TestIdempotentCancel(t *testing.T) {
 }
 
 func TestIdempotencyKeyMustBeSane(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
 	for _, key := range []string{"", strings.Repeat("k", operator.MaxIdempotencyKey+1), "tab\there", "é"} {

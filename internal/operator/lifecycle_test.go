@@ -87,7 +87,8 @@ func seedObjects(t *testing.T, e *env, id string) {
 // which names who deleted it — and the session is then 404 to its owner
 // and to anyone else; another caller cannot delete it.
 func TestDeleteSessionLeavesOnlyTombstone(t *testing.T) {
-	e := newEnv(t, nil)
+	t.Parallel()
+	e := newEmuEnv(t, nil)
 	alice, bob := ids.New("alice"), ids.New("bob")
 	var s api.Session
 	e.must(http.StatusCreated, req{method: "POST", path: "/sessions", user: alice, body: `{"agent":"demo"}`,
@@ -131,6 +132,7 @@ func TestDeleteSessionLeavesOnlyTombstone(t *testing.T) {
 // TestDeleteRefusedWhileTurnOpen: a session with an open turn is refused
 // 409 and stays whole.
 func TestDeleteRefusedWhileTurnOpen(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -149,6 +151,7 @@ func TestDeleteRefusedWhileTurnOpen(t *testing.T) {
 // TestExportBundlesFactsAndStreams: GET /sessions/{id}/export answers
 // every fact and every turn stream's parts; another caller gets 404.
 func TestExportBundlesFactsAndStreams(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice, bob := ids.New("alice"), ids.New("bob")
 	s := e.create(alice)
@@ -167,8 +170,9 @@ func TestExportBundlesFactsAndStreams(t *testing.T) {
 // not purged) and the answer is an error; the owner's retry finishes the
 // purge and nothing of the session remains but the tombstone.
 func TestDeleteCutShortIsFinishedByARetry(t *testing.T) {
+	t.Parallel()
 	ft := faults.New(nil)
-	e := newEnv(t, streamsThrough(ft))
+	e := newEmuEnv(t, streamsThrough(ft))
 	alice, bob := ids.New("alice"), ids.New("bob")
 	s := e.create(alice)
 	seedObjects(t, e, s.ID)
@@ -196,6 +200,7 @@ func TestDeleteCutShortIsFinishedByARetry(t *testing.T) {
 // created again (its id names a new session) answers DELETE 204 every
 // time, as do repeats; other callers still get 404.
 func TestChatDeletedAndCreatedAgainIsDeletedAgain(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice, bob := ids.New("alice"), ids.New("bob")
 	chatID := ids.New("c")
@@ -218,7 +223,8 @@ func TestChatDeletedAndCreatedAgainIsDeletedAgain(t *testing.T) {
 // are each answered as a delete (204), none with the 409 that means an
 // open turn, and the session is gone whole.
 func TestConcurrentDeletesAllAnswer204(t *testing.T) {
-	e := newEnv(t, nil)
+	t.Parallel()
+	e := newEmuEnv(t, nil)
 	alice := ids.New("alice")
 	for range 3 {
 		s := e.create(alice)

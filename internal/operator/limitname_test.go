@@ -20,6 +20,7 @@ import (
 // usage) is a 409 saying which cap to raise, and writes nothing; a raise
 // of the named cap resumes the turn.
 func TestRaiseOfTheWrongCapIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)

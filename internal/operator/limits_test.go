@@ -20,6 +20,7 @@ import (
 // 400s that write nothing; a raise resumes the turn to completion; a raise
 // with no turn at a limit is a 409.
 func TestRaiseLimitsResumesTheTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,29 +34,78 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &shared)) }
 const userHeader = "X-Test-User"
 
 // env is one operator API server, with a wake queue of its own so a test
-// sees exactly the wakes it caused.
+// sees exactly the wakes it caused: on storage in memory (mem), or on the
+// emulator's shared table and bucket (newEmuEnv).
 type env struct {
 	t      testing.TB
 	store  *session.Store
 	srv    *httptest.Server
-	queue  string
+	queue  string            // on the emulator
+	mem    *teststack.Memory // in memory
 	client *http.Client
 }
 
-// newEnv starts a server; tweak adjusts the config before New.
+// newEnv starts a server on storage in memory; tweak adjusts the config
+// before New.
 func newEnv(t testing.TB, tweak func(*operator.Config)) *env {
 	t.Helper()
 	return newEnvWrapped(t, tweak, nil)
 }
 
-// newEnvWrapped is newEnv with middleware wrap around the API.
-func newEnvWrapped(t testing.TB, tweak func(*operator.Config), wrap func(http.Handler) http.Handler) *env {
+// newEmuEnv is newEnv on the emulator, for a test that reads the table or
+// the bucket past the session store, or injects faults into its requests.
+func newEmuEnv(t testing.TB, tweak func(*operator.Config)) *env {
+	t.Helper()
+	return newEmuEnvWrapped(t, tweak, nil)
+}
+
+// newEmuEnvWrapped is newEmuEnv with middleware wrap around the API.
+func newEmuEnvWrapped(t testing.TB, tweak func(*operator.Config), wrap func(http.Handler) http.Handler) *env {
 	t.Helper()
 	c := shared.Clients()
 	own := shared
 	own.QueueURL = testenv.New(t).QueueURL
-	q := own.QueueURL
-	store := teststack.Sessions(c, own)
+	e := serve(t, teststack.Sessions(c, own), tweak, wrap)
+	e.queue = own.QueueURL
+	return e
+}
+
+// newEnvWrapped is newEnv with middleware wrap around the API.
+func newEnvWrapped(t testing.TB, tweak func(*operator.Config), wrap func(http.Handler) http.Handler) *env {
+	t.Helper()
+	mem := memoryOf(t)
+	e := serve(t, mem.Sessions(), tweak, wrap)
+	e.mem = mem
+	return e
+}
+
+// wait lets d pass: on the test's clock in memory, on the wall clock on
+// the emulator.
+func (e *env) wait(d time.Duration) {
+	if e.mem != nil {
+		e.mem.Clock.Advance(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+// memories holds each test's storage in memory, by the name of its
+// top-level test: the servers of one test (and of its subtests) share it,
+// as servers share a table, until the test that made it ends.
+var memories sync.Map
+
+func memoryOf(t testing.TB) *teststack.Memory {
+	name, _, _ := strings.Cut(t.Name(), "/")
+	m, loaded := memories.LoadOrStore(name, teststack.NewMemory())
+	if !loaded {
+		t.Cleanup(func() { memories.Delete(name) })
+	}
+	return m.(*teststack.Memory)
+}
+
+// serve starts the API on store.
+func serve(t testing.TB, store *session.Store, tweak func(*operator.Config), wrap func(http.Handler) http.Handler) *env {
+	t.Helper()
 	cfg := operator.Config{
 		Sessions: store,
 		Agents:   func(name string) bool { return name == "demo" },
@@ -74,7 +124,7 @@ func newEnvWrapped(t testing.TB, tweak func(*operator.Config), wrap func(http.Ha
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{t: t, store: store, srv: srv, queue: q, client: srv.Client()}
+	return &env{t: t, store: store, srv: srv, client: srv.Client()}
 }
 
 // response is an answer as the tests look at it.
@@ -237,10 +287,17 @@ func (e *env) suspendUncertain(id, turn string) reducer.Execution {
 	return ex
 }
 
-// wakes receives what is on the env's queue, waiting up to a second for
-// the first, and deletes it.
+// wakes receives what is on the env's queue, and deletes it: in memory,
+// the wakes due; on the emulator, waiting up to a second for the first.
 func (e *env) wakes() []wake.Wake {
 	e.t.Helper()
+	if e.mem != nil {
+		var out []wake.Wake
+		for _, w := range e.mem.Wakes.TakeDue() {
+			out = append(out, w.Wake)
+		}
+		return out
+	}
 	return teststack.Receive(e.t, shared.Clients().SQS, e.queue, 1)
 }
 

@@ -22,6 +22,7 @@ import (
 )
 
 func TestCreateGetAndListOwnSessions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice, bob := ids.New("alice"), ids.New("bob")
 
@@ -40,7 +41,7 @@ func TestCreateGetAndListOwnSessions(t *testing.T) {
 		fs[0].Actor != (reducer.Actor{Kind: reducer.ActorOperator, ID: alice}) {
 		t.Errorf("facts after create: %+v", fs)
 	}
-	time.Sleep(2 * time.Millisecond) // distinct creation times order the listing
+	e.wait(2 * time.Millisecond) // distinct creation times order the listing
 	second := e.create(alice)
 	theirs := e.create(bob)
 
@@ -87,6 +88,7 @@ func TestCreateGetAndListOwnSessions(t *testing.T) {
 }
 
 func TestGetShowsPendingApproval(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -121,6 +123,7 @@ func TestGetShowsPendingApproval(t *testing.T) {
 }
 
 func TestGetShowsUncertainExecution(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -135,6 +138,7 @@ func TestGetShowsUncertainExecution(t *testing.T) {
 }
 
 func TestPostMessageRecordsFactAndWakes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -159,6 +163,7 @@ func TestPostMessageRecordsFactAndWakes(t *testing.T) {
 }
 
 func TestFactsAfter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -222,6 +227,7 @@ var (
 )
 
 func TestStreamJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -276,6 +282,7 @@ func TestStreamJSON(t *testing.T) {
 }
 
 func TestStreamJSONHoldsForNewParts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *operator.Config) { c.StreamHold = 5 * time.Second })
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -298,6 +305,7 @@ func TestStreamJSONHoldsForNewParts(t *testing.T) {
 }
 
 func TestStreamSSE(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -360,6 +368,7 @@ func TestStreamSSE(t *testing.T) {
 }
 
 func TestStreamSSEFollowsALiveTurn(t *testing.T) {
+	t.Parallel()
 	hold := 5 * time.Second
 	e := newEnv(t, func(c *operator.Config) { c.StreamHold = hold })
 	alice := ids.New("alice")
@@ -414,6 +423,7 @@ func TestStreamSSEFollowsALiveTurn(t *testing.T) {
 }
 
 func TestApproveThenConflict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -444,6 +454,7 @@ func TestApproveThenConflict(t *testing.T) {
 }
 
 func TestDenyWithoutReason(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -456,6 +467,7 @@ func TestDenyWithoutReason(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -492,6 +504,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestVerdict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -518,6 +531,7 @@ func TestVerdict(t *testing.T) {
 // A rerun that became uncertain in turn is shown as its call's next
 // attempt, under its own id; the first execution's id settles nothing.
 func TestVerdictOnARerun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -550,6 +564,7 @@ func TestVerdictOnARerun(t *testing.T) {
 // TestOtherCallerSeesNothing: bob gets the same 404 for alice's session as
 // for one that does not exist, on every route, and writes nothing.
 func TestOtherCallerSeesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice, bob := ids.New("alice"), ids.New("bob")
 	s := e.create(alice)
@@ -615,6 +630,7 @@ func TestOtherCallerSeesNothing(t *testing.T) {
 }
 
 func TestNoIdentityIs401(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -645,6 +661,7 @@ func TestNoIdentityIs401(t *testing.T) {
 // TestLambdaIdentity runs the API behind lambdahttp, with the JWT subject
 // as the identity, the way the Lambda function wires it.
 func TestLambdaIdentity(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	h := lambdahttp.Handler(operator.New(operator.Config{Sessions: e.store, Agents: func(n string) bool { return n == "demo" }}),
 		lambdahttp.WithContext(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) context.Context {
@@ -693,12 +710,13 @@ func TestLambdaIdentity(t *testing.T) {
 }
 
 func TestStoreFailuresAnswer5xx(t *testing.T) {
-	e := newEnv(t, nil)
+	t.Parallel()
+	e := newEmuEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
 
 	// A deadline that has passed: 503.
-	expired := newEnvWrapped(t, nil, func(h http.Handler) http.Handler {
+	expired := newEmuEnvWrapped(t, nil, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx, cancel := context.WithDeadline(r.Context(), time.Now().Add(-time.Second))
 			defer cancel()
@@ -712,7 +730,7 @@ func TestStoreFailuresAnswer5xx(t *testing.T) {
 	got.errorMessage(t)
 
 	// A store that fails otherwise: a generic 500 that says nothing of it.
-	broken := newEnv(t, func(c *operator.Config) {
+	broken := newEmuEnv(t, func(c *operator.Config) {
 		dead := dynamoOn("no-such-table-" + strings.ToLower(ids.New("x")))
 		c.Sessions = c.Sessions.Decorate(func(session.FactLog) session.FactLog { return dead }, nil)
 	})

@@ -18,7 +18,8 @@ import (
 // and his release is answered 404, changing nothing. A release frees the
 // grant in the broker; a second is 404.
 func TestOrphanRoutesAreTheOwners(t *testing.T) {
-	e := newEnv(t, nil)
+	t.Parallel()
+	e := newEmuEnv(t, nil)
 	ctx := t.Context()
 	b := dynamo.NewBroker(shared.Clients().DynamoDB, shared.Table)
 	e.store.Claims = b

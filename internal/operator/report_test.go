@@ -18,6 +18,7 @@ import (
 // Deleted first, the child would leave the parent suspended for it with
 // nothing to wake it.
 func TestDeleteOfAnUnreportedChildReportsFirst(t *testing.T) {
+	t.Parallel()
 	e, alice, p, c := waitingForAChild(t)
 	ct, _ := e.startTurn(c.ID)
 	e.append(c.ID, reducer.Fact{Type: reducer.TurnCompleted, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: ct}, Turn: ct})
@@ -63,6 +64,7 @@ func TestDeleteOfAnUnreportedChildReportsFirst(t *testing.T) {
 // records the child as ended, cancelled by the delete, and is woken,
 // instead of waiting for a child that will never run.
 func TestDeleteOfAChildThatNeverRanTellsItsParent(t *testing.T) {
+	t.Parallel()
 	e, alice, p, c := waitingForAChild(t)
 	e.wakes()
 	e.must(http.StatusNoContent, req{method: "DELETE", path: "/sessions/" + c.ID, user: alice})

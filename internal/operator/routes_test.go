@@ -13,6 +13,7 @@ import (
 // TestRoutesServed: every route of Routes is served (not 404 or 405): one
 // that needs an identity answers 401 without one, a public one answers.
 func TestRoutesServed(t *testing.T) {
+	t.Parallel()
 	h := operator.New(operator.Config{Identity: func(*http.Request) (string, bool) { return "", false },
 		Chat: chat.Options{AllowedOrigins: []string{"https://app.example"}}})
 	for _, rt := range operator.Routes() {
@@ -44,6 +45,7 @@ func TestRoutesServed(t *testing.T) {
 // BATON_CHAT_ORIGINS' origins, as the chat does, and refuse others'
 // preflights.
 func TestOperatorCORS(t *testing.T) {
+	t.Parallel()
 	h := operator.New(operator.Config{Identity: func(*http.Request) (string, bool) { return "", false },
 		Chat: chat.Options{AllowedOrigins: []string{"https://app.example"}}})
 	pre := func(origin, path string) *httptest.ResponseRecorder {

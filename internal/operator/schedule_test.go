@@ -17,6 +17,7 @@ import (
 // naming the problem, and nothing is written; the text limit itself and a
 // plain five-field cron are taken.
 func TestScheduleTakesOnlyWhatAMessageMay(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)

@@ -39,6 +39,7 @@ func asciiJSON(s string) string {
 // pairs): each is accepted. One byte more is refused with 400 and a message
 // naming the limit, and writes nothing.
 func TestTheTextLimitIsReachable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)

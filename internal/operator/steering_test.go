@@ -14,6 +14,7 @@ import (
 // is open with a 409 and a JSON message, and writes nothing; with no turn
 // open the message is taken.
 func TestMessageRejectedWhileATurnIsOpen(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *operator.Config) {
 		c.Sessions.Steering = func(agent string) reducer.Steering {
 			if agent == "demo" {
@@ -44,6 +45,7 @@ func TestMessageRejectedWhileATurnIsOpen(t *testing.T) {
 // Every message a post records says which policy applied: enqueue when no
 // turn is open, the agent's policy when one is.
 func TestMessageRecordsItsDelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *operator.Config) {
 		c.Sessions.Steering = func(string) reducer.Steering { return reducer.SteerSteer }
 	})

@@ -21,6 +21,7 @@ import (
 // wake with no time ends the wait now, and the turn runs to the end; with
 // no timer left, the route is a 409.
 func TestWakeEndsATimer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -76,6 +77,7 @@ func TestWakeEndsATimer(t *testing.T) {
 // occurrence, is refused with a 400 for a bad cron or no text (writing
 // nothing), and cleared with DELETE; clearing none is a 409.
 func TestScheduleRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)

@@ -13,6 +13,7 @@ import (
 // trace, and the wake sent for it carries it; an invalid header is
 // ignored and the post still succeeds.
 func TestTraceparentReachesTheTurn(t *testing.T) {
+	t.Parallel()
 	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	e := newEnv(t, nil)
 	alice := ids.New("alice")

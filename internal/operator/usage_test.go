@@ -53,6 +53,7 @@ func streamUsage(t *testing.T, e *env, id, stream string) reducer.Usage {
 // A session's usage counts its open turn's steps as its last suspension
 // recorded them, and counts each step once when the turn ends.
 func TestSessionUsageIncludesTheOpenTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -162,8 +163,9 @@ func heldStepWritten(t *testing.T, e *env, id string, steps int64) {
 // suspended yet (whose recorded usage is zero), and in a resumed one
 // whose last suspension recorded only some of them.
 func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
+	t.Parallel()
 	counter := &awsenv.Counter{}
-	e := newEnv(t, countStreams(counter))
+	e := newEmuEnv(t, countStreams(counter))
 	alice := ids.New("alice")
 	s := e.create(alice)
 	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice, body: `{"text":"Weather, then wait."}`})
@@ -275,8 +277,9 @@ func TestSessionUsageCountsTheRunningTurnsStream(t *testing.T) {
 // When the running turn's stream cannot be read, the view falls back to
 // the usage the facts recorded and says so.
 func TestSessionUsageFallsBackWhenTheStreamCannotBeRead(t *testing.T) {
+	t.Parallel()
 	ft := faults.New(nil)
-	e := newEnv(t, streamsThrough(ft))
+	e := newEmuEnv(t, streamsThrough(ft))
 	alice := ids.New("alice")
 	s := e.create(alice)
 	e.must(http.StatusAccepted, req{method: "POST", path: "/sessions/" + s.ID + "/messages", user: alice, body: `{"text":"Weather, then wait."}`})
@@ -385,6 +388,7 @@ func BenchmarkSessionView(b *testing.B) {
 // turn's usage is summed when it is within what a view reads (64 chunks),
 // and shown with its recorded usage, marked stale, beyond.
 func TestSessionUsageOfALongStream(t *testing.T) {
+	t.Parallel()
 	step := reducer.Usage{InputTokens: 10, OutputTokens: 2, CostMicroUSD: 60}
 	for _, c := range []struct {
 		name   string
@@ -433,6 +437,7 @@ func TestSessionUsageOfALongStream(t *testing.T) {
 // A step marked abandoned after its metadata reached the stream does not
 // count: the view takes the metadata of the last step kept.
 func TestSessionUsageSkipsAnAbandonedStep(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -461,6 +466,7 @@ func TestSessionUsageSkipsAnAbandonedStep(t *testing.T) {
 // A session's view counts its compactions, and its usage their summariser
 // calls besides the steps.
 func TestSessionViewCountsCompactions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	alice := ids.New("alice")
 	s := e.create(alice)
@@ -511,11 +517,12 @@ func TestSessionViewCountsCompactions(t *testing.T) {
 // (The refused step's own model call is not counted: nothing durable
 // records it.)
 func TestABilledWriteThatFailsDuringARead(t *testing.T) {
+	t.Parallel()
 	// The first writes of the turn's stream are the billed step's tries
 	// (the SDK makes 3): they are refused; the writes after them land.
 	ft := faults.New(nil, faults.Rule{Op: "s3:PutObject", Fault: faults.SlowDown, Times: 3})
 	var store *session.Store // the runner's: its stream writes go through ft
-	e := newEnv(t, func(c *operator.Config) {
+	e := newEmuEnv(t, func(c *operator.Config) {
 		streamsThrough(ft)(c)
 		store = c.Sessions
 	})

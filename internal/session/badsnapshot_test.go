@@ -21,6 +21,7 @@ import (
 // Load refuses each with a clear error instead of rebuilding a wrong state
 // (a running session without a turn would panic the first head write).
 func TestLoadRefusesCorruptSnapshots(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, id := store(), ids.New("s")
 	st, err := s.Create(ctx, id, "alice", "demo")

@@ -15,6 +15,7 @@ import (
 // writes nothing, and of racing first messages with one id exactly one is
 // recorded.
 func TestConverse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := store()
 	id := ids.New("chat")

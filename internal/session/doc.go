@@ -22,15 +22,20 @@
 // wake) and deleted with it (Store.Delete). The operator API, the chat,
 // the tick and the turn runner all go through it.
 //
-// It is the one way into storage. It declares the two stores it consumes,
-// FactLog (the fact log: tail, facts since a seq, append with a receipt,
-// heads by session, by owner and as the due index, receipts; *dynamo.Store)
-// and StreamStore (turn streams and snapshots; *streams.Store), and New
-// builds a Store on them; they are not reachable past it. Callers read
-// through its methods (Facts, Head, ByOwner, Due, Receipt in read.go;
-// OpenStream, ResumeStream, ReadStream, Streams, CloseStream in stream.go),
-// and Decorate wraps either store, the seam package intercept uses for
-// store calls.
+// It is the one way into the fact log and the stream store. It declares
+// the two stores it consumes, FactLog (the fact log: tail, facts since a
+// seq, append with a receipt, heads by session, by owner and as the due
+// index, receipts; *dynamo.Store, or internal/memstore's Log in tests) and
+// StreamStore (turn streams and snapshots; *streams.Store), and New builds
+// a Store on them; they are not reachable past it. Callers read through
+// its methods (Facts, Head, ByOwner, Due, Receipt in read.go; OpenStream,
+// ResumeStream, ReadStream, Streams, CloseStream in stream.go), and the
+// sinks OpenStream and ResumeStream hand out write their chunks through
+// the StreamStore too (StreamStore.WriteChunk). Decorate wraps either
+// store, the seam package intercept uses for store calls. The claims
+// broker (Store.Claims, a claims.Broker) is storage of its own, set on the
+// store but not reached through FactLog; the store's time is Now, one
+// clock.Clock the runner, the worker and the tick read too.
 //
 // Store is a small core with its features over it, each a type of its own
 // embedded in Store, so that its methods are the store's. The core

@@ -21,6 +21,7 @@ import (
 // tombstone used to fail the next one's condition: every later delete
 // answered a conflict, and the sweep skipped it forever.)
 func TestDeleteAgainAfterTheIdIsReused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, id := store(), ids.New("chat")
 	ok := func(reducer.State) error { return nil }
@@ -54,6 +55,7 @@ func TestDeleteAgainAfterTheIdIsReused(t *testing.T) {
 // owes cannot remove a new session's facts or streams; once the delete is
 // finished, the id is free.
 func TestCreateWhileAnEarlierDeleteIsUnfinished(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, log, id := store(), facts(), ids.New("chat")
 	if _, err := s.Create(ctx, id, "alice", "demo"); err != nil {
@@ -105,6 +107,7 @@ func (r racingLog) Bury(ctx context.Context, h dynamo.Head, by string, at time.T
 // session, the one that loses the race is answered as a repeated delete
 // is (nil, a 204), not with a conflict, and the session is gone whole.
 func TestConcurrentDeleteLoserAnswersAsARepeat(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	plain, id := store(), ids.New("s")
 	if _, err := plain.Create(ctx, id, "alice", "demo"); err != nil {

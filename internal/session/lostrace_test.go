@@ -13,6 +13,7 @@ import (
 // TestLostRace: a write lost its race when another writer committed first
 // or made the fact illegal; nothing else is a lost race.
 func TestLostRace(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err  error
 		lost bool

@@ -144,7 +144,7 @@ func (s *ops) receive(ctx context.Context, id string, st reducer.State, actor re
 		return reducer.State{}, nil, fmt.Errorf("session: interrupt %s: the session moved on: %w", id, ErrConflict)
 	}
 	t := st.Turn
-	sink, ps, err := s.streams.Resume(ctx, id, t.Stream)
+	sink, ps, err := s.ResumeStream(ctx, id, t.Stream)
 	if err != nil {
 		return reducer.State{}, nil, fmt.Errorf("session: interrupt %s: read stream: %w", id, err)
 	}
@@ -345,7 +345,7 @@ func (s *ops) Cancel(ctx context.Context, id string, actor reducer.Actor, reason
 			return fmt.Errorf("session: cancel %s: %w", id, ErrNoTurn)
 		}
 		var ps []parts.Part
-		sink, ps, err = s.streams.Resume(ctx, id, t.Stream)
+		sink, ps, err = s.ResumeStream(ctx, id, t.Stream)
 		if err != nil {
 			return fmt.Errorf("session: cancel %s: read stream: %w", id, err)
 		}

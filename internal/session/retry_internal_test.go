@@ -11,6 +11,7 @@ import (
 // TestRetryGivesUpBusyAtTheDeadline loses every race: retry stops before
 // the context's deadline with an error matching ErrBusy and ErrConflict.
 func TestRetryGivesUpBusyAtTheDeadline(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	tries := 0
@@ -31,6 +32,7 @@ func TestRetryGivesUpBusyAtTheDeadline(t *testing.T) {
 
 // TestRetryStopsOnOtherErrors returns the first error that is not a lost race.
 func TestRetryStopsOnOtherErrors(t *testing.T) {
+	t.Parallel()
 	want := errors.New("boom")
 	tries := 0
 	err := retry(context.Background(), func() error {

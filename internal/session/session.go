@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/clock"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/conversation"
@@ -69,7 +70,8 @@ type Session struct {
 
 // Store loads and commits sessions, and runs the operations on them. It
 // is built on a fact log and a stream store (New), reached only through
-// its small core: loading and committing (Load, Append, End, Compact and
+// its small core (a turn's sinks write their chunks through the stream
+// store too, so an interceptor sees them): loading and committing (Load, Append, End, Compact and
 // Follow, session.go; retrying a write that lost its race, retry.go), over
 // the two stores' reads (read.go), turn streams (stream.go) and usage
 // (usage.go). Each feature is its own type over that core, embedded here
@@ -89,8 +91,9 @@ type Store struct {
 type Config struct {
 	// Waker, when set, is told after commits that need a turn to run.
 	Waker wake.Waker
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Now is the clock of the store and of the runner, worker and tick
+	// built on it; nil is the wall clock.
+	Now clock.Clock
 	// Steering, when set, gives an agent's policy for a message that
 	// arrives while a turn is open (see deliver); nil or "" is enqueue.
 	Steering func(agent string) reducer.Steering
@@ -177,12 +180,7 @@ func (s *core) appendFacts(ctx context.Context, id string, next reducer.State, f
 // Clock returns the store's current time, in UTC.
 func (s *core) Clock() time.Time { return s.now() }
 
-func (s *core) now() time.Time {
-	if s.Now != nil {
-		return s.Now().UTC()
-	}
-	return time.Now().UTC()
-}
+func (s *core) now() time.Time { return s.Now.Now().UTC() }
 
 // Load rebuilds a session in a bounded number of requests: the facts back to
 // the newest snapshot, and that snapshot. It does not read the open turn's

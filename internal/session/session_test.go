@@ -35,6 +35,7 @@ func store() *session.Store {
 var alice = reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}
 
 func TestCreateIsOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, id := store(), ids.New("s")
 	if _, err := s.Create(ctx, id, "alice", "demo"); err != nil {
@@ -88,6 +89,7 @@ func TestPostRecordsAndWakes(t *testing.T) {
 }
 
 func TestIllegalAppendWritesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, id := store(), ids.New("s")
 	st, err := s.Create(ctx, id, "alice", "demo")
@@ -105,6 +107,7 @@ func TestIllegalAppendWritesNothing(t *testing.T) {
 }
 
 func TestCancelEndsTurnClosesStreamAndSnapshots(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, id := store(), ids.New("s")
 	st, _ := s.Create(ctx, id, "alice", "demo")

@@ -12,15 +12,24 @@ import (
 // close a turn's stream in the stream store.
 
 // OpenStream starts turn stream stream of session id, for a writer that
-// owns it from its first chunk.
+// owns it from its first chunk. The sink writes its chunks through the
+// store's stream store (StreamStore.WriteChunk).
 func (s *stores) OpenStream(id, stream string) *streams.Sink {
-	return s.streams.Open(id, stream)
+	sink := s.streams.Open(id, stream)
+	sink.WriteThrough(s.streams)
+	return sink
 }
 
 // ResumeStream continues stream of session id after its last chunk, and
-// returns the parts already in it.
+// returns the parts already in it. The sink writes its chunks through the
+// store's stream store.
 func (s *stores) ResumeStream(ctx context.Context, id, stream string) (*streams.Sink, []parts.Part, error) {
-	return s.streams.Resume(ctx, id, stream)
+	sink, ps, err := s.streams.Resume(ctx, id, stream)
+	if err != nil {
+		return nil, nil, err
+	}
+	sink.WriteThrough(s.streams)
+	return sink, ps, nil
 }
 
 // ReadStream returns the parts of stream of session id after cursor after.
@@ -48,7 +57,7 @@ func (s *stores) CloseStream(ctx context.Context, sink *streams.Sink, status str
 		if !errors.Is(err, streams.ErrChunkTaken) {
 			return err
 		}
-		if sink, _, err = s.streams.Resume(ctx, sink.Session(), sink.Stream()); err != nil {
+		if sink, _, err = s.ResumeStream(ctx, sink.Session(), sink.Stream()); err != nil {
 			return err
 		}
 		if sink.Closed() != streams.Open {

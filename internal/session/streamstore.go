@@ -14,7 +14,9 @@ import (
 // a new stream, resume one after its last chunk, read parts after a
 // cursor, read the newest parts back, list a session's streams, and keep
 // snapshots. Every chunk is written with If-None-Match, so a chunk is
-// never overwritten and a stale writer is poisoned.
+// never overwritten and a stale writer is poisoned; the sinks the session
+// store hands out write their chunks through WriteChunk, so a decorator of
+// the stream store (see Store.Decorate) sees every flush and close too.
 //
 // *streams.Store implements it on both bucket types: streams.New on an S3
 // Standard (general purpose) bucket, streams.NewExpress on an S3 Express
@@ -23,6 +25,7 @@ import (
 // against both.
 type StreamStore interface {
 	Open(session, stream string) *streams.Sink
+	WriteChunk(ctx context.Context, c streams.Chunk) (*streams.Stored, error)
 	Resume(ctx context.Context, session, stream string) (*streams.Sink, []parts.Part, error)
 	Read(ctx context.Context, session, stream string, after streams.Cursor) (streams.Page, error)
 	ReadChunks(ctx context.Context, session, stream string, after streams.Cursor, maxChunks int) (streams.Page, error)

@@ -17,6 +17,7 @@ import (
 // ErrBadSchedule too) and writes nothing; a schedule's cron that is not
 // five fields in UTC fails with reducer.ErrBadCron.
 func TestEveryMessageOfTheGoAPIIsChecked(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, id := store(), ids.New("s")
 	if _, err := s.Create(ctx, id, "alice", "demo"); err != nil {

@@ -31,7 +31,7 @@ func suspendedLongAgo(ctx context.Context, inv *invocation, old time.Time) error
 func BenchmarkTick(b *testing.B) {
 	const n = 1000
 	ctx := context.Background()
-	s := newStack(b)
+	s := newEmuStack(b)
 	inv := s.fresh(nil)
 	old := time.Now().Add(-10 * time.Minute)
 	var wg sync.WaitGroup

@@ -109,10 +109,11 @@ func probeAgent(t *testing.T, mg, tg *gate) *turn.Agent {
 // of the conversation), and once the invocation's lease has passed, the
 // tick finishes the delete: only the purged tombstone remains.
 func TestCancelAndDeleteStopTheRunningInvocation(t *testing.T) {
+	t.Parallel()
 	for _, during := range []string{"model", "read"} {
 		t.Run("during the "+during, func(t *testing.T) {
 			ctx := ctxT(t)
-			s := newStack(t)
+			s := newEmuStack(t)
 			mg, tg := newGate(), newGate()
 			inv := s.fresh(probeAgent(t, mg, tg))
 			id := newSession(t, inv, "Probe.")

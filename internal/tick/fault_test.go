@@ -27,6 +27,7 @@ func (down) Stream(context.Context, model.Request) iter.Seq2[model.Event, error]
 // A turn suspended for a model fault waits for its delayed wake: the tick
 // does not take that wake as lost until grace has passed after it was due.
 func TestDelayedFaultWakeIsNotResentEarly(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	const delay = 10 * time.Minute

@@ -21,17 +21,36 @@ import (
 	"github.com/baton-run/baton/pkg/turn"
 )
 
-// stack is one test's table, bucket and wake queue. kumo's state is
-// process-wide, and the tick sweeps a whole table, so each test makes its own.
-type stack struct{ testenv.Env }
+// stack is one test's storage: in memory (mem), or a table, bucket and
+// wake queue of its own on the emulator (kumo's state is process-wide, and
+// the tick sweeps a whole table). mem's clock is the test's clock, which
+// the tick reads through the session store.
+type stack struct {
+	testenv.Env
+	mem *teststack.Memory // nil on the emulator
+}
 
-func newStack(t testing.TB) *stack { return &stack{testenv.New(t)} }
+func newStack(t testing.TB) *stack { return &stack{mem: teststack.NewMemory()} }
+
+// newEmuStack is a stack on the emulator, for a test that counts requests
+// or reads the table or bucket past the session store.
+func newEmuStack(t testing.TB) *stack { return &stack{Env: testenv.New(t)} }
+
+// pass moves the test's clock just past at: what waiting out a lease was.
+func (s *stack) pass(at time.Time) {
+	if s.mem == nil {
+		time.Sleep(time.Until(at) + time.Millisecond)
+		return
+	}
+	s.mem.Clock.Pass(at)
+}
 
 // invocation is what one Lambda invocation builds, tick or resume: its own
-// clients and stores. Nothing but the emulator is shared between them.
+// clients and stores. Nothing but the test's storage is shared between
+// them.
 type invocation struct {
-	clients  *awsenv.Clients
-	counter  *awsenv.Counter
+	clients  *awsenv.Clients // nil in memory
+	counter  *awsenv.Counter // nil in memory
 	sessions *session.Store
 	runner   *turn.Runner
 	worker   *worker.Worker
@@ -39,10 +58,16 @@ type invocation struct {
 }
 
 func (s *stack) fresh(agent *turn.Agent) *invocation {
-	c := &awsenv.Counter{}
-	cl := awsenv.Counted(s.URL(), c)
-	ss := teststack.Sessions(cl, s.Env)
-	inv := &invocation{clients: cl, counter: c, sessions: ss, tick: &tick.Tick{Sessions: ss, Waker: ss.Waker}}
+	inv := &invocation{}
+	if s.mem != nil {
+		inv.sessions = s.mem.Sessions()
+	} else {
+		inv.counter = &awsenv.Counter{}
+		inv.clients = awsenv.Counted(s.URL(), inv.counter)
+		inv.sessions = teststack.Sessions(inv.clients, s.Env)
+	}
+	ss := inv.sessions
+	inv.tick = &tick.Tick{Sessions: ss, Waker: ss.Waker}
 	if agent != nil {
 		inv.runner = &turn.Runner{Sessions: ss, Agents: turn.AgentMap{agent.Name: agent}, Waker: ss.Waker}
 		inv.worker = &worker.Worker{Sessions: ss, Runner: inv.runner}
@@ -107,6 +132,13 @@ func transcript(t testing.TB, inv *invocation, id string) []conversation.Message
 // receive takes the wakes now visible on the queue, deleting them.
 func (s *stack) receive(t testing.TB) []wake.Wake {
 	t.Helper()
+	if s.mem != nil {
+		var out []wake.Wake
+		for _, w := range s.mem.Wakes.TakeDue() {
+			out = append(out, w.Wake)
+		}
+		return out
+	}
 	return teststack.Receive(t, s.Clients().SQS, s.QueueURL, 0)
 }
 

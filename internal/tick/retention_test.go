@@ -48,8 +48,9 @@ func (s *stack) leftOf(t *testing.T, id string) (items, objects []string) {
 // finishes a delete cut short after its burial, deletes a snapshot no fact
 // names, and keeps a recent session whole, its named snapshots included.
 func TestRetentionSweep(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
-	s := newStack(t)
+	s := newEmuStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
 	old := s.fresh(agent)
 	old.sessions.Now = func() time.Time { return time.Now().Add(-40 * 24 * time.Hour) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/baton-run/baton/internal/clock"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/metrics"
 	"github.com/baton-run/baton/internal/session"
@@ -55,8 +56,8 @@ type Tick struct {
 	// ShardConcurrency bounds the byDue index's shards (dynamo.DueShards)
 	// read at once; 0 means 4. Visits still run Concurrency at a time.
 	ShardConcurrency int
-	// Now is the clock deciding what is due; nil means time.Now.
-	Now func() time.Time
+	// Now is the clock deciding what is due; nil means Sessions' clock.
+	Now clock.Clock
 	// Log receives what the tick does not return; nil discards it.
 	Log *slog.Logger
 	// Metrics records each run's report (reaps, expiries, re-sent wakes,
@@ -93,7 +94,7 @@ func (t *Tick) now() time.Time {
 	if t.Now != nil {
 		return t.Now().UTC()
 	}
-	return time.Now().UTC()
+	return t.Sessions.Clock()
 }
 
 func (t *Tick) log() *slog.Logger {

@@ -29,6 +29,7 @@ const slowThree = `{"steps":[
 ]}`
 
 func TestReapedTurnResumesWithNoStepLost(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	lim := turn.Limits{Budget: time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 50 * time.Millisecond}
@@ -58,7 +59,7 @@ func TestReapedTurnResumesWithNoStepLost(t *testing.T) {
 	}
 
 	// Past it, any number of ticks at once reap it exactly once.
-	time.Sleep(time.Until(st.Turn.Lease) + 20*time.Millisecond)
+	s.pass(st.Turn.Lease.Add(20 * time.Millisecond))
 	reaped := 0
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -122,6 +123,7 @@ const approvalScript = `{"steps":[
 ]}`
 
 func TestLostWakesAreResent(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{MaxStepsPerInvocation: 1})
@@ -187,6 +189,7 @@ func TestLostWakesAreResent(t *testing.T) {
 }
 
 func TestExpiredApprovalIsDenied(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	rec := &recorder{Model: script(t, approvalScript)}
@@ -274,6 +277,7 @@ func (w slowWaker) Wake(ctx context.Context, wk wake.Wake, d time.Duration) erro
 }
 
 func TestRunStopsBeforeItsDeadline(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	inv := s.fresh(nil)
 	const n = 40
@@ -326,6 +330,7 @@ func TestRunStopsBeforeItsDeadline(t *testing.T) {
 }
 
 func TestRunRefusesAnIncompleteTick(t *testing.T) {
+	t.Parallel()
 	if _, err := (&tick.Tick{}).Run(context.Background()); err == nil {
 		t.Fatal("a tick without a session store ran")
 	}
@@ -341,6 +346,7 @@ func TestRunRefusesAnIncompleteTick(t *testing.T) {
 // default margin, as a dev server ticking every second does: the killed
 // turn is reaped all the same.
 func TestShortDeadlineStillReaps(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	lim := turn.Limits{Budget: time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 50 * time.Millisecond}
 	inv := s.fresh(demoAgent(t, script(t, slowThree), lim))
@@ -354,7 +360,7 @@ func TestShortDeadlineStillReaps(t *testing.T) {
 	if st.Status != reducer.Running {
 		t.Fatalf("after the crash: %s", st.Status)
 	}
-	time.Sleep(time.Until(st.Turn.Lease) + 20*time.Millisecond)
+	s.pass(st.Turn.Lease.Add(20 * time.Millisecond))
 
 	tk := s.fresh(nil).tick
 	tk.Margin = 0 // the default, 5 s, more than the run has

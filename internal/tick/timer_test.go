@@ -65,6 +65,7 @@ func countFacts(t *testing.T, inv *invocation, id string, ty reducer.Type) int {
 }
 
 func TestTimerResumesOnceAtItsTime(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	c := &clock{t: time.Now().UTC()}
@@ -124,6 +125,7 @@ func TestTimerResumesOnceAtItsTime(t *testing.T) {
 }
 
 func TestCancelledTimerNeverFires(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	c := &clock{t: time.Now().UTC()}
@@ -147,6 +149,7 @@ func TestCancelledTimerNeverFires(t *testing.T) {
 // An operator's timer.set at now ends the wait: the turn resumes once,
 // now, and at the time wait_until named nothing fires.
 func TestEndedWaitNeverFiresAtItsOldTime(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	c := &clock{t: time.Now().UTC()}

@@ -15,6 +15,7 @@ import (
 )
 
 func TestBatchHandlesEachSessionOnceAndBounded(t *testing.T) {
+	t.Parallel()
 	w := &Worker{Concurrency: 2}
 	var bodies []string
 	for _, s := range []string{"a", "a", "b", "c", "a", "d", "b", "e"} {

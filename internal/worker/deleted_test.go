@@ -54,8 +54,9 @@ func endedChild(t *testing.T, inv *invocation) (parent, child string) {
 // not exist, and not handed back to SQS to be retried until the DLQ. The
 // parent hears nothing from a deleted child.
 func TestWakeOfADeletedChildIsDropped(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
-	s := newStack(t)
+	s := newEmuStack(t)
 	inv := s.fresh(demoAgent(t, script(t, threeSteps), turn.Limits{}))
 	parent, child := endedChild(t, inv)
 	h, err := inv.sessions.Head(ctx, child)

@@ -15,35 +15,57 @@ import (
 	"github.com/baton-run/baton/pkg/turn"
 )
 
-// emu is the emulator the test binary shares.
-var emu = testenv.Emulator()
+// emu is the emulator the test binary shares, started on first use.
+var emu = testenv.Emulator
 
-// stack is one test's table, bucket and wake queue. kumo's state is
-// process-wide, so each test makes its own and sees only its own sessions
-// and wakes.
+// stack is one test's storage, so the test sees only its own sessions and
+// wakes: in memory (mem), whose clock is the test's, or a table, bucket
+// and wake queue of its own on the emulator (kumo's state is
+// process-wide).
 type stack struct {
 	env      testenv.Env
 	queueURL string
+	mem      *teststack.Memory // nil on the emulator
 }
 
-func newStack(t testing.TB) *stack {
+func newStack(t testing.TB) *stack { return &stack{mem: teststack.NewMemory()} }
+
+// newEmuStack is a stack on the emulator, for a test that polls the queue
+// or writes to the table past the session store.
+func newEmuStack(t testing.TB) *stack {
 	t.Helper()
 	e := testenv.New(t)
 	return &stack{env: e, queueURL: e.QueueURL}
 }
 
+// pass moves the test's clock just past at: what waiting out a lease was.
+func (s *stack) pass(at time.Time) {
+	if s.mem == nil {
+		time.Sleep(time.Until(at) + time.Millisecond)
+		return
+	}
+	s.mem.Clock.Pass(at)
+}
+
 // invocation is what one Lambda invocation builds: its own clients, stores,
-// runner and worker. Nothing but the emulator is shared between them.
+// runner and worker. Nothing but the test's storage is shared between
+// them.
 type invocation struct {
-	clients  *awsenv.Clients
+	clients  *awsenv.Clients // nil in memory
 	sessions *session.Store
 	runner   *turn.Runner
 	worker   *worker.Worker
 }
 
 func (s *stack) fresh(agents ...*turn.Agent) *invocation {
-	cl := awsenv.ForEndpoint(emu.URL)
-	ss := teststack.Sessions(cl, s.env)
+	var cl *awsenv.Clients
+	var ss *session.Store
+	if s.mem != nil {
+		ss = s.mem.Sessions()
+	} else {
+		cl = awsenv.ForEndpoint(emu().URL)
+		ss = teststack.Sessions(cl, s.env)
+	}
 	m := turn.AgentMap{}
 	for _, a := range agents {
 		m[a.Name] = a
@@ -71,13 +93,20 @@ func post(t testing.TB, inv *invocation, id string, st reducer.State, text strin
 // receive takes the wakes now visible on the queue, deleting them.
 func (s *stack) receive(t testing.TB) []wake.Wake {
 	t.Helper()
-	return teststack.Receive(t, emu.Clients.SQS, s.queueURL, 0)
+	if s.mem != nil {
+		var out []wake.Wake
+		for _, w := range s.mem.Wakes.TakeDue() {
+			out = append(out, w.Wake)
+		}
+		return out
+	}
+	return teststack.Receive(t, emu().Clients.SQS, s.queueURL, 0)
 }
 
 // queued is the number of messages on the queue, visible or in flight.
 func (s *stack) queued(t testing.TB) int {
 	t.Helper()
-	return teststack.Queued(t, emu.Clients.SQS, s.queueURL)
+	return teststack.Queued(t, emu().Clients.SQS, s.queueURL)
 }
 
 func ctxT(t testing.TB) context.Context {

@@ -26,7 +26,7 @@ func startPoll(t *testing.T, queueURL string, handle func(context.Context, event
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- worker.Poll(ctx, emu.Clients.SQS, queueURL, handle, nil) }()
+	go func() { done <- worker.Poll(ctx, emu().Clients.SQS, queueURL, handle, nil) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -41,7 +41,8 @@ func startPoll(t *testing.T, queueURL string, handle func(context.Context, event
 }
 
 func TestPollDeliversAWakeEndToEnd(t *testing.T) {
-	s := newStack(t)
+	t.Parallel()
+	s := newEmuStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
 	inv := s.fresh(agent)
 	id := newSession(t, inv, "demo", "What is the weather?")
@@ -69,14 +70,15 @@ func TestPollDeliversAWakeEndToEnd(t *testing.T) {
 }
 
 func TestPollLeavesFailuresForRedelivery(t *testing.T) {
-	s := newStack(t)
-	if _, err := emu.Clients.SQS.SetQueueAttributes(ctxT(t), &sqs.SetQueueAttributesInput{
+	t.Parallel()
+	s := newEmuStack(t)
+	if _, err := emu().Clients.SQS.SetQueueAttributes(ctxT(t), &sqs.SetQueueAttributesInput{
 		QueueUrl:   aws.String(s.queueURL),
 		Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): "1"},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	arn, err := emu.Clients.SQS.GetQueueAttributes(ctxT(t), &sqs.GetQueueAttributesInput{
+	arn, err := emu().Clients.SQS.GetQueueAttributes(ctxT(t), &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(s.queueURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +102,7 @@ func TestPollLeavesFailuresForRedelivery(t *testing.T) {
 	}
 	startPoll(t, s.queueURL, handle)
 	sent := wake.Wake{Session: "s_poll", Reason: "budget", Seq: 7}
-	if err := wake.NewSQS(emu.Clients.SQS, s.queueURL).Wake(ctxT(t), sent, 0); err != nil {
+	if err := wake.NewSQS(emu().Clients.SQS, s.queueURL).Wake(ctxT(t), sent, 0); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "three deliveries", func() bool {

@@ -12,6 +12,7 @@ import (
 // TestWakeTraceStartsTheTurn: an SQS wake that carries a traceparent
 // starts its session's untraced turn under that trace.
 func TestWakeTraceStartsTheTurn(t *testing.T) {
+	t.Parallel()
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	s := newStack(t)
 	inv := s.fresh(demoAgent(t, script(t, threeSteps), turn.Limits{}))

@@ -25,6 +25,7 @@ const threeSteps = `{"steps":[
 ]}`
 
 func TestWakeStartsAndCompletesTurn(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
@@ -72,6 +73,7 @@ func suspendedForBudget(t *testing.T, s *stack) (string, *turn.Agent) {
 }
 
 func TestDuplicateWakesSequentialRunOnce(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
@@ -125,6 +127,7 @@ func body(t testing.TB, w wake.Wake) string {
 }
 
 func TestDuplicateWakesConcurrentRunOnce(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
@@ -169,6 +172,7 @@ func TestDuplicateWakesConcurrentRunOnce(t *testing.T) {
 }
 
 func TestOneBatchHandlesASessionOnce(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
@@ -184,6 +188,7 @@ func TestOneBatchHandlesASessionOnce(t *testing.T) {
 }
 
 func TestLateWakeChangesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
@@ -216,6 +221,7 @@ const approvalScript = `{"steps":[
 ]}`
 
 func TestWakeLeavesPendingApprovalAlone(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	agent := demoAgent(t, script(t, approvalScript), turn.Limits{})
@@ -250,6 +256,7 @@ const slowThree = `{"steps":[
 ]}`
 
 func TestWakeTakesOverAfterTheLease(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	lim := turn.Limits{Budget: time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 50 * time.Millisecond}
@@ -275,7 +282,7 @@ func TestWakeTakesOverAfterTheLease(t *testing.T) {
 	if n := len(teststack.Facts(t, inv.sessions, id)); n != before {
 		t.Fatalf("a wake under the lease wrote %d facts", n-before)
 	}
-	time.Sleep(time.Until(st.Turn.Lease) + 20*time.Millisecond)
+	s.pass(st.Turn.Lease.Add(20 * time.Millisecond))
 	res, err := s.fresh(agent).worker.Handle(ctx, wake.Wake{Session: id})
 	if err != nil || res.Runs != 1 || res.Outcomes[0].Kind != turn.Completed || res.Outcomes[0].Steps != 2 || res.Outcomes[0].Usage.Steps != 3 {
 		t.Fatalf("wake after the lease: %+v, %v", res, err)
@@ -300,6 +307,7 @@ func interrupt(t *testing.T, s *stack, agent *turn.Agent, id, text string) {
 }
 
 func TestWorkLeftAfterARunStartsTheNextTurn(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	agent := demoAgent(t, script(t, slowOne), turn.Limits{})
@@ -357,6 +365,7 @@ func TestWorkLeftAfterARunStartsTheNextTurn(t *testing.T) {
 // message that arrives while a turn runs is answered by the next turn as
 // soon as this one ends.
 func TestMessageDuringTurnIsAnsweredNext(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	agent := demoAgent(t, script(t, slowOne), turn.Limits{})
@@ -378,6 +387,7 @@ func TestMessageDuringTurnIsAnsweredNext(t *testing.T) {
 }
 
 func TestHandleSQSDropsWhatCanNeverSucceed(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
@@ -394,6 +404,7 @@ func TestHandleSQSDropsWhatCanNeverSucceed(t *testing.T) {
 }
 
 func TestHandleSQSReportsFailedRecords(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
 	inv := s.fresh(agent)
@@ -437,6 +448,7 @@ func TestHandleSQSReportsFailedRecords(t *testing.T) {
 // message's) leaves the turn suspended: resuming it early would spend one of
 // the turn's fault suspensions on a model that is likely still down.
 func TestEarlyWakeLeavesAFaultSuspensionAlone(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStack(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})

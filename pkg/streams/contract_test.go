@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/baton-run/baton/internal/dirbucket"
+	"github.com/baton-run/baton/internal/memstore"
 	"github.com/baton-run/baton/internal/parts"
 )
 
@@ -23,22 +24,32 @@ import (
 // and a listing with StartAfter is refused.
 
 // contractStore is a store under test, its request recorder and, for
-// Express, the transport applying the directory rules.
+// Express, the transport applying the directory rules; raw reaches its
+// bucket past the store.
 type contractStore struct {
 	store *Store
 	rec   *recorder
 	dir   *dirbucket.Transport
+	raw   S3
 }
 
 // standardStore is the Standard store on the shared bucket.
 func standardStore() contractStore {
 	s, rec := recordedStore(0)
-	return contractStore{store: s, rec: rec}
+	return contractStore{store: s, rec: rec, raw: testEnv.Emu.Clients.S3}
+}
+
+// memoryStore is a store on a bucket in memory: of type t, where an
+// Express store's bucket has the directory rules.
+func memoryStore(t BucketType) contractStore {
+	b := memstore.NewBucket(nil)
+	b.Directory = t == Express
+	return contractStore{store: NewOfType(b, "memory", t), raw: b}
 }
 
 // expressStore is the Express store on the shared bucket, seen through the
 // directory-bucket rules.
-func expressStore(tb testing.TB, newStore func(*s3.Client, string) *Store) contractStore {
+func expressStore(tb testing.TB, newStore func(S3, string) *Store) contractStore {
 	dir := dirbucket.New(nil, uint64(len(tb.Name())))
 	rec := &recorder{base: dir.Client(), counts: map[string]int{}}
 	client := s3.NewFromConfig(testEnv.Emu.Clients.Config, func(o *s3.Options) {
@@ -47,7 +58,7 @@ func expressStore(tb testing.TB, newStore func(*s3.Client, string) *Store) contr
 		o.HTTPClient = rec
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
-	return contractStore{store: newStore(client, testEnv.Bucket), rec: rec, dir: dir}
+	return contractStore{store: newStore(client, testEnv.Bucket), rec: rec, dir: dir, raw: testEnv.Emu.Clients.S3}
 }
 
 var contractCases = []struct {
@@ -68,6 +79,20 @@ var contractCases = []struct {
 func TestContractStandard(t *testing.T) {
 	for _, c := range contractCases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, standardStore()) })
+	}
+}
+
+// TestContractMemory runs the contract on internal/memstore's bucket, of
+// both types, the store the engine's tests use.
+func TestContractMemory(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []BucketType{Standard, Express} {
+		for _, c := range contractCases {
+			t.Run(string(typ)+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				c.run(t, memoryStore(typ))
+			})
+		}
 	}
 }
 
@@ -358,8 +383,8 @@ func TestExpressReadsWithoutListing(t *testing.T) {
 func contractGap(t *testing.T, c contractStore) {
 	id := session()
 	writeChunks(t, c.store, id, "s", 10, 1, Completed)
-	if _, err := testEnv.Emu.Clients.S3.DeleteObject(t.Context(), &s3.DeleteObjectInput{
-		Bucket: aws.String(testEnv.Bucket), Key: aws.String(ChunkKey(id, "s", 5)),
+	if _, err := c.raw.DeleteObject(t.Context(), &s3.DeleteObjectInput{
+		Bucket: aws.String(c.store.Bucket()), Key: aws.String(ChunkKey(id, "s", 5)),
 	}); err != nil {
 		t.Fatal(err)
 	}

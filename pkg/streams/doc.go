@@ -14,5 +14,8 @@
 // directory bucket, whose listings are unordered and refuse StartAfter,
 // Read and Resume find chunks by index, without listing, and ReadBack and
 // Streams list the whole prefix and sort it. Package session declares the
-// StreamStore interface both satisfy.
+// StreamStore interface both satisfy. A Store makes its S3 calls through
+// the S3 interface (an *s3.Client, or internal/memstore's bucket in
+// memory), and a Sink writes its chunks through a ChunkWriter (its Store,
+// or the decorated stream store it was handed out by).
 package streams

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // BucketType is the kind of S3 bucket a Store keeps its objects in.
@@ -54,12 +52,12 @@ func ParseBucketType(s, bucket string) (BucketType, error) {
 // StartAfter: Read and Resume fetch chunks by index (chunk indices are
 // dense) until a chunk is missing or closes the stream, and ReadBack and
 // Streams list every key of the prefix and sort them here.
-func NewExpress(client *s3.Client, bucket string) *Store {
+func NewExpress(client S3, bucket string) *Store {
 	return &Store{client: client, bucket: bucket, directory: true}
 }
 
 // NewOfType returns a Store on bucket of type t.
-func NewOfType(client *s3.Client, bucket string, t BucketType) *Store {
+func NewOfType(client S3, bucket string, t BucketType) *Store {
 	if t == Express {
 		return NewExpress(client, bucket)
 	}

@@ -21,7 +21,7 @@ import (
 // A Sink is safe for concurrent use; Append waits while a Flush is in
 // flight.
 type Sink struct {
-	store   *Store
+	out     ChunkWriter // writes the chunks: the opening Store, or what WriteThrough set
 	session string
 	stream  string
 
@@ -52,7 +52,7 @@ type attempt struct {
 // session or stream id (empty, or containing '/') is reported by every
 // later call.
 func (s *Store) Open(session, stream string) *Sink {
-	k := &Sink{store: s, session: session, stream: stream, writer: newWriterID()}
+	k := &Sink{out: s, session: session, stream: stream, writer: newWriterID()}
 	if err := checkID("session", session); err != nil {
 		k.invalid = err
 	} else if err := checkID("stream", stream); err != nil {
@@ -234,26 +234,21 @@ func (k *Sink) write(ctx context.Context, status Status) error {
 	if n := len(k.tried); n == 0 || !bytes.Equal(k.tried[n-1].body, body) {
 		k.tried = append(k.tried, attempt{body: body, parts: len(k.buf), closed: status})
 	}
-	key := ChunkKey(k.session, k.stream, k.next)
+	c := Chunk{Session: k.session, Stream: k.stream, Index: k.next, Body: body, Writer: k.writer}
 	k.puts++
-	taken, err := k.store.putNew(ctx, key, body, k.writer)
+	found, err := k.out.WriteChunk(ctx, c)
 	switch {
 	case err != nil:
 		return fmt.Errorf("streams: %s chunk %d of %s/%s: %w", op, k.next, k.session, k.stream, err)
-	case !taken:
+	case found == nil:
 		k.committed(len(k.buf), status)
 		return nil
 	}
-	stored, meta, err := k.store.getObjectMeta(ctx, key)
-	if err != nil {
-		return fmt.Errorf("streams: %s chunk %d of %s/%s: taken; read it to see by whom: %w",
-			op, k.next, k.session, k.stream, err)
-	}
-	if meta[writerMeta] != k.writer {
-		return k.lost(key)
+	if found.Writer != k.writer {
+		return k.lost(c.Key())
 	}
 	for _, a := range k.tried {
-		if !bytes.Equal(stored, a.body) {
+		if !bytes.Equal(found.Body, a.body) {
 			continue
 		}
 		k.committed(a.parts, a.closed)

@@ -67,10 +67,23 @@ const maxChunks = 10_000_000_000
 // getConcurrency bounds the GetObject requests one call has in flight.
 const getConcurrency = 8
 
+// S3 is the part of the S3 API a Store calls: conditional PutObject
+// (If-None-Match), GetObject, HeadObject, ListObjectsV2 and DeleteObject.
+// *s3.Client is one; internal/memstore's Bucket is one in memory.
+type S3 interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+}
+
+var _ S3 = (*s3.Client)(nil)
+
 // Store keeps turn streams and snapshots in one S3 bucket. It holds no
 // mutable state and is safe for concurrent use.
 type Store struct {
-	client *s3.Client
+	client S3
 	bucket string
 	// directory says the bucket is an S3 Express One Zone directory
 	// bucket, whose listings are unordered and refuse StartAfter.
@@ -78,7 +91,7 @@ type Store struct {
 }
 
 // New returns a Store on bucket.
-func New(client *s3.Client, bucket string) *Store {
+func New(client S3, bucket string) *Store {
 	return &Store{client: client, bucket: bucket}
 }
 

@@ -48,8 +48,8 @@ func benchStep(b *testing.B, ics []intercept.Interceptor) {
 	for _, steps := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
 			lim := turn.Limits{MaxStepsPerInvocation: steps + 1, MaxStepsPerTurn: steps + 1}
-			inv := fresh(demoAgent(b, script(b, stepsScript(steps)), lim))
-			one := fresh(demoAgent(b, script(b, stepsScript(1)), lim))
+			inv := fresh(b, demoAgent(b, script(b, stepsScript(steps)), lim))
+			one := fresh(b, demoAgent(b, script(b, stepsScript(1)), lim))
 			inv.intercept(ics)
 			one.intercept(ics)
 			ctx := context.Background()
@@ -103,10 +103,11 @@ func benchStep(b *testing.B, ics []intercept.Interceptor) {
 // BenchmarkRebuild reports the requests needed to rebuild a session after
 // 1, 10 and 100 completed turns: load its state and history, as Start does.
 func BenchmarkRebuild(b *testing.B) {
+	onEmulator(b) // counts requests, injects faults or reads the queue
 	for _, turns := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("turns=%d", turns), func(b *testing.B) {
 			agent := demoAgent(b, script(b, stepsScript(2)), turn.Limits{})
-			inv := fresh(agent)
+			inv := fresh(b, agent)
 			ctx := context.Background()
 			id := newSession(b, inv, "first")
 			for i := range turns {

@@ -64,5 +64,5 @@ func (ru *stepper) fits(spent, wait time.Duration) bool {
 	if ru.out.Steps > 0 {
 		avg = spent / time.Duration(ru.out.Steps)
 	}
-	return time.Now().Add(wait + avg).Before(ru.deadline.Add(-ru.lim.Margin))
+	return ru.now().Add(wait + avg).Before(ru.deadline.Add(-ru.lim.Margin))
 }

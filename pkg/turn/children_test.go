@@ -16,6 +16,7 @@ import (
 // config gets one tool per sub-agent and per hand-off, once however often
 // it is linked.
 func TestLinkRefusesBadChildren(t *testing.T) {
+	t.Parallel()
 	own := func(names ...string) *tool.Registry {
 		var ts []tool.Tool
 		for _, n := range names {

@@ -14,6 +14,7 @@ import (
 // character are refused as non-canonical keys are: the call gets a clear
 // error result, nothing is granted and the tool does not run.
 func TestClaimsControlCharacterKeyRefused(t *testing.T) {
+	t.Parallel()
 	for _, key := range []string{"o-1\x00", "o-1\nDROP", "o\t1"} {
 		t.Run(key, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -24,7 +25,7 @@ func TestClaimsControlCharacterKeyRefused(t *testing.T) {
 			}
 			js := `{"steps":[{"text":"Refunding.","toolCalls":[{"name":"refund","input":` + string(in) + `}]},{"text":"Could not."}]}`
 			agent := refundAgent(t, js, refundTool(srv, ids.New("i"), true), turn.Limits{Budget: 30 * time.Second})
-			inv, _ := claimed(agent, time.Second)
+			inv, _ := claimed(t, agent, time.Second)
 			id := newSession(t, inv, "Refund it.")
 			out, err := inv.runner.Start(ctx, id)
 			if err != nil || out.Kind != turn.Completed {

@@ -120,11 +120,17 @@ func refundAgent(t *testing.T, js string, tl tool.Tool, lim turn.Limits) *turn.A
 }
 
 // claimed is an invocation whose runner has a claims broker on the same
-// (counted) clients; opts apply to the broker's requests.
-func claimed(agent *turn.Agent, poll time.Duration, opts ...func(*dynamodb.Options)) (*invocation, *dynamo.Broker) {
-	inv := fresh(agent)
-	b := dynamo.NewBroker(inv.clients.DynamoDB, env.Table, opts...)
-	b.Poll, b.Fate = poll, turn.GrantFate(inv.sessions)
+// storage (on the emulator, the same counted clients); opts apply to the
+// broker's requests.
+func claimed(t testing.TB, agent *turn.Agent, poll time.Duration, opts ...func(*dynamodb.Options)) (*invocation, *dynamo.Broker) {
+	inv := fresh(t, agent)
+	var b *dynamo.Broker
+	if inv.clients != nil {
+		b = dynamo.NewBroker(inv.clients.DynamoDB, env.Table, opts...)
+	} else {
+		b = dynamo.NewBroker(stackOf(t).mem.Items, "memory", opts...)
+	}
+	b.Poll, b.Fate, b.Clock = poll, turn.GrantFate(inv.sessions), inv.sessions.Now
 	inv.runner.Claims, inv.sessions.Claims = b, b
 	return inv, b
 }
@@ -143,11 +149,13 @@ const refundFive = `{"steps":[
 // another, every session completes, each order is refunded once per
 // session, and the blocked sessions are woken by the releases.
 func TestClaimsCollision(t *testing.T) {
+	t.Parallel()
+	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	srv := newOrderServer(t, 5*time.Millisecond)
 	agent := refundAgent(t, refundFive, refundTool(srv, ids.New("i"), true), turn.Limits{Budget: 30 * time.Second})
-	inv, _ := claimed(agent, 2*time.Second)
+	inv, _ := claimed(t, agent, 2*time.Second)
 	q, err := inv.clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(ids.New("claims"))})
 	if err != nil {
 		t.Fatal(err)
@@ -281,13 +289,14 @@ const refundOne = `{"steps":[
 // the quarantine and the rerun verdict (the rerun keeps the grant), and is
 // granted only after the rerun's result released it.
 func TestClaimsQuarantineHoldsUntilVerdict(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	srv.hang = true
 	lim := turn.Limits{Budget: 2 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
 	instance := ids.New("i")
 	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), lim)
-	inv, b := claimed(agent, 2*time.Second)
+	inv, b := claimed(t, agent, 2*time.Second)
 	a := newSession(t, inv, "Refund o1.")
 	dying, kill := context.WithCancel(ctx)
 	go func() { <-srv.started; kill() }()
@@ -316,7 +325,7 @@ func TestClaimsQuarantineHoldsUntilVerdict(t *testing.T) {
 	}
 	blockedOn("while the first runs")
 	sa := teststack.Load(t, inv.sessions, a)
-	time.Sleep(time.Until(sa.Turn.Lease) + 20*time.Millisecond)
+	pass(t, sa.Turn.Lease.Add(20*time.Millisecond))
 	resume(other) // the grant is past its deadline; its execution started
 	blockedOn("past the grant's deadline")
 
@@ -377,12 +386,14 @@ func TestClaimsQuarantineHoldsUntilVerdict(t *testing.T) {
 // Must show 6: the DynamoDB requests a claim adds to a tool call,
 // uncontended: the same turn with the tool claiming and not.
 func TestClaimsRequestCost(t *testing.T) {
+	t.Parallel()
+	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	broker := &dynamo.Counter{} // the broker's requests alone
 	count := func(claim bool) int64 {
 		agent := refundAgent(t, refundOne, refundTool(srv, ids.New("i"), claim), turn.Limits{Budget: 30 * time.Second})
-		inv, _ := claimed(agent, time.Second, broker.DynamoDB)
+		inv, _ := claimed(t, agent, time.Second, broker.DynamoDB)
 		id := newSession(t, inv, "Refund o1.")
 		inv.counter.Reset()
 		if out, err := inv.runner.Start(ctx, id); err != nil || out.Kind != turn.Completed {
@@ -401,11 +412,12 @@ func TestClaimsRequestCost(t *testing.T) {
 // Claims a tool computes that are not canonical are refused: the call gets
 // a clear error, nothing is claimed and the tool does not run.
 func TestClaimsNonCanonicalKeyRefused(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	js := `{"steps":[{"text":"Refunding.","toolCalls":[{"name":"refund","input":{"order":"a/../b"}}]},{"text":"Could not."}]}`
 	agent := refundAgent(t, js, refundTool(srv, ids.New("i"), true), turn.Limits{Budget: 30 * time.Second})
-	inv, _ := claimed(agent, time.Second)
+	inv, _ := claimed(t, agent, time.Second)
 	id := newSession(t, inv, "Refund it.")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
@@ -439,11 +451,12 @@ func containsAll(s string, subs ...string) bool {
 // the holder's facts do not hold it) is released when it blocks another
 // session; one still within its deadline blocks.
 func TestClaimsStaleGrantNeverStartedIsReleased(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	instance := ids.New("i")
 	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), turn.Limits{Budget: 30 * time.Second})
-	inv, b := claimed(agent, time.Second)
+	inv, b := claimed(t, agent, time.Second)
 	order := []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}
 	holder := newSession(t, inv, "Refund o1.")
 	stale := claims.Request{ID: reducer.GrantID(holder, "tc_dead"), Owner: teststack.Alice.ID, Session: holder, Turn: "turn_dead", ToolCall: "tc_dead",
@@ -477,6 +490,7 @@ func TestClaimsStaleGrantNeverStartedIsReleased(t *testing.T) {
 // blocked session then goes on. An operator cannot release the open turn's
 // grant (its execution's verdict settles it), nor one not held.
 func TestClaimsOperatorReleasesAnEndedTurnsGrant(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	h := killedMidRefund(t, ctx)
 	instance, inv, b, a, gid := h.instance, h.inv, h.b, h.a, h.gid
@@ -486,7 +500,7 @@ func TestClaimsOperatorReleasesAnEndedTurnsGrant(t *testing.T) {
 	if err := inv.sessions.Cancel(ctx, a, operator, "stop"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(h.lease) + 20*time.Millisecond)
+	pass(t, h.lease.Add(20*time.Millisecond))
 	other := newSession(t, inv, "Refund o1 too.")
 	if out, err := inv.runner.Start(ctx, other); err != nil || out.Cause != reducer.CauseBlocked {
 		t.Fatalf("second session: %+v %v, want blocked", out, err)
@@ -513,11 +527,12 @@ func TestClaimsOperatorReleasesAnEndedTurnsGrant(t *testing.T) {
 // release names C, and C's turn is granted and completes. The broker's
 // clock stands still, so B's waiter cannot have left by its TTL.
 func TestClaimsCancelledWaiterIsWithdrawn(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	instance := ids.New("i")
 	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), turn.Limits{Budget: 30 * time.Second})
-	inv, b := claimed(agent, time.Second)
+	inv, b := claimed(t, agent, time.Second)
 	frozen := time.Now()
 	b.Clock = func() time.Time { return frozen }
 	order := []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}
@@ -575,11 +590,12 @@ func (c cancelOnBlock) Acquire(ctx context.Context, req claims.Request) (claims.
 // written does not leave its waiter queued either: the runner, finding its
 // turn ended, withdraws it.
 func TestClaimsCancelBeforeTheSuspensionWithdraws(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	instance := ids.New("i")
 	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), turn.Limits{Budget: 30 * time.Second})
-	inv, b := claimed(agent, time.Second)
+	inv, b := claimed(t, agent, time.Second)
 	inv.sessions.Claims = nil // only the runner may withdraw here
 	inv.runner.Claims = cancelOnBlock{Broker: b, cancel: func(ctx context.Context, id string) {
 		if err := inv.sessions.Cancel(ctx, id, operator, "stop"); err != nil {
@@ -625,7 +641,7 @@ func killedMidRefund(t *testing.T, ctx context.Context) midRefund {
 	lim := turn.Limits{Budget: 2 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
 	instance := ids.New("i")
 	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), lim)
-	inv, b := claimed(agent, 2*time.Second)
+	inv, b := claimed(t, agent, 2*time.Second)
 	a := newSession(t, inv, "Refund o1.")
 	dying, kill := context.WithCancel(ctx)
 	go func() { <-srv.started; kill() }()

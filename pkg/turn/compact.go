@@ -179,7 +179,7 @@ func (ru *compactor) summary(ctx context.Context, c *Compaction, msgs []conversa
 // summarise asks the compaction's model for a summary of msgs and returns
 // its text and usage, priced.
 func (ru *compactor) summarise(ctx context.Context, c *Compaction, msgs []conversation.Message) (string, reducer.Usage, error) {
-	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
+	ctx, cancel := ru.until(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
 	m, price := c.Model, c.Price
 	if m == nil {

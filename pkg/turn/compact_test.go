@@ -100,7 +100,7 @@ func compactingAgentAt(t *testing.T, budget int64, m model.Model, summariser mod
 func budgetBefore(t *testing.T, m model.Model, n int) int64 {
 	t.Helper()
 	rec := &recorder{next: m}
-	inv := fresh(demoAgent(t, rec, turn.Limits{}))
+	inv := fresh(t, demoAgent(t, rec, turn.Limits{}))
 	id := newSession(t, inv, note(0))
 	converse(t, inv, id, 0, n)
 	seen := len(rec.est)
@@ -142,8 +142,9 @@ func ofType(fs []reducer.Fact, typ reducer.Type) []reducer.Fact {
 }
 
 func TestCompactionKeepsInputUnderBudget(t *testing.T) {
+	t.Parallel()
 	agent, rec := compactingAgent(t, script(t, longAnswer), script(t, summaryScript), turn.Limits{})
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, note(0))
 	const turns = 30
 	converse(t, inv, id, 0, turns)
@@ -222,10 +223,11 @@ func TestCompactionKeepsInputUnderBudget(t *testing.T) {
 // being written: nothing was recorded, and the next invocation compacts
 // and finishes the turn.
 func TestCompactionCrashInSummariser(t *testing.T) {
+	t.Parallel()
 	lim := turn.Limits{Budget: 3 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
 	b := budgetBefore(t, script(t, longAnswer), 3)
 	agent, _ := compactingAgentAt(t, b, script(t, longAnswer), script(t, summaryScript), lim)
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, note(0))
 	converse(t, inv, id, 0, 3)
 	if n := len(ofType(facts(t, inv, id), reducer.ContextCompacted)); n != 0 {
@@ -245,7 +247,7 @@ func TestCompactionCrashInSummariser(t *testing.T) {
 	dying.Compaction = &turn.Compaction{InputTokens: b, KeepTurns: 2, Model: blocked{asked}}
 	dctx, kill := context.WithCancel(ctx)
 	go func() { <-asked; kill() }()
-	if out, err := fresh(&dying).runner.Start(dctx, id); !errors.Is(err, context.Canceled) {
+	if out, err := fresh(t, &dying).runner.Start(dctx, id); !errors.Is(err, context.Canceled) {
 		t.Fatalf("killed in the summariser: %+v, %v", out, err)
 	}
 	after, err := inv.sessions.Load(ctx, id)
@@ -257,7 +259,7 @@ func TestCompactionCrashInSummariser(t *testing.T) {
 			after.State.Compactions, after.State.Status, len(after.History), len(before.History))
 	}
 
-	next := fresh(agent)
+	next := fresh(t, agent)
 	pastLease(next, after.State.Turn.Lease)
 	out, err := next.runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
@@ -274,6 +276,8 @@ func TestCompactionCrashInSummariser(t *testing.T) {
 // suspended; the resumed turn compacts once. A write whose answer was
 // lost counts once.
 func TestCompactionFactFaults(t *testing.T) {
+	t.Parallel()
+	onEmulator(t) // counts requests, injects faults or reads the queue
 	for _, c := range []struct {
 		name  string
 		fault faults.Kind
@@ -284,7 +288,7 @@ func TestCompactionFactFaults(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			agent, _ := compactingAgentAt(t, budgetBefore(t, script(t, longAnswer), 3), script(t, longAnswer), script(t, summaryScript), turn.Limits{})
-			inv := fresh(agent)
+			inv := fresh(t, agent)
 			id := newSession(t, inv, note(0))
 			converse(t, inv, id, 0, 3)
 			ctx := ctxT(t)
@@ -292,7 +296,7 @@ func TestCompactionFactFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			ft := faults.New(nil, faults.Rule{Op: "dynamodb:TransactWriteItems", Body: string(reducer.ContextCompacted), Times: c.times, Fault: c.fault})
-			faulty := fresh(agent)
+			faulty := fresh(t, agent)
 			faulty.sessions = teststack.Sessions(faults.Clients(env.URL(), ft), env)
 			faulty.runner = &turn.Runner{Sessions: faulty.sessions, Agents: turn.AgentMap{agent.Name: agent}, Waker: faulty.sessions.Waker}
 			out, err := faulty.runner.Start(ctx, id)
@@ -331,9 +335,10 @@ func TestCompactionFactFaults(t *testing.T) {
 // right after the compaction was recorded: the resumed invocation rebuilds
 // the compacted input byte for byte.
 func TestCompactionSurvivesCrashInNextStep(t *testing.T) {
+	t.Parallel()
 	lim := turn.Limits{Budget: 3 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}
 	agent, rec := compactingAgentAt(t, budgetBefore(t, script(t, slowThree).WithDelay(0), 3), script(t, slowThree), script(t, summaryScript), lim)
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, note(0))
 	converse(t, inv, id, 0, 3)
 	ctx := ctxT(t)
@@ -357,7 +362,7 @@ func TestCompactionSurvivesCrashInNextStep(t *testing.T) {
 	if err != nil || sess.State.Compactions != 1 || sess.State.Status != reducer.Running {
 		t.Fatalf("after the crash: %v, %+v", err, sess)
 	}
-	next := fresh(agent)
+	next := fresh(t, agent)
 	pastLease(next, sess.State.Turn.Lease)
 	out, err := next.runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
@@ -393,6 +398,7 @@ func (c *counted) CountTokens(context.Context, model.Request) (int64, error) {
 // estimate nears the budget: a count under it does not compact, one over
 // it does.
 func TestCompactionAsksTheProvider(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		count int64
 		want  int
@@ -401,7 +407,7 @@ func TestCompactionAsksTheProvider(t *testing.T) {
 			m := &counted{Model: script(t, longAnswer), n: c.count}
 			agent := demoAgent(t, m, turn.Limits{})
 			agent.Compaction = &turn.Compaction{InputTokens: budgetBefore(t, script(t, longAnswer), 3), Model: script(t, summaryScript)}
-			inv := fresh(agent)
+			inv := fresh(t, agent)
 			id := newSession(t, inv, note(0))
 			converse(t, inv, id, 0, 4)
 			if m.calls == 0 {
@@ -442,10 +448,11 @@ func (f failing) Stream(ctx context.Context, req model.Request) iter.Seq2[model.
 // costs the turn nothing but the try: the steps run on the whole history,
 // and the invocation does not ask again.
 func TestCompactionSummariserRefuses(t *testing.T) {
+	t.Parallel()
 	calls, down := 0, true
 	agent := demoAgent(t, script(t, slowThree), turn.Limits{})
 	agent.Compaction = &turn.Compaction{InputTokens: 300, KeepTurns: -1, Model: failing{kind: model.InvalidRequest, down: &down, calls: &calls}}
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, note(0))
 	converse(t, inv, id, 0, 3)
 	// Once in each later turn (the first has no history to summarise),
@@ -465,11 +472,12 @@ func TestCompactionSummariserRefuses(t *testing.T) {
 // sending nothing over the budget; once it is back the turn compacts and
 // completes.
 func TestCompactionSummariserDown(t *testing.T) {
+	t.Parallel()
 	calls, down := 0, true
 	lim := turn.Limits{ModelRetry: model.RetryPolicy{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}}
 	agent, rec := compactingAgentAt(t, budgetBefore(t, script(t, longAnswer), 3), script(t, longAnswer), nil, lim)
 	agent.Compaction.Model = failing{kind: model.Overloaded, down: &down, calls: &calls, next: script(t, summaryScript)}
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, note(0))
 	converse(t, inv, id, 0, 3)
 	ctx := ctxT(t)
@@ -499,10 +507,12 @@ func TestCompactionSummariserDown(t *testing.T) {
 // snapshot is written and just before the fact naming it: the compaction is
 // not done, the history is as it was, and the resumed turn compacts once.
 func TestCompactionCrashBeforeTheFact(t *testing.T) {
+	t.Parallel()
+	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	lim := turn.Limits{LeaseGrace: time.Millisecond}
 	agent, _ := compactingAgentAt(t, budgetBefore(t, script(t, longAnswer), 3), script(t, longAnswer), script(t, summaryScript), lim)
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, note(0))
 	converse(t, inv, id, 0, 3)
 	if _, err := inv.sessions.Post(ctx, id, teststack.Alice, note(3)); err != nil {
@@ -528,7 +538,7 @@ func TestCompactionCrashBeforeTheFact(t *testing.T) {
 		t.Fatalf("after the crash: %d compactions, %s, %d messages of history (had %d)",
 			after.State.Compactions, after.State.Status, len(after.History), len(before.History))
 	}
-	next := fresh(agent)
+	next := fresh(t, agent)
 	pastLease(next, after.State.Turn.Lease)
 	if out, err := next.runner.Resume(ctx, id); err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume: %+v, %v", out, err)
@@ -586,11 +596,12 @@ func turnSummaries(ps []parts.Part) []parts.Part {
 // the budget, the stream says where, the snapshot the turn leaves is
 // small, and the summariser's usage counts in the turn's.
 func TestCompactionOfALongTurn(t *testing.T) {
+	t.Parallel()
 	const budget, steps = 1200, 30
 	rec := &recorder{next: &stepper{n: steps}}
 	agent := demoAgent(t, rec, turn.Limits{MaxStepsPerInvocation: steps + 1})
 	agent.Compaction = &turn.Compaction{InputTokens: budget, KeepSteps: 3, Model: script(t, summaryScript)}
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, note(0))
 	out, err := inv.runner.Start(ctxT(t), id)
 	if err != nil || out.Kind != turn.Completed || out.Steps != steps {
@@ -637,13 +648,14 @@ func TestCompactionOfALongTurn(t *testing.T) {
 // step after the turn's steps were summarised: the resumed invocation's
 // first request is that step's input, byte for byte.
 func TestCompactionOfALongTurnSurvivesACrash(t *testing.T) {
+	t.Parallel()
 	const budget, steps = 1200, 20
 	model_ := &stepper{n: steps}
 	rec := &recorder{next: model_}
 	lim := turn.Limits{MaxStepsPerInvocation: steps + 1, LeaseGrace: time.Millisecond}
 	agent := demoAgent(t, rec, lim)
 	agent.Compaction = &turn.Compaction{InputTokens: budget, KeepSteps: 3, Model: script(t, summaryScript)}
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, note(0))
 	ctx := ctxT(t)
 	dying, kill := context.WithCancel(ctx)
@@ -665,7 +677,7 @@ func TestCompactionOfALongTurnSurvivesACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := fresh(agent)
+	next := fresh(t, agent)
 	pastLease(next, sess.State.Turn.Lease)
 	out, err := next.runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {

@@ -30,11 +30,12 @@ const repeatedIDs = `{"steps":[
 // own execution and idempotency key; the model sees each result paired with
 // its own call.
 func TestRepeatedToolCallIDsAreKeptApart(t *testing.T) {
+	t.Parallel()
 	for _, id := range []string{"", "call_1"} {
 		t.Run(fmt.Sprintf("id=%q", id), func(t *testing.T) {
 			ctx := ctxT(t)
 			agent := demoAgent(t, script(t, fmt.Sprintf(repeatedIDs, id)), turn.Limits{})
-			inv := fresh(agent)
+			inv := fresh(t, agent)
 			sid := newSession(t, inv, "Email a, b and c.")
 			out, err := inv.runner.Start(ctx, sid)
 			if err != nil || out.Cause != reducer.CauseApproval {
@@ -63,7 +64,7 @@ func TestRepeatedToolCallIDsAreKeptApart(t *testing.T) {
 
 			// Step 2's call repeats the id: it asks again, and is not
 			// settled by either of step 1's answers.
-			out, err = fresh(agent).runner.Resume(ctx, sid)
+			out, err = fresh(t, agent).runner.Resume(ctx, sid)
 			if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseApproval {
 				t.Fatalf("resume: %+v %v, want suspended for step 2's approval", out, err)
 			}
@@ -75,7 +76,7 @@ func TestRepeatedToolCallIDsAreKeptApart(t *testing.T) {
 			if err := inv.sessions.Answer(ctx, sid, operator, step2[0].ID, reducer.Approve, ""); err != nil {
 				t.Fatal(err)
 			}
-			out, err = fresh(agent).runner.Resume(ctx, sid)
+			out, err = fresh(t, agent).runner.Resume(ctx, sid)
 			if err != nil || out.Kind != turn.Completed {
 				t.Fatalf("final resume: %+v %v", out, err)
 			}

@@ -45,6 +45,7 @@ type tally struct {
 	models, tools, steps atomic.Int64
 	appended             atomic.Int64 // facts passed to the fact log's appends
 	loads, opens         atomic.Int64 // Tail calls; stream opens
+	chunks               atomic.Int64 // chunk writes that landed
 	modelsInSteps        atomic.Int64 // model calls made inside a step
 	inStep               atomic.Bool
 }
@@ -85,6 +86,14 @@ func (c countedStreams) Open(id, stream string) *streams.Sink {
 	return c.StreamStore.Open(id, stream)
 }
 
+func (c countedStreams) WriteChunk(ctx context.Context, ch streams.Chunk) (*streams.Stored, error) {
+	found, err := c.StreamStore.WriteChunk(ctx, ch)
+	if err == nil && found == nil {
+		c.t.chunks.Add(1)
+	}
+	return found, err
+}
+
 func (t *tally) interceptor() intercept.Interceptor {
 	return intercept.Interceptor{
 		Model: func(next intercept.ModelFunc) intercept.ModelFunc {
@@ -118,9 +127,11 @@ func (t *tally) interceptor() intercept.Interceptor {
 // TestInterceptorSeesEveryCall: an interceptor on the runner sees each
 // model call, tool call and step of a turn, inside one another as they
 // nest, and each store call: every fact the turn wrote went through its
-// fact log, and the turn's stream was opened through its stream store.
+// fact log, and the turn's stream was opened through its stream store,
+// and each of the stream's chunks written through it.
 func TestInterceptorSeesEveryCall(t *testing.T) {
-	inv := fresh(demoAgent(t, script(t, stepsScript(3)), turn.Limits{}))
+	t.Parallel()
+	inv := fresh(t, demoAgent(t, script(t, stepsScript(3)), turn.Limits{}))
 	id := newSession(t, inv, "go")
 	before := len(facts(t, inv, id))
 	var seen tally
@@ -157,5 +168,12 @@ func TestInterceptorSeesEveryCall(t *testing.T) {
 	}
 	if seen.loads.Load() != 1 || seen.opens.Load() != 1 {
 		t.Errorf("loads %d, stream opens %d, want 1 and 1", seen.loads.Load(), seen.opens.Load())
+	}
+	infos, err := inv.sessions.Streams(context.Background(), id)
+	if err != nil || len(infos) != 1 || infos[0].ID != out.Turn {
+		t.Fatalf("streams of the session: %+v %v", infos, err)
+	}
+	if got := seen.chunks.Load(); infos[0].Chunks < 2 || got != int64(infos[0].Chunks) {
+		t.Errorf("chunk writes seen %d, chunks in the stream %d (want at least 2, all seen)", got, infos[0].Chunks)
 	}
 }

@@ -73,7 +73,7 @@ func (ru *ledger) settleLast(ctx context.Context) (stop bool, out Outcome, err e
 	case !ru.wait.IsZero():
 		// A wait_until call's time is ahead; on resume after it the
 		// call runs like any other.
-		delay := ru.wait.Sub(ru.r.Sessions.Clock())
+		delay := ru.wait.Sub(ru.now())
 		out, err = ru.end.suspend(ctx, reducer.CauseTimer, delay, reducer.Fact{Type: reducer.TurnSuspended, Wake: ru.wait})
 	default:
 		ru.replay()
@@ -105,7 +105,7 @@ func (ru *ledger) settle(ctx context.Context, pending []*conversation.Call) ([]r
 	fenced := false // the reads' fence was checked (fenceReads)
 	ru.wait, ru.children.kids = time.Time{}, kids{}
 	st := ru.sess.State
-	now := ru.r.Sessions.Clock()
+	now := ru.now()
 	for _, c := range pending {
 		t, runs, request := ru.admit(c, st.Turn, now)
 		if request != nil {
@@ -242,7 +242,7 @@ func (ru *ledger) flushBilled(ctx context.Context) error {
 // runPlans emits the planned calls' results in call order. Side effects run
 // here, one at a time, each made durable before and after it runs.
 func (ru *ledger) runPlans(ctx context.Context, plans []*plan) error {
-	grace := time.Now().Add(BilledGrace)
+	grace := ru.now().Add(BilledGrace)
 	for _, p := range plans {
 		if p.out != nil {
 			if err := ru.awaitRead(ctx, p, grace); err != nil {
@@ -297,7 +297,7 @@ func (ru *ledger) runPlans(ctx context.Context, plans []*plan) error {
 // that write's.
 func (ru *ledger) awaitRead(ctx context.Context, p *plan, grace time.Time) error {
 	if ru.billed {
-		t := time.NewTimer(time.Until(grace))
+		t := time.NewTimer(grace.Sub(ru.now()))
 		defer t.Stop()
 		select {
 		case p.part = <-p.out:
@@ -385,7 +385,7 @@ var errCut = errors.New("turn: a tool call was cut short by the invocation's dea
 // is errCut. Output over the agent's cap is truncated, and the truncation
 // marked.
 func (ru *ledger) runTool(ctx context.Context, t tool.Tool, c tool.Call) (parts.Part, error) {
-	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
+	ctx, cancel := ru.until(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
 	out, err := ru.invoke(ctx, t, c)
 	if err != nil {

@@ -67,7 +67,7 @@ func killMidExecution(t *testing.T, idempotent bool) (*turn.Agent, *charger, *in
 	}
 	agent := &turn.Agent{Name: "demo", Model: script(t, chargeScript), Tools: reg,
 		Limits: turn.Limits{Budget: 2 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond}}
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "Charge me.")
 	dying, kill := context.WithCancel(context.Background())
 	go func() { <-ch.started; kill() }()
@@ -82,7 +82,7 @@ func killMidExecution(t *testing.T, idempotent bool) (*turn.Agent, *charger, *in
 	if n := len(sess.State.Turn.Executions); n != 1 {
 		t.Fatalf("%d executions recorded before the kill, want 1", n)
 	}
-	time.Sleep(time.Until(sess.State.Turn.Lease) + 10*time.Millisecond)
+	pass(t, sess.State.Turn.Lease.Add(10*time.Millisecond))
 	return agent, ch, inv, id
 }
 
@@ -98,8 +98,9 @@ func outputsFor(ps []parts.Part, call string) []parts.Part {
 }
 
 func TestLedgerIdempotentToolRerunsWithSameKey(t *testing.T) {
+	t.Parallel()
 	agent, ch, inv, id := killMidExecution(t, true)
-	out, err := fresh(agent).runner.Resume(ctxT(t), id)
+	out, err := fresh(t, agent).runner.Resume(ctxT(t), id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
@@ -113,9 +114,10 @@ func TestLedgerIdempotentToolRerunsWithSameKey(t *testing.T) {
 }
 
 func TestLedgerUncertainRerun(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent, ch, inv, id := killMidExecution(t, false)
-	out, err := fresh(agent).runner.Resume(ctx, id)
+	out, err := fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseUncertain {
 		t.Fatalf("resume: %+v %v, want suspended uncertain", out, err)
 	}
@@ -127,7 +129,7 @@ func TestLedgerUncertainRerun(t *testing.T) {
 	if ex == nil || ex.ToolCallID != turn.CallID(sess.State.Turn.ID, 0, 0) {
 		t.Fatalf("uncertain = %+v", ex)
 	}
-	if _, err := fresh(agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
+	if _, err := fresh(t, agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
 		t.Fatalf("resume before verdict: %v", err)
 	}
 	if err := inv.sessions.Settle(ctx, id, operator, ex.ID, reducer.Rerun); err != nil {
@@ -140,7 +142,7 @@ func TestLedgerUncertainRerun(t *testing.T) {
 	if n := len(facts(t, inv, id)); n != before {
 		t.Fatal("a second verdict wrote a fact")
 	}
-	out, err = fresh(agent).runner.Resume(ctx, id)
+	out, err = fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after rerun: %+v %v", out, err)
 	}
@@ -154,10 +156,11 @@ func TestLedgerUncertainRerun(t *testing.T) {
 // during the rerun leaves it uncertain again, for an operator to settle;
 // the rerun verdict on the first execution allowed one run, not two.
 func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent, ch, inv, id := killMidExecution(t, false)
 	ch.rerun = make(chan struct{})
-	if out, err := fresh(agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
+	if out, err := fresh(t, agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
 		t.Fatalf("resume: %+v %v, want suspended uncertain", out, err)
 	}
 	sess, _ := inv.sessions.Load(ctx, id)
@@ -169,13 +172,13 @@ func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
 	// The rerun dies as it runs.
 	dying, kill := context.WithCancel(ctx)
 	go func() { <-ch.rerun; kill() }()
-	if _, err := fresh(agent).runner.Resume(dying, id); !errors.Is(err, context.Canceled) {
+	if _, err := fresh(t, agent).runner.Resume(dying, id); !errors.Is(err, context.Canceled) {
 		t.Fatalf("killed rerun: %v", err)
 	}
 	sess, _ = inv.sessions.Load(ctx, id)
-	time.Sleep(time.Until(sess.State.Turn.Lease) + 10*time.Millisecond)
+	pass(t, sess.State.Turn.Lease.Add(10*time.Millisecond))
 
-	out, err := fresh(agent).runner.Resume(ctx, id)
+	out, err := fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseUncertain {
 		t.Fatalf("resume after the killed rerun: %+v %v, want suspended uncertain (runs %d)", out, err, len(ch.keys))
 	}
@@ -198,7 +201,7 @@ func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
 	if err := inv.sessions.Settle(ctx, id, operator, second.ID, reducer.Rerun); err != nil {
 		t.Fatal(err)
 	}
-	out, err = fresh(agent).runner.Resume(ctx, id)
+	out, err = fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after the second rerun: %+v %v", out, err)
 	}
@@ -216,16 +219,17 @@ func TestLedgerKillDuringRerunAsksAgain(t *testing.T) {
 }
 
 func TestLedgerUncertainAbandon(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent, ch, inv, id := killMidExecution(t, false)
-	if out, err := fresh(agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
+	if out, err := fresh(t, agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
 	sess, _ := inv.sessions.Load(ctx, id)
 	if err := inv.sessions.Settle(ctx, id, operator, sess.State.Turn.Uncertain.ID, reducer.Abandon); err != nil {
 		t.Fatal(err)
 	}
-	out, err := fresh(agent).runner.Resume(ctx, id)
+	out, err := fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after abandon: %+v %v", out, err)
 	}
@@ -249,6 +253,7 @@ func TestLedgerUncertainAbandon(t *testing.T) {
 // would after a crash: an idempotent one reruns with the same key, any
 // other waits for a verdict.
 func TestLedgerCallCutByTheDeadline(t *testing.T) {
+	t.Parallel()
 	for _, idempotent := range []bool{true, false} {
 		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
 			ctx := ctxT(t)
@@ -259,7 +264,7 @@ func TestLedgerCallCutByTheDeadline(t *testing.T) {
 			}
 			agent := &turn.Agent{Name: "demo", Model: script(t, chargeScript), Tools: reg,
 				Limits: turn.Limits{Budget: 500 * time.Millisecond, Margin: 100 * time.Millisecond}}
-			inv := fresh(agent)
+			inv := fresh(t, agent)
 			id := newSession(t, inv, "Charge me.")
 			out, err := inv.runner.Start(ctx, id)
 			if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseBudget {
@@ -269,7 +274,7 @@ func TestLedgerCallCutByTheDeadline(t *testing.T) {
 			if got := outputsFor(ps, ""); len(got) != 0 {
 				t.Fatalf("the cut call has results %+v, want none", got)
 			}
-			out, err = fresh(agent).runner.Resume(ctx, id)
+			out, err = fresh(t, agent).runner.Resume(ctx, id)
 			if !idempotent {
 				if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseUncertain {
 					t.Fatalf("resume: %+v %v, want suspended uncertain", out, err)
@@ -302,11 +307,12 @@ const twoApprovals = `{"steps":[
 ]}`
 
 func TestParallelApprovalsEitherOrder(t *testing.T) {
+	t.Parallel()
 	for _, order := range []string{"first-then-second", "second-then-first"} {
 		t.Run(order, func(t *testing.T) {
 			ctx := ctxT(t)
 			agent := demoAgent(t, script(t, twoApprovals), turn.Limits{})
-			inv := fresh(agent)
+			inv := fresh(t, agent)
 			id := newSession(t, inv, "Email both.")
 			out, err := inv.runner.Start(ctx, id)
 			if err != nil || out.Cause != reducer.CauseApproval {
@@ -327,13 +333,13 @@ func TestParallelApprovalsEitherOrder(t *testing.T) {
 			if err := inv.sessions.Answer(ctx, id, operator, pend[0].ID, reducer.Approve, ""); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := fresh(agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
+			if _, err := fresh(t, agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
 				t.Fatalf("resumed with one approval pending: %v", err)
 			}
 			if err := inv.sessions.Answer(ctx, id, operator, pend[1].ID, reducer.Approve, ""); err != nil {
 				t.Fatal(err)
 			}
-			out, err = fresh(agent).runner.Resume(ctx, id)
+			out, err = fresh(t, agent).runner.Resume(ctx, id)
 			if err != nil || out.Kind != turn.Completed {
 				t.Fatalf("resume: %+v %v", out, err)
 			}
@@ -370,6 +376,8 @@ func TestParallelApprovalsEitherOrder(t *testing.T) {
 // returns within turn.BilledGrace has its result written with its step, in
 // one chunk. So the ledger adds one PUT and one transaction.
 func TestLedgerCost(t *testing.T) {
+	t.Parallel()
+	onEmulator(t) // counts requests, injects faults or reads the queue
 	writes := func(effect tool.Effect) (puts, txns int64) {
 		t.Helper()
 		reg, err := tool.NewRegistry(tool.Tool{
@@ -382,7 +390,7 @@ func TestLedgerCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inv := fresh(&turn.Agent{Name: "demo", Model: script(t, chargeScript), Tools: reg})
+		inv := fresh(t, &turn.Agent{Name: "demo", Model: script(t, chargeScript), Tools: reg})
 		id := newSession(t, inv, "Charge me.")
 		inv.counter.Reset()
 		if out, err := inv.runner.Start(ctxT(t), id); err != nil || out.Kind != turn.Completed {
@@ -401,9 +409,10 @@ func TestLedgerCost(t *testing.T) {
 // A turn cancelled while a side effect is uncertain leaves later turns
 // knowing the call may have taken effect, not that it never ran.
 func TestCancelWhileUncertainSaysTheOutcomeIsUnknown(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent, ch, inv, id := killMidExecution(t, false)
-	if out, err := fresh(agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
+	if out, err := fresh(t, agent).runner.Resume(ctx, id); err != nil || out.Cause != reducer.CauseUncertain {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
 	if err := inv.sessions.Cancel(ctx, id, operator, "leave it"); err != nil {

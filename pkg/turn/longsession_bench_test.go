@@ -46,7 +46,7 @@ func longSession(b *testing.B, compact bool, turns int) {
 	if !compact {
 		agent.Compaction = nil
 	}
-	inv := fresh(agent)
+	inv := fresh(b, agent)
 	ctx := context.Background()
 	id := teststack.NewSession(b, inv.sessions, "demo", note(0))
 	var peak int64
@@ -123,7 +123,7 @@ func BenchmarkStepCompactionCheck(b *testing.B) {
 			if on {
 				agent.Compaction = &turn.Compaction{InputTokens: 1 << 40}
 			}
-			inv := fresh(agent)
+			inv := fresh(b, agent)
 			ctx := context.Background()
 			ids := make([]string, b.N)
 			for i := range ids {

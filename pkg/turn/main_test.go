@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,22 +28,71 @@ var env testenv.Env
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
 
-// invocation is everything one Lambda invocation would build: new clients,
-// stores, sink values and runner. Nothing is shared with other invocations
-// but the emulator.
+// invocation is everything one Lambda invocation would build: new
+// clients, stores, sink values and runner. Nothing is shared with other
+// invocations but the test's storage: in memory, or the emulator.
 type invocation struct {
-	clients  *awsenv.Clients
-	counter  *awsenv.Counter
+	clients  *awsenv.Clients // nil in memory
+	counter  *awsenv.Counter // nil in memory
 	sessions *session.Store
 	runner   *turn.Runner
 }
 
-func fresh(agent *turn.Agent) *invocation {
-	c := &awsenv.Counter{}
-	cl := awsenv.Counted(env.URL(), c)
-	ss := teststack.Sessions(cl, env)
-	return &invocation{clients: cl, counter: c, sessions: ss,
-		runner: &turn.Runner{Sessions: ss, Agents: turn.AgentMap{agent.Name: agent}, Waker: ss.Waker}}
+// stack is one test's storage: in memory (mem) unless the test asked for
+// the emulator (onEmulator); mem's clock is the test's clock either way.
+type stack struct {
+	mem *teststack.Memory
+	emu atomic.Bool
+}
+
+// stacks holds each test's stack, by the name of its top-level test, so
+// subtests share it, until the test that made it ends (a test run again,
+// -count, gets a fresh one).
+var stacks sync.Map
+
+func stackOf(t testing.TB) *stack {
+	name, _, _ := strings.Cut(t.Name(), "/")
+	s, loaded := stacks.LoadOrStore(name, &stack{mem: teststack.NewMemory()})
+	if !loaded {
+		t.Cleanup(func() { stacks.Delete(name) })
+	}
+	return s.(*stack)
+}
+
+// onEmulator puts the test's invocations on the emulator's table, bucket
+// and queue, for a test that counts requests, injects faults into them or
+// reads the wake queue. Call it before the test's first fresh.
+func onEmulator(t testing.TB) { stackOf(t).emu.Store(true) }
+
+// pass moves the test's clock just past at: what waiting out a lease or an
+// expiry was.
+func pass(t testing.TB, at time.Time) { stackOf(t).mem.Clock.Pass(at) }
+
+// wait lets d pass: on the test's clock in memory, where the wake queue
+// reads it too; on the wall clock on the emulator, whose queue delays wakes
+// by it.
+func wait(t testing.TB, d time.Duration) {
+	if st := stackOf(t); !st.emu.Load() {
+		st.mem.Clock.Advance(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+// fresh is a new invocation on the test's storage.
+func fresh(t testing.TB, agent *turn.Agent) *invocation {
+	st := stackOf(t)
+	inv := &invocation{}
+	if st.emu.Load() {
+		inv.counter = &awsenv.Counter{}
+		inv.clients = awsenv.Counted(env.URL(), inv.counter)
+		inv.sessions = teststack.Sessions(inv.clients, env)
+		inv.sessions.Now = st.mem.Clock.Clock()
+	} else {
+		inv.sessions = st.mem.Sessions()
+	}
+	inv.runner = &turn.Runner{Sessions: inv.sessions, Agents: turn.AgentMap{agent.Name: agent}, Waker: inv.sessions.Waker}
+	return inv
 }
 
 var script, demoAgent, count = teststack.Script, teststack.DemoAgent, teststack.Count

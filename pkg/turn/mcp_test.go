@@ -31,6 +31,8 @@ func mcpAgent(t testing.TB, url string, m model.Model, lim turn.Limits) *turn.Ag
 // rides in the turn's first chunk, with its first step, so a turn with
 // MCP tools makes the same S3 PUTs and DynamoDB writes as one without.
 func TestRecordingTheToolsCostsNoWrite(t *testing.T) {
+	t.Parallel()
+	onEmulator(t) // counts requests, injects faults or reads the queue
 	srv := mcptest.Start()
 	defer srv.Close()
 	ctx := ctxT(t)
@@ -50,7 +52,7 @@ func TestRecordingTheToolsCostsNoWrite(t *testing.T) {
 		if kind == "mcp" {
 			agent = mcpAgent(t, srv.URL, script(t, js), turn.Limits{})
 		}
-		inv := fresh(agent)
+		inv := fresh(t, agent)
 		id := newSession(t, inv, "go")
 		inv.counter.Reset()
 		out, err := inv.runner.Start(ctx, id)
@@ -89,11 +91,12 @@ func TestRecordingTheToolsCostsNoWrite(t *testing.T) {
 // down is suspended with a growing wake and, past the retry policy's
 // suspensions, failed as a tool failure that says why.
 func TestToolsThatStayUnavailableFailTheTurn(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.Start()
 	srv.Close()
 	ctx := ctxT(t)
 	agent := mcpAgent(t, srv.URL, script(t, `{"steps":[{"text":"hi"}]}`), turn.Limits{ModelRetry: model.RetryPolicy{Suspensions: 2}})
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "go")
 	out, err := inv.runner.Start(ctx, id)
 	for i := 1; err == nil && out.Kind == turn.Suspended; i++ {

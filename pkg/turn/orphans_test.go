@@ -26,6 +26,7 @@ import (
 // release it. Then the blocked session completes, and the order was
 // refunded once.
 func TestClaimsDeleteKeepsARunningEffectsGrant(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	h := killedMidRefund(t, ctx)
 	srv, instance, inv, b, a, gid := h.srv, h.instance, h.inv, h.b, h.a, h.gid
@@ -38,7 +39,7 @@ func TestClaimsDeleteKeepsARunningEffectsGrant(t *testing.T) {
 	if _, err := inv.sessions.Load(ctx, a); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("the deleted session loads: %v", err)
 	}
-	time.Sleep(time.Until(h.lease) + 20*time.Millisecond)
+	pass(t, h.lease.Add(20*time.Millisecond))
 	other := newSession(t, inv, "Refund o1 too.")
 	if out, err := inv.runner.Start(ctx, other); err != nil || out.Cause != reducer.CauseBlocked {
 		t.Fatalf("second session: %+v %v, want blocked", out, err)
@@ -86,11 +87,12 @@ func TestClaimsDeleteKeepsARunningEffectsGrant(t *testing.T) {
 // closed like a deleted one: past its deadline it is orphaned, not read as
 // an execution that never started, and it blocks until released.
 func TestClaimsGrantOfAMissingHolderIsOrphaned(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	srv := newOrderServer(t, 0)
 	instance := ids.New("i")
 	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), turn.Limits{Budget: 30 * time.Second})
-	inv, b := claimed(agent, time.Second)
+	inv, b := claimed(t, agent, time.Second)
 	ghost := ids.New("s")
 	g := claims.Request{ID: reducer.GrantID(ghost, "tc_x"), Owner: teststack.Alice.ID, Session: ghost, Turn: "turn_x", ToolCall: "tc_x",
 		Claims: []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}, Deadline: time.Now().Add(-time.Second)}
@@ -131,6 +133,7 @@ func sessionOf(t *testing.T, inv *invocation, owner, text string) string {
 // names nothing of alice's: no session, turn, call, grant id or claims.
 // Alice, blocked by her own grant, sees it whole.
 func TestClaimsPerOwnerAndOpaqueAcrossOwners(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	for _, shared := range []bool{false, true} {
 		srv := newOrderServer(t, 0)
@@ -138,7 +141,7 @@ func TestClaimsPerOwnerAndOpaqueAcrossOwners(t *testing.T) {
 		tl := refundTool(srv, instance, false)
 		tl.Claims = claims.Of(claims.Static{Namespace: "orders", Instance: instance, Field: "order", Access: claims.Write, Shared: shared})
 		agent := refundAgent(t, refundOne, tl, turn.Limits{Budget: 30 * time.Second})
-		inv, b := claimed(agent, time.Minute)
+		inv, b := claimed(t, agent, time.Minute)
 		holder := sessionOf(t, inv, "alice", "Hold o1.")
 		hold := claims.Request{ID: reducer.GrantID(holder, "tc_alice"), Owner: "alice", Session: holder, Turn: "turn_alice", ToolCall: "tc_alice",
 			Claims: []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write, Shared: shared}}, Deadline: time.Now().Add(time.Hour)}

@@ -77,6 +77,7 @@ func replaysAlike(t *testing.T, ps []parts.Part) {
 // the same provider id: each step's input matches a fresh Build, across
 // resumes and over the first turn's history.
 func TestIncrementalInputMatchesBuildAcrossResumes(t *testing.T) {
+	t.Parallel()
 	const dupScript = `{"steps":[
  {"text":"first","toolCalls":[{"id":"dup","name":"get_weather","input":{"city":"A"}}]},
  {"text":"second","toolCalls":[{"id":"dup","name":"get_weather","input":{"city":"B"}},{"id":"tc_x","name":"get_weather","input":{"city":"C"}}]},
@@ -86,12 +87,12 @@ func TestIncrementalInputMatchesBuildAcrossResumes(t *testing.T) {
 	var inv *invocation
 	m := &checking{t: t, m: script(t, dupScript), inv: func() *invocation { return inv }}
 	agent := demoAgent(t, m, turn.Limits{MaxStepsPerInvocation: 2})
-	inv = fresh(agent)
+	inv = fresh(t, agent)
 	m.id = newSession(t, inv, "go")
 	for range 2 {
 		out, err := inv.runner.Start(ctx, m.id)
 		for err == nil && out.Kind == turn.Suspended {
-			inv = fresh(agent)
+			inv = fresh(t, agent)
 			out, err = inv.runner.Resume(ctx, m.id)
 		}
 		if err != nil || out.Kind != turn.Completed || out.Usage.Steps != 4 {
@@ -116,6 +117,7 @@ func TestIncrementalInputMatchesBuildAcrossResumes(t *testing.T) {
 // Approved and denied calls: the resumed run's input matches a fresh Build,
 // and the streams replay alike part by part.
 func TestIncrementalInputMatchesBuildAfterApprovals(t *testing.T) {
+	t.Parallel()
 	for _, d := range []reducer.Decision{reducer.Approve, reducer.Deny} {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := ctxT(t)
@@ -125,7 +127,7 @@ func TestIncrementalInputMatchesBuildAfterApprovals(t *testing.T) {
 			}
 			var rinv *invocation
 			m := &checking{t: t, m: script(t, approvalScript), inv: func() *invocation { return rinv }, id: id}
-			rinv = fresh(demoAgent(t, m, turn.Limits{}))
+			rinv = fresh(t, demoAgent(t, m, turn.Limits{}))
 			out, err := rinv.runner.Resume(ctx, id)
 			if err != nil || out.Kind != turn.Completed || m.steps != 1 {
 				t.Fatalf("resume: %+v, %v (%d steps asked)", out, err, m.steps)

@@ -72,7 +72,7 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 		return Outcome{}, fmt.Errorf("turn: start %s: agent %q: %w", id, st.Agent, ErrUnknownAgent)
 	}
 	lim := agent.Limits.WithDefaults()
-	deadline := deadlineOf(ctx, lim.Budget)
+	deadline := deadlineOf(ctx, r.Sessions.Clock(), lim.Budget)
 	turnID := ids.New("turn")
 	trace, minted := startTrace(ctx, st.Inbox)
 	// A stream exists from its first chunk, so a losing Start leaves nothing
@@ -129,7 +129,7 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outco
 		return Outcome{}, fmt.Errorf("turn: resume %s: agent %q: %w", id, st.Agent, ErrUnknownAgent)
 	}
 	lim := agent.Limits.WithDefaults()
-	deadline := deadlineOf(ctx, lim.Budget)
+	deadline := deadlineOf(ctx, r.Sessions.Clock(), lim.Budget)
 	next, err := r.Sessions.Append(ctx, id, st, reducer.Fact{
 		Type: reducer.TurnResumed, Actor: agentActor(t.ID), Turn: t.ID, Lease: deadline.Add(lim.LeaseGrace),
 	})
@@ -170,10 +170,12 @@ func (ru *run) resumed(ctx context.Context, prior []parts.Part, next reducer.Sta
 	return ru.finish(ru.loop(ctx))
 }
 
-func deadlineOf(ctx context.Context, budget time.Duration) time.Time {
-	d := time.Now().Add(budget)
-	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
-		d = cd
+// deadlineOf is when an invocation that starts at now (the store's clock)
+// must be done: after budget, or sooner when ctx's deadline, which is on
+// the wall clock, leaves less time than that.
+func deadlineOf(ctx context.Context, now time.Time, budget time.Duration) time.Time {
+	if cd, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(cd))
 	}
-	return d
+	return now.Add(budget)
 }

@@ -45,9 +45,10 @@ func spendAgent(t *testing.T, sp turn.Spend, price *reducer.Price) *turn.Agent {
 // A turn past its token cap suspends for the limit at the step boundary,
 // waits for an operator, and resumes to completion once the cap is raised.
 func TestTurnTokenCapSuspendsAndRaiseResumes(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent := spendAgent(t, turn.Spend{Turn: reducer.Caps{InputTokens: 1}}, nil)
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "What is the weather?")
 
 	out, err := inv.runner.Start(ctx, id)
@@ -80,7 +81,7 @@ func TestTurnTokenCapSuspendsAndRaiseResumes(t *testing.T) {
 	if w := receiveWake(t, inv, id); w.Reason != wake.Raised {
 		t.Fatalf("wake = %+v, want raised", w)
 	}
-	out, err = fresh(agent).runner.Resume(ctx, id)
+	out, err = fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after raise: %+v, %v", out, err)
 	}
@@ -96,8 +97,9 @@ func TestTurnTokenCapSuspendsAndRaiseResumes(t *testing.T) {
 
 // onExceeded fail: the turn fails with limit, saying which cap.
 func TestTurnTokenCapFails(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
-	inv := fresh(spendAgent(t, turn.Spend{Turn: reducer.Caps{OutputTokens: 1}, Fail: true}, nil))
+	inv := fresh(t, spendAgent(t, turn.Spend{Turn: reducer.Caps{OutputTokens: 1}, Fail: true}, nil))
 	id := newSession(t, inv, "What is the weather?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil {
@@ -119,9 +121,10 @@ func TestTurnTokenCapFails(t *testing.T) {
 // A cost cap with a price table: each step's metadata carries its cost,
 // and the turn stops once the cost reaches the cap.
 func TestTurnCostCapWithPriceTable(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	price := &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}
-	inv := fresh(spendAgent(t, turn.Spend{Turn: reducer.Caps{Cost: 0.000001}}, price))
+	inv := fresh(t, spendAgent(t, turn.Spend{Turn: reducer.Caps{Cost: 0.000001}}, price))
 	id := newSession(t, inv, "What is the weather?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil {
@@ -142,8 +145,9 @@ func TestTurnCostCapWithPriceTable(t *testing.T) {
 // A session cap counts the ended turns: a second turn stops once the
 // session's total reaches it, and a session-level raise resumes it.
 func TestSessionCapAcrossTurns(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
-	inv := fresh(spendAgent(t, turn.Spend{}, nil))
+	inv := fresh(t, spendAgent(t, turn.Spend{}, nil))
 	id := newSession(t, inv, "What is the weather?")
 	if out, err := inv.runner.Start(ctx, id); err != nil || out.Kind != turn.Completed {
 		t.Fatalf("first turn: %+v, %v", out, err)
@@ -153,14 +157,14 @@ func TestSessionCapAcrossTurns(t *testing.T) {
 	teststack.Post(t, inv.sessions, id, st, "And tomorrow?")
 
 	capped := spendAgent(t, turn.Spend{Session: reducer.Caps{InputTokens: first.InputTokens + 1}}, nil)
-	out, err := fresh(capped).runner.Start(ctx, id)
+	out, err := fresh(t, capped).runner.Start(ctx, id)
 	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseLimit || out.Steps != 1 {
 		t.Fatalf("second turn: %+v, %v; want suspended for limit after 1 step", out, err)
 	}
 	if err := inv.sessions.Raise(ctx, id, operator, reducer.Raise{Session: reducer.Caps{InputTokens: 1 << 40}}); err != nil {
 		t.Fatal(err)
 	}
-	out, err = fresh(capped).runner.Resume(ctx, id)
+	out, err = fresh(t, capped).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after raise: %+v, %v", out, err)
 	}
@@ -172,8 +176,9 @@ func TestSessionCapAcrossTurns(t *testing.T) {
 
 // A raise that is malformed, or for a turn not at a limit, writes nothing.
 func TestRaiseRefused(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
-	inv := fresh(spendAgent(t, turn.Spend{}, nil))
+	inv := fresh(t, spendAgent(t, turn.Spend{}, nil))
 	id := newSession(t, inv, "What is the weather?")
 	before := len(facts(t, inv, id))
 	if err := inv.sessions.Raise(ctx, id, operator, reducer.Raise{Turn: reducer.Caps{InputTokens: 5}}); !errors.Is(err, session.ErrNotPending) {
@@ -192,9 +197,10 @@ func TestRaiseRefused(t *testing.T) {
 // A limit suspension names the cap the turn reached, its scope, measure,
 // cap and usage, in the fact and the state.
 func TestLimitSuspensionNamesTheCap(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	price := &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}
-	inv := fresh(spendAgent(t, turn.Spend{Turn: reducer.Caps{Cost: 0.000001}}, price))
+	inv := fresh(t, spendAgent(t, turn.Spend{Turn: reducer.Caps{Cost: 0.000001}}, price))
 	id := newSession(t, inv, "What is the weather?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil || out.Cause != reducer.CauseLimit {
@@ -211,7 +217,7 @@ func TestLimitSuspensionNamesTheCap(t *testing.T) {
 	}
 
 	// A session cap, second turn.
-	inv = fresh(spendAgent(t, turn.Spend{}, nil))
+	inv = fresh(t, spendAgent(t, turn.Spend{}, nil))
 	id = newSession(t, inv, "What is the weather?")
 	if out, err := inv.runner.Start(ctx, id); err != nil || out.Kind != turn.Completed {
 		t.Fatalf("first turn: %+v, %v", out, err)
@@ -219,7 +225,7 @@ func TestLimitSuspensionNamesTheCap(t *testing.T) {
 	st := teststack.Load(t, inv.sessions, id)
 	teststack.Post(t, inv.sessions, id, st, "And tomorrow?")
 	capped := spendAgent(t, turn.Spend{Session: reducer.Caps{InputTokens: st.Usage.InputTokens}}, nil)
-	if out, err := fresh(capped).runner.Start(ctx, id); err != nil || out.Cause != reducer.CauseLimit || out.Steps != 0 {
+	if out, err := fresh(t, capped).runner.Start(ctx, id); err != nil || out.Cause != reducer.CauseLimit || out.Steps != 0 {
 		t.Fatalf("second turn: %+v, %v", out, err)
 	}
 	fs = facts(t, inv, id)

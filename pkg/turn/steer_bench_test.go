@@ -14,12 +14,13 @@ import (
 // facts appended since the run's state, and no write. A 10-step turn per
 // iteration; it reports ns/step, queries/step and writes/turn per policy.
 func BenchmarkStepSteering(b *testing.B) {
+	onEmulator(b) // counts requests, injects faults or reads the queue
 	const steps = 10
 	for _, policy := range []reducer.Steering{reducer.SteerEnqueue, reducer.SteerSteer} {
 		b.Run(fmt.Sprintf("policy=%s", policy), func(b *testing.B) {
 			agent := demoAgent(b, script(b, stepsScript(steps)), turn.Limits{})
 			agent.Steering = policy
-			inv := fresh(agent)
+			inv := fresh(b, agent)
 			ctx := context.Background()
 			ids := make([]string, b.N)
 			for i := range ids {
@@ -44,13 +45,15 @@ func BenchmarkStepSteering(b *testing.B) {
 // With no message posted, a steer agent's turn writes exactly what an
 // enqueue agent's does, and reads one page of new facts per step boundary.
 func TestSteeringCostsOneQueryPerBoundary(t *testing.T) {
+	t.Parallel()
+	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	const steps = 4
 	counts := map[reducer.Steering][2]int64{}
 	for _, policy := range []reducer.Steering{reducer.SteerEnqueue, reducer.SteerSteer} {
 		agent := demoAgent(t, script(t, stepsScript(steps)), turn.Limits{})
 		agent.Steering = policy
-		inv := fresh(agent)
+		inv := fresh(t, agent)
 		id := newSession(t, inv, "go")
 		inv.counter.Reset()
 		if out, err := inv.runner.Start(ctx, id); err != nil || out.Kind != turn.Completed || out.Steps != steps {

@@ -94,8 +94,8 @@ func steerAgent(t *testing.T, m model.Model, p *poker, policy reducer.Steering, 
 }
 
 // steering is an invocation whose session store applies the agent's policy.
-func steering(agent *turn.Agent) *invocation {
-	inv := fresh(agent)
+func steering(t testing.TB, agent *turn.Agent) *invocation {
+	inv := fresh(t, agent)
 	inv.sessions.Steering = turn.AgentMap{agent.Name: agent}.Steering
 	return inv
 }
@@ -126,10 +126,11 @@ func userTexts(msgs []conversation.Message) []string {
 }
 
 func TestSteeringEnqueueStartsTheNextTurn(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	rec := &recording{m: script(t, pokeScript)}
 	p := &poker{}
-	inv := steering(steerAgent(t, rec, p, reducer.SteerEnqueue, turn.Limits{}))
+	inv := steering(t, steerAgent(t, rec, p, reducer.SteerEnqueue, turn.Limits{}))
 	p.ss = inv.sessions
 	id := newSession(t, inv, "Poke it.")
 	p.id = id
@@ -169,10 +170,11 @@ func TestSteeringEnqueueStartsTheNextTurn(t *testing.T) {
 }
 
 func TestSteeringSteerDeliversIntoTheRunningTurn(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	rec := &recording{m: script(t, pokeScript)}
 	p := &poker{}
-	inv := steering(steerAgent(t, rec, p, reducer.SteerSteer, turn.Limits{}))
+	inv := steering(t, steerAgent(t, rec, p, reducer.SteerSteer, turn.Limits{}))
 	p.ss = inv.sessions
 	id := newSession(t, inv, "Poke it.")
 	p.id = id
@@ -267,6 +269,8 @@ func readAll(req *http.Request) ([]byte, error) {
 // is recorded: the resumed invocation rebuilds the input the durable state
 // holds, with the message once, records message.steered, and goes on.
 func TestSteeringSteerSurvivesACrashBeforeTheFact(t *testing.T) {
+	t.Parallel()
+	onEmulator(t) // counts requests, injects faults or reads the queue
 	ctx := ctxT(t)
 	lim := turn.Limits{LeaseGrace: time.Millisecond}
 	p := &poker{}
@@ -274,7 +278,7 @@ func TestSteeringSteerSurvivesACrashBeforeTheFact(t *testing.T) {
 	defer kill()
 	die := &dieOn{marker: string(reducer.MessageSteered), kill: kill}
 	agent := steerAgent(t, script(t, pokeScript), p, reducer.SteerSteer, lim)
-	inv := steering(agent)
+	inv := steering(t, agent)
 	// The dying invocation's stores reach the emulator through die.
 	dyingSessions := teststack.Sessions(faults.Clients(env.URL(), faults.New(die)), env)
 	dyingSessions.Steering = inv.sessions.Steering
@@ -304,7 +308,7 @@ func TestSteeringSteerSurvivesACrashBeforeTheFact(t *testing.T) {
 	var resumed *invocation
 	rec := &recording{m: script(t, pokeScript)}
 	check := &checking{t: t, m: rec, inv: func() *invocation { return resumed }, id: id}
-	resumed = steering(steerAgent(t, check, p, reducer.SteerSteer, lim))
+	resumed = steering(t, steerAgent(t, check, p, reducer.SteerSteer, lim))
 	resumed.sessions.Now = func() time.Time { return time.Now().Add(time.Until(sess.State.Turn.Lease) + time.Second) }
 	out, err = resumed.runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
@@ -340,10 +344,11 @@ func TestSteeringSteerSurvivesACrashBeforeTheFact(t *testing.T) {
 }
 
 func TestSteeringInterruptEndsTheTurnAndStartsANewOne(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	rec := &recording{m: script(t, pokeScript)}
 	p := &poker{}
-	inv := steering(steerAgent(t, rec, p, reducer.SteerInterrupt, turn.Limits{}))
+	inv := steering(t, steerAgent(t, rec, p, reducer.SteerInterrupt, turn.Limits{}))
 	p.ss = inv.sessions
 	id := newSession(t, inv, "Poke it.")
 	p.id = id
@@ -383,9 +388,10 @@ func TestSteeringInterruptEndsTheTurnAndStartsANewOne(t *testing.T) {
 // An interrupt must not wait behind an approval: posting it to a turn
 // suspended for one ends the turn in the same write.
 func TestSteeringInterruptEndsASuspendedTurn(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent := steerAgent(t, script(t, approvalScript), &poker{}, reducer.SteerInterrupt, turn.Limits{})
-	inv := steering(agent)
+	inv := steering(t, agent)
 	id := newSession(t, inv, "Email the team.")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseApproval {
@@ -418,9 +424,10 @@ func TestSteeringInterruptEndsASuspendedTurn(t *testing.T) {
 }
 
 func TestSteeringRejectRefusesWithoutAFact(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	p := &poker{}
-	inv := steering(steerAgent(t, script(t, pokeScript), p, reducer.SteerReject, turn.Limits{}))
+	inv := steering(t, steerAgent(t, script(t, pokeScript), p, reducer.SteerReject, turn.Limits{}))
 	p.ss = inv.sessions
 	id := newSession(t, inv, "Poke it.")
 	p.id = id
@@ -450,8 +457,9 @@ const weatherScript = `{"steps":[
 // A message steered at a suspended turn waits for the resume, which
 // delivers it before its first step.
 func TestSteeringSteerWaitsForTheResume(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
-	first := steering(steerAgent(t, script(t, weatherScript), &poker{}, reducer.SteerSteer, turn.Limits{MaxStepsPerInvocation: 1}))
+	first := steering(t, steerAgent(t, script(t, weatherScript), &poker{}, reducer.SteerSteer, turn.Limits{MaxStepsPerInvocation: 1}))
 	id := newSession(t, first, "Weather?")
 	out, err := first.runner.Start(ctx, id)
 	if err != nil || out.Kind != turn.Suspended || out.Cause != reducer.CauseBudget {
@@ -465,7 +473,7 @@ func TestSteeringSteerWaitsForTheResume(t *testing.T) {
 		t.Fatalf("after the post: %s, steer %+v", st.Status, st.Turn.Steer)
 	}
 	rec := &recording{m: script(t, weatherScript)}
-	second := steering(steerAgent(t, rec, &poker{}, reducer.SteerSteer, turn.Limits{}))
+	second := steering(t, steerAgent(t, rec, &poker{}, reducer.SteerSteer, turn.Limits{}))
 	out, err = second.runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume = %+v, %v", out, err)
@@ -484,10 +492,11 @@ func TestSteeringSteerWaitsForTheResume(t *testing.T) {
 // its cap of one step) is not delivered into it: the turn ends as its caps
 // say, and the message starts the next turn, where the model answers it.
 func TestSteeringMessageTheTurnHasNoStepForStartsTheNext(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	p := &poker{}
 	agent := steerAgent(t, script(t, pokeScript), p, reducer.SteerSteer, turn.Limits{MaxStepsPerTurn: 1})
-	inv := steering(agent)
+	inv := steering(t, agent)
 	p.ss = inv.sessions
 	id := newSession(t, inv, "Poke it.")
 	p.id = id
@@ -507,7 +516,7 @@ func TestSteeringMessageTheTurnHasNoStepForStartsTheNext(t *testing.T) {
 		t.Fatalf("the inbox after the turn: %v, %+v", err, sess.State.Inbox)
 	}
 	rec := &recording{m: script(t, `{"steps":[{"text":"Oslo it is."}]}`)}
-	next := steering(steerAgent(t, rec, p, reducer.SteerSteer, turn.Limits{}))
+	next := steering(t, steerAgent(t, rec, p, reducer.SteerSteer, turn.Limits{}))
 	if out, err := next.runner.Start(ctx, id); err != nil || out.Kind != turn.Completed {
 		t.Fatalf("the next turn: %+v, %v", out, err)
 	}

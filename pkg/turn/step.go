@@ -43,7 +43,7 @@ type attempt struct {
 // step asks the model for one step and returns its parts, from start-step
 // to finish-step. Nothing reaches the sink unless the step completes.
 func (ru *stepper) step(ctx context.Context) ([]parts.Part, error) {
-	ctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
+	ctx, cancel := ru.until(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
 	req := ru.request(ru.sess.History)
 	so := ru.turn.Usage() // the turn's usage before this step

@@ -27,12 +27,13 @@ func (m *throttled) Stream(context.Context, model.Request) iter.Seq2[model.Event
 }
 
 func TestPersistentThrottleSuspendsForALaterWake(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	m := &throttled{}
 	// The provider's retry-after (3 s) is longer than MaxBackoff: waiting
 	// that long is the suspended turn's job, so the step is not redone.
 	agent := demoAgent(t, m, turn.Limits{ModelRetry: model.RetryPolicy{Backoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Attempts: 3, WakeDelay: time.Second}})
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "Hello?")
 	drainWakes(t, inv)
 	before := time.Now()
@@ -53,11 +54,11 @@ func TestPersistentThrottleSuspendsForALaterWake(t *testing.T) {
 		t.Fatalf("last fact = %+v, want the first fault suspension with its wake 3s on", last)
 	}
 	// The wake is delayed by the provider's retry-after: not visible yet.
-	time.Sleep(500 * time.Millisecond)
+	wait(t, 500*time.Millisecond)
 	if n := visibleWakes(t, inv, id); n != 0 {
 		t.Fatalf("%d wakes for the session visible before the retry-after", n)
 	}
-	time.Sleep(3 * time.Second)
+	wait(t, 3*time.Second)
 	if n := visibleWakes(t, inv, id); n != 1 {
 		t.Fatalf("%d wakes for the session visible after the retry-after, want 1", n)
 	}
@@ -94,11 +95,12 @@ var unavailable = &model.Error{Kind: model.Unavailable, Status: 500, Err: errors
 // A step cut short by a transient fault is dropped and redone within the
 // invocation; nothing of it is kept, even when it was flushed live.
 func TestTransientFaultRedoesTheStep(t *testing.T) {
+	t.Parallel()
 	for _, live := range []time.Duration{0, time.Millisecond} {
 		t.Run("liveFlush="+live.String(), func(t *testing.T) {
 			ctx := ctxT(t)
 			m := &flaky{Model: script(t, helloScript), err: unavailable, failures: 2}
-			inv := fresh(demoAgent(t, m, turn.Limits{LiveFlush: live, ModelRetry: model.RetryPolicy{Backoff: time.Millisecond}}))
+			inv := fresh(t, demoAgent(t, m, turn.Limits{LiveFlush: live, ModelRetry: model.RetryPolicy{Backoff: time.Millisecond}}))
 			id := newSession(t, inv, "Hello?")
 			out, err := inv.runner.Start(ctx, id)
 			if err != nil {
@@ -147,10 +149,11 @@ func TestTransientFaultRedoesTheStep(t *testing.T) {
 // model-unavailable; each suspension in a row waits longer, and one past
 // the policy's Suspensions fails the turn.
 func TestPersistentFaultSuspendsWithGrowingWakesThenFails(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	m := &flaky{Model: script(t, helloScript), err: unavailable, failures: 1 << 20}
 	pol := model.RetryPolicy{Attempts: 2, Backoff: time.Millisecond, WakeDelay: time.Second, MaxWakeDelay: 3 * time.Second, Suspensions: 3}
-	inv := fresh(demoAgent(t, m, turn.Limits{ModelRetry: pol}))
+	inv := fresh(t, demoAgent(t, m, turn.Limits{ModelRetry: pol}))
 	id := newSession(t, inv, "Hello?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil {
@@ -190,10 +193,11 @@ func TestPersistentFaultSuspendsWithGrowingWakesThenFails(t *testing.T) {
 
 // A completed step breaks the row: the next fault suspension counts from 1.
 func TestFaultCountResetsAfterAStep(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	m := &flaky{Model: script(t, helloScript), err: unavailable, failures: 1}
 	pol := model.RetryPolicy{Attempts: 1, Backoff: time.Millisecond}
-	inv := fresh(demoAgent(t, m, turn.Limits{ModelRetry: pol}))
+	inv := fresh(t, demoAgent(t, m, turn.Limits{ModelRetry: pol}))
 	id := newSession(t, inv, "Hello?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil || out.Cause != reducer.CauseModelUnavailable {
@@ -207,9 +211,10 @@ func TestFaultCountResetsAfterAStep(t *testing.T) {
 
 // An error that cannot succeed fails the turn at once, saying why.
 func TestAuthFailureFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	m := &flaky{Model: script(t, helloScript), err: &model.Error{Kind: model.Auth, Status: 401, Err: errors.New("invalid x-api-key")}, failures: 1 << 20}
-	inv := fresh(demoAgent(t, m, turn.Limits{}))
+	inv := fresh(t, demoAgent(t, m, turn.Limits{}))
 	id := newSession(t, inv, "Hello?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil {
@@ -223,10 +228,11 @@ func TestAuthFailureFailsAtOnce(t *testing.T) {
 
 // Invalid tool JSON is redone at once; when it stays invalid the turn fails.
 func TestBadOutputFailsWhenItStaysBad(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	bad := &model.Error{Kind: model.BadOutput, Err: errors.New("tool call call_1: input is not valid JSON")}
 	m := &flaky{Model: script(t, helloScript), err: bad, failures: 1 << 20}
-	inv := fresh(demoAgent(t, m, turn.Limits{ModelRetry: model.RetryPolicy{Attempts: 3}}))
+	inv := fresh(t, demoAgent(t, m, turn.Limits{ModelRetry: model.RetryPolicy{Attempts: 3}}))
 	id := newSession(t, inv, "Hello?")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil {
@@ -238,7 +244,7 @@ func TestBadOutputFailsWhenItStaysBad(t *testing.T) {
 	}
 	// Once: the turn completes when a retry gives valid output.
 	m2 := &flaky{Model: script(t, helloScript), err: bad, failures: 1}
-	inv2 := fresh(demoAgent(t, m2, turn.Limits{}))
+	inv2 := fresh(t, demoAgent(t, m2, turn.Limits{}))
 	id2 := newSession(t, inv2, "Hello?")
 	if out, err := inv2.runner.Start(ctx, id2); err != nil || out.Kind != turn.Completed || m2.calls != 2 {
 		t.Fatalf("outcome %+v, %v after %d calls", out, err, m2.calls)

@@ -28,7 +28,7 @@ func (ru *ledger) offer(ctx context.Context) error {
 	}
 	rec, found := recorded(ru.parts)
 	if !found {
-		lctx, cancel := context.WithDeadline(ctx, ru.deadline.Add(-ru.lim.Margin))
+		lctx, cancel := ru.until(ctx, ru.deadline.Add(-ru.lim.Margin))
 		listed, err := src.List(lctx)
 		cancel()
 		if err != nil {

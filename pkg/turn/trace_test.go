@@ -47,7 +47,8 @@ func startedTrace(t *testing.T, inv *invocation, id string) string {
 // invocation of it (a start, then resumes after budget suspensions) runs
 // under that one trace, each a Run the interceptor sees with its number.
 func TestTraceAcrossInvocations(t *testing.T) {
-	inv := fresh(demoAgent(t, script(t, stepsScript(3)), turn.Limits{MaxStepsPerInvocation: 1}))
+	t.Parallel()
+	inv := fresh(t, demoAgent(t, script(t, stepsScript(3)), turn.Limits{MaxStepsPerInvocation: 1}))
 	var seen runs
 	inv.intercept([]intercept.Interceptor{seen.interceptor()})
 	id := newSession(t, inv, "go")
@@ -83,9 +84,10 @@ func TestTraceAcrossInvocations(t *testing.T) {
 // starts its turn in that trace; a turn whose message has none takes the
 // wake's (the context's) trace.
 func TestTraceFromRequestOrWake(t *testing.T) {
+	t.Parallel()
 	const request = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	const wake = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	inv := fresh(demoAgent(t, script(t, stepsScript(1)), turn.Limits{}))
+	inv := fresh(t, demoAgent(t, script(t, stepsScript(1)), turn.Limits{}))
 	ctx := context.Background()
 	id := ids.New("s")
 	if _, err := inv.sessions.Create(ctx, id, "owner", "demo"); err != nil {

@@ -37,9 +37,10 @@ func (m pausing) Stream(ctx context.Context, _ model.Request) iter.Seq2[model.Ev
 // just after a flush reaches the stream while the model pauses, before its
 // next event is released, not with that event.
 func TestLiveFlushHasATrailingEdge(t *testing.T) {
+	t.Parallel()
 	m := pausing{release: make(chan struct{})}
 	lim := turn.Limits{Budget: time.Minute, Margin: time.Second, LiveFlush: 50 * time.Millisecond}
-	inv := fresh(demoAgent(t, m, lim))
+	inv := fresh(t, demoAgent(t, m, lim))
 	id := newSession(t, inv, "Pause.")
 	ctx := ctxT(t)
 	done := make(chan error, 1)
@@ -105,13 +106,15 @@ func text(ps []parts.Part) string {
 // each burst of text, never more than one per LiveFlush of the turn's
 // time plus one per step.
 func TestLiveFlushWritesPerStep(t *testing.T) {
+	t.Parallel()
+	onEmulator(t) // counts requests, injects faults or reads the queue
 	const js = `{"steps":[
  {"delay":"300ms","text":"one two three four","toolCalls":[{"name":"get_weather","input":{"city":"Nice"}}]},
  {"delay":"300ms","text":"the answer is sunny"}
 ]}`
 	puts := map[time.Duration]int64{}
 	for _, every := range []time.Duration{0, 50 * time.Millisecond} {
-		inv := fresh(demoAgent(t, script(t, js), turn.Limits{Budget: time.Minute, Margin: time.Second, LiveFlush: every}))
+		inv := fresh(t, demoAgent(t, script(t, js), turn.Limits{Budget: time.Minute, Margin: time.Second, LiveFlush: every}))
 		id := newSession(t, inv, "Weather?")
 		inv.counter.Reset()
 		start := time.Now()

@@ -31,8 +31,9 @@ const threeSteps = `{"steps":[
 ]}`
 
 func TestThreeStepTurnCompletes(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
-	inv := fresh(demoAgent(t, script(t, threeSteps), turn.Limits{}))
+	inv := fresh(t, demoAgent(t, script(t, threeSteps), turn.Limits{}))
 	id := newSession(t, inv, "What is the weather?")
 
 	out, err := inv.runner.Start(ctx, id)
@@ -112,10 +113,11 @@ const fiveSteps = `{"steps":[
 ]}`
 
 func TestDeadlineSuspendsAndResumesByteForByte(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	lim := turn.Limits{Budget: time.Second, Margin: 100 * time.Millisecond}
 	m := script(t, fiveSteps)
-	first := fresh(demoAgent(t, m, lim))
+	first := fresh(t, demoAgent(t, m, lim))
 	id := newSession(t, first, "Count to six.")
 	drainWakes(t, first)
 
@@ -136,7 +138,7 @@ func TestDeadlineSuspendsAndResumesByteForByte(t *testing.T) {
 	total := out.Steps
 	invocations := 1
 	for out.Kind == turn.Suspended {
-		inv := fresh(demoAgent(t, script(t, fiveSteps), lim)) // nothing shared in memory
+		inv := fresh(t, demoAgent(t, script(t, fiveSteps), lim)) // nothing shared in memory
 		out, err = inv.runner.Resume(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -155,19 +157,19 @@ func TestDeadlineSuspendsAndResumesByteForByte(t *testing.T) {
 	}
 
 	// An uninterrupted run of the same script.
-	whole := fresh(demoAgent(t, m.WithDelay(0), turn.Limits{}))
+	whole := fresh(t, demoAgent(t, m.WithDelay(0), turn.Limits{}))
 	other := newSession(t, whole, "Count to six.")
 	wout, err := whole.runner.Start(ctx, other)
 	if err != nil || wout.Kind != turn.Completed {
 		t.Fatalf("uninterrupted run: %+v, %v", wout, err)
 	}
 
-	a, b := transcript(t, fresh(demoAgent(t, m, lim)), id), transcript(t, whole, other)
+	a, b := transcript(t, fresh(t, demoAgent(t, m, lim)), id), transcript(t, whole, other)
 	if !bytes.Equal(a, b) {
 		t.Fatalf("rebuilt conversations differ:\n%s\n%s", a, b)
 	}
 	// Rebuilding twice gives the same bytes.
-	if again := transcript(t, fresh(demoAgent(t, m, lim)), id); !bytes.Equal(a, again) {
+	if again := transcript(t, fresh(t, demoAgent(t, m, lim)), id); !bytes.Equal(a, again) {
 		t.Fatal("two rebuilds of one session differ")
 	}
 
@@ -197,7 +199,7 @@ const approvalScript = `{"steps":[
 func suspendOnApproval(t *testing.T) (*invocation, string, reducer.Approval) {
 	t.Helper()
 	ctx := ctxT(t)
-	inv := fresh(demoAgent(t, script(t, approvalScript), turn.Limits{}))
+	inv := fresh(t, demoAgent(t, script(t, approvalScript), turn.Limits{}))
 	id := newSession(t, inv, "Email the team.")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil {
@@ -231,6 +233,7 @@ func suspendOnApproval(t *testing.T) (*invocation, string, reducer.Approval) {
 var operator = reducer.Actor{Kind: reducer.ActorOperator, ID: "bob"}
 
 func TestApprovalApproveRunsTool(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	inv, id, ap := suspendOnApproval(t)
 	before := len(facts(t, inv, id))
@@ -254,7 +257,7 @@ func TestApprovalApproveRunsTool(t *testing.T) {
 		t.Fatalf("second answer wrote %d facts", n-after)
 	}
 
-	out, err := fresh(demoAgent(t, script(t, approvalScript), turn.Limits{})).runner.Resume(ctx, id)
+	out, err := fresh(t, demoAgent(t, script(t, approvalScript), turn.Limits{})).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after approve: %+v, %v", out, err)
 	}
@@ -283,12 +286,13 @@ func TestApprovalApproveRunsTool(t *testing.T) {
 }
 
 func TestApprovalDenyTellsTheModel(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	inv, id, ap := suspendOnApproval(t)
 	if err := inv.sessions.Answer(ctx, id, operator, ap.ID, reducer.Deny, "not today"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := fresh(demoAgent(t, script(t, approvalScript), turn.Limits{})).runner.Resume(ctx, id)
+	out, err := fresh(t, demoAgent(t, script(t, approvalScript), turn.Limits{})).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("resume after deny: %+v, %v", out, err)
 	}
@@ -345,13 +349,14 @@ func race(n int, f func() error) []error {
 }
 
 func TestRaceStart(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
-	id := newSession(t, fresh(agent), "Race me.")
+	id := newSession(t, fresh(t, agent), "Race me.")
 	var mu sync.Mutex
 	var won []turn.Outcome
 	errs := race(20, func() error {
-		out, err := fresh(agent).runner.Start(ctx, id)
+		out, err := fresh(t, agent).runner.Start(ctx, id)
 		if err == nil {
 			mu.Lock()
 			won = append(won, out)
@@ -364,7 +369,7 @@ func TestRaceStart(t *testing.T) {
 			t.Fatalf("unexpected error: %v", err)
 		}
 	}
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	fs := facts(t, inv, id)
 	if n := count(fs, reducer.TurnStarted); n != 1 || len(won) != 1 {
 		t.Fatalf("%d turn.started facts and %d winners, want 1 and 1", n, len(won))
@@ -393,10 +398,11 @@ const raceResumeScript = `{"steps":[
 ]}`
 
 func TestRaceResume(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	lim := turn.Limits{MaxStepsPerInvocation: 1}
 	agent := demoAgent(t, script(t, raceResumeScript), lim)
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "Race me.")
 	out, err := inv.runner.Start(ctx, id)
 	if err != nil || out.Kind != turn.Suspended {
@@ -406,7 +412,7 @@ func TestRaceResume(t *testing.T) {
 	wins := 0
 	var mu sync.Mutex
 	errs := race(20, func() error {
-		_, err := fresh(agent).runner.Resume(ctx, id)
+		_, err := fresh(t, agent).runner.Resume(ctx, id)
 		if err == nil {
 			mu.Lock()
 			wins++
@@ -425,10 +431,11 @@ func TestRaceResume(t *testing.T) {
 }
 
 func TestRaceAnswer(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	inv, id, ap := suspendOnApproval(t)
 	errs := race(20, func() error {
-		return fresh(demoAgent(t, script(t, approvalScript), turn.Limits{})).sessions.Answer(ctx, id, operator, ap.ID, reducer.Approve, "")
+		return fresh(t, demoAgent(t, script(t, approvalScript), turn.Limits{})).sessions.Answer(ctx, id, operator, ap.ID, reducer.Approve, "")
 	})
 	ok := 0
 	for _, err := range errs {
@@ -452,6 +459,7 @@ const slowThree = `{"steps":[
 ]}`
 
 func TestCrashMidStepResumesFromCheckpoint(t *testing.T) {
+	t.Parallel()
 	lim := turn.Limits{Budget: 5 * time.Second, Margin: 100 * time.Millisecond, LeaseGrace: 50 * time.Millisecond}
 	// Die in the middle of the second step: 150 ms into its 300 ms.
 	dying, kill := context.WithCancel(context.Background())
@@ -463,7 +471,7 @@ func TestCrashMidStepResumesFromCheckpoint(t *testing.T) {
 		return script(t, slowThree).Stream(ctx, req)
 	})
 	agent := demoAgent(t, killer, lim)
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "Go.")
 	out, err := inv.runner.Start(dying, id)
 	if !errors.Is(err, context.Canceled) {
@@ -488,11 +496,11 @@ func TestCrashMidStepResumesFromCheckpoint(t *testing.T) {
 		t.Fatalf("checkpoint holds %d steps, want 1", steps)
 	}
 	// The lease still holds: nobody may take over yet.
-	if _, err := fresh(demoAgent(t, script(t, slowThree), lim)).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
+	if _, err := fresh(t, demoAgent(t, script(t, slowThree), lim)).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
 		t.Fatalf("resume under a live lease: %v", err)
 	}
-	time.Sleep(time.Until(sess.State.Turn.Lease) + 10*time.Millisecond)
-	out, err = fresh(demoAgent(t, script(t, slowThree), lim)).runner.Resume(ctx, id)
+	pass(t, sess.State.Turn.Lease.Add(10*time.Millisecond))
+	out, err = fresh(t, demoAgent(t, script(t, slowThree), lim)).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed || out.Steps != 2 || out.Usage.Steps != 3 {
 		t.Fatalf("resume after crash: %+v, %v", out, err)
 	}
@@ -514,6 +522,10 @@ func TestCrashMidStepResumesFromCheckpoint(t *testing.T) {
 
 func drainWakes(t testing.TB, inv *invocation) {
 	t.Helper()
+	if inv.clients == nil {
+		stackOf(t).mem.Wakes.Drain()
+		return
+	}
 	for {
 		out, err := inv.clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(env.QueueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 0})
@@ -534,6 +546,13 @@ func drainWakes(t testing.TB, inv *invocation) {
 // time) are deleted and skipped.
 func receiveWake(t testing.TB, inv *invocation, id string) wake.Wake {
 	t.Helper()
+	if inv.clients == nil {
+		w, ok := stackOf(t).mem.Wakes.Take(id)
+		if !ok {
+			t.Fatalf("no wake for %s on the queue", id)
+		}
+		return w.Wake
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		out, err := inv.clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
@@ -562,6 +581,9 @@ func receiveWake(t testing.TB, inv *invocation, id string) wake.Wake {
 // neither counted nor lost.
 func visibleWakes(t testing.TB, inv *invocation, id string) int {
 	t.Helper()
+	if inv.clients == nil {
+		return len(stackOf(t).mem.Wakes.Due(id))
+	}
 	n := 0
 	for range 3 {
 		out, err := inv.clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
@@ -593,9 +615,10 @@ const liveScript = `{"steps":[
 ]}`
 
 func TestLiveFlushStreamsMidStepAndAbandonsOnCrash(t *testing.T) {
+	t.Parallel()
 	lim := turn.Limits{Budget: 2500 * time.Millisecond, Margin: 100 * time.Millisecond, LeaseGrace: 10 * time.Millisecond, LiveFlush: 50 * time.Millisecond}
 	agent := demoAgent(t, script(t, liveScript), lim)
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "Live.")
 	dying, kill := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -627,8 +650,8 @@ func TestLiveFlushStreamsMidStepAndAbandonsOnCrash(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("killed run: %v", err)
 	}
-	time.Sleep(time.Until(sess.State.Turn.Lease) + 20*time.Millisecond)
-	out, err := fresh(agent).runner.Resume(ctx, id)
+	pass(t, sess.State.Turn.Lease.Add(20*time.Millisecond))
+	out, err := fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed || out.Usage.Steps != 2 {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
@@ -662,9 +685,10 @@ func TestLiveFlushStreamsMidStepAndAbandonsOnCrash(t *testing.T) {
 // deadline: the turn suspends for its budget with the last checkpoint
 // standing, and the next invocation redoes the step.
 func TestRunawayStepIsAbortedAtTheDeadline(t *testing.T) {
+	t.Parallel()
 	const runaway = `{"steps":[{"delay":"5s","text":"far too slow"}]}`
 	lim := turn.Limits{Budget: 600 * time.Millisecond, Margin: 100 * time.Millisecond}
-	inv := fresh(demoAgent(t, script(t, runaway), lim))
+	inv := fresh(t, demoAgent(t, script(t, runaway), lim))
 	id := newSession(t, inv, "Take your time.")
 	out, err := inv.runner.Start(ctxT(t), id)
 	if err != nil {
@@ -688,19 +712,20 @@ func TestRunawayStepIsAbortedAtTheDeadline(t *testing.T) {
 // A turn that never makes progress — every step outlasts the budget — is
 // failed once it has been resumed too often, instead of waking forever.
 func TestTurnWithoutProgressFailsAtTheInvocationCap(t *testing.T) {
+	t.Parallel()
 	const runaway = `{"steps":[{"delay":"5s","text":"far too slow"}]}`
 	lim := turn.Limits{Budget: 200 * time.Millisecond, Margin: 50 * time.Millisecond, MaxInvocationsPerTurn: 3}
 	agent := demoAgent(t, script(t, runaway), lim)
-	id := newSession(t, fresh(agent), "Take your time.")
+	id := newSession(t, fresh(t, agent), "Take your time.")
 	ctx := ctxT(t)
-	out, err := fresh(agent).runner.Start(ctx, id)
+	out, err := fresh(t, agent).runner.Start(ctx, id)
 	for i := 0; err == nil && out.Kind == turn.Suspended && i < 10; i++ {
-		out, err = fresh(agent).runner.Resume(ctx, id)
+		out, err = fresh(t, agent).runner.Resume(ctx, id)
 	}
 	if err != nil || out.Kind != turn.Failed || out.Failure == nil || out.Failure.Kind != reducer.FailLimit {
 		t.Fatalf("outcome = %+v, %v; want failed at the limit", out, err)
 	}
-	fs := facts(t, fresh(agent), id)
+	fs := facts(t, fresh(t, agent), id)
 	if n := count(fs, reducer.TurnResumed); n != 3 {
 		t.Fatalf("%d resumes before failing, want 3", n)
 	}
@@ -710,9 +735,10 @@ func TestTurnWithoutProgressFailsAtTheInvocationCap(t *testing.T) {
 // recording the outcome leaves a running turn with a closed stream; the next
 // Resume records the completion instead of running anything again.
 func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent := demoAgent(t, script(t, threeSteps), turn.Limits{})
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "Hi.")
 	sess, err := inv.sessions.Load(ctx, id)
 	if err != nil {
@@ -720,7 +746,7 @@ func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
 	}
 	tid := "turn_closed0000000000000000000"
 	if _, err := inv.sessions.Append(ctx, id, sess.State, reducer.Fact{Type: reducer.TurnStarted,
-		Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: tid}, Turn: tid, Stream: tid, Lease: time.Now().Add(50 * time.Millisecond)}); err != nil {
+		Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: tid}, Turn: tid, Stream: tid, Lease: inv.sessions.Clock().Add(50 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
 	sink := inv.sessions.OpenStream(id, tid)
@@ -736,8 +762,8 @@ func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
 	if err := sink.Close(ctx, streams.Completed); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the dead invocation's lease runs out
-	out, err := fresh(agent).runner.Resume(ctx, id)
+	wait(t, 100*time.Millisecond) // the dead invocation's lease runs out
+	out, err := fresh(t, agent).runner.Resume(ctx, id)
 	if err != nil || out.Kind != turn.Completed || out.Steps != 0 {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
@@ -758,9 +784,10 @@ func TestResumeRecordsTheOutcomeOfAClosedStream(t *testing.T) {
 // step whose model call ran as the turn was cancelled is billed but never
 // reached the stream: the runner records its usage after the cancel.
 func TestCancelWhileRunning(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	agent := demoAgent(t, script(t, slowThree), turn.Limits{})
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "Go slowly.")
 	done := make(chan turn.Outcome, 1)
 	go func() {
@@ -771,7 +798,7 @@ func TestCancelWhileRunning(t *testing.T) {
 		done <- out
 	}()
 	time.Sleep(450 * time.Millisecond) // into the second step
-	if err := fresh(agent).sessions.Cancel(ctx, id, operator, "stop"); err != nil {
+	if err := fresh(t, agent).sessions.Cancel(ctx, id, operator, "stop"); err != nil {
 		t.Fatal(err)
 	}
 	out := <-done

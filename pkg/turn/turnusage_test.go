@@ -14,14 +14,15 @@ import (
 // of the steps' own usage so far, across invocations, so the stream's end
 // alone tells a reader the turn's usage.
 func TestStepMetadataCarriesTheTurnsUsage(t *testing.T) {
+	t.Parallel()
 	agent := demoAgent(t, script(t, stepsScript(5)), turn.Limits{MaxStepsPerInvocation: 2})
 	agent.Price = &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}
-	inv := fresh(agent)
+	inv := fresh(t, agent)
 	id := newSession(t, inv, "Go.")
 	ctx := ctxT(t)
 	out, err := inv.runner.Start(ctx, id)
 	for err == nil && out.Kind == turn.Suspended {
-		out, err = fresh(agent).runner.Resume(ctx, id)
+		out, err = fresh(t, agent).runner.Resume(ctx, id)
 	}
 	if err != nil || out.Kind != turn.Completed {
 		t.Fatalf("turn: %+v, %v", out, err)
