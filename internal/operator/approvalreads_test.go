@@ -32,7 +32,7 @@ func countStore(counter *awsenv.Counter) func(*operator.Config) {
 func approvalCounts(t *testing.T, keyed, snapshot bool) (dbReads, s3Reads, writes int64) {
 	t.Helper()
 	counter := &awsenv.Counter{}
-	e := newEnv(t, countStore(counter))
+	e := newEmuEnv(t, countStore(counter))
 	alice := ids.New("alice")
 	s := e.create(alice)
 	turn, _ := e.startTurn(s.ID)
