@@ -31,7 +31,7 @@ func (s *ops) Converse(ctx context.Context, id, owner, agent string, msg reducer
 	}
 	actor := reducer.Actor{Kind: reducer.ActorOperator, ID: owner}
 	var ended *streams.Sink
-	err = retry(ctx, func() error {
+	err = s.retry(ctx, func() error {
 		dup = false
 		var facts []reducer.Fact
 		sess, err := s.Load(ctx, id)

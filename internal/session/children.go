@@ -183,7 +183,7 @@ func (s *children) cascade(ctx context.Context, id string, st reducer.State) (re
 		done[o] = u
 	}
 	cur, fresh := st, true
-	err := retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		if !fresh {
 			sess, err := s.Load(ctx, id)
 			if err != nil {

@@ -47,6 +47,8 @@ func setEvery(t *testing.T, v reflect.Value) {
 			f.SetBool(true)
 		case reflect.Int, reflect.Int64, reflect.Int32:
 			f.SetInt(7)
+		case reflect.Struct:
+			setEvery(t, f)
 		default:
 			t.Fatalf("field %s of %s: setEvery cannot set a %s; add it", sf.Name, v.Type(), f.Kind())
 		}

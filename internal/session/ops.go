@@ -67,7 +67,7 @@ func (s *ops) Post(ctx context.Context, id string, actor reducer.Actor, text str
 	if loaded {
 		st = *l.last
 	}
-	err = retry(bctx, func() error {
+	err = s.retry(bctx, func() error {
 		var err error
 		if st, err = s.follow(ctx, id, st, loaded); err != nil {
 			return err
@@ -335,7 +335,7 @@ func checkCaps(r reducer.Raise) error {
 // compare-and-set and stops.
 func (s *ops) Cancel(ctx context.Context, id string, actor reducer.Actor, reason string) error {
 	var sink *streams.Sink
-	err := retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		sess, err := s.Load(ctx, id)
 		if err != nil {
 			return err
@@ -399,7 +399,7 @@ func (s *core) Follow(ctx context.Context, id string, st reducer.State) (reducer
 // nothing.
 func (s *core) transition(ctx context.Context, id string, next func(reducer.State) (reducer.Fact, error)) (reducer.State, error) {
 	var st reducer.State
-	err := retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		sess, err := s.Load(ctx, id)
 		if err != nil {
 			return err

@@ -75,10 +75,22 @@ func LostRace(err error) bool {
 // deadline bounds it further.
 const RetryBudget = 10 * time.Second
 
-// RetryPolicy is the one policy for writers that lost a race and try
-// again: the session store's retry and the runner's commits. RetryBudget in
-// all, full jitter under a cap doubling from 10 ms to 1 s.
-var RetryPolicy = retrypkg.Policy{Budget: RetryBudget, Base: 10 * time.Millisecond, Max: time.Second}
+// DefaultRetry is the policy of a store whose Config.Retry is zero, for
+// writers that lost a race and try again (the session store's retry and
+// the runner's commits): RetryBudget in all, full jitter under a cap
+// doubling from 10 ms to 1 s.
+func DefaultRetry() retrypkg.Policy {
+	return retrypkg.Policy{Budget: RetryBudget, Base: 10 * time.Millisecond, Max: time.Second}
+}
+
+// RetryPolicy is the store's policy for writers that lost a race:
+// Config.Retry, or DefaultRetry when it is zero.
+func (s *core) RetryPolicy() retrypkg.Policy {
+	if s.Retry == (retrypkg.Policy{}) {
+		return DefaultRetry()
+	}
+	return s.Retry
+}
 
 // retry runs a load-decide-append cycle again when it lost a race, for
 // transitions that stay legal whoever else commits (a message, an answer to
@@ -95,8 +107,8 @@ var RetryPolicy = retrypkg.Policy{Budget: RetryBudget, Base: 10 * time.Milliseco
 // fact when the API accepts it. Posts from one process do not even race:
 // they queue per session (see lanes), so only writers in other processes
 // and the runner meet the backoff.
-func retry(ctx context.Context, f func() error) error {
-	err := retrypkg.Do(ctx, RetryPolicy, f, func(err error) bool { return errors.Is(err, ErrConflict) })
+func (s *core) retry(ctx context.Context, f func() error) error {
+	err := retrypkg.Do(ctx, s.RetryPolicy(), f, func(err error) bool { return errors.Is(err, ErrConflict) })
 	if errors.Is(err, retrypkg.ErrExhausted) {
 		return fmt.Errorf("%w: %w", ErrBusy, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	retrypkg "github.com/baton-run/baton/internal/retry"
 )
 
 // TestRetryGivesUpBusyAtTheDeadline loses every race: retry stops before
@@ -15,7 +17,7 @@ func TestRetryGivesUpBusyAtTheDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	tries := 0
-	err := retry(ctx, func() error {
+	err := (&core{}).retry(ctx, func() error {
 		tries++
 		return fmt.Errorf("append: %w", ErrConflict)
 	})
@@ -35,7 +37,7 @@ func TestRetryStopsOnOtherErrors(t *testing.T) {
 	t.Parallel()
 	want := errors.New("boom")
 	tries := 0
-	err := retry(context.Background(), func() error {
+	err := (&core{}).retry(context.Background(), func() error {
 		tries++
 		if tries < 3 {
 			return ErrConflict
@@ -44,5 +46,24 @@ func TestRetryStopsOnOtherErrors(t *testing.T) {
 	})
 	if !errors.Is(err, want) || tries != 3 {
 		t.Fatalf("retry = %v after %d tries", err, tries)
+	}
+}
+
+// TestRetryTakesTheStoresPolicy: a store's Config.Retry bounds its retry
+// (here by attempts, with no deadline at all), and a zero one is
+// DefaultRetry.
+func TestRetryTakesTheStoresPolicy(t *testing.T) {
+	t.Parallel()
+	c := &core{Config: Config{Retry: retrypkg.Policy{Attempts: 3, Base: time.Millisecond, Max: time.Millisecond}}}
+	tries := 0
+	err := c.retry(context.Background(), func() error {
+		tries++
+		return ErrConflict
+	})
+	if !errors.Is(err, ErrBusy) || tries != 3 {
+		t.Fatalf("retry = %v after %d tries; want ErrBusy after 3", err, tries)
+	}
+	if got := (&core{}).RetryPolicy(); got != DefaultRetry() {
+		t.Fatalf("zero policy = %+v, want DefaultRetry", got)
 	}
 }

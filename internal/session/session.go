@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	retrypkg "github.com/baton-run/baton/internal/retry"
 	"log/slog"
 	"slices"
 	"sync/atomic"
@@ -104,6 +105,9 @@ type Config struct {
 	// claims that the store ends (a cancel, an interrupting message) has
 	// its waiter withdrawn from the broker's queues (see claims.go).
 	Claims claims.Broker
+	// Retry bounds how a write that lost its race tries again, here and
+	// in the runner's commits; zero is DefaultRetry.
+	Retry retrypkg.Policy
 }
 
 // stores are the two stores a session store is built on, and their reads.

@@ -91,7 +91,7 @@ func (ru *core) append(ctx context.Context, facts ...reducer.Fact) error {
 // commitPolicy. If the turn was cancelled or taken over, the conflict stands.
 func (ru *core) retry(ctx context.Context, commit func() error) error {
 	theirs := false // the turn left this invocation's hands
-	return retry.Do(ctx, commitPolicy, func() error {
+	return retry.Do(ctx, ru.commitPolicy(), func() error {
 		err := commit()
 		if !errors.Is(err, session.ErrConflict) {
 			return err
@@ -111,10 +111,10 @@ func (ru *core) retry(ctx context.Context, commit func() error) error {
 }
 
 // commitPolicy bounds retry like the session store's own retry of lost
-// races: session.RetryBudget in all (the run's deadline bounds it further),
-// full jitter from 10 ms to 1 s. A run that still loses stops as
-// superseded; the tick reaps the turn when its lease runs out.
-var commitPolicy = session.RetryPolicy
+// races (session.DefaultRetry, or the store's Config.Retry; the run's
+// deadline bounds it further). A run that still loses stops as superseded;
+// the tick reaps the turn when its lease runs out.
+func (ru *core) commitPolicy() retry.Policy { return ru.r.Sessions.RetryPolicy() }
 
 // fenceReads makes sure, before a step's first read tool starts, that the
 // turn is still this invocation's. A side effect is fenced by its ledger

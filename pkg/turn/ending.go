@@ -251,7 +251,7 @@ func (ru *ending) recordUnwritten(ctx context.Context) {
 		return
 	}
 	f := reducer.Fact{Type: reducer.UsageRecorded, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Usage: &lost}
-	err = retry.Do(ctx, commitPolicy, func() error {
+	err = retry.Do(ctx, ru.commitPolicy(), func() error {
 		sess, err := ru.r.Sessions.Load(ctx, id)
 		if err != nil {
 			return err
