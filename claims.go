@@ -2,6 +2,7 @@ package baton
 
 import (
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/tool"
 )
 
 // Claim is a resource a tool call needs: a key in a namespace (on one
@@ -51,7 +52,9 @@ func (d ClaimDecl) static() claims.Static { return claims.Static(d) }
 // blocked) while another session's grant conflicts with it, and holds its
 // claims until its result is recorded, or, if it became uncertain, until
 // an operator's verdict. A key that is not canonical (`a/../b`, `a//b`, a
-// trailing `/`) is the call's error, and nothing is claimed.
+// trailing `/`) is the call's error, and nothing is claimed. A claim on a
+// field that is not a string property of the tool's input schema is
+// refused when an agent that has the tool is checked.
 func Claims(decls ...ClaimDecl) ToolOption {
 	return func(t *Tool) {
 		static := make([]claims.Static, len(decls))
@@ -62,7 +65,7 @@ func Claims(decls ...ClaimDecl) ToolOption {
 			t.Err = err
 			return
 		}
-		t.Claims = claims.Of(static...)
+		tool.Claim(t, static...)
 	}
 }
 

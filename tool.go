@@ -58,7 +58,9 @@ func Idempotent() ToolOption { return func(t *Tool) { t.Idempotent = true } }
 // no rule is given, otherwise a call that any of the rules asks for. An
 // agent's Approvals replace the tool's policy by name. A rule that could
 // not decide (such as one on an empty field) is refused: the tool does not
-// register.
+// register. So is, when an agent that has the tool is checked, a rule on a
+// field the tool's input schema does not have (Over("amout", 100) on an
+// input with amount), or of another type (Over on a string).
 func NeedsApproval(rules ...Rule) ToolOption {
 	return func(t *Tool) {
 		for _, r := range rules {
@@ -66,11 +68,7 @@ func NeedsApproval(rules ...Rule) ToolOption {
 				t.Err = errors.Join(t.Err, err)
 			}
 		}
-		if len(rules) == 0 {
-			t.NeedsApproval = tool.Always
-			return
-		}
-		t.NeedsApproval = tool.AnyRule(rules...)
+		tool.Approve(t, rules...)
 	}
 }
 

@@ -181,7 +181,8 @@ func assertCancelledForParent(t *testing.T, kit *batontest.Kit, p, c *batontest.
 
 // cascadeKit is a desk agent asking one "fraud" child, which holds A,
 // then asks to hold B; the child waits for that approval, and its
-// parent showed the request.
+// parent showed the request. It steps each session by hand (RunAlone),
+// for the tests to kill the process at the points they choose.
 func cascadeKit(t *testing.T, k *killer, lim baton.Limits) (*batontest.Kit, *batontest.Session, *batontest.Session, batontest.Approval, func(string) int) {
 	t.Helper()
 	hold, held := holdTool()
@@ -192,11 +193,11 @@ func cascadeKit(t *testing.T, k *killer, lim baton.Limits) (*batontest.Kit, *bat
 	}})
 	p := kit.Session("desk")
 	p.Post("Hold A and B.")
-	if out := p.Run(); out.Cause != reducer.CauseChildren {
+	if out := p.RunAlone(); out.Cause != reducer.CauseChildren {
 		t.Fatalf("parent run = %+v", out)
 	}
 	c := p.Children()[0]
-	if out := c.Run(); out.Cause != reducer.CauseApproval {
+	if out := c.RunAlone(); out.Cause != reducer.CauseApproval {
 		t.Fatalf("child run = %+v, want suspended for B's approval", out)
 	}
 	pend := c.Pending()

@@ -91,7 +91,8 @@ func factCount(s *batontest.Session, typ reducer.Type) int {
 // TestChildOne: a parent calls one child agent as a tool. The parent's turn
 // suspends for its children with no invocation running; the child runs in
 // a session of its own (same owner, naming its parent) and its end wakes
-// the parent, whose call's result is the child's final answer.
+// the parent, whose call's result is the child's final answer. The test
+// steps each session by hand (RunAlone) to see it in between.
 func TestChildOne(t *testing.T) {
 	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", "check order A-1"}), Children: baton.Children{Agents: []string{"fraud"}}},
@@ -99,7 +100,7 @@ func TestChildOne(t *testing.T) {
 	}})
 	p := kit.Session("desk")
 	p.Post("Refund A-1.")
-	out := p.Run()
+	out := p.RunAlone()
 	if out.Kind != batontest.Suspended || out.Cause != reducer.CauseChildren {
 		t.Fatalf("parent run = %+v, want suspended for children", out)
 	}
@@ -115,13 +116,13 @@ func TestChildOne(t *testing.T) {
 	if cst.Parent == nil || cst.Parent.Session != p.ID || cst.Owner != batontest.Owner || cst.Agent != "fraud" || cst.Parent.Depth != 1 {
 		t.Fatalf("child state %+v parent %+v", cst, cst.Parent)
 	}
-	if out := c.Run(); out.Kind != batontest.Completed {
+	if out := c.RunAlone(); out.Kind != batontest.Completed {
 		t.Fatalf("child run = %+v", out)
 	}
 	if !c.State().Reported {
 		t.Fatalf("child did not record that it reported")
 	}
-	if out := p.Run(); out.Kind != batontest.Completed {
+	if out := p.RunAlone(); out.Kind != batontest.Completed {
 		t.Fatalf("parent resume = %+v", out)
 	}
 	if got, want := p.Call("fraud").Output, `"done: check order A-1"`; string(got) != want {
@@ -140,9 +141,65 @@ func TestChildOne(t *testing.T) {
 	}
 }
 
+// TestChildRunsWithItsParent: the parent's Run runs its child's turn as
+// the deployed wakes would (the child starts, ends and reports), and the
+// parent's turn resumes with the child's answer, all in that one Run. A
+// Run with nothing to do says why; a child's task, before the child ran
+// (RunAlone), is not reported as idle.
+func TestChildRunsWithItsParent(t *testing.T) {
+	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
+		{Name: "desk", Model: asker([2]string{"fraud", "check order A-1"}), Children: baton.Children{Agents: []string{"fraud"}}},
+		{Name: "fraud", Model: answerer},
+	}})
+	p := kit.Session("desk")
+	p.Post("Refund A-1.")
+	if out := p.Run(); out.Kind != batontest.Completed || out.Idle != "" {
+		t.Fatalf("parent run = %+v, want its turn completed, with its child's", out)
+	}
+	kids := p.Children()
+	if len(kids) != 1 {
+		t.Fatalf("children %d, want 1", len(kids))
+	}
+	if st := kids[0].State(); st.Last != reducer.TurnCompleted || !st.Reported || st.Usage.Steps != 1 {
+		t.Fatalf("child: %s, last %s, reported %v, steps %d; want completed in one step and reported", st.Status, st.Last, st.Reported, st.Usage.Steps)
+	}
+	if got, want := p.Call("fraud").Output, `"done: check order A-1"`; string(got) != want {
+		t.Fatalf("fraud call's result %s, want %s", got, want)
+	}
+	if n := factCount(p, reducer.ChildEnded); n != 1 {
+		t.Fatalf("%d child.ended facts, want 1", n)
+	}
+	for _, s := range []*batontest.Session{p, kids[0]} {
+		if out := s.Run(); out.Kind != "" || out.Idle != "idle: no message waiting" {
+			t.Fatalf("a Run of %s with nothing to do = %+v, want it to say it is idle with no message waiting", s.ID, out)
+		}
+	}
+
+	// Stepped by hand, the child waits with its task until its own Run.
+	q := kit.Session("desk")
+	q.Post("Refund A-2.")
+	if out := q.RunAlone(); out.Cause != reducer.CauseChildren {
+		t.Fatalf("parent RunAlone = %+v, want suspended for its child", out)
+	}
+	c := q.Children()[0]
+	if got, want := c.Waiting(), "not started: 1 message(s) waiting for a turn, which the next Run starts"; got != want {
+		t.Fatalf("child before its run waits for %q, want %q", got, want)
+	}
+	if out := q.RunAlone(); out.Kind != "" || out.Idle != "suspended: waiting for its children, which wait for the test (see their Waiting)" {
+		t.Fatalf("parent RunAlone while its child waits = %+v", out)
+	}
+	if out := c.RunAlone(); out.Kind != batontest.Completed {
+		t.Fatalf("child RunAlone = %+v", out)
+	}
+	if out := q.RunAlone(); out.Kind != batontest.Completed {
+		t.Fatalf("parent RunAlone after its child = %+v", out)
+	}
+}
+
 // TestChildCancelCascades: cancelling the parent cancels its child, which
 // waits on a child of its own, and that grandchild too, which had not yet
-// started: none of them runs a step after the cancel.
+// started: none of them runs a step after the cancel. The test steps each
+// session by hand (RunAlone), to cancel before the grandchild runs.
 func TestChildCancelCascades(t *testing.T) {
 	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", "check A-1"}), Children: baton.Children{Agents: []string{"fraud"}}},
@@ -151,9 +208,9 @@ func TestChildCancelCascades(t *testing.T) {
 	}})
 	p := kit.Session("desk")
 	p.Post("Refund A-1.")
-	p.Run()
+	p.RunAlone()
 	mid := p.Children()[0]
-	if out := mid.Run(); out.Cause != reducer.CauseChildren {
+	if out := mid.RunAlone(); out.Cause != reducer.CauseChildren {
 		t.Fatalf("child run = %+v, want suspended for its own child", out)
 	}
 	leaf := mid.Children()[0]
@@ -167,11 +224,11 @@ func TestChildCancelCascades(t *testing.T) {
 	}
 	// The grandchild never started: its first invocation finds that its
 	// parent no longer waits, and ends its turn as cancelled, stepless.
-	leaf.Run()
+	leaf.RunAlone()
 	if st := leaf.State(); st.Turn != nil || st.Last != reducer.TurnCancelled || st.Usage.Steps != 0 {
 		t.Fatalf("grandchild after the cancel: status %s, last %s, usage %+v", st.Status, st.Last, st.Usage)
 	}
-	mid.Run()
+	mid.RunAlone()
 	for _, s := range []*batontest.Session{p, mid, leaf} {
 		if n := factCount(s, reducer.ChildEnded); n != 0 {
 			t.Fatalf("%s: %d child.ended facts after a cancel, want none", s.ID, n)
@@ -195,13 +252,13 @@ func TestChildSpendCountsTowardsParent(t *testing.T) {
 	}})
 	p := kit.Session("desk")
 	p.Post("Refund A-1.")
-	p.Run() // one step: $0.10 of the $0.50 cap
+	// The parent's step ($0.10 of the $0.50 cap), the child's ($1.00),
+	// and the parent's resume, stopped at its cap.
+	out := p.Run()
 	c := p.Children()[0]
-	c.Run() // one step: $1.00
 	if u := c.State().Usage; u.CostMicroUSD != 1_000_000 {
 		t.Fatalf("child usage %+v", u)
 	}
-	out := p.Run()
 	st := p.State()
 	if out.Kind != batontest.Suspended || out.Cause != reducer.CauseLimit || st.Turn.Limit.Scope != reducer.ScopeSession {
 		t.Fatalf("parent after its child spent $1: %+v (limit %+v), want suspended at its session cap", out, st.Turn.Limit)
@@ -252,6 +309,9 @@ func TestChildFanOutApprovalThroughParentChat(t *testing.T) {
 	}
 	p := kit.Open(pid)
 	p.Post("Check orders A, B and C.")
+	// The parent fans out, its children run (A and C end, B waits for
+	// its approval), and the parent resumes to show the request, and
+	// waits again.
 	if out := p.Run(); out.Cause != reducer.CauseChildren {
 		t.Fatalf("parent run = %+v", out)
 	}
@@ -259,17 +319,16 @@ func TestChildFanOutApprovalThroughParentChat(t *testing.T) {
 	if len(kids) != 3 {
 		t.Fatalf("%d children, want 3", len(kids))
 	}
-	for _, c := range kids {
-		c.Run()
-	}
 	b := kids[1]
 	pend := b.Pending()
 	if len(pend) != 1 || kids[0].Status() != reducer.Idle || kids[2].Status() != reducer.Idle {
 		t.Fatalf("child B pending %+v; A %s, C %s", pend, kids[0].Status(), kids[2].Status())
 	}
-	// The parent resumes to show the request, and waits again.
-	if out := p.Run(); out.Cause != reducer.CauseChildren {
-		t.Fatalf("parent resume to show the request = %+v", out)
+	if out := p.Run(); out.Kind != "" || out.Idle != "suspended: waiting for its children, which wait for the test (see their Waiting)" {
+		t.Fatalf("parent run while B waits = %+v, want nothing run, saying it waits for its children", out)
+	}
+	if got, want := b.Waiting(), "suspended: waiting for an operator's answer to 1 approval request(s)"; got != want {
+		t.Fatalf("child B waits for %q, want %q", got, want)
 	}
 	var shown []map[string]any
 	for _, part := range p.Parts() {
@@ -329,11 +388,13 @@ func TestChildFanOutApprovalThroughParentChat(t *testing.T) {
 	if n := len(b.Facts()); n != before+1 || len(b.Pending()) != 0 {
 		t.Fatalf("child B after the chat's answer: %d new facts, pending %+v", n-before, b.Pending())
 	}
-	if out := b.Run(); out.Kind != batontest.Completed {
-		t.Fatalf("child B after approval: %+v", out)
-	}
+	// The parent's Run runs B, which reports its end, and the parent
+	// resumes.
 	if out := p.Run(); out.Kind != batontest.Completed {
 		t.Fatalf("parent after its children: %+v", out)
+	}
+	if st := b.State(); st.Last != reducer.TurnCompleted || !st.Reported {
+		t.Fatalf("child B after approval: last %s, reported %v", st.Last, st.Reported)
 	}
 	for i, o := range []string{"A", "B", "C"} {
 		if held[o] != 1 {
@@ -423,7 +484,10 @@ func TestChildLimits(t *testing.T) {
 	}})
 	p := kit.Session("desk")
 	p.Post("Check A and B.")
-	p.Run()
+	// The parent's Run runs its child, which ends, and then the parent.
+	if out := p.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("parent = %+v", out)
+	}
 	kids := p.Children()
 	if len(kids) != 1 {
 		t.Fatalf("%d children started, want 1 (maxChildren)", len(kids))
@@ -432,21 +496,19 @@ func TestChildLimits(t *testing.T) {
 		t.Fatalf("the second call: %s, want an error naming maxChildren", c)
 	}
 	// The child is at depth 1; its own child would be at 2, past its maxDepth of 1.
-	if out := kids[0].Run(); out.Kind != batontest.Completed {
-		t.Fatalf("child run = %+v", out)
+	if st := kids[0].State(); st.Last != reducer.TurnCompleted {
+		t.Fatalf("child = %s, last %s, want completed", st.Status, st.Last)
 	}
 	if c := kids[0].ToolCalls()[0]; !strings.Contains(c.Error, "maxDepth") || len(kids[0].Children()) != 0 {
 		t.Fatalf("the child's call: %s, children %d", c, len(kids[0].Children()))
-	}
-	if out := p.Run(); out.Kind != batontest.Completed {
-		t.Fatalf("parent = %+v", out)
 	}
 }
 
 // TestChildEachAndFailedChild: with Each the parent resumes as each child
 // ends, streaming that child's result, and waits again for the rest; a
 // child cancelled on its own (by an operator) is an error result for its
-// call, and the parent goes on.
+// call, and the parent goes on. The test steps each session by hand
+// (RunAlone), to cancel B while it runs.
 func TestChildEachAndFailedChild(t *testing.T) {
 	kit := batontest.New(t, host.Config{Agents: []baton.Agent{
 		{Name: "desk", Model: asker([2]string{"fraud", "A"}, [2]string{"fraud", "B"}),
@@ -456,28 +518,28 @@ func TestChildEachAndFailedChild(t *testing.T) {
 	}})
 	p := kit.Session("desk")
 	p.Post("Check A and B.")
-	p.Run()
+	p.RunAlone()
 	kids := p.Children()
 	a, b := kids[0], kids[1]
-	a.Run() // waits for its leaf
+	a.RunAlone() // waits for its leaf
 	leaf := a.Children()[0]
-	leaf.Run()
-	if out := a.Run(); out.Kind != batontest.Completed {
+	leaf.RunAlone()
+	if out := a.RunAlone(); out.Kind != batontest.Completed {
 		t.Fatalf("child A = %+v", out)
 	}
-	if out := p.Run(); out.Kind != batontest.Suspended || out.Cause != reducer.CauseChildren {
+	if out := p.RunAlone(); out.Kind != batontest.Suspended || out.Cause != reducer.CauseChildren {
 		t.Fatalf("parent after A (each) = %+v, want resumed and suspended again for B", out)
 	}
 	if c := p.ToolCalls()[0]; string(c.Output) != `"[leaf \"done: x\" err=false]"` {
 		t.Fatalf("A's result streamed as each ended: %s", c)
 	}
-	if out := p.Run(); out.Kind != "" {
+	if out := p.RunAlone(); out.Kind != "" {
 		t.Fatalf("parent with B still running ran %+v, want nothing", out)
 	}
-	b.Run()
+	b.RunAlone()
 	b.Cancel("an operator stops B")
-	b.Run() // its cancel's wake reports the end to the parent
-	if out := p.Run(); out.Kind != batontest.Completed {
+	b.RunAlone() // its cancel's wake reports the end to the parent
+	if out := p.RunAlone(); out.Kind != batontest.Completed {
 		t.Fatalf("parent after B's cancel = %+v", out)
 	}
 	if c := p.ToolCalls()[1]; c.Error == "" || !strings.Contains(c.Error, "cancelled") {

@@ -23,7 +23,7 @@ func TestChildTaskIsCheckedAsAMessage(t *testing.T) {
 	}})
 	p := kit.Session("desk")
 	p.Post("Check.")
-	p.Run()
+	p.RunAlone() // the child waits with its task, to be seen
 	if kids := p.Children(); len(kids) != 1 || len(kids[0].State().Inbox) != 1 || len(kids[0].State().Inbox[0].Text) != reducer.MaxText {
 		t.Fatalf("%d children started, want 1, with the task at the limit", len(kids))
 	}

@@ -100,29 +100,30 @@ func TestChildGrandchildApprovalReachesTheRoot(t *testing.T) {
 	}
 	root := kit.Open(rootID)
 	root.Post("Check.")
-	root.Run()
+	root.Run() // the root, its child and its grandchild, up to B's request
 	mid := root.Children()[0]
-	mid.Run()
 	g := mid.Children()[0]
 	if st := g.State(); st.Parent == nil || st.Parent.Depth != 2 {
 		t.Fatalf("grandchild %+v", st.Parent)
 	}
 	call := operatorAPI(t, kit)
 
-	// ask runs the grandchild to its next request and the chain above it
-	// to show it, and checks the root shows it, naming who asked.
+	// ask runs the root's family (the grandchild to its next request and
+	// the chain above it to show it), and checks the root shows it, naming
+	// who asked.
 	ask := func(order string) batontest.Approval {
 		t.Helper()
-		if out := g.Run(); out.Cause != reducer.CauseApproval {
-			t.Fatalf("grandchild run = %+v, want suspended for the approval of %s", out, order)
+		root.Run()
+		if st := g.State(); st.Status != reducer.Suspended || st.Turn.Cause != reducer.CauseApproval {
+			t.Fatalf("grandchild %s (%+v), want suspended for the approval of %s", st.Status, st.Turn, order)
 		}
 		pend := g.Pending()
 		if len(pend) != 1 {
 			t.Fatalf("grandchild pending %+v", pend)
 		}
 		for _, s := range []*batontest.Session{mid, root} {
-			if out := s.Run(); out.Cause != reducer.CauseChildren {
-				t.Fatalf("%s resumed to show the request: %+v", s.ID, out)
+			if st := s.State(); st.Status != reducer.Suspended || st.Turn.Cause != reducer.CauseChildren {
+				t.Fatalf("%s resumed to show the request: %s (%+v)", s.ID, st.Status, st.Turn)
 			}
 		}
 		shown := childApprovalParts(root)
@@ -185,14 +186,13 @@ func TestChildGrandchildApprovalReachesTheRoot(t *testing.T) {
 		t.Fatalf("a second answer to %s from the root: %d %s", d.ID, code, body)
 	}
 
-	if out := g.Run(); out.Kind != batontest.Completed {
-		t.Fatalf("grandchild = %+v", out)
-	}
-	if out := mid.Run(); out.Kind != batontest.Completed {
-		t.Fatalf("middle = %+v", out)
-	}
 	if out := root.Run(); out.Kind != batontest.Completed {
 		t.Fatalf("root = %+v", out)
+	}
+	for name, s := range map[string]*batontest.Session{"grandchild": g, "middle": mid} {
+		if st := s.State(); st.Last != reducer.TurnCompleted || !st.Reported {
+			t.Fatalf("%s = %s, last %s, reported %v, want completed and reported", name, st.Status, st.Last, st.Reported)
+		}
 	}
 	if held["B"] != 1 || held["C"] != 1 || held["D"] != 0 {
 		t.Fatalf("hold ran %v, want B and C once, D never", held)

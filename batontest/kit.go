@@ -15,6 +15,7 @@ import (
 	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/mcp/mcpsdk"
 	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/providers/awslambda"
 
 	baton "github.com/baton-run/baton"
@@ -35,9 +36,20 @@ type TB interface {
 	Cleanup(func())
 }
 
+// Outcome is how a Run ended: the outcome of the session's last invocation
+// (turn.Outcome: the turn, how it ended, why it suspended, its steps), and,
+// when the Run ran no invocation of the session, why not (Idle).
+type Outcome struct {
+	turn.Outcome
+	// Idle is empty when the Run ran the session's turn. Otherwise it
+	// says what the session waits for, such as "idle: no message waiting"
+	// or "suspended: waiting for an operator's answer to 1 approval
+	// request"; Kind is then empty.
+	Idle string
+}
+
 // The types a test asserts on.
 type (
-	Outcome   = turn.Outcome
 	Fact      = reducer.Fact
 	Part      = parts.Part
 	Status    = reducer.Status
@@ -220,12 +232,22 @@ func (s *Session) Post(text string) {
 	s.kit.fatal(err)
 }
 
-// Run is one fresh invocation of the resume function for the session: the
-// worker the function runs handles a wake for it, starting, resuming or
-// leaving the turn as its facts say. It returns the last outcome, or the
-// zero Outcome when there was nothing to do.
+// Run is one fresh invocation of the resume function for the session, and
+// then its children's, as the deployed wakes would run them: the worker
+// the function runs handles a wake for the session, starting, resuming or
+// leaving its turn as its facts say; then each child session its turns
+// started (by a sub-agent call or a fan-out) runs the same way, with its
+// own children, and reports its end to the session, whose turn resumes.
+// Run stops when no session of the family has anything left to do: the
+// session's turn has ended, or waits for what only the test can give (an
+// approval, a verdict, the kit's clock past a delay), for itself or for a
+// child. It returns the session's last outcome. A Run that ran no
+// invocation of the session returns an Outcome whose Idle says why.
 //
-// Each Run has the kit's Timeout as its Lambda deadline. A Run that is
+// A test that steps a session and its children by hand, to see each in
+// between, calls RunAlone instead.
+//
+// Each invocation has the kit's Timeout as its Lambda deadline. One that is
 // suspended for its budget only because it ran into that deadline (a tool
 // or model that never returned) fails the test and says so: a test hook
 // that blocks must return when its context is done, and must not block
@@ -233,6 +255,56 @@ func (s *Session) Post(text string) {
 // and the tools' context; the next Run calls them afresh).
 func (s *Session) Run() Outcome {
 	s.kit.tb.Helper()
+	out, _ := s.family()
+	return s.explain(out)
+}
+
+// RunAlone is one fresh invocation of the resume function for the session
+// alone, as Run without the children: a child session its turn starts is
+// left to wait, with its task, for the test's Run or RunAlone of it
+// (Children), and so is a child's report to its parent. It returns the
+// session's outcome, or, when there was nothing to do, an Outcome whose
+// Idle says why.
+func (s *Session) RunAlone() Outcome {
+	s.kit.tb.Helper()
+	out, _ := s.once()
+	return s.explain(out)
+}
+
+// maxRounds bounds the rounds of one Run over a session and its children.
+const maxRounds = 100
+
+// family runs the session once, then its children, each with its own,
+// and the session again while a child did something. did reports whether
+// any session of the family changed.
+func (s *Session) family() (last Outcome, did bool) {
+	s.kit.tb.Helper()
+	for range maxRounds {
+		out, ran := s.once()
+		if out.Kind != "" {
+			last = out
+		}
+		did = did || ran
+		kids := false
+		for _, c := range s.Children() {
+			if _, ran := c.family(); ran {
+				kids = true
+			}
+		}
+		if !kids {
+			return last, did
+		}
+		did = true
+	}
+	s.kit.tb.Fatalf("batontest: session %s and its children still had work after %d rounds of one Run", s.ID, maxRounds)
+	return last, did
+}
+
+// once is one invocation for the session; ran reports whether it changed
+// the session (ran a turn, or reported its end to its parent).
+func (s *Session) once() (Outcome, bool) {
+	s.kit.tb.Helper()
+	before := s.lastSeq()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
 	out, err := s.run(ctx)
@@ -242,20 +314,81 @@ func (s *Session) Run() Outcome {
 			"and the turn was suspended for its budget (turn %s): a blocking tool or test hook must return when its context is done, "+
 			"and not block again on resume", s.kit.timeout, out.Turn)
 	}
+	return Outcome{Outcome: out}, out.Kind != "" || s.lastSeq() != before
+}
+
+// lastSeq is the sequence number of the session's last fact; -1 once the
+// session is deleted (a Run of it then does nothing).
+func (s *Session) lastSeq() int64 {
+	s.kit.tb.Helper()
+	ctx, cancel := s.kit.ctx()
+	defer cancel()
+	sess, err := s.kit.engine.Sessions.Load(ctx, s.ID)
+	if errors.Is(err, session.ErrNotFound) {
+		return -1
+	}
+	s.kit.fatal(err)
+	return sess.State.LastSeq
+}
+
+// explain sets an outcome that ran nothing's Idle.
+func (s *Session) explain(out Outcome) Outcome {
+	if out.Kind == "" {
+		out.Idle = s.Waiting()
+	}
 	return out
+}
+
+// Waiting says what the session waits for now, as a Run that ran nothing
+// reports it (Outcome.Idle): "idle: no message waiting", "suspended:
+// waiting for its children", "deleted", and so on.
+func (s *Session) Waiting() string {
+	s.kit.tb.Helper()
+	ctx, cancel := s.kit.ctx()
+	defer cancel()
+	sess, err := s.kit.engine.Sessions.Load(ctx, s.ID)
+	if errors.Is(err, session.ErrNotFound) {
+		return "deleted: the session no longer exists"
+	}
+	s.kit.fatal(err)
+	st := sess.State
+	n := st.Next(s.kit.Now(), 0)
+	t := st.Turn
+	switch {
+	case n.Reason == reducer.NoReason && st.Status == reducer.Idle:
+		return "idle: no message waiting"
+	case n.Reason == reducer.ReasonInbox:
+		return fmt.Sprintf("not started: %d message(s) waiting for a turn, which the next Run starts", len(st.Inbox))
+	case n.Reason == reducer.ReasonLease:
+		return fmt.Sprintf("running: an invocation holds the turn's lease until %s (one that died is taken over once the kit's clock passes it: Skip)",
+			n.Due.Format(time.RFC3339Nano))
+	case n.Reason == reducer.ReasonApproval || (n.Reason == reducer.ReasonOperator && t != nil && len(t.Pending) > 0):
+		return fmt.Sprintf("suspended: waiting for an operator's answer to %d approval request(s)", len(t.Pending))
+	case n.Reason == reducer.ReasonOperator && t != nil && t.Uncertain != nil:
+		return fmt.Sprintf("suspended: waiting for an operator's verdict on execution %s", t.Uncertain.ID)
+	case n.Reason == reducer.ReasonOperator && t != nil && t.Cause == reducer.CauseLimit:
+		return "suspended: at a spend limit, waiting for an operator to raise it"
+	case n.Reason == reducer.ReasonChildren:
+		return "suspended: waiting for its children, which wait for the test (see their Waiting)"
+	case n.Reason == reducer.ReasonTimer || n.Reason == reducer.ReasonFault:
+		return fmt.Sprintf("suspended (%s): its delayed wake is due at %s (Skip the kit's clock)", t.Cause, n.Due.Format(time.RFC3339Nano))
+	case n.Reason == reducer.ReasonSchedule:
+		return fmt.Sprintf("idle: no message waiting; its schedule's next message is due at %s", n.Due.Format(time.RFC3339Nano))
+	}
+	return fmt.Sprintf("%s: waiting (%s)", st.Status, n.Reason)
 }
 
 // hitDeadline reports whether out is a budget suspension of a run that
 // used up most of its time: the deadline ended it, not a step limit.
-func hitDeadline(ctx context.Context, out Outcome, timeout time.Duration) bool {
+func hitDeadline(ctx context.Context, out turn.Outcome, timeout time.Duration) bool {
 	dl, ok := ctx.Deadline()
 	return ok && out.Kind == turn.Suspended && out.Cause == reducer.CauseBudget && time.Until(dl) < timeout/4
 }
 
-func (s *Session) run(ctx context.Context) (Outcome, error) {
+func (s *Session) run(ctx context.Context) (turn.Outcome, error) {
 	res, err := s.kit.engine.Worker().Handle(ctx, wake.Wake{Session: s.ID, Reason: "batontest"})
 	if err != nil || len(res.Outcomes) == 0 {
-		return Outcome{}, err
+		return turn.Outcome{}, err
 	}
 	return res.Outcomes[len(res.Outcomes)-1], nil
 }
@@ -313,7 +446,9 @@ func (s *Session) State() reducer.State {
 	return sess.State
 }
 
-// Status is the session's status.
+// Status is the session's status as the reducer has it: a session with
+// messages waiting and no turn yet (a child before its first Run, under
+// RunAlone) is StatusIdle until a Run starts its turn; Waiting says more.
 func (s *Session) Status() Status { return s.State().Status }
 
 // Pending lists the approvals the open turn waits for.

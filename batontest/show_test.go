@@ -30,7 +30,7 @@ func TestChildApprovalShownAfterAKill(t *testing.T) {
 	}})
 	p := kit.Session("desk")
 	p.Post("Hold A and B.")
-	if out := p.Run(); out.Cause != reducer.CauseChildren {
+	if out := p.RunAlone(); out.Cause != reducer.CauseChildren {
 		t.Fatalf("parent run = %+v", out)
 	}
 	c := p.Children()[0]

@@ -14,7 +14,6 @@ import (
 
 	"github.com/baton-run/baton/internal/agentspec"
 	"github.com/baton-run/baton/internal/apikey"
-	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/mcp"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/tool"
@@ -254,10 +253,10 @@ func (b *builder) tool(ref ToolRef) (tool.Tool, error) {
 		return tool.Tool{}, err
 	}
 	if ref.Decl.Approval != nil {
-		t.NeedsApproval = ref.Decl.Approval.Needs
+		tool.Approve(&t, *ref.Decl.Approval)
 	}
 	if len(ref.Decl.Claims) > 0 {
-		t.Claims = claims.Of(ref.Decl.Claims...)
+		tool.Claim(&t, ref.Decl.Claims...)
 	}
 	return policy(t, ref.Decl.Timeout, ref.Decl.Retry)
 }
@@ -339,7 +338,7 @@ func (d Decl) validate() error {
 	if err := tool.CheckSchema(d.Name, d.Schema); err != nil {
 		return err
 	}
-	if err := d.checkClaims(schema); err != nil {
+	if err := d.checkClaims(); err != nil {
 		return err
 	}
 	if d.Timeout != "" {

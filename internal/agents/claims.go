@@ -8,9 +8,10 @@ import (
 )
 
 // checkClaims checks a declared tool's claims: only a side effect claims,
-// each claim is well formed, and its field is a string property of the
-// tool's input schema (already parsed as schema).
-func (d Decl) checkClaims(schema map[string]any) error {
+// and each claim is well formed. That each claim's field is a string
+// property of the tool's input schema is checked with the agent's tools,
+// for Go tools alike (agentspec.Assemble).
+func (d Decl) checkClaims() error {
 	if len(d.Claims) == 0 {
 		return nil
 	}
@@ -19,13 +20,6 @@ func (d Decl) checkClaims(schema map[string]any) error {
 	}
 	if err := claims.CheckStatic(d.Claims); err != nil {
 		return fmt.Errorf("tool %q: claims: %w", d.Name, err)
-	}
-	props, _ := schema["properties"].(map[string]any)
-	for _, c := range d.Claims {
-		p, _ := props[c.Field].(map[string]any)
-		if p == nil || p["type"] != "string" {
-			return fmt.Errorf("tool %q: claims: field %q is not a string property of the input schema", d.Name, c.Field)
-		}
 	}
 	return nil
 }

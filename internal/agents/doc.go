@@ -8,9 +8,10 @@
 // which fails closed on input it cannot read. Parsing is strict: unknown
 // members and members that appear twice are refused, by path. What Go
 // agents share with the file's (the prompts, the output caps, the
-// children's limits, the limits, steering) is checked by one function for
-// both (agentspec.CheckShared), so that both refuse the
-// same values naming the same field; a scripted agent refuses the fields
+// children's limits, the limits, steering, and the tools: their names,
+// the fields their claims and approval rules name) is checked by one
+// function for both (agentspec.CheckShared, agentspec.Assemble), so that
+// both refuse the same values naming the same field; a scripted agent refuses the fields
 // only a provider uses (apiKeySecret, apiKeyEnv, baseURL, echoReasoning).
 //
 // An agent's API key is read from the environment variable its apiKeyEnv

@@ -26,8 +26,11 @@ type Remote struct {
 
 // Assemble makes an agent's tools, the same way for agent files and Go
 // agents: each local tool and each allowed tool of its MCP servers once,
-// with the agent's approvals replacing their rules, and every approval
-// naming a tool the agent has. The servers are not reached; a turn lists
+// each named as every provider takes a tool's name (tool.CheckName), with
+// the agent's approvals replacing their rules, and every approval naming a
+// tool the agent has. A local tool's claims and approval rules (its own
+// and the agent's) must name fields its input schema has (checkFields);
+// an MCP tool's schema is not known until a turn lists it. The servers are not reached; a turn lists
 // their tools when it starts (remote is nil without servers). Each problem
 // goes to bad with its field; the results are then not to be used.
 // dialer reaches the servers (nil fails their listing, mcp.NoDialerError)
@@ -38,14 +41,20 @@ func Assemble(local []Local, servers []Remote, approvals map[string]tool.Rule, d
 	seen := map[string]bool{}
 	for _, l := range local {
 		t := l.Tool
+		if err := tool.CheckName(t.Name); err != nil {
+			bad(l.Field+".name", fmt.Errorf("tool %q: %w", t.Name, err))
+			continue
+		}
 		if seen[t.Name] {
 			bad(l.Field, fmt.Errorf("tool %q listed twice", t.Name))
 			continue
 		}
 		seen[t.Name] = true
+		var agentRule *tool.Rule
 		if r, ok := approvals[t.Name]; ok {
-			t.NeedsApproval = r.Needs
+			t.NeedsApproval, agentRule = r.Needs, &r
 		}
+		checkFields(l.Field, t, agentRule, bad)
 		tools = append(tools, t)
 	}
 	var ts *mcp.Toolset
@@ -65,7 +74,10 @@ func Assemble(local []Local, servers []Remote, approvals map[string]tool.Rule, d
 		}
 		clash := false
 		for _, name := range s.Server.Allow {
-			if seen[name] {
+			if err := tool.CheckName(name); err != nil {
+				bad(s.Field+".allow", fmt.Errorf("tool %q: %w", name, err))
+				clash = true
+			} else if seen[name] {
 				bad(s.Field+".allow", fmt.Errorf("tool %q: the agent already has a tool of that name", name))
 				clash = true
 			}

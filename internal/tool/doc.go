@@ -10,6 +10,9 @@
 // (github.com/google/jsonschema-go; each schema compiled on its tool's
 // first check, so a program that runs no tool compiles none), naming every
 // problem it can in one sorted InputError (explain.go); a Source lists tools that live elsewhere (MCP servers) when
-// a turn starts; demo.go has the demo agent's tools, wait.go the built-in
-// timer tool every agent may name.
+// a turn starts; fields.go has the tool name every provider takes
+// (CheckName) and the fields a tool's rules and claims name (Rules,
+// Claimed) against its schema's (SchemaFields), for the agent's check;
+// demo.go has the demo agent's tools, wait.go the built-in timer tool every
+// agent may name.
 package tool

@@ -84,6 +84,12 @@ type Tool struct {
 	// Err, when set, is why the tool could not be made (such as a Go input
 	// type that has no JSON Schema). NewRegistry refuses such a tool.
 	Err error
+
+	// rules and claimed are what NeedsApproval and Claims were made of,
+	// when Approve and Claim made them: an agent's check reads the fields
+	// they name (Rules, Claimed).
+	rules   []Rule
+	claimed []claims.Static
 }
 
 // Approval reports whether a call with input needs approval.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -67,9 +66,6 @@ func childLimit(c Children) int {
 // noChildren reports whether c names no child and no hand-off.
 func noChildren(c Children) bool { return len(c.Agents) == 0 && len(c.Handoffs) == 0 }
 
-// toolName is what a model provider accepts as a tool's name.
-var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-
 // Link checks every agent's Children against the agents there are and adds
 // their tools to the agents that name them: one check for Go agents and
 // agent-file agents alike. An agent named but missing, a name no provider
@@ -99,7 +95,7 @@ func (m AgentMap) link(a *Agent) error {
 		if _, ok := m[n]; !ok {
 			return fmt.Errorf("children: agent %q is not defined", n)
 		}
-		if !toolName.MatchString(n) {
+		if tool.CheckName(n) != nil {
 			return fmt.Errorf("children: agent %q: a tool's name is 1 to 64 letters, digits, _ or -", n)
 		}
 		add = append(add, childTool(n))
@@ -113,7 +109,7 @@ func (m AgentMap) link(a *Agent) error {
 			return fmt.Errorf("handoffs: an agent does not hand off to itself")
 		case t.Remote != nil:
 			return fmt.Errorf("handoffs: agent %q has remote tools, which a hand-off cannot offer", n)
-		case !toolName.MatchString(HandoffPrefix + n):
+		case tool.CheckName(HandoffPrefix+n) != nil:
 			return fmt.Errorf("handoffs: agent %q: %s%s is not a tool name a provider takes", n, HandoffPrefix, n)
 		}
 		add = append(add, handoffTool(n))
