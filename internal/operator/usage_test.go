@@ -338,7 +338,7 @@ func BenchmarkSessionView(b *testing.B) {
 		name := map[bool]string{false: "idle", true: "running"}[running]
 		b.Run(name, func(b *testing.B) {
 			counter := &awsenv.Counter{}
-			e := newEnv(b, countStreams(counter))
+			e := newEmuEnv(b, countStreams(counter)) // counts S3 requests
 			alice := ids.New("alice")
 			s := e.create(alice)
 			if running {

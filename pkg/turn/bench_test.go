@@ -45,6 +45,7 @@ func BenchmarkStep(b *testing.B) { benchStep(b, nil) }
 func BenchmarkStepIntercepted(b *testing.B) { benchStep(b, []intercept.Interceptor{noop()}) }
 
 func benchStep(b *testing.B, ics []intercept.Interceptor) {
+	onEmulator(b) // counts requests: the step's cost is on the real stores
 	for _, steps := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
 			lim := turn.Limits{MaxStepsPerInvocation: steps + 1, MaxStepsPerTurn: steps + 1}

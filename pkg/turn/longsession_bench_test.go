@@ -25,6 +25,7 @@ import (
 // reports the largest request (max-in-tokens) and the compactions. The
 // sub-benchmark with compaction off stops at 100 turns, for comparison.
 func BenchmarkLongSession(b *testing.B) {
+	onEmulator(b) // counts a rebuild's requests
 	for _, c := range []struct {
 		name    string
 		compact bool
