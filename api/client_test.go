@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/api"
-	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -157,14 +156,5 @@ func TestClientEvents(t *testing.T) {
 	}
 	if _, err := cl.Events(context.Background(), "s1", "t1", ""); err == nil || !strings.Contains(err.Error(), "not an event stream") {
 		t.Errorf("a JSON answer: %v", err)
-	}
-}
-
-// TestConstantsAgreeWithTheServer: the limits and header names package
-// api states are the ones the operator API applies.
-func TestConstantsAgreeWithTheServer(t *testing.T) {
-	if api.IdempotencyHeader != httpjson.IdempotencyHeader || api.ReplayedHeader != httpjson.ReplayedHeader ||
-		api.MaxIdempotencyKey != httpjson.MaxIdempotencyKey || api.MaxText != reducer.MaxText {
-		t.Errorf("api's constants differ from the server's: %q %q %d %d", api.IdempotencyHeader, api.ReplayedHeader, api.MaxIdempotencyKey, api.MaxText)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -20,15 +21,15 @@ const (
 	MaxListLimit = 100
 )
 
-// Headers of the operator API.
+// Headers of the operator API, as the server defines them.
 const (
 	// IdempotencyHeader names a POST's Idempotency-Key: a request sent
 	// again under the same key is answered as it was, writing nothing.
-	IdempotencyHeader = "Idempotency-Key"
+	IdempotencyHeader = httpjson.IdempotencyHeader
 	// ReplayedHeader is set on an answer given again under a key.
-	ReplayedHeader = "Idempotent-Replayed"
+	ReplayedHeader = httpjson.ReplayedHeader
 	// MaxIdempotencyKey is the longest key accepted, in bytes.
-	MaxIdempotencyKey = 255
+	MaxIdempotencyKey = httpjson.MaxIdempotencyKey
 )
 
 // Grant is a resource claim a session's call holds (or held, for an
