@@ -114,7 +114,7 @@ func (ru *ending) suspendFor(ctx context.Context, cause reducer.Cause, retryAfte
 	delay := p.WakeAfter(n, retryAfter)
 	ru.r.log().WarnContext(ctx, "fault outlasted the step; suspending the turn", "session", ru.out.Session, "turn", ru.out.Turn,
 		"cause", cause, "suspension", n, "wake", delay, "err", err)
-	return ru.suspend(ctx, cause, delay, reducer.Fact{Type: reducer.TurnSuspended, Faults: n, Wake: ru.r.Sessions.Clock().Add(delay)})
+	return ru.suspend(ctx, cause, delay, reducer.Fact{Type: reducer.TurnSuspended, Faults: n, Wake: ru.now().Add(delay)})
 }
 
 // outOfTime suspends a turn this invocation has no time or steps left
