@@ -34,6 +34,32 @@ func TestDocProgramBuilds(t *testing.T) {
 	if program == "" {
 		t.Fatal("doc.go shows no program (a code block starting package main)")
 	}
+	vetProgram(t, "the doc's program", program)
+}
+
+// TestREADMEProgramBuilds: the program the README shows under "A program
+// of your own" compiles against this module.
+func TestREADMEProgramBuilds(t *testing.T) {
+	src, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(src), "## A program of your own")
+	if !ok {
+		t.Fatal(`README.md has no "A program of your own" section`)
+	}
+	_, rest, ok = strings.Cut(rest, "```go\n")
+	if !ok {
+		t.Fatal("the README's program section has no go block")
+	}
+	program, _, _ := strings.Cut(rest, "```")
+	vetProgram(t, "the README's program", program)
+}
+
+// vetProgram vets program, a main package, inside this module (in a
+// directory ./... leaves out, removed after).
+func vetProgram(t *testing.T, what, program string) {
+	t.Helper()
 	dir, err := os.MkdirTemp(".", ".docprogram")
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +70,6 @@ func TestDocProgramBuilds(t *testing.T) {
 	}
 	out, err := exec.Command("go", "vet", "./"+dir).CombinedOutput()
 	if err != nil {
-		t.Fatalf("the doc's program does not compile: %v\n%s\n%s", err, out, program)
+		t.Fatalf("%s does not compile: %v\n%s\n%s", what, err, out, program)
 	}
 }

@@ -14,8 +14,7 @@ import (
 )
 
 // TestInitProject runs baton init DIR from this checkout, with no flag but
-// the directory, into a temporary directory, adds the README's program to
-// it and vets it, then runs the project's own go test ./..., builds its three
+// the directory, into a temporary directory, then the project's own go test ./..., builds its three
 // bootstraps, and checks its template.yaml (parsed with goformation) has
 // baton's routes. go mod tidy resolves the project's module graph through
 // the shared module cache (and the proxy for what it lacks).
@@ -50,22 +49,8 @@ func TestInitProject(t *testing.T) {
 			t.Errorf("baton init wrote no %s: %v", f, err)
 		}
 	}
-	// The README's program goes into the project, so it is built as a
-	// user's own code would be.
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog := goBlock(t, string(readme), "## A program of your own")
-	if err := os.MkdirAll(filepath.Join(proj, "cmd", "readme"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(proj, "cmd", "readme", "main.go"), []byte(prog), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	mod := []string{"GOFLAGS=-mod=mod"}
 	run(proj, mod, "go", "mod", "tidy")
-	run(proj, mod, "go", "vet", "./cmd/readme")
 	if got := run(proj, mod, "go", "test", "./..."); !strings.Contains(got, "ok  \thello") {
 		t.Errorf("the project's go test ./... ran no test of the agent:\n%s", got)
 	}
@@ -86,22 +71,6 @@ func TestInitProject(t *testing.T) {
 	}
 	// A fresh project's derived files match this baton's.
 	run(proj, nil, "go", "run", "-C", root, "./cmd/baton", "template", "-C", proj, "--diff")
-}
-
-// goBlock is the first go code block after heading in a Markdown text.
-func goBlock(t *testing.T, text, heading string) string {
-	t.Helper()
-	i := strings.Index(text, heading)
-	if i < 0 {
-		t.Fatalf("no %q section", heading)
-	}
-	rest := text[i:]
-	j := strings.Index(rest, "```go\n")
-	if j < 0 {
-		t.Fatalf("no go block under %q", heading)
-	}
-	rest = rest[j+len("```go\n"):]
-	return rest[:strings.Index(rest, "```")]
 }
 
 // routesOf lists "FUNCTION METHOD PATH" of every HttpApi event in the
