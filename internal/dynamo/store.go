@@ -90,16 +90,8 @@ func (s *Store) Append(ctx context.Context, session string, next reducer.State, 
 // returns an error matching ErrReceiptTaken and writes nothing. With a
 // receipt, at most MaxAppend-1 facts fit.
 func (s *Store) AppendWithReceipt(ctx context.Context, session string, next reducer.State, rc *Receipt, facts ...reducer.Fact) error {
-	if err := checkAppend(session, next, facts); err != nil {
+	if err := CheckAppend(session, next, rc, facts); err != nil {
 		return fmt.Errorf("dynamo: append to %q: %w", session, err)
-	}
-	if rc != nil {
-		if err := checkReceipt(rc); err != nil {
-			return fmt.Errorf("dynamo: append to %q: %w", session, err)
-		}
-		if len(facts) >= MaxAppend {
-			return fmt.Errorf("dynamo: append to %q: %d facts with a receipt, at most %d", session, len(facts), MaxAppend-1)
-		}
 	}
 	a := appendTx{session: session, first: facts[0].Seq, last: facts[len(facts)-1].Seq, writer: newWriter(), receipt: rc != nil}
 	items, err := s.appendItems(a, next, rc, facts)
@@ -268,7 +260,28 @@ func newWriter() string {
 	return hex.EncodeToString(b[:])
 }
 
-func checkAppend(session string, next reducer.State, facts []reducer.Fact) error {
+// CheckAppend is what an append of facts (and rc, when not nil) to a fact
+// log must satisfy before it is tried, in any store: a session id, 1 to
+// MaxAppend consecutive facts from seq 1 or more (one fewer to create a
+// session, or with a receipt), a next state ending at the last of them,
+// and a whole receipt.
+func CheckAppend(session string, next reducer.State, rc *Receipt, facts []reducer.Fact) error {
+	if err := checkFacts(session, next, facts); err != nil {
+		return err
+	}
+	if rc == nil {
+		return nil
+	}
+	if err := checkReceipt(rc); err != nil {
+		return err
+	}
+	if len(facts) >= MaxAppend {
+		return fmt.Errorf("%d facts with a receipt, at most %d", len(facts), MaxAppend-1)
+	}
+	return nil
+}
+
+func checkFacts(session string, next reducer.State, facts []reducer.Fact) error {
 	switch {
 	case session == "":
 		return errors.New("no session id")

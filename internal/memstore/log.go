@@ -67,16 +67,8 @@ func (l *Log) AppendWithReceipt(ctx context.Context, session string, next reduce
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memstore: append to %q: %w", session, err)
 	}
-	if err := checkAppend(session, next, facts); err != nil {
+	if err := dynamo.CheckAppend(session, next, rc, facts); err != nil {
 		return fmt.Errorf("memstore: append to %q: %w", session, err)
-	}
-	if rc != nil {
-		if err := checkReceipt(rc); err != nil {
-			return fmt.Errorf("memstore: append to %q: %w", session, err)
-		}
-		if len(facts) >= dynamo.MaxAppend {
-			return fmt.Errorf("memstore: append to %q: %d facts with a receipt, at most %d", session, len(facts), dynamo.MaxAppend-1)
-		}
 	}
 	items := make([]stored, len(facts))
 	for i, f := range facts {
@@ -134,45 +126,6 @@ func headOf(session string, st reducer.State) dynamo.Head {
 		h.Due, h.Why = time.UnixMilli(n.Due.UnixMilli()).UTC(), n.Reason
 	}
 	return h
-}
-
-func checkAppend(session string, next reducer.State, facts []reducer.Fact) error {
-	switch {
-	case session == "":
-		return errors.New("no session id")
-	case len(facts) == 0:
-		return errors.New("no facts")
-	case len(facts) > dynamo.MaxAppend:
-		return fmt.Errorf("%d facts, at most %d per append", len(facts), dynamo.MaxAppend)
-	case facts[0].Seq == 1 && len(facts) > dynamo.MaxAppend-1:
-		return fmt.Errorf("%d facts creating a session, at most %d", len(facts), dynamo.MaxAppend-1)
-	case facts[0].Seq < 1:
-		return fmt.Errorf("first fact has seq %d, seqs start at 1", facts[0].Seq)
-	}
-	for i, f := range facts[1:] {
-		if f.Seq != facts[i].Seq+1 {
-			return fmt.Errorf("fact seq %d does not follow %d", f.Seq, facts[i].Seq)
-		}
-	}
-	if last := facts[len(facts)-1].Seq; next.LastSeq != last {
-		return fmt.Errorf("next state has last seq %d, the last fact is %d", next.LastSeq, last)
-	}
-	if next.Status == "" {
-		return errors.New("next state has no status")
-	}
-	return nil
-}
-
-func checkReceipt(rc *dynamo.Receipt) error {
-	switch {
-	case rc.Key == "" || len(rc.Key) > 1024:
-		return fmt.Errorf("receipt key of %d bytes, want 1 to 1024", len(rc.Key))
-	case rc.Request == "":
-		return errors.New("receipt has no request hash")
-	case rc.Expires.IsZero():
-		return errors.New("receipt has no expiry")
-	}
-	return nil
 }
 
 // decode decodes fact items, which start at seq from.
