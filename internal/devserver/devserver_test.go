@@ -27,6 +27,28 @@ import (
 	"github.com/baton-run/baton/pkg/streams"
 )
 
+// serve starts the dev server with its embedded defaults until ctx is
+// done, its how-to printed to out (nil for none), and returns the API's
+// base URL once it listens, and what Run returns once ctx is done.
+func serve(t *testing.T, ctx context.Context, out io.Writer) (string, <-chan error) {
+	t.Helper()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Out: out, Template: baton.Template(),
+			Ready: func(u string) { ready <- u }}, slog.New(slog.DiscardHandler))
+	}()
+	select {
+	case base := <-ready:
+		return base, done
+	case err := <-done:
+		t.Fatalf("dev server stopped: %v", err)
+	case <-ctx.Done():
+		t.Fatal("dev server never became ready")
+	}
+	return "", done
+}
+
 // TestDemoTurnThroughTheDevServer runs the README's dev server with its
 // embedded defaults and drives the demo agent's turn through the API: it
 // streams, checks the weather, asks approval to email, and completes once
@@ -34,21 +56,8 @@ import (
 func TestDemoTurnThroughTheDevServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ready := make(chan string, 1)
 	var out bytes.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Out: &out, Template: baton.Template(),
-			Ready: func(u string) { ready <- u }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}()
-	var base string
-	select {
-	case base = <-ready:
-	case err := <-done:
-		t.Fatalf("dev server stopped: %v", err)
-	case <-ctx.Done():
-		t.Fatal("dev server never became ready")
-	}
+	base, done := serve(t, ctx, &out)
 	for i, step := range []string{"starting the AWS emulator", "creating the table, bucket and queues", "building the agents", base + "/sessions"} {
 		at := strings.Index(out.String(), step)
 		if at < 0 {
@@ -167,20 +176,7 @@ func TestDemoTurnThroughTheDevServer(t *testing.T) {
 func TestDevServerTickReapsAKilledTurn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Template: baton.Template(),
-			Ready: func(u string) { ready <- u }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}()
-	var base string
-	select {
-	case base = <-ready:
-	case err := <-done:
-		t.Fatalf("dev server stopped: %v", err)
-	case <-ctx.Done():
-		t.Fatal("dev server never became ready")
-	}
+	base, done := serve(t, ctx, nil)
 	post := func(path, body string, into any) int {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, "POST", base+path, strings.NewReader(body))

@@ -4,17 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	baton "github.com/baton-run/baton"
-	"github.com/baton-run/baton/internal/devserver"
 )
 
 // walkStep is one command of the README's walkthrough and the answer the
@@ -88,20 +83,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Tick: time.Second, Out: io.Discard, Template: baton.Template(),
-			Ready: func(u string) { ready <- u }}, slog.New(slog.DiscardHandler))
-	}()
-	var base string
-	select {
-	case base = <-ready:
-	case err := <-done:
-		t.Fatalf("dev server stopped: %v", err)
-	case <-ctx.Done():
-		t.Fatal("dev server never became ready")
-	}
+	base, _ := serve(t, ctx, nil)
 
 	// One bash runs every command in order, as a paste would; a marker
 	// after each one splits the output by command.
