@@ -70,14 +70,17 @@ func (w *Worker) log() *slog.Logger {
 // past its lease, which the tick would reap), report a child's end, cancel
 // an ended turn's orphaned children, or nothing. The worker is
 // handling the session's wake, so no wake is ever lost to it (grace 0).
-func decide(st reducer.State, now time.Time) reducer.Action {
-	switch a := st.Next(now, 0).Action; a {
+// It is the wake's one decision: need goes on to the runner, which does not
+// ask again.
+func decide(st reducer.State, now time.Time) (reducer.Action, reducer.Need) {
+	need := st.Next(now, 0)
+	switch a := need.Action; a {
 	case reducer.Start, reducer.Resume, reducer.Report, reducer.Cascade, reducer.Show:
-		return a
+		return a, need
 	case reducer.Reap:
-		return reducer.Resume
+		return reducer.Resume, need
 	}
-	return reducer.None
+	return reducer.None, need
 }
 
 // Handle looks at the session wk names and runs what its facts call for:
@@ -120,7 +123,7 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 		case err != nil:
 			return res, w.failed(ctx, log, wk.Session, fmt.Errorf("worker: wake for %s: %w", wk.Session, err))
 		}
-		act := decide(sess.State, w.Sessions.Clock())
+		act, need := decide(sess.State, w.Sessions.Clock())
 		if chore, err := w.chore(ctx, wk.Session, act); chore {
 			if err != nil {
 				return res, w.failed(ctx, log, wk.Session, err)
@@ -149,7 +152,7 @@ func (w *Worker) Handle(ctx context.Context, wk wake.Wake) (Result, error) {
 		if act == reducer.Start {
 			out, err = w.Runner.StartLoaded(ctx, sess)
 		} else {
-			out, err = w.Runner.ResumeLoaded(ctx, sess)
+			out, err = w.Runner.ResumeLoaded(ctx, sess, need)
 		}
 		switch {
 		case errors.Is(err, turn.ErrLost), errors.Is(err, turn.ErrNotIdle), errors.Is(err, turn.ErrNotResumable):

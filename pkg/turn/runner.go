@@ -109,18 +109,20 @@ func (r *Runner) Resume(ctx context.Context, id string) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	return r.ResumeLoaded(ctx, sess)
+	return r.ResumeLoaded(ctx, sess, sess.State.Next(r.Sessions.Clock(), 0))
 }
 
-// ResumeLoaded is Resume for a session the caller has just loaded. A stale
-// session only makes the compare-and-set fail.
-func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session) (Outcome, error) {
+// ResumeLoaded is Resume for a session the caller has just loaded and
+// decided on: need is its state's Next (grace 0), which the caller read once
+// (a wake is decided once, by the worker). A stale session only makes the
+// compare-and-set fail.
+func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session, need reducer.Need) (Outcome, error) {
 	id := sess.ID
 	st := sess.State
 	t := st.Turn
 	// A turn may be resumed when its wait is over, or taken over when its
 	// invocation died (what the tick would reap): see reducer.State.Next.
-	if need := st.Next(r.Sessions.Clock(), 0); t == nil || (need.Action != reducer.Resume && need.Action != reducer.Reap) {
+	if t == nil || (need.Action != reducer.Resume && need.Action != reducer.Reap) {
 		return Outcome{}, fmt.Errorf("turn: resume %s (status %s, waiting for %q, due %s): %w",
 			id, st.Status, need.Reason, need.Due.Format(time.RFC3339), ErrNotResumable)
 	}
