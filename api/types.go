@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/claims"
-	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -25,11 +24,12 @@ const (
 const (
 	// IdempotencyHeader names a POST's Idempotency-Key: a request sent
 	// again under the same key is answered as it was, writing nothing.
-	IdempotencyHeader = httpjson.IdempotencyHeader
+	// (The server's internal/idempotency takes these, by constant.)
+	IdempotencyHeader = "Idempotency-Key"
 	// ReplayedHeader is set on an answer given again under a key.
-	ReplayedHeader = httpjson.ReplayedHeader
+	ReplayedHeader = "Idempotent-Replayed"
 	// MaxIdempotencyKey is the longest key accepted, in bytes.
-	MaxIdempotencyKey = httpjson.MaxIdempotencyKey
+	MaxIdempotencyKey = 255
 )
 
 // Grant is a resource claim a session's call holds (or held, for an

@@ -2,16 +2,12 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 
-	"github.com/baton-run/baton/internal/httpjson"
+	"github.com/baton-run/baton/internal/idempotency"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/session"
-	"github.com/baton-run/baton/internal/sessionhttp"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 )
@@ -47,8 +43,8 @@ func replayOf(id, msg string, next reducer.State) replayAt {
 
 // replayKeyed reads the request's Idempotency-Key, and answers a request
 // made before under it (done true). It returns the key, nil without one.
-func (h *handler) replayKeyed(ctx context.Context, w http.ResponseWriter, r *http.Request, caller string, v Version) (*httpjson.Idempotency, bool, error) {
-	k, keyed, err := httpjson.ReadIdempotency(w, r, caller, h.MaxBody)
+func (h *handler) replayKeyed(ctx context.Context, w http.ResponseWriter, r *http.Request, caller string, v Version) (*idempotency.Key, bool, error) {
+	k, keyed, err := idempotency.Read(w, r, caller, h.MaxBody)
 	if err != nil || !keyed {
 		return nil, false, err
 	}
@@ -58,14 +54,10 @@ func (h *handler) replayKeyed(ctx context.Context, w http.ResponseWriter, r *htt
 
 // replay answers the request with the stream the receipt under k names, if
 // there is one (done true); a key used for another request is a 422.
-func (h *handler) replay(ctx context.Context, w http.ResponseWriter, r *http.Request, k httpjson.Idempotency, v Version) (bool, error) {
-	raw, ok, err := sessionhttp.Receipt(ctx, h.Sessions, k)
+func (h *handler) replay(ctx context.Context, w http.ResponseWriter, r *http.Request, k idempotency.Key, v Version) (bool, error) {
+	at, ok, err := idempotency.Lookup[replayAt](ctx, h.Sessions, k)
 	if err != nil || !ok {
 		return false, err
-	}
-	var at replayAt
-	if err := json.Unmarshal(raw, &at); err != nil {
-		return false, fmt.Errorf("chat: decode receipt: %w", err)
 	}
 	stream := at.Stream
 	if stream == "" {
@@ -81,15 +73,15 @@ func (h *handler) replay(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if at.Turn != "" {
 		first = []parts.Part{{Type: parts.Start, MessageID: at.Turn}}
 	}
-	w.Header().Set(httpjson.ReplayedHeader, "true")
+	idempotency.Replayed(w)
 	h.serve(w, r, at.Session, stream, page, v, first)
 	return true, nil
 }
 
 // taken answers a write that failed because its key was taken meanwhile,
 // by a request that committed: as that request was answered.
-func (h *handler) taken(ctx context.Context, w http.ResponseWriter, r *http.Request, key *httpjson.Idempotency, v Version, err error) (bool, error) {
-	if key == nil || !errors.Is(err, session.ErrReceiptTaken) {
+func (h *handler) taken(ctx context.Context, w http.ResponseWriter, r *http.Request, key *idempotency.Key, v Version, err error) (bool, error) {
+	if key == nil || !idempotency.Taken(err) {
 		return false, nil
 	}
 	return h.replay(ctx, w, r, *key, v)
@@ -97,11 +89,11 @@ func (h *handler) taken(ctx context.Context, w http.ResponseWriter, r *http.Requ
 
 // writer is the session store a chat request writes through: with an
 // Idempotency-Key, one that stores at, under the key, with the write.
-func (h *handler) writer(key *httpjson.Idempotency, at func(next reducer.State) replayAt) *session.Store {
+func (h *handler) writer(key *idempotency.Key, at func(next reducer.State) replayAt) *session.Store {
 	if key == nil {
 		return h.Sessions
 	}
-	return sessionhttp.Writer(h.Sessions, *key, func(next reducer.State, _ []reducer.Fact) ([]byte, error) {
-		return json.Marshal(at(next))
-	})
+	return idempotency.Record(h.Sessions, *key, func(next reducer.State, _ []reducer.Fact) (replayAt, error) {
+		return at(next), nil
+	}, nil)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/httpjson"
+	"github.com/baton-run/baton/internal/idempotency"
 	"github.com/baton-run/baton/internal/parts"
 
 	"github.com/baton-run/baton/internal/session"
@@ -134,7 +135,7 @@ func (h *handler) nextTurn(ctx context.Context, id string, seq int64) (string, e
 // pending approval of the open turn, for the same tool call, or nothing is
 // written. Under an Idempotency-Key, the last answer's write stores where
 // the stream it answers starts.
-func (h *handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Request, caller, id string, answers []answer, v Version, key *httpjson.Idempotency) error {
+func (h *handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Request, caller, id string, answers []answer, v Version, key *idempotency.Key) error {
 	sess, err := h.Sessions.Load(ctx, id)
 	if err != nil {
 		return err

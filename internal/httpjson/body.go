@@ -32,3 +32,16 @@ func DecodeObject(body []byte, dst any, strict bool) error {
 	}
 	return nil
 }
+
+// ReadBody reads the request body, refusing one larger than max bytes
+// with 413.
+func ReadBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, Refuse(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", tooBig.Limit)
+		}
+		return nil, Refuse(http.StatusBadRequest, "cannot read the request body")
+	}
+	return body, nil
+}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/ids"
-	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -192,7 +191,7 @@ func TestIdempotencyKeyMustBeSane(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	user := ids.New("user")
-	for _, key := range []string{"", strings.Repeat("k", operator.MaxIdempotencyKey+1), "tab\there", "é"} {
+	for _, key := range []string{"", strings.Repeat("k", api.MaxIdempotencyKey+1), "tab\there", "é"} {
 		got := e.must(http.StatusBadRequest, req{method: "POST", path: "/sessions", user: user, body: `{"agent":"demo"}`, header: keyed(key)})
 		if !strings.Contains(got.errorMessage(t), "Idempotency-Key") {
 			t.Fatalf("key %q: %q", key, got.errorMessage(t))

@@ -6,13 +6,10 @@
 // the history later loads read (Store.Compact). Every ending of a turn
 // records the usage of its billed steps as its stream holds them, whoever
 // ends it (Store.End, Store.StreamUsage), and a raise of spend caps must
-// lift the cap the turn reached (Store.Raise). Store.Delete buries a
-// session (tombstone and head in one transaction) and then purges its child
-// sessions, then its facts, receipts, streams and snapshots — but for the
-// close chunk of a stream whose cancelled invocation may still run, which
-// stays as its fence until that invocation's lease has passed, when the tick
-// finishes the delete (Store.FinishDelete); a child is reported to its
-// parent first. Store.Sweep is the retention sweep.
+// lift the cap the turn reached (Store.Raise). Store.Delete,
+// Store.FinishDelete and Store.Sweep, the end of a session's life, are
+// package lifecycle's, run on the store's two stores with the store's
+// hooks (lifecycle.go); a child is reported to its parent first.
 // Child sessions (children.go) are created once (Store.CreateChild), report
 // their end to the parent once (Store.Report), show their approval
 // requests to it and on up to the root (Store.ShowApprovals; an answer
@@ -55,8 +52,8 @@
 //     (Config.Claims) as End ends it;
 //   - child sessions (children.go): CreateChild, Report, Cascade,
 //     ShowApprovals, ShowPending;
-//   - the end of a session's life (lifecycle.go, orphans.go): Delete,
-//     FinishDelete, Sweep, Orphans, ReleaseOrphan;
+//   - the end of a session's life (lifecycle.go, over package lifecycle,
+//     and orphans.go): Delete, FinishDelete, Sweep, Orphans, ReleaseOrphan;
 //   - and the consumed stores (factlog.go: FactLog; streamstore.go:
 //     StreamStore).
 package session

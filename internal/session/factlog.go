@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/dynamo"
+	lc "github.com/baton-run/baton/internal/lifecycle"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -32,12 +33,7 @@ type FactLog interface {
 	Receipt(ctx context.Context, key string) (dynamo.Receipt, bool, error)
 
 	// Deletion and retention (see Store.Delete and Store.Sweep).
-	Tombstone(ctx context.Context, session string) (dynamo.Tombstone, error)
-	Bury(ctx context.Context, h dynamo.Head, by string, at time.Time) error
-	Purge(ctx context.Context, session string) (int, error)
-	DeferPurge(ctx context.Context, session string, until time.Time, streams []string) error
-	MarkPurged(ctx context.Context, session string, at time.Time) error
-	Sweep(ctx context.Context, before time.Time, expired func(dynamo.Head) error, unpurged func(dynamo.Tombstone) error) error
+	lc.Log
 }
 
 var _ FactLog = (*dynamo.Store)(nil)

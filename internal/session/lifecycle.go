@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/baton-run/baton/internal/dynamo"
+	lc "github.com/baton-run/baton/internal/lifecycle"
 	"github.com/baton-run/baton/pkg/reducer"
-	"github.com/baton-run/baton/pkg/streams"
 )
 
-// This file holds the end of a session's life: Delete buries a session
-// and its child sessions and purges what they stored, and Sweep is the
-// retention sweep.
+// This file holds the end of a session's life as the store offers it:
+// package lifecycle's Delete, FinishDelete and Sweep on the store's two
+// stores, with the hooks they run into the store (lifecycleHooks); the
+// grants a delete leaves are orphans.go's.
 
 // ErrTurnOpen is matched when a session to delete has an open turn: cancel
 // it (or let it end) first. Nothing was deleted.
@@ -25,433 +25,88 @@ var ErrTurnOpen = dynamo.ErrTurnOpen
 // finished: nothing was written. Once it has, the id names a new session.
 var ErrDeleting = dynamo.ErrDeleting
 
-// lifecycle is the end of sessions' lives (this file and orphans.go), over
-// the store's core; a child is reported to its parent, and a family's
-// running children cancelled, through the children of the store without
-// a receipt (a delete writes no receipt).
+// lifecycle is the end of sessions' lives (package lifecycle, and
+// orphans.go here), over the store's core; a child is reported to its
+// parent, and a family's running children cancelled, through the children
+// of the store without a receipt (a delete writes no receipt).
 type lifecycle struct {
 	*core
 	kids *children
+	life *lc.Lifecycle
+}
+
+// newLifecycle is the end of sessions' lives on core c, with kids the
+// children of the store without a receipt.
+func newLifecycle(c *core, kids *children) lifecycle {
+	hooks := lifecycleHooks{&lifecycle{core: c, kids: kids}}
+	return lifecycle{core: c, kids: kids, life: lc.New(c.facts, c.streams, hooks)}
 }
 
 // Delete deletes session id of owner, and its child sessions with it,
-// recursively, recording by as who deleted them. It first buries the
-// session — writes its tombstone and deletes its head in one transaction,
-// so that from then on it is not found by anyone — then deletes each
-// child the same way (tombstone, then purge), and only then purges the
-// session's facts, receipts, turn streams and snapshots, and marks the
-// tombstone purged: the facts that name the children outlive them. A
-// delete cut short after the burial is finished by calling Delete again
-// (owner's delete of a buried session resumes the purge, children first)
-// or by Sweep; one that waits for a cancelled invocation's lease (see purge)
-// is finished by the tick (FinishDelete). A child session is reported to
-// its parent first (reportFirst). It refuses a session with an open turn, or with a child
-// (or deeper descendant) that has one, with ErrTurnOpen, deleting nothing;
-// children its ended turns left running are cancelled first (Cascade). It
-// answers ErrNotFound for a session that is not owner's. A delete that
-// loses a race to another delete of the session answers as the repeated
-// delete does; one that raced any other write reads the session again.
+// recursively, recording by as who deleted them (see
+// lifecycle.Lifecycle.Delete): it buries the session, then purges its
+// children, its facts, receipts, streams and snapshots. It refuses a
+// session with an open turn, or with a descendant that has one, with
+// ErrTurnOpen, deleting nothing, and answers ErrNotFound for a session
+// that is not owner's.
 func (s *lifecycle) Delete(ctx context.Context, id, owner, by string) error {
-	var err error
-	for range deleteTries {
-		if err = s.deleteOnce(ctx, id, owner, by); !errors.Is(err, ErrConflict) {
-			return err
-		}
+	err := s.life.Delete(ctx, id, owner, by)
+	if errors.Is(err, lc.ErrNotFound) {
+		return fmt.Errorf("session: delete %s: %w", id, ErrNotFound)
 	}
 	return err
 }
 
-// deleteTries is how often Delete reads the session again after its head
-// changed under it.
-const deleteTries = 4
-
-// deleteOnce is one try of Delete, from reading the head.
-func (s *lifecycle) deleteOnce(ctx context.Context, id, owner, by string) error {
-	h, err := s.facts.Head(ctx, id)
-	switch {
-	case errors.Is(err, dynamo.ErrNotFound):
-		t, terr := s.facts.Tombstone(ctx, id)
-		if errors.Is(terr, dynamo.ErrNotFound) || (terr == nil && t.Owner != owner) {
-			return fmt.Errorf("session: delete %s: %w", id, ErrNotFound)
-		}
-		if terr != nil {
-			return fmt.Errorf("session: delete %s: %w", id, terr)
-		}
-		return s.purge(ctx, t)
-	case err != nil:
-		return fmt.Errorf("session: delete %s: %w", id, err)
-	case h.Owner != owner:
-		return fmt.Errorf("session: delete %s: %w", id, ErrNotFound)
-	case h.Why == reducer.ReasonCascade && h.Turn == "":
-		// Its ended turn's children still run: stop them, then delete.
-		if err := s.kids.Cascade(ctx, id); err != nil {
-			return fmt.Errorf("session: delete %s: %w", id, err)
-		}
-		if h, err = s.facts.Head(ctx, id); err != nil {
-			return fmt.Errorf("session: delete %s: %w", id, err)
-		}
-	}
-	if h, err = s.reportFirst(ctx, h); err != nil {
-		return err
-	}
-	return s.bury(ctx, h, by)
+// FinishDelete finishes the delete of buried session id whose purge was
+// deferred for an invocation that may still have been running: the tick
+// calls it once the tombstone is due (see lifecycle.Lifecycle.FinishDelete).
+func (s *lifecycle) FinishDelete(ctx context.Context, id string) error {
+	return s.life.FinishDelete(ctx, id)
 }
 
-// reportFirst tells the parent of child session h, before the child is
-// deleted, what became of the child, if the parent's turn may still wait
-// for it: deleted first, the child would leave its parent suspended for
-// it with nothing to wake it. A child whose turn ended but has not
-// reported it (reducer.ReasonReport, after a crash between its end and
-// its report) reports it (Report); one that never ran a turn (idle with
-// its task waiting) is recorded as ended, cancelled by its delete
-// (abandonChild). It returns the child's head after that; a report that
-// fails fails the delete, which deleted nothing.
-func (s *lifecycle) reportFirst(ctx context.Context, h dynamo.Head) (dynamo.Head, error) {
-	switch h.Why {
-	case reducer.ReasonReport:
-		if err := s.kids.Report(ctx, h.Session); err != nil {
-			return h, fmt.Errorf("session: delete %s: report its end to its parent first: %w", h.Session, err)
-		}
-	case reducer.ReasonInbox:
-		sess, err := s.Load(ctx, h.Session)
-		if err != nil {
-			return h, fmt.Errorf("session: delete %s: %w", h.Session, err)
-		}
-		if st := sess.State; st.Parent == nil || st.Turns > 0 {
-			return h, nil
-		}
-		if err := s.abandonChild(ctx, h.Session, sess.State); err != nil {
-			return h, err
-		}
-		return h, nil // the child's own facts are unchanged
-	default:
-		return h, nil
-	}
-	h, err := s.facts.Head(ctx, h.Session)
+// Sweep is the retention sweep (see lifecycle.Lifecycle.Sweep): it deletes
+// every idle session last updated more than retention ago, finishes every
+// delete cut short, and deletes the snapshots no fact names once older
+// than grace.
+func (s *lifecycle) Sweep(ctx context.Context, retention, grace time.Duration) (lc.SweepReport, error) {
+	return s.life.Sweep(ctx, retention, grace)
+}
+
+// lifecycleHooks is the store as package lifecycle runs into it
+// (lifecycle.Sessions): its clock, loads, children and grants.
+type lifecycleHooks struct{ s *lifecycle }
+
+func (h lifecycleHooks) Now() time.Time { return h.s.now() }
+
+func (h lifecycleHooks) State(ctx context.Context, id string) (reducer.State, error) {
+	sess, err := h.s.Load(ctx, id)
 	if err != nil {
-		return h, fmt.Errorf("session: delete %s: %w", h.Session, err)
+		return reducer.State{}, err
 	}
-	return h, nil
+	return sess.State, nil
 }
 
-// abandonChild records in the parent of child session id (in state st),
-// which never ran a turn, that the child ended, cancelled by its delete,
-// and wakes the parent. A parent whose turn no longer waits for it, or
+func (h lifecycleHooks) Cascade(ctx context.Context, id string) error {
+	return h.s.kids.Cascade(ctx, id)
+}
+
+func (h lifecycleHooks) Report(ctx context.Context, id string) error { return h.s.kids.Report(ctx, id) }
+
+func (h lifecycleHooks) OrphanGrants(ctx context.Context, id string) error {
+	return h.s.orphanGrants(ctx, id)
+}
+
+// TellParent commits f, the end of a child that never ran, to its parent
+// and wakes the parent; a parent whose turn no longer waits for it, or
 // that is gone, needs nothing.
-func (s *lifecycle) abandonChild(ctx context.Context, id string, st reducer.State) error {
-	p := st.Parent
-	c := reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent, Status: reducer.TurnCancelled,
-		Error: "the child session was deleted before it ran"}
-	pst, err := s.root().transition(ctx, p.Session, func(reducer.State) (reducer.Fact, error) {
-		return reducer.Fact{Type: reducer.ChildEnded, Actor: reducer.Actor{Kind: reducer.ActorSystem, ID: "delete"}, Turn: p.Turn, Child: &c}, nil
-	})
+func (h lifecycleHooks) TellParent(ctx context.Context, parent string, f reducer.Fact) error {
+	pst, err := h.s.root().transition(ctx, parent, func(reducer.State) (reducer.Fact, error) { return f, nil })
 	switch {
 	case errors.Is(err, ErrNotPending), errors.Is(err, ErrNotFound):
 		return nil
 	case err != nil:
-		return fmt.Errorf("session: delete %s: tell its parent %s first: %w", id, p.Session, err)
+		return err
 	}
-	s.wake(ctx, p.Session, WakeChildEnded, pst.LastSeq, 0)
+	h.s.wake(ctx, parent, WakeChildEnded, pst.LastSeq, 0)
 	return nil
-}
-
-// bury buries the session of head h, once none of its family has an open
-// turn, and purges it and its family.
-func (s *lifecycle) bury(ctx context.Context, h dynamo.Head, by string) error {
-	if h.Turn != "" {
-		return fmt.Errorf("session: delete %s: %w", h.Session, ErrTurnOpen)
-	}
-	if err := s.familyIdle(ctx, h.Session); err != nil {
-		return err
-	}
-	if err := s.facts.Bury(ctx, h, by, s.now()); err != nil {
-		return fmt.Errorf("session: delete %s: %w", h.Session, err)
-	}
-	return s.purge(ctx, dynamo.Tombstone{Session: h.Session, Owner: h.Owner, By: by})
-}
-
-// familyIdle checks that no descendant of session id has an open turn.
-// It reads each one's facts and head: a delete's cost, paid once.
-func (s *lifecycle) familyIdle(ctx context.Context, id string) error {
-	kids, err := s.childIDs(ctx, id)
-	if err != nil {
-		return err
-	}
-	for _, k := range kids {
-		h, err := s.facts.Head(ctx, k)
-		switch {
-		case errors.Is(err, dynamo.ErrNotFound):
-			continue // never created, or buried already: purge finishes it
-		case err != nil:
-			return fmt.Errorf("session: delete %s: child %s: %w", id, k, err)
-		case h.Turn != "":
-			return fmt.Errorf("session: delete %s: its child session %s has an open turn: %w", id, k, ErrTurnOpen)
-		}
-		if err := s.familyIdle(ctx, k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// childIDs are the child sessions session id's turns started, in order,
-// as its child.started facts name them.
-func (s *lifecycle) childIDs(ctx context.Context, id string) ([]string, error) {
-	facts, err := s.facts.Facts(ctx, id, 0)
-	if err != nil {
-		return nil, fmt.Errorf("session: delete %s: list its children: %w", id, err)
-	}
-	return childIDsIn(facts), nil
-}
-
-// children are the child sessions that facts' child.started name, in order.
-func childIDsIn(facts []reducer.Fact) []string {
-	var out []string
-	for _, f := range facts {
-		if f.Type == reducer.ChildStarted && f.Child != nil && !slices.Contains(out, f.Child.ID) {
-			out = append(out, f.Child.ID)
-		}
-	}
-	return out
-}
-
-// purge removes what the buried session of tombstone t left — its
-// children first, each buried (as t.By) and purged in turn, then its own
-// facts, receipts, streams and snapshots, once its grants are orphaned in
-// the claims broker (orphanGrants) — and marks its tombstone purged.
-//
-// An invocation whose turn was ended under it (a cancel) may still run:
-// it learns of the end only when its next chunk write finds the chunk
-// taken, by the close the cancel wrote; deleted, that chunk would let the
-// write land again, and the invocation go on calling the model and tools
-// for a deleted session. So while such an invocation's lease holds (see
-// fence), the last chunk of its stream stays, and the tombstone, marked
-// with the lease and the stream (dynamo DeferPurge), waits in the due
-// index for the tick to finish the purge (FinishDelete) once the lease has
-// passed; the retention sweep or a repeated Delete finish it too. The
-// fence is a chunk of the cancel's: a finish part, nothing of the
-// conversation.
-func (s *lifecycle) purge(ctx context.Context, t dynamo.Tombstone) error {
-	id := t.Session
-	facts, err := s.facts.Facts(ctx, id, 0)
-	if err != nil {
-		return fmt.Errorf("session: delete %s: list its children: %w", id, err)
-	}
-	for _, k := range childIDsIn(facts) {
-		if err := s.deleteChild(ctx, k, t.By); err != nil {
-			return fmt.Errorf("session: delete %s: %w", id, err)
-		}
-	}
-	now := s.now()
-	until, fenced := fence(facts, now)
-	if until.After(now) && (until.After(t.Fence) || !subset(fenced, t.Fenced)) {
-		// Recorded before the facts that say it go.
-		if err := s.facts.DeferPurge(ctx, id, until, fenced); err != nil {
-			return fmt.Errorf("session: delete %s: %w", id, err)
-		}
-	}
-	if t.Fence.After(until) {
-		until = t.Fence
-	}
-	if !until.After(now) {
-		fenced = nil
-	} else {
-		fenced = union(fenced, t.Fenced)
-	}
-	// The grants its facts hold stay held, orphaned, before the facts go
-	// (orphans.go): a deleted holder never frees a claim.
-	if err := s.orphanGrants(ctx, id); err != nil {
-		return err
-	}
-	if _, err := s.facts.Purge(ctx, id); err != nil {
-		return fmt.Errorf("session: delete %s: %w", id, err)
-	}
-	if _, err := s.streams.DeleteSession(ctx, id, fenced...); err != nil {
-		return fmt.Errorf("session: delete %s: %w", id, err)
-	}
-	if len(fenced) > 0 {
-		return nil // the tick finishes it once the lease has passed
-	}
-	if err := s.facts.MarkPurged(ctx, id, s.now()); err != nil {
-		return fmt.Errorf("session: delete %s: %w", id, err)
-	}
-	return nil
-}
-
-// fence finds, in a buried session's facts, the turns that someone other
-// than their runner ended (an operator's cancel, a parent's cascade) while
-// an invocation ran them, whose invocation's lease has not passed at now:
-// that invocation may still be running. It returns the latest of those
-// leases and the turns' streams.
-func fence(facts []reducer.Fact, now time.Time) (until time.Time, streams []string) {
-	var stream string
-	var lease time.Time
-	running := false
-	for _, f := range facts {
-		switch {
-		case f.Type == reducer.TurnStarted:
-			stream, lease, running = f.Stream, f.Lease, true
-		case f.Type == reducer.TurnResumed:
-			lease, running = f.Lease, true
-		case f.Type == reducer.TurnSuspended:
-			running = false
-		case f.Ends():
-			own := f.Actor.Kind == reducer.ActorAgent && f.Actor.ID == f.Turn
-			if running && !own && lease.After(now) && stream != "" {
-				streams = append(streams, stream)
-				if lease.After(until) {
-					until = lease
-				}
-			}
-			running = false
-		}
-	}
-	return until, streams
-}
-
-func subset(a, b []string) bool {
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
-}
-
-func union(a, b []string) []string {
-	out := slices.Clone(a)
-	for _, x := range b {
-		if !slices.Contains(out, x) {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// FinishDelete finishes the delete of buried session id whose purge was
-// deferred for an invocation that may still have been running (see purge):
-// the tick calls it once the tombstone is due. A session not buried, or
-// purged already, needs nothing.
-func (s *lifecycle) FinishDelete(ctx context.Context, id string) error {
-	t, err := s.facts.Tombstone(ctx, id)
-	switch {
-	case errors.Is(err, dynamo.ErrNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("session: finish the delete of %s: %w", id, err)
-	case t.Purged:
-		return nil
-	}
-	return s.purge(ctx, t)
-}
-
-// deleteChild deletes child session id of a buried parent: it buries it
-// if it has a head, and finishes its purge if its tombstone is not marked
-// purged. A child never created leaves nothing to delete.
-func (s *lifecycle) deleteChild(ctx context.Context, id, by string) error {
-	h, err := s.facts.Head(ctx, id)
-	switch {
-	case err == nil:
-		return s.bury(ctx, h, by)
-	case !errors.Is(err, dynamo.ErrNotFound):
-		return fmt.Errorf("session: delete child %s: %w", id, err)
-	}
-	t, err := s.facts.Tombstone(ctx, id)
-	switch {
-	case errors.Is(err, dynamo.ErrNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("session: delete child %s: %w", id, err)
-	case t.Purged:
-		return nil
-	}
-	return s.purge(ctx, t)
-}
-
-// SweepReport counts what a Sweep did.
-type SweepReport struct {
-	// Expired is the sessions deleted for being idle past the retention.
-	Expired int
-	// Finished is the deletes cut short that the sweep finished.
-	Finished int
-	// Orphans is the snapshots deleted that no fact names.
-	Orphans int
-}
-
-// Sweep is the retention sweep: it deletes (as "retention") every idle
-// session last updated more than retention ago (none when retention is 0),
-// with its child sessions (a family with an open turn is left for a later
-// sweep), finishes every delete cut short, and deletes the snapshots no fact of
-// their session names once older than grace — those a compaction or an
-// ending wrote before its fact lost its race or never landed (a snapshot is
-// written before its fact, so a younger one may be in flight). It scans the
-// table and lists the bucket once each: run it rarely.
-func (s *lifecycle) Sweep(ctx context.Context, retention, grace time.Duration) (SweepReport, error) {
-	var rep SweepReport
-	now := s.now()
-	var before time.Time
-	if retention > 0 {
-		before = now.Add(-retention)
-	}
-	err := s.facts.Sweep(ctx, before, func(h dynamo.Head) error {
-		h, err := s.reportFirst(ctx, h)
-		if err == nil {
-			err = s.bury(ctx, h, "retention")
-		}
-		if errors.Is(err, ErrTurnOpen) || errors.Is(err, ErrConflict) {
-			return nil // it came back to life meanwhile
-		}
-		if err == nil {
-			rep.Expired++
-		}
-		return err
-	}, func(t dynamo.Tombstone) error {
-		err := s.purge(ctx, t)
-		if err == nil {
-			rep.Finished++
-		}
-		return err
-	})
-	if err != nil {
-		return rep, fmt.Errorf("session: sweep: %w", err)
-	}
-	rep.Orphans, err = s.sweepSnapshots(ctx, now.Add(-grace))
-	return rep, err
-}
-
-// sweepSnapshots deletes the snapshots written before cutoff that no fact
-// of their session names, and returns how many.
-func (s *lifecycle) sweepSnapshots(ctx context.Context, cutoff time.Time) (int, error) {
-	n := 0
-	var session string
-	var named map[string]bool
-	err := s.streams.Snapshots(ctx, func(o streams.SnapshotObject) error {
-		if !o.Modified.Before(cutoff) {
-			return nil
-		}
-		if o.Session != session {
-			facts, err := s.facts.Facts(ctx, o.Session, 0)
-			if err != nil {
-				return err
-			}
-			session, named = o.Session, map[string]bool{}
-			for _, f := range facts {
-				if f.Snapshot != "" {
-					named[f.Snapshot] = true
-				}
-			}
-		}
-		if named[o.Key] {
-			return nil
-		}
-		if err := s.streams.DeleteObject(ctx, o.Key); err != nil {
-			return err
-		}
-		n++
-		return nil
-	})
-	if err != nil {
-		return n, fmt.Errorf("session: sweep snapshots: %w", err)
-	}
-	return n, nil
 }

@@ -141,7 +141,7 @@ func build(c *core) *Store {
 	}
 	st.ops = ops{core: c, kids: &st.children}
 	st.children = children{core: c, ops: &st.ops}
-	st.lifecycle = lifecycle{core: c, kids: &c.base.children}
+	st.lifecycle = newLifecycle(c, &c.base.children)
 	return st
 }
 

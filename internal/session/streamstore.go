@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 
+	lc "github.com/baton-run/baton/internal/lifecycle"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/streams"
 )
@@ -35,9 +36,7 @@ type StreamStore interface {
 	GetSnapshot(ctx context.Context, key string, v any) error
 
 	// Deletion and retention (see Store.Delete and Store.Sweep).
-	DeleteSession(ctx context.Context, session string, fenced ...string) (int, error)
-	DeleteObject(ctx context.Context, key string) error
-	Snapshots(ctx context.Context, fn func(streams.SnapshotObject) error) error
+	lc.Objects
 }
 
 var _ StreamStore = (*streams.Store)(nil)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/baton-run/baton/internal/lifecycle"
 	"github.com/baton-run/baton/internal/session"
 )
 
@@ -35,7 +36,7 @@ type Retention struct {
 }
 
 // Run runs the sweep once.
-func (r *Retention) Run(ctx context.Context) (session.SweepReport, error) {
+func (r *Retention) Run(ctx context.Context) (lifecycle.SweepReport, error) {
 	rep, err := r.Sessions.Sweep(ctx, r.After, orDefault(r.SnapshotGrace, DefaultSnapshotGrace))
 	log := r.Log
 	if log == nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/baton-run/baton/internal/dynamo"
-	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/lifecycle"
 	"github.com/baton-run/baton/internal/tick"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
@@ -110,7 +110,7 @@ func TestRetentionSweep(t *testing.T) {
 		t.Fatalf("recent session after the sweep: %v", err)
 	}
 	// A second sweep finds nothing to do.
-	if rep, err := (&tick.Retention{Sessions: sweeper.sessions, After: 30 * 24 * time.Hour}).Run(ctx); err != nil || rep != (session.SweepReport{}) {
+	if rep, err := (&tick.Retention{Sessions: sweeper.sessions, After: 30 * 24 * time.Hour}).Run(ctx); err != nil || rep != (lifecycle.SweepReport{}) {
 		t.Fatalf("second sweep: %+v, %v", rep, err)
 	}
 }

@@ -5,9 +5,9 @@
 // per interval, with a leading and a trailing edge; Read returns a
 // stream's parts after a cursor, and ReadBack visits them newest first. It
 // also stores the conversation snapshots a turn leaves when it ends.
-// DeleteSession deletes a session's objects but, on request, the last
-// chunk of named streams: the fence that keeps refusing a writer that has
-// not yet learnt its turn was cancelled.
+// SessionObjects lists a session's objects, DeleteObject deletes one and
+// Snapshots lists every snapshot, for the end of a session's life, which
+// decides what goes (internal/lifecycle).
 //
 // A Store works on an S3 Standard bucket (New) or an S3 Express One Zone
 // directory bucket (NewExpress, or NewOfType with the BucketType). On a

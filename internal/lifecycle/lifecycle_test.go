@@ -1,14 +1,16 @@
-package session_test
+package lifecycle_test
 
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
@@ -126,6 +128,19 @@ func TestConcurrentDeleteLoserAnswersAsARepeat(t *testing.T) {
 	if got, err := facts().Facts(ctx, id, 0); err != nil || len(got) != 0 {
 		t.Fatalf("facts left: %d, %v", len(got), err)
 	}
+}
+
+// env is the package's table, bucket and queue.
+var env testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+
+// store is a session store on the package's table, bucket and queue.
+func store() *session.Store {
+	c := env.Clients()
+	s := session.New(facts(), streams.New(c.S3, env.Bucket))
+	s.Waker = wake.NewSQS(c.SQS, env.QueueURL)
+	return s
 }
 
 // facts is the package's fact log on the emulator.

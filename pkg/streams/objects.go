@@ -3,7 +3,6 @@ package streams
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,56 +14,36 @@ const snapshotRoot = "snapshots/"
 
 func snapshotPrefix(session string) string { return snapshotRoot + session + "/" }
 
-// DeleteSession deletes every object of session: its turn streams' chunks
-// and its snapshots, but for the last chunk of each stream named in fenced.
-// That chunk is a fence: a writer of the stream that has not yet learnt
-// its turn ended (a cancel closed the stream under it) finds its next
-// chunk taken by it and stops, where without it its write would land
-// again. A writer never writes below its next chunk, so the chunks before
-// the fence go. It returns how many objects it deleted; deleting what is
-// gone is no error, so a delete cut short is finished by running it again.
-func (s *Store) DeleteSession(ctx context.Context, session string, fenced ...string) (int, error) {
+// Object is one object a session stored: a chunk of one of its turn
+// streams, or one of its snapshots.
+type Object struct {
+	Key string
+	// Stream is the turn stream the object is a chunk of; empty for a
+	// snapshot.
+	Stream string
+}
+
+// SessionObjects lists every object of session: its turn streams' chunks,
+// then its snapshots, each in key order.
+func (s *Store) SessionObjects(ctx context.Context, session string) ([]Object, error) {
 	if err := checkID("session", session); err != nil {
-		return 0, fmt.Errorf("streams: delete %s: %w", session, err)
+		return nil, fmt.Errorf("streams: list the objects of %s: %w", session, err)
 	}
-	n := 0
+	var out []Object
 	for _, prefix := range []string{sessionPrefix(session), snapshotPrefix(session)} {
 		keys, err := s.listKeys(ctx, prefix, "", 0)
 		if err != nil {
-			return n, fmt.Errorf("streams: delete %s: %w", session, err)
+			return nil, fmt.Errorf("streams: list the objects of %s: %w", session, err)
 		}
-		fences := lastChunks(keys, prefix, fenced)
 		for _, k := range keys {
-			if fences[k] {
-				continue
+			o := Object{Key: k}
+			if prefix == sessionPrefix(session) {
+				o.Stream, _, _ = strings.Cut(strings.TrimPrefix(k, prefix), "/")
 			}
-			if err := s.DeleteObject(ctx, k); err != nil {
-				return n, fmt.Errorf("streams: delete %s: %w", session, err)
-			}
-			n++
+			out = append(out, o)
 		}
 	}
-	return n, nil
-}
-
-// lastChunks is the set of the last keys (sorted keys under prefix,
-// prefix + stream + "/" + chunk name) of each stream in streams.
-func lastChunks(keys []string, prefix string, streams []string) map[string]bool {
-	if len(streams) == 0 {
-		return nil
-	}
-	last := map[string]string{}
-	for _, k := range keys {
-		stream, _, ok := strings.Cut(strings.TrimPrefix(k, prefix), "/")
-		if ok && slices.Contains(streams, stream) && k > last[stream] {
-			last[stream] = k
-		}
-	}
-	out := make(map[string]bool, len(last))
-	for _, k := range last {
-		out[k] = true
-	}
-	return out
+	return out, nil
 }
 
 // DeleteObject deletes the object at key (gone already is no error).
