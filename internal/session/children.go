@@ -18,8 +18,13 @@ import (
 // cascade cancels and answers through the operator's operations.
 type children = kids.Store
 
-// WakeChildEnded is the wake of a parent a child's end was delivered to.
+// WakeChildEnded is the wake of a parent a child's end was delivered to
+// (lifecycle.go's too).
 const WakeChildEnded = kids.WakeChildEnded
+
+// ParentActor is who cancels a child its parent no longer waits for
+// (kids.ParentActor), as the tests outside read it.
+var ParentActor = kids.ParentActor
 
 // newChildren is the children of a store over core c and its operations;
 // root is the store without a receipt.
