@@ -36,9 +36,9 @@ func (f *fakeTurn) HandOff(string) (func(), bool)                 { return func(
 func (f *fakeTurn) Log() *slog.Logger                             { return slog.New(slog.DiscardHandler) }
 
 // TestAdmitSortsTheStepsSubAgentCalls: over the runner's port alone, Admit
-// takes a sub-agent's call as a child to start, a
-// second hand-off in a step as an error result, a call past the depth
-// limit as an error result, and leaves other tools' calls to the ledger.
+// takes a sub-agent's call as a child to start, a second hand-off in a
+// step as an error result, a call past the depth limit as an error result,
+// and leaves other tools' calls to the ledger.
 func TestAdmitSortsTheStepsSubAgentCalls(t *testing.T) {
 	t.Parallel()
 	call := func(id, name string) *conversation.Call {
