@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-run/baton/internal/agentspec"
 	"github.com/baton-run/baton/internal/apikey"
+	"github.com/baton-run/baton/internal/children/spawn"
 	"github.com/baton-run/baton/internal/mcp"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/tool"
@@ -119,7 +120,7 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 	a.Price = c.Pricing
 	a.Steering = c.Steering
 	var err error
-	if a.Children, err = children(c); err != nil {
+	if a.Children, err = spawn.Config(c.Children, c.Agents, c.Handoffs, c.MaxDepth, c.MaxChildren); err != nil {
 		bad("children", err)
 	}
 	shared := agentspec.Shared{System: c.System, MaxOutputTokens: c.MaxOutputTokens, MaxToolOutput: c.MaxToolOutput, Children: a.Children,

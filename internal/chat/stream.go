@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/baton-run/baton/internal/children"
 	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/idempotency"
 	"github.com/baton-run/baton/internal/parts"
@@ -148,7 +149,7 @@ func (h *handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Req
 	for _, a := range answers {
 		ok := t != nil && st.Status == reducer.Suspended && slices.ContainsFunc(t.Pending, func(p reducer.Approval) bool {
 			return p.ID == a.approval && p.ToolCallID == a.toolCall
-		}) || session.ChildPending(st, a.approval, a.toolCall) != ""
+		}) || children.ChildPending(st, a.approval, a.toolCall) != ""
 		if !ok {
 			return httpjson.Refuse(http.StatusConflict, "approval %q for tool call %q is not pending", httpjson.Clip(a.approval), httpjson.Clip(a.toolCall))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/baton-run/baton/api"
+	"github.com/baton-run/baton/internal/children"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -12,8 +13,17 @@ import (
 func (a *sessionRoutes) view(ctx context.Context, id string, st reducer.State) api.Session {
 	s := sessionView(id, st)
 	a.liveUsage(ctx, id, st, &s)
-	a.childPending(ctx, st, &s)
+	s.ChildPending = children.Pending(ctx, st, a.childState, a.log)
 	return s
+}
+
+// childState is a child session's state, for children.Pending.
+func (a *sessionRoutes) childState(ctx context.Context, id string) (reducer.State, error) {
+	sess, err := a.sessions.Load(ctx, id)
+	if err != nil {
+		return reducer.State{}, err
+	}
+	return sess.State, nil
 }
 
 // liveUsage counts in s the completed steps of st's running turn as its

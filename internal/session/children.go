@@ -2,362 +2,70 @@ package session
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
+	"log/slog"
 	"time"
 
-	"github.com/baton-run/baton/internal/dynamo"
+	kids "github.com/baton-run/baton/internal/children"
 	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
-// Child sessions (see reducer's children.go): creating one for a parent's
-// tool call, delivering the end of its turn to the parent, and cancelling
-// a cancelled turn's children.
+// Child sessions live in internal/children; this is the store's wiring of
+// them: their type, embedded in Store, and its core as they reach it.
 
-// Wake reasons of sub-agents.
-const (
-	// WakeChild: a parent turn started the child (its first message).
-	WakeChild wake.Reason = "child"
-	// WakeChildEnded: a child's end was delivered to the parent, or the
-	// child waits to report it.
-	WakeChildEnded wake.Reason = "child-ended"
-)
+// children are the store's child sessions (kids.Store), over its core; a
+// cascade cancels and answers through the operator's operations.
+type children = kids.Store
 
-// ErrNotChild: a session named as a turn's child is not that turn's child
-// (it exists, created for something else).
-var ErrNotChild = errors.New("session: not the turn's child")
+// WakeChildEnded is the wake of a parent a child's end was delivered to
+// (lifecycle.go's too).
+const WakeChildEnded = kids.WakeChildEnded
 
-// children are the store's child sessions, over its core; a cascade
-// cancels and answers through the operator's operations.
-type children struct {
+// ParentActor is who cancels a child its parent no longer waits for
+// (kids.ParentActor), as the tests outside read it.
+var ParentActor = kids.ParentActor
+
+// newChildren is the children of a store over core c and its operations;
+// root is the store without a receipt.
+func newChildren(c *core, o *ops, root *Store) children {
+	var top *kids.Store
+	if root != nil {
+		top = &root.children
+	}
+	return kids.New(childCore{core: c, ops: o}, kids.Errors{NotFound: ErrNotFound, NoTurn: ErrNoTurn}, top)
+}
+
+// childCore is the store's core as the children reach it (kids.Core).
+type childCore struct {
 	*core
 	ops *ops
 }
 
-// CreateChild creates child session c of the parent's turn, owned by
-// owner, with c.Task as its first message, and wakes it. The creation is
-// one conditional write of both facts, so any number of tries create it
-// once: a child that exists already, for the same parent turn and call, is
-// only woken again. It reports whether this call created it.
-func (s *children) CreateChild(ctx context.Context, owner string, p reducer.Parent, c reducer.Child) (bool, error) {
-	actor := reducer.Actor{Kind: reducer.ActorAgent, ID: p.Turn}
-	_, err := s.Append(ctx, c.ID, reducer.State{},
-		reducer.Fact{Type: reducer.SessionCreated, Actor: actor, Agent: c.Agent, Owner: owner, Parent: &p},
-		reducer.Fact{Type: reducer.MessageReceived, Actor: actor, Message: &reducer.Message{ID: "msg_" + c.ID, Text: c.Task}})
-	created := err == nil
-	if errors.Is(err, ErrConflict) {
-		sess, lerr := s.Load(ctx, c.ID)
-		if lerr != nil {
-			return false, fmt.Errorf("session: child %s: %w", c.ID, lerr)
-		}
-		if q := sess.State.Parent; q == nil || *q != p {
-			return false, fmt.Errorf("session: child %s of %s: %w", c.ID, p.Session, ErrNotChild)
-		}
-		err = nil
-	}
+func (c childCore) Load(ctx context.Context, id string) (reducer.State, []conversation.Message, error) {
+	sess, err := c.core.Load(ctx, id)
 	if err != nil {
-		return false, fmt.Errorf("session: create child %s: %w", c.ID, err)
+		return reducer.State{}, nil, err
 	}
-	s.wake(ctx, c.ID, WakeChild, 0, 0)
-	return created, nil
+	return sess.State, sess.History, nil
 }
 
-// Report delivers the end of child session id's last turn to its parent,
-// if it waits to (reducer.ReasonReport): the parent records it once
-// (child.ended; a second delivery is refused, and changes nothing), is
-// woken, and the child records that it reported. Any number of Reports,
-// concurrent or after a crash, deliver it once. A child deleted meanwhile
-// (buried: its head is gone, its facts not yet purged) reports nothing:
-// its delete delivered its end first (Delete), or deletes its parent too;
-// that is an error matching ErrNotFound.
-func (s *children) Report(ctx context.Context, id string) error {
-	sess, err := s.Load(ctx, id)
-	if err != nil {
-		return err
-	}
-	st := sess.State
-	if st.Parent == nil || st.Status != reducer.Idle || st.Turns == 0 || st.Reported {
-		return nil
-	}
-	if _, err := s.facts.Head(ctx, id); errors.Is(err, dynamo.ErrNotFound) {
-		return fmt.Errorf("session: report child %s: it was deleted: %w", id, ErrNotFound)
-	} else if err != nil {
-		return fmt.Errorf("session: report child %s: %w", id, err)
-	}
-	c := reducer.Child{ID: id, ToolCallID: st.Parent.ToolCallID, Agent: st.Agent, Status: st.Last,
-		Output: finalText(sess.History), Usage: st.Usage}
-	switch {
-	case st.LastFailure != nil:
-		c.Error = st.LastFailure.Error
-	case st.Last != reducer.TurnCompleted:
-		c.Error = "the child session's turn ended as " + strings.TrimPrefix(string(st.Last), "turn.")
-	}
-	p := st.Parent
-	pst, err := s.transition(ctx, p.Session, func(reducer.State) (reducer.Fact, error) {
-		return reducer.Fact{Type: reducer.ChildEnded, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: id}, Turn: p.Turn, Child: &c}, nil
-	})
-	switch {
-	case errors.Is(err, ErrNotPending), errors.Is(err, ErrNotFound):
-		// Delivered before, or the parent's turn is gone: nothing waits.
-	case err != nil:
-		return fmt.Errorf("session: report child %s to %s: %w", id, p.Session, err)
-	default:
-		s.wake(ctx, p.Session, WakeChildEnded, pst.LastSeq, 0)
-	}
-	_, err = s.transition(ctx, id, func(reducer.State) (reducer.Fact, error) {
-		return reducer.Fact{Type: reducer.ChildReported, Actor: reducer.Actor{Kind: reducer.ActorSystem, ID: "report"}}, nil
-	})
-	if err != nil && !errors.Is(err, ErrNotPending) {
-		return fmt.Errorf("session: child %s reported: %w", id, err)
-	}
-	return nil
+func (c childCore) Transition(ctx context.Context, id string, next func(reducer.State) (reducer.Fact, error)) (reducer.State, error) {
+	return c.transition(ctx, id, next)
 }
 
-// finalText is the text of the last assistant message of a history.
-func finalText(h []conversation.Message) string {
-	for i := len(h) - 1; i >= 0; i-- {
-		if h[i].Role != conversation.Assistant {
-			continue
-		}
-		var b strings.Builder
-		for _, c := range h[i].Content {
-			if c.Type == conversation.Text {
-				b.WriteString(c.Text)
-			}
-		}
-		return b.String()
-	}
-	return ""
+func (c childCore) Retry(ctx context.Context, f func() error) error { return c.retry(ctx, f) }
+
+func (c childCore) Wake(ctx context.Context, id string, reason wake.Reason, seq int64, delay time.Duration) {
+	c.wake(ctx, id, reason, seq, delay)
 }
 
-// ParentActor is who cancels a child its parent no longer waits for: the
-// cascade of the parent's ended turn, or the child's own check of its
-// parent (turn package) as an invocation of it starts.
-var ParentActor = reducer.Actor{Kind: reducer.ActorSystem, ID: "parent"}
+func (c childCore) Log() *slog.Logger { return c.log() }
 
-// OrphanReason is the reason a child cancelled for its parent records:
-// it names the parent session and its turn, and what became of that turn
-// (how, such as "ended as cancelled").
-func OrphanReason(parent, turn, how string) string {
-	return fmt.Sprintf("its parent session %s no longer waits for it: turn %s %s", parent, turn, how)
+func (c childCore) Cancel(ctx context.Context, id string, actor reducer.Actor, reason string) error {
+	return c.ops.Cancel(ctx, id, actor, reason)
 }
 
-// Cascade cancels the children that session id's ended turns left running
-// (reducer.State.Orphans: the ending fact recorded them), each with a
-// reason naming the parent, and theirs in turn (each child's own end
-// cascades), then records child.cancelled for each in the session. A child
-// that ended meanwhile, or was never created, counts as cancelled. It is
-// what every ending runs right after its fact, and what the worker runs
-// for reducer.Cascade when the process died in between (the tick re-sends
-// the session's wake). A child that could not be cancelled stays an
-// orphan, for the next try, and is returned as an error.
-func (s *children) Cascade(ctx context.Context, id string) error {
-	sess, err := s.Load(ctx, id)
-	if err != nil {
-		return err
-	}
-	_, err = s.root().cascade(ctx, id, sess.State)
-	return err
-}
-
-// cascade is Cascade from st, the session's state as the caller last wrote
-// or read it; it returns the state after, the last one it knows of when it
-// fails. It costs nothing with no orphans; else each orphan's Cancel, and
-// one write of the child.cancelled facts (a load and a write again per
-// lost race).
-func (s *children) cascade(ctx context.Context, id string, st reducer.State) (reducer.State, error) {
-	if len(st.Orphans) == 0 {
-		return st, nil
-	}
-	var errs []error
-	done := map[reducer.Orphan]reducer.Usage{}
-	for _, o := range st.Orphans {
-		u, err := s.cancelOrphan(ctx, id, o)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		done[o] = u
-	}
-	cur, fresh := st, true
-	err := s.retry(ctx, func() error {
-		if !fresh {
-			sess, err := s.Load(ctx, id)
-			if err != nil {
-				return err
-			}
-			cur = sess.State
-		}
-		fresh = false
-		var facts []reducer.Fact
-		for _, o := range cur.Orphans {
-			if u, ok := done[o]; ok {
-				facts = append(facts, reducer.Fact{Type: reducer.ChildCancelled, Actor: ParentActor, Turn: o.Turn, Child: &reducer.Child{ID: o.ID, Usage: u}})
-			}
-		}
-		if len(facts) == 0 {
-			return nil // another cascade recorded them
-		}
-		next, err := s.Append(ctx, id, cur, facts...)
-		if err == nil {
-			cur = next
-		}
-		return err
-	})
-	if err != nil {
-		errs = append(errs, fmt.Errorf("session: record the cancelled children of %s: %w", id, err))
-	}
-	return cur, errors.Join(errs...)
-}
-
-// cancelOrphan cancels orphan o of session id (a child that ended
-// already, or was never created, needs none) and returns the child
-// session's usage, which its report to the parent, refused once the
-// parent's turn ended, did not bring: child.cancelled counts it in the
-// parent's.
-func (s *children) cancelOrphan(ctx context.Context, id string, o reducer.Orphan) (reducer.Usage, error) {
-	err := s.ops.Cancel(ctx, o.ID, ParentActor, OrphanReason(id, o.Turn, "ended as "+strings.TrimPrefix(string(o.Ended), "turn.")))
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return reducer.Usage{}, nil
-	case err != nil && !errors.Is(err, ErrNoTurn):
-		return reducer.Usage{}, fmt.Errorf("session: cancel child %s of %s: %w", o.ID, id, err)
-	}
-	h, err := s.Head(ctx, o.ID)
-	switch {
-	case errors.Is(err, dynamo.ErrNotFound):
-		return reducer.Usage{}, nil
-	case err != nil:
-		return reducer.Usage{}, fmt.Errorf("session: usage of child %s of %s: %w", o.ID, id, err)
-	}
-	return h.Usage, nil
-}
-
-// ShowApprovals tells the parent of child session id, which st is, of the
-// child's approval requests (child.approval, once each), and that parent's
-// parent, on up to the root: each ancestor's open turn records the
-// request under its own child the request came through, naming the child
-// that asked (Fact.Asker), and is woken to show it in its stream. The walk
-// up stops at an ancestor whose turn no longer waits for the child below.
-// Once every request got as far as it can, the child records that
-// (child.shown); until then it waits with reducer.ReasonShow, so a crash
-// in between leaves the showing to its wake, which the tick re-sends. A
-// failure is logged; the child's own requests, and the operator's view of
-// them, stand.
-func (s *children) ShowApprovals(ctx context.Context, id string, st reducer.State, approvals []reducer.Approval) {
-	shown := true
-	for i := range approvals {
-		if err := s.showUp(ctx, id, st, approvals[i]); err != nil {
-			s.log().WarnContext(ctx, "show a child's approval request to its ancestors; its wake tries again", "child", id, "err", err)
-			shown = false
-		}
-	}
-	if !shown {
-		return
-	}
-	_, err := s.transition(ctx, id, func(reducer.State) (reducer.Fact, error) {
-		return reducer.Fact{Type: reducer.ChildShown, Actor: reducer.Actor{Kind: reducer.ActorSystem, ID: "show"}}, nil
-	})
-	if err != nil && !errors.Is(err, ErrNotPending) {
-		s.log().WarnContext(ctx, "record that a child's approval requests were shown; its wake tries again", "child", id, "err", err)
-	}
-}
-
-// ShowPending shows the pending approval requests of child session id to
-// its ancestors (ShowApprovals), if they wait to be (reducer.ReasonShow):
-// the invocation that suspended it died first. Any number of calls show
-// each request once.
-func (s *children) ShowPending(ctx context.Context, id string) error {
-	sess, err := s.Load(ctx, id)
-	if err != nil {
-		return err
-	}
-	st := sess.State
-	if st.Next(time.Time{}, 0).Reason != reducer.ReasonShow {
-		return nil
-	}
-	s.ShowApprovals(ctx, id, st, st.Turn.Pending)
-	return nil
-}
-
-// showUp shows approval a, which session asker (in state st) asked for,
-// to each of its ancestors, nearest first. An ancestor that showed a
-// before is passed (a walk cut short by a crash goes on from there); one
-// whose turn no longer waits for the child below ends the walk, with no
-// error.
-func (s *children) showUp(ctx context.Context, asker string, st reducer.State, a reducer.Approval) error {
-	id := asker
-	for p := st.Parent; p != nil; p = st.Parent {
-		child := &reducer.Child{ID: id, ToolCallID: p.ToolCallID, Agent: st.Agent}
-		var seen reducer.State // the ancestor as the refused try read it
-		pst, err := s.transition(ctx, p.Session, func(cur reducer.State) (reducer.Fact, error) {
-			seen = cur
-			return reducer.Fact{Type: reducer.ChildApproval, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: id}, Turn: p.Turn,
-				Child: child, Approval: &a, Asker: asker}, nil
-		})
-		switch {
-		case errors.Is(err, ErrNotPending):
-			// Shown there before (a walk a crash cut short goes on up), or
-			// the ancestor's turn no longer waits for the child below.
-			if t := seen.Turn; t == nil || t.ID != p.Turn {
-				return nil
-			} else if _, ok := t.ChildRequest(a.ID); !ok {
-				return nil
-			}
-			pst = seen
-		case errors.Is(err, ErrNotFound):
-			return nil
-		case err != nil:
-			return fmt.Errorf("session: show %s's approval %s to %s: %w", asker, a.ID, p.Session, err)
-		default:
-			s.wake(ctx, p.Session, WakeChildEnded, pst.LastSeq, 0)
-		}
-		id, st = p.Session, pst
-	}
-	return nil
-}
-
-// ChildPending is the child of st's open turn whose approval approvalID
-// (for tool call toolCall; "" for any) the turn showed, "" for none: the
-// child that asked, or the one the request of a deeper descendant came
-// through. An answer to it goes to that child, which passes it on down
-// the same way, and the reducer of the session that asked decides it.
-func ChildPending(st reducer.State, approvalID, toolCall string) string {
-	t := st.Turn
-	if t == nil {
-		return ""
-	}
-	r, ok := t.ChildRequest(approvalID)
-	if !ok || (toolCall != "" && r.Approval.ToolCallID != toolCall) {
-		return ""
-	}
-	if c, ok := childByID(t, r.Child); !ok || c.Ended() {
-		return ""
-	}
-	return r.Child
-}
-
-func childByID(t *reducer.Turn, id string) (reducer.Child, bool) {
-	for _, c := range t.Children {
-		if c.ID == id {
-			return c, true
-		}
-	}
-	return reducer.Child{}, false
-}
-
-// answerChild routes an answer to approvalID, which the own turn of
-// session id (in state st, as the refused answer read it) does not wait
-// for, to the child whose request its turn showed: the answer is the
-// child's to check and record, or to pass on down to the descendant that
-// asked. It reports whether there was such a child.
-func (s *children) answerChild(ctx context.Context, st reducer.State, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) (bool, error) {
-	child := ChildPending(st, approvalID, "")
-	if child == "" {
-		return false, nil
-	}
-	return true, s.ops.Answer(ctx, child, actor, approvalID, d, reason)
+func (c childCore) Answer(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) error {
+	return c.ops.Answer(ctx, id, actor, approvalID, d, reason)
 }

@@ -10,8 +10,9 @@
 // Store.FinishDelete and Store.Sweep, the end of a session's life, are
 // package lifecycle's, run on the store's two stores with the store's
 // hooks (lifecycle.go); a child is reported to its parent first.
-// Child sessions (children.go) are created once (Store.CreateChild), report
-// their end to the parent once (Store.Report), show their approval
+// Child sessions (internal/children, wired in children.go) are created
+// once (Store.CreateChild), report their end to the parent once
+// (Store.Report), show their approval
 // requests to it and on up to the root (Store.ShowApprovals; an answer
 // given to any ancestor is routed down to the session that asked,
 // Store.Answer), are cancelled when their parent's turn ends without them
@@ -50,8 +51,9 @@
 //     (chat.go): Converse, HasMessage; and resource claims (claims.go): ReleaseGrant,
 //     and the withdrawal of a blocked turn's waiter from the broker
 //     (Config.Claims) as End ends it;
-//   - child sessions (children.go): CreateChild, Report, Cascade,
-//     ShowApprovals, ShowPending;
+//   - child sessions (internal/children's Store, over the port children.go
+//     implements on the core): CreateChild, Report, Cascade, CascadeFrom,
+//     ShowApprovals, ShowPending, AnswerChild;
 //   - the end of a session's life (lifecycle.go, over package lifecycle,
 //     and orphans.go): Delete, FinishDelete, Sweep, Orphans, ReleaseOrphan;
 //   - and the consumed stores (factlog.go: FactLog; streamstore.go:

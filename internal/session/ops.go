@@ -196,7 +196,7 @@ func (s *ops) Answer(ctx context.Context, id string, actor reducer.Actor, approv
 	if errors.Is(err, ErrNotPending) {
 		// Perhaps a child's request, which the turn showed: the child's
 		// reducer decides it.
-		if routed, cerr := s.kids.answerChild(ctx, read, actor, approvalID, d, reason); routed || cerr != nil {
+		if routed, cerr := s.kids.AnswerChild(ctx, read, actor, approvalID, d, reason); routed || cerr != nil {
 			return cerr
 		}
 	}

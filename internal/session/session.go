@@ -77,7 +77,7 @@ type Session struct {
 // the two stores' reads (read.go), turn streams (stream.go) and usage
 // (usage.go). Each feature is its own type over that core, embedded here
 // so that its methods are the store's: the operator's operations (ops:
-// ops.go, chat.go, claims.go), children (children.go) and lifecycle
+// ops.go, chat.go, claims.go), children (internal/children, children.go) and lifecycle
 // (lifecycle.go, orphans.go).
 type Store struct {
 	*core
@@ -140,7 +140,7 @@ func build(c *core) *Store {
 		c.base = st
 	}
 	st.ops = ops{core: c, kids: &st.children}
-	st.children = children{core: c, ops: &st.ops}
+	st.children = newChildren(c, &st.ops, c.base)
 	st.lifecycle = newLifecycle(c, &c.base.children)
 	return st
 }
@@ -297,7 +297,7 @@ func (s *core) end(ctx context.Context, sess *Session, turn conversation.Turn, b
 	}
 	sess.History = snap.Messages
 	s.withdraw(ctx, sess.ID, st)
-	next, err = s.root().cascade(ctx, sess.ID, next)
+	next, err = s.root().CascadeFrom(ctx, sess.ID, next)
 	if err != nil {
 		s.log().WarnContext(ctx, "cancel the children an ended turn left running; the session's wake tries again", "session", sess.ID, "err", err)
 	}

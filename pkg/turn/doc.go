@@ -39,12 +39,15 @@
 // step, translates its events into parts (stepParts), flushes them live,
 // decides what a failed step means (stepFailed), and checks spend and time
 // before each step (check, overSpend, fits); steering (steer.go),
-// compaction (compact.go), children (children.go) and claims (claims.go);
+// compaction (compact.go), children (children.go: the wiring of
+// internal/children/spawn) and claims (claims.go);
 // and the endings (ending.go: suspend, complete, fail, stopped).
 //
-// An agent's Children (children.go) are agents it calls as tools, each
-// call a child session whose end is the call's result, the turn suspended
-// for children meanwhile, and agents it may hand the session to.
+// An agent's Children are agents it calls as tools, each call a child
+// session whose end is the call's result, the turn suspended for children
+// meanwhile, and agents it may hand the session to: package
+// internal/children/spawn settles them, through the port children.go
+// implements over the invocation's core (spawn.Turn).
 //
 // Runner.Interceptors wrap each invocation's run, its model calls, tool
 // calls and steps (see package intercept); with none the runner makes each

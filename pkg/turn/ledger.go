@@ -66,7 +66,7 @@ func (ru *ledger) settleLast(ctx context.Context) (stop bool, out Outcome, err e
 			break
 		}
 		out, err = ru.end.suspend(ctx, reducer.CauseUncertain, 0, append(facts, reducer.Fact{Type: reducer.TurnSuspended, Execution: uncertain})...)
-	case ru.children.kids.active():
+	case ru.children.Active():
 		return ru.children.settleKids(ctx, approvals)
 	case len(approvals) > 0:
 		out, err = ru.end.suspendForApproval(ctx, approvals)
@@ -103,7 +103,8 @@ func (ru *ledger) settle(ctx context.Context, pending []*conversation.Call) ([]r
 	var requests []reducer.Approval
 	var plans []*plan
 	fenced := false // the reads' fence was checked (fenceReads)
-	ru.wait, ru.children.kids = time.Time{}, kids{}
+	ru.wait = time.Time{}
+	ru.children.Reset()
 	st := ru.sess.State
 	now := ru.now()
 	for _, c := range pending {
@@ -164,7 +165,7 @@ func (ru *ledger) settle(ctx context.Context, pending []*conversation.Call) ([]r
 // (ledger.wait), or needs an approval, returned to be requested. turn is the
 // open turn as settle began.
 func (ru *ledger) admit(c *conversation.Call, turn *reducer.Turn, now time.Time) (t tool.Tool, runs bool, request *reducer.Approval) {
-	if ru.children.admitChild(c, turn) {
+	if ru.children.Admit(c, turn) {
 		return t, false, nil
 	}
 	t, ok := ru.tools.Get(c.Name)

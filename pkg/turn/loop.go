@@ -29,7 +29,7 @@ type run struct {
 
 // newRun is the invocation on c, its collaborators wired.
 func newRun(c *core) *run {
-	kids := &children{core: c}
+	kids := newChildren(c)
 	end := &ending{core: c, parent: kids}
 	kids.end = end
 	claims := &claimer{core: c, end: end}

@@ -1,4 +1,4 @@
-package turn_test
+package spawn_test
 
 import (
 	"context"
