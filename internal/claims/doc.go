@@ -4,7 +4,7 @@
 // a Broker admits it with a Grant, blocks it behind the grants it
 // conflicts with, or holds it over its namespace's weighted capacity. It
 // is the domain package: types, rules and the Broker interface, with no
-// storage and no SDK; the broker on DynamoDB is package dynamo's Broker.
+// storage and no SDK; the broker on DynamoDB is package claimsdb's Broker.
 //
 // Keys are never normalised: CheckKey refuses `a/../b`, `./a`, `a//b`, a
 // trailing `/` and empty segments with a *KeyError, so no two spellings

@@ -8,7 +8,7 @@ import (
 
 	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/claims"
-	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/claims/claimsdb"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -21,7 +21,7 @@ func TestOrphanRoutesAreTheOwners(t *testing.T) {
 	t.Parallel()
 	e := newEmuEnv(t, nil)
 	ctx := t.Context()
-	b := dynamo.NewBroker(shared.Clients().DynamoDB, shared.Table)
+	b := claimsdb.New(shared.Clients().DynamoDB, shared.Table)
 	e.store.Claims = b
 	alice, bob := ids.New("alice"), ids.New("bob")
 	gone := ids.New("s")

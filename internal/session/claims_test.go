@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/baton-run/baton/internal/claims"
-	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/claims/claimsdb"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/session"
@@ -19,7 +19,7 @@ import (
 
 // blockedTurn makes session id's turn suspended as blocked on claim c, its
 // request queued in the broker as the runner would have left it.
-func blockedTurn(t *testing.T, s *session.Store, b *dynamo.Broker, id string, c claims.Claim) {
+func blockedTurn(t *testing.T, s *session.Store, b *claimsdb.Broker, id string, c claims.Claim) {
 	t.Helper()
 	ctx := t.Context()
 	st, err := s.Create(ctx, id, "alice", "demo")
@@ -64,7 +64,7 @@ func TestEndingABlockedTurnWithdrawsItsWaiter(t *testing.T) {
 			s := store()
 			s.Waker = wake.NewSQS(c.SQS, aws.ToString(q.QueueUrl))
 			s.Steering = func(string) reducer.Steering { return reducer.SteerInterrupt }
-			b := dynamo.NewBroker(c.DynamoDB, env.Table)
+			b := claimsdb.New(c.DynamoDB, env.Table)
 			frozen := time.Now()
 			b.Clock = func() time.Time { return frozen }
 			s.Claims = b

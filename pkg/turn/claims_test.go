@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/claims/claimsdb"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/session"
@@ -122,13 +123,13 @@ func refundAgent(t *testing.T, js string, tl tool.Tool, lim turn.Limits) *turn.A
 // claimed is an invocation whose runner has a claims broker on the same
 // storage (on the emulator, the same counted clients); opts apply to the
 // broker's requests.
-func claimed(t testing.TB, agent *turn.Agent, poll time.Duration, opts ...func(*dynamodb.Options)) (*invocation, *dynamo.Broker) {
+func claimed(t testing.TB, agent *turn.Agent, poll time.Duration, opts ...func(*dynamodb.Options)) (*invocation, *claimsdb.Broker) {
 	inv := fresh(t, agent)
-	var b *dynamo.Broker
+	var b *claimsdb.Broker
 	if inv.clients != nil {
-		b = dynamo.NewBroker(inv.clients.DynamoDB, env.Table, opts...)
+		b = claimsdb.New(inv.clients.DynamoDB, env.Table, opts...)
 	} else {
-		b = dynamo.NewBroker(stackOf(t).mem.Items, "memory", opts...)
+		b = claimsdb.New(stackOf(t).mem.Items, "memory", opts...)
 	}
 	b.Poll, b.Fate, b.Clock = poll, turn.GrantFate(inv.sessions), inv.sessions.Now
 	inv.runner.Claims, inv.sessions.Claims = b, b
@@ -574,7 +575,7 @@ func TestClaimsCancelledWaiterIsWithdrawn(t *testing.T) {
 // after answering that it must wait: the cancel lands between the answer
 // and the turn's suspension.
 type cancelOnBlock struct {
-	*dynamo.Broker
+	*claimsdb.Broker
 	cancel func(ctx context.Context, session string)
 }
 
@@ -627,7 +628,7 @@ type midRefund struct {
 	srv      *orderServer
 	instance string
 	inv      *invocation
-	b        *dynamo.Broker
+	b        *claimsdb.Broker
 	a, gid   string
 	lease    time.Time // the dead invocation's
 }
