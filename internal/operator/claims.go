@@ -18,7 +18,7 @@ import (
 // blocked on while it is suspended as blocked, a blocker of another owner
 // opaque (claims.Masked: also one a fact recorded before the broker
 // masked them).
-func claimsView(st reducer.State) ([]claims.Grant, *reducer.Block) {
+func claimsView(st reducer.State) ([]claims.Grant, *claims.Block) {
 	grants := slices.Clone(st.Grants)
 	if grants == nil {
 		grants = []claims.Grant{}

@@ -10,7 +10,6 @@ import (
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/claims/claimsdb"
 	"github.com/baton-run/baton/internal/ids"
-	"github.com/baton-run/baton/pkg/reducer"
 )
 
 // The orphan routes are the owner's: alice lists and releases the grant
@@ -27,7 +26,7 @@ func TestOrphanRoutesAreTheOwners(t *testing.T) {
 	gone := ids.New("s")
 	ns := ids.New("ns")
 	c := claims.Claim{Namespace: ns, Key: "o1", Access: claims.Write}
-	want := claims.Request{ID: reducer.GrantID(gone, "tc_1"), Owner: alice, Session: gone, Turn: "turn_1", ToolCall: "tc_1",
+	want := claims.Request{ID: claims.GrantID(gone, "tc_1"), Owner: alice, Session: gone, Turn: "turn_1", ToolCall: "tc_1",
 		Claims: []claims.Claim{c}, Deadline: time.Now().Add(time.Hour)}
 	adm, err := b.Acquire(ctx, want)
 	if err != nil || adm.Outcome != claims.Granted {

@@ -44,7 +44,7 @@ func (s *core) withdraw(ctx context.Context, id string, st reducer.State) {
 	if s.Claims == nil || t == nil || st.Status != reducer.Suspended || t.Cause != reducer.CauseBlocked || t.Block == nil {
 		return
 	}
-	req := claims.Request{ID: reducer.GrantID(id, t.Block.ToolCallID), Owner: st.Owner, Session: id, Turn: t.ID,
+	req := claims.Request{ID: claims.GrantID(id, t.Block.ToolCallID), Owner: st.Owner, Session: id, Turn: t.ID,
 		ToolCall: t.Block.ToolCallID, Claims: t.Block.Claims}
 	ready, err := s.Claims.Withdraw(ctx, req)
 	if err != nil {

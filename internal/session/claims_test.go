@@ -28,12 +28,12 @@ func blockedTurn(t *testing.T, s *session.Store, b *claimsdb.Broker, id string, 
 	}
 	turn, call := ids.New("turn"), ids.New("tc")
 	agent := reducer.Actor{Kind: reducer.ActorAgent, ID: turn}
-	req := claims.Request{ID: reducer.GrantID(id, call), Owner: "alice", Session: id, Turn: turn, ToolCall: call, Claims: []claims.Claim{c}}
+	req := claims.Request{ID: claims.GrantID(id, call), Owner: "alice", Session: id, Turn: turn, ToolCall: call, Claims: []claims.Claim{c}}
 	adm, err := b.Acquire(ctx, req)
 	if err != nil || adm.Outcome != claims.Blocked {
 		t.Fatalf("%s: %+v %v, want blocked", id, adm, err)
 	}
-	block := reducer.Block{ToolCallID: call, Tool: "refund", Claims: req.Claims, Outcome: adm.Outcome, Blockers: adm.Blockers, Ahead: adm.Ahead}
+	block := claims.Block{ToolCallID: call, Tool: "refund", Claims: req.Claims, Outcome: adm.Outcome, Blockers: adm.Blockers, Ahead: adm.Ahead}
 	if _, err := s.Append(ctx, id, st,
 		reducer.Fact{Type: reducer.MessageReceived, Actor: alice, Message: &reducer.Message{ID: "m1", Text: "refund o1"}},
 		reducer.Fact{Type: reducer.TurnStarted, Actor: agent, Turn: turn, Stream: turn, Lease: time.Now().Add(time.Minute)},

@@ -29,7 +29,7 @@ const Released = wake.Released
 
 // blockedErr stops runPlans at a call the broker did not admit.
 type blockedErr struct {
-	block reducer.Block
+	block claims.Block
 	req   claims.Request
 }
 
@@ -68,7 +68,7 @@ func (ru *claimer) claim(ctx context.Context, p *plan) (g *claims.Grant, facts [
 		return nil, nil, fmt.Sprintf("the call's resource claims are refused: %v", err), nil
 	}
 	st := ru.sess.State
-	req := claims.Request{ID: reducer.GrantID(ru.out.Session, p.c.ID), Owner: st.Owner, Session: ru.out.Session, Turn: ru.out.Turn,
+	req := claims.Request{ID: claims.GrantID(ru.out.Session, p.c.ID), Owner: st.Owner, Session: ru.out.Session, Turn: ru.out.Turn,
 		ToolCall: p.c.ID, Claims: cs, Deadline: st.Turn.Lease}
 	adm, err := ru.r.Claims.Acquire(ctx, req)
 	switch {
@@ -77,7 +77,7 @@ func (ru *claimer) claim(ctx context.Context, p *plan) (g *claims.Grant, facts [
 	case err != nil:
 		return nil, nil, "", fmt.Errorf("turn: claims for %s: %w", p.c.ID, err)
 	case adm.Outcome != claims.Granted:
-		return nil, nil, "", &blockedErr{block: reducer.Block{ToolCallID: p.c.ID, Tool: p.c.Name, Claims: cs,
+		return nil, nil, "", &blockedErr{block: claims.Block{ToolCallID: p.c.ID, Tool: p.c.Name, Claims: cs,
 			Outcome: adm.Outcome, Blockers: claims.Masked(st.Owner, adm.Blockers), Ahead: adm.Ahead}, req: req}
 	}
 	grant := adm.Grant
@@ -114,7 +114,7 @@ func (ru *claimer) release(ctx context.Context, g *claims.Grant, soft bool) erro
 
 // releaseCall releases the grant of tool call id, if the session holds one.
 func (ru *claimer) releaseCall(ctx context.Context, id string) error {
-	g, ok := ru.sess.State.Grant(reducer.GrantID(ru.out.Session, id))
+	g, ok := ru.sess.State.Grant(claims.GrantID(ru.out.Session, id))
 	if !ok || ru.r.Claims == nil {
 		return nil
 	}
@@ -145,7 +145,7 @@ func (ru *claimer) reconcile(ctx context.Context) error {
 // ex, to record with the suspension for its verdict; none when the call
 // holds no grant or it is quarantined already.
 func (ru *claimer) quarantine(ctx context.Context, ex *reducer.Execution) ([]reducer.Fact, error) {
-	g, ok := ru.sess.State.Grant(reducer.GrantID(ru.out.Session, ex.ToolCallID))
+	g, ok := ru.sess.State.Grant(claims.GrantID(ru.out.Session, ex.ToolCallID))
 	if !ok || g.Quarantined || ru.r.Claims == nil {
 		return nil, nil
 	}
