@@ -28,7 +28,9 @@ type Block struct {
 }
 
 // Held is the grants a session's calls hold. Embedded in a state, its
-// JSON is that state's "grants" field.
+// JSON is that state's "grants" field, and Grant is the state's method;
+// the folds of claim facts are a Folder's (Fold), not Held's, so a state
+// that embeds it does not offer them.
 type Held struct {
 	// Grants are the resource claims the session's calls hold, quarantined
 	// or not.
@@ -59,15 +61,18 @@ func (h Held) Grant(id string) (Grant, bool) {
 	return Grant{}, false
 }
 
-// Clone is h with a slice of its own, so folding into it never writes
-// through to h.
-func (h Held) Clone() Held { return Held{Grants: slices.Clone(h.Grants)} }
+// Folder folds claim facts into the Held it was made on.
+type Folder struct{ h *Held }
+
+// Fold is the Folder of h.
+func Fold(h *Held) Folder { return Folder{h: h} }
 
 // Hold folds a granted call's grant: h holds g (again, out of quarantine,
 // after a quarantine), with claims of its own. A grant that names no id,
 // call or claim, or whose claims are not valid, is an error, and h is
 // unchanged.
-func (h *Held) Hold(g *Grant) error {
+func (f Folder) Hold(g *Grant) error {
+	h := f.h
 	if g == nil || g.ID == "" || g.ToolCall == "" || len(g.Claims) == 0 {
 		return errUnnamed
 	}
@@ -87,7 +92,8 @@ func (h *Held) Hold(g *Grant) error {
 
 // Find is the index of the held grant g names: an error when g names none,
 // and one matching ErrNotHeld when it is not held.
-func (h Held) Find(g *Grant) (int, error) {
+func (f Folder) Find(g *Grant) (int, error) {
+	h := f.h
 	if g == nil || g.ID == "" {
 		return 0, errUnnamed
 	}
@@ -99,7 +105,7 @@ func (h Held) Find(g *Grant) (int, error) {
 }
 
 // Free drops the held grant at index i (see Find).
-func (h *Held) Free(i int) { h.Grants = slices.Delete(h.Grants, i, i+1) }
+func (f Folder) Free(i int) { f.h.Grants = slices.Delete(f.h.Grants, i, i+1) }
 
 // Quarantine marks the held grant at index i (see Find) quarantined.
-func (h *Held) Quarantine(i int) { h.Grants[i].Quarantined = true }
+func (f Folder) Quarantine(i int) { f.h.Grants[i].Quarantined = true }

@@ -2,6 +2,7 @@ package claims
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -10,36 +11,37 @@ import (
 // held.
 func TestHeld(t *testing.T) {
 	var h Held
+	fold := Fold(&h)
 	g := &Grant{ID: "g1", ToolCall: "c1", Claims: []Claim{{Namespace: "orders", Key: "o/1", Access: Write}}}
-	if err := h.Hold(&Grant{ID: "g0"}); err == nil || err.Error() != "grant not named" {
+	if err := fold.Hold(&Grant{ID: "g0"}); err == nil || err.Error() != "grant not named" {
 		t.Fatalf("unnamed grant held: %v", err)
 	}
-	if err := h.Hold(&Grant{ID: "g0", ToolCall: "c", Claims: []Claim{{Namespace: "orders", Key: "a//b", Access: Write}}}); !errors.Is(err, ErrInvalid) {
+	if err := fold.Hold(&Grant{ID: "g0", ToolCall: "c", Claims: []Claim{{Namespace: "orders", Key: "a//b", Access: Write}}}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("invalid claim held: %v", err)
 	}
-	if err := h.Hold(g); err != nil {
+	if err := fold.Hold(g); err != nil {
 		t.Fatal(err)
 	}
-	i, err := h.Find(g)
+	i, err := fold.Find(g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Quarantine(i)
+	fold.Quarantine(i)
 	if held, ok := h.Grant("g1"); !ok || !held.Quarantined {
 		t.Fatalf("after quarantine: %+v %v", held, ok)
 	}
-	clone := h.Clone()
-	if err := h.Hold(g); err != nil || len(h.Grants) != 1 || h.Grants[0].Quarantined {
+	clone := Held{Grants: slices.Clone(h.Grants)}
+	if err := fold.Hold(g); err != nil || len(h.Grants) != 1 || h.Grants[0].Quarantined {
 		t.Fatalf("held again: %+v %v", h.Grants, err)
 	}
 	if !clone.Grants[0].Quarantined {
 		t.Fatal("holding again wrote through to a clone")
 	}
-	h.Free(i)
-	if _, err := h.Find(g); !errors.Is(err, ErrNotHeld) || err.Error() != "grant g1 is not held" {
+	fold.Free(i)
+	if _, err := fold.Find(g); !errors.Is(err, ErrNotHeld) || err.Error() != "grant g1 is not held" {
 		t.Fatalf("freed grant found: %v", err)
 	}
-	if _, err := h.Find(nil); err == nil || errors.Is(err, ErrNotHeld) {
+	if _, err := fold.Find(nil); err == nil || errors.Is(err, ErrNotHeld) {
 		t.Fatalf("unnamed grant found: %v", err)
 	}
 }

@@ -34,7 +34,7 @@ func (s claimRules) applyClaimGranted(f Fact) error {
 	if s.Status != Running {
 		return s.illegal(f, "only a running turn is granted claims")
 	}
-	if err := s.Held.Hold(f.Grant); err != nil {
+	if err := claims.Fold(&s.Held).Hold(f.Grant); err != nil {
 		return s.illegal(f, "%v", err)
 	}
 	return nil
@@ -52,7 +52,7 @@ func (s claimRules) applyClaimReleased(f Fact) error {
 	if f.Actor.Kind == ActorOperator && s.Turn != nil && s.Turn.ID == s.Grants[i].Turn {
 		return s.refuse(f, ErrNotPending, "grant %s belongs to the open turn: settle its execution instead", f.Grant.ID)
 	}
-	s.Held.Free(i)
+	claims.Fold(&s.Held).Free(i)
 	return nil
 }
 
@@ -62,13 +62,13 @@ func (s claimRules) applyClaimQuarantined(f Fact) error {
 	if err != nil {
 		return err
 	}
-	s.Held.Quarantine(i)
+	claims.Fold(&s.Held).Quarantine(i)
 	return nil
 }
 
 // heldGrant finds the grant f names among those the session holds.
 func (s claimRules) heldGrant(f Fact) (int, error) {
-	i, err := s.Held.Find(f.Grant)
+	i, err := claims.Fold(&s.Held).Find(f.Grant)
 	switch {
 	case errors.Is(err, claims.ErrNotHeld):
 		return 0, s.refuse(f, ErrNotPending, "%v", err)

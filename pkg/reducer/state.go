@@ -239,7 +239,7 @@ func (s State) Apply(facts ...Fact) (State, error) {
 func (s *State) clone() State {
 	c := *s
 	c.Inbox = slices.Clone(s.Inbox)
-	c.Held = s.Held.Clone()
+	c.Grants = slices.Clone(s.Grants)
 	c.Orphans = slices.Clone(s.Orphans)
 	if s.Turn != nil {
 		t := *s.Turn
