@@ -16,7 +16,8 @@ import (
 // own their part of it, each built on the shared core and on the few
 // others it calls: the tool ledger (ledger.go), the step (step.go),
 // steering (steer.go), compaction (compact.go), children (children.go),
-// claims (claimsession.Calls, wired in claims.go), and the invocation's endings (loop.go).
+// claims (claimsession.Calls, wired in claims.go), and the invocation's
+// endings (loop.go).
 type run struct {
 	*core
 	end       *ending
