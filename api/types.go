@@ -33,10 +33,12 @@ const (
 )
 
 // Grant is a resource claim a session's call holds (or held, for an
-// orphaned grant); Claim is one resource a grant or a call claims.
+// orphaned grant); Claim is one resource a grant or a call claims; Block
+// is what a blocked call waits for.
 type (
 	Grant = claims.Grant
 	Claim = claims.Claim
+	Block = claims.Block
 )
 
 // Part is one part of a turn stream: an AI SDK UI message stream part, or
@@ -90,8 +92,8 @@ type Session struct {
 	// quarantined); Blocked is what the open turn waits for while it is
 	// suspended as blocked, null otherwise; a blocker of another owner is
 	// opaque.
-	Grants  []Grant        `json:"grants"`
-	Blocked *reducer.Block `json:"blocked"`
+	Grants  []Grant `json:"grants"`
+	Blocked *Block  `json:"blocked"`
 }
 
 // Schedule is a session's schedule and its next occurrence.

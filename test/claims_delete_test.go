@@ -40,6 +40,7 @@ import (
 	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/agents"
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/claims/claimsdb"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/tool/remote"
@@ -223,7 +224,7 @@ func TestClaimDeleteTrials(t *testing.T) {
 	s := newStack(t, stackConfig{agents: writeClaimAgents(t, es), claimsPoll: claimPoll,
 		timeout: 2*time.Minute + time.Duration(trials)*20*time.Second})
 	sweeper := session.New(dynamo.New(s.emu.Clients.DynamoDB, s.res.Table), streams.New(s.emu.Clients.S3, s.res.Bucket))
-	sweeper.Claims = dynamo.NewBroker(s.emu.Clients.DynamoDB, s.res.Table)
+	sweeper.Claims = claimsdb.New(s.emu.Clients.DynamoDB, s.res.Table)
 	rig := &claimRig{t: t, s: s, es: es, sweeper: sweeper}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	var results []*claimTrial

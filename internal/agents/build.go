@@ -15,6 +15,7 @@ import (
 	"github.com/baton-run/baton/internal/agentspec"
 	"github.com/baton-run/baton/internal/apikey"
 	"github.com/baton-run/baton/internal/children/spawn"
+	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/mcp"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/tool"
@@ -339,8 +340,10 @@ func (d Decl) validate() error {
 	if err := tool.CheckSchema(d.Name, d.Schema); err != nil {
 		return err
 	}
-	if err := d.checkClaims(); err != nil {
-		return err
+	// That each claim's field is a string property of the tool's input
+	// schema is checked with the agent's tools (agentspec.Assemble).
+	if err := claims.CheckDeclared(tool.Tool{Effect: tool.Effect(d.Effect)}.SideEffect(), d.Claims); err != nil {
+		return fmt.Errorf("tool %q: claims: %w", d.Name, err)
 	}
 	if d.Timeout != "" {
 		if _, err := duration(d.Timeout, ""); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/baton-run/baton/internal/awsenv"
 	"github.com/baton-run/baton/internal/chat"
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/claims/claimsdb"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/metrics"
@@ -247,7 +248,7 @@ func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slo
 	ss = intercept.Store(ss, interceptors)
 	// The claims broker shares the session table (a key space of its own).
 	// The store withdraws the waiter of a blocked turn it ends.
-	dynamoBroker := dynamo.NewBroker(clients.DynamoDB, r.Table)
+	dynamoBroker := claimsdb.New(clients.DynamoDB, r.Table)
 	dynamoBroker.Fate = turn.GrantFate(ss)
 	dynamoBroker.Poll = r.ClaimsPoll
 	broker := intercept.Claims(dynamoBroker, interceptors)

@@ -9,7 +9,7 @@ import (
 
 // Broker admits requests for claims against the grants held, and keeps the
 // queues of the requests it blocks. Its state is shared by every
-// invocation of every session (package dynamo keeps it in the session
+// invocation of every session (package claimsdb keeps it in the session
 // table), so an implementation is safe for concurrent use, also across
 // processes; the admission rules themselves are Policy's (space.go).
 //

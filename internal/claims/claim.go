@@ -279,3 +279,16 @@ func CheckStatic(decls []Static) error {
 	}
 	return nil
 }
+
+// CheckDeclared checks the claims declared with a tool, as an agent file
+// declares them: only a side effect (sideEffect: a write or external tool)
+// claims resources, and each declaration is well formed (CheckStatic).
+func CheckDeclared(sideEffect bool, decls []Static) error {
+	if len(decls) == 0 {
+		return nil
+	}
+	if !sideEffect {
+		return errors.New("only a write or external tool claims resources")
+	}
+	return CheckStatic(decls)
+}

@@ -4,7 +4,7 @@
 // a Broker admits it with a Grant, blocks it behind the grants it
 // conflicts with, or holds it over its namespace's weighted capacity. It
 // is the domain package: types, rules and the Broker interface, with no
-// storage and no SDK; the broker on DynamoDB is package dynamo's Broker.
+// storage and no SDK; the broker on DynamoDB is package claimsdb's Broker.
 //
 // Keys are never normalised: CheckKey refuses `a/../b`, `./a`, `a//b`, a
 // trailing `/` and empty segments with a *KeyError, so no two spellings
@@ -26,11 +26,14 @@
 // after WaiterTTL, and one whose turn ended is withdrawn before that. A
 // grant whose execution became uncertain is quarantined and keeps its
 // claims whatever its deadline; a blocking grant past its authorization
-// deadline is settled by the broker's Fate (package turn asks the holder's
-// facts whether its execution ever started).
+// deadline is settled by the broker's Fate (claimsession.Fate asks the
+// holder's facts whether its execution ever started).
 //
-// Package turn asks the broker around its execution ledger, package
-// session withdraws the waiter of a blocked turn it ends, and package
-// reducer records grants, releases, quarantines and blocks as session
-// facts.
+// What a session holds is Held (package reducer folds the claim facts
+// into it, and embeds it in its State), with Block, what a blocked call
+// waits for. The feature's other parts are subpackages: claimsdb is the
+// Broker on DynamoDB, and claimsession is claims over a session's facts
+// (the runner's calls, the store's withdrawals and orphans, the broker's
+// Fate, the operator's views), which packages turn, session and operator
+// wire in.
 package claims

@@ -34,12 +34,12 @@ func TestShowClaims(t *testing.T) {
 	turn := ids.New("turn")
 	agent := reducer.Actor{Kind: reducer.ActorAgent, ID: turn}
 	call := "tc_" + turn + "_1_0"
-	mine := claims.Grant{ID: reducer.GrantID(id, call), Session: id, Turn: turn, ToolCall: call,
+	mine := claims.Grant{ID: claims.GrantID(id, call), Session: id, Turn: turn, ToolCall: call,
 		Claims: []claims.Claim{{Namespace: "orders", Key: "o-1", Access: claims.Write}}}
 	theirs := claims.Grant{ID: "gr_other", Owner: sess.State.Owner, Session: "s_other", Claims: []claims.Claim{{Namespace: "orders", Key: "o-2", Access: claims.Write}}, Quarantined: true}
 	// A blocker of another owner (a shared claim) is shown opaque.
 	foreign := claims.Grant{ID: "gr_bob", Owner: "bob-" + ids.New("o"), Session: "s_bob", Claims: theirs.Claims}
-	block := reducer.Block{ToolCallID: "tc_" + turn + "_1_1", Tool: "refund", Claims: theirs.Claims, Outcome: claims.Blocked,
+	block := claims.Block{ToolCallID: "tc_" + turn + "_1_1", Tool: "refund", Claims: theirs.Claims, Outcome: claims.Blocked,
 		Blockers: []claims.Grant{theirs, foreign}, Ahead: 2}
 	if _, err := store.Append(ctx, id, sess.State,
 		reducer.Fact{Type: reducer.MessageReceived, Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "local"},
@@ -90,7 +90,7 @@ func TestReleaseAnEndedTurnsGrant(t *testing.T) {
 	turn := ids.New("turn")
 	agent := reducer.Actor{Kind: reducer.ActorAgent, ID: turn}
 	call := "tc_" + turn + "_1_0"
-	g := claims.Grant{ID: reducer.GrantID(id, call), Session: id, Turn: turn, ToolCall: call,
+	g := claims.Grant{ID: claims.GrantID(id, call), Session: id, Turn: turn, ToolCall: call,
 		Claims: []claims.Claim{{Namespace: "orders", Key: "o-1", Access: claims.Write}}}
 	if _, err := store.Append(ctx, id, sess.State,
 		reducer.Fact{Type: reducer.MessageReceived, Actor: reducer.Actor{Kind: reducer.ActorOperator, ID: "local"},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/api"
+	"github.com/baton-run/baton/internal/claims/claimscli"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -488,7 +489,7 @@ func (e *env) showTable(s api.Session) {
 		fmt.Fprintf(w, "uncertain execution %s of %s, attempt %d (may or may not have run)\n         baton verdict %s %s rerun|abandon\n",
 			u.ExecutionID, u.Tool, max(u.Attempt, 1), s.ID, u.ExecutionID)
 	}
-	showClaims(w, s)
+	claimscli.Show(w, s)
 }
 
 func (e *env) newSession(ctx context.Context, args []string) error {

@@ -5,5 +5,7 @@
 // caps, moves timers, sets schedules, exports and deletes sessions, and
 // tails a session's turns live over Server-Sent Events, with exit codes a
 // script can rely on. Tabular output takes -o table|json|yaml; completion
-// prints bash, zsh and fish completion scripts.
+// prints bash, zsh and fish completion scripts. What the resource claims
+// commands (release, orphans, and show's grants) print and do is package
+// claimscli's.
 package cli

@@ -46,7 +46,7 @@ func TestConsoleShowsClaims(t *testing.T) {
 	var grant claims.Grant
 	record(holder, func(turn string, agent reducer.Actor) []reducer.Fact {
 		call := "tc_" + turn + "_1_0"
-		grant = claims.Grant{ID: reducer.GrantID(holder, call), Session: holder, Owner: "local", Turn: turn, ToolCall: call, Claims: order}
+		grant = claims.Grant{ID: claims.GrantID(holder, call), Session: holder, Owner: "local", Turn: turn, ToolCall: call, Claims: order}
 		return []reducer.Fact{{Type: reducer.ClaimGranted, Actor: agent, Turn: turn, Grant: &grant}}
 	})
 	if err := ss.Cancel(ctx, holder, reducer.Actor{Kind: reducer.ActorOperator, ID: "local"}, "stuck"); err != nil {
@@ -55,7 +55,7 @@ func TestConsoleShowsClaims(t *testing.T) {
 	waiter := s.create(ctx, "notes")
 	record(waiter, func(turn string, agent reducer.Actor) []reducer.Fact {
 		return []reducer.Fact{{Type: reducer.TurnSuspended, Actor: agent, Turn: turn, Cause: reducer.CauseBlocked,
-			Block: &reducer.Block{ToolCallID: "tc_" + turn + "_1_0", Tool: "refund", Claims: order, Outcome: claims.Blocked, Blockers: []claims.Grant{grant}}}}
+			Block: &claims.Block{ToolCallID: "tc_" + turn + "_1_0", Tool: "refund", Claims: order, Outcome: claims.Blocked, Blockers: []claims.Grant{grant}}}}
 	})
 
 	b.open(s.url + "/console/#/s/" + waiter)

@@ -6,9 +6,6 @@
 // partition key is its session's shard (DueShardOf, one of DueShards), and
 // Due reads one shard by due time, so the tick's read is not one hot partition. An append may also write an
 // idempotency receipt, the answer to the request that made it.
-//
-// Broker (claims.go) is the resource claims broker (claims.Broker) on the
-// same table: one item per claims space in a key space of its own (see
-// schema.go), each write conditional on the version read, several spaces
-// in one transaction; package claims decides, the broker stores.
+// The claims broker keeps its items on the same table, in a key space of
+// its own (see schema.go), but it is package claimsdb's.
 package dynamo

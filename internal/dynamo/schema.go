@@ -17,11 +17,12 @@ import (
 // Receipt items: pk = "receipt#" + key, sk = -1, request, answer, expires
 // (the table's TTL attribute); they carry no index attribute, and their sk
 // is outside every fact and head query.
-// Claims items (the claims broker, claims.go): pk = "claims#" + namespace
+// Claims items (the claims broker, package claimsdb, which keeps their
+// names): pk = "claims#" + namespace
 // + "#" + instance for a space shared by every owner, "claimsof#" + owner +
 // "#" + namespace + "#" + instance for an owner's, sk = -3, v (the version
 // every write checks), space (JSON of claims.Space); like receipts,
-// outside every index, query and sweep. Orphan lists (orphans.go): pk =
+// outside every index, query and sweep. Orphan lists (claimsdb too): pk =
 // "orphans#" + owner, sk = -4, v, orphans (JSON of the owner's orphaned
 // claims.Grants), likewise outside every index. Session ids cannot hold
 // "#", so no session's pk is one of these. Facts are sk >= 1, the head 0,
@@ -62,15 +63,14 @@ const (
 
 	receiptPrefix = "receipt#"
 	receiptSK     = -1
+)
 
-	claimsPrefix      = "claims#"
-	claimsOwnerPrefix = "claimsof#"
-	claimsSK          = "-3"
-	orphansPrefix     = "orphans#"
-	orphansSK         = "-4"
-	attrOrphans       = "orphans" // S: orphan list: JSON of []claims.Grant
-	attrVersion       = "v"       // N: claims item: its version
-	attrSpace         = "space"   // S: claims item: JSON of claims.Space
+// AttrPK and AttrSK are the table's key attributes, for the items other
+// packages keep on the session table (the claims broker, package
+// claimsdb).
+const (
+	AttrPK = attrPK
+	AttrSK = attrSK
 )
 
 // timeLayout is RFC 3339 with a fixed nine-digit fraction, always UTC. Unlike

@@ -12,7 +12,7 @@ import (
 )
 
 // Items is a DynamoDB table in memory with the calls the claims broker
-// makes (dynamo.BrokerAPI): GetItem by key, and PutItem and
+// makes (claimsdb.API): GetItem by key, and PutItem and
 // TransactWriteItems of puts, each on the condition attribute_not_exists(pk)
 // or v = :v. A failed condition fails as DynamoDB does: a
 // ConditionalCheckFailedException from PutItem, a

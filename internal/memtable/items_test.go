@@ -9,11 +9,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/claims/claimsdb"
 	"github.com/baton-run/baton/internal/memtable"
 )
 
-var _ dynamo.BrokerAPI = (*memtable.Items)(nil)
+var _ claimsdb.API = (*memtable.Items)(nil)
 
 func item(pk string, v int) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk},

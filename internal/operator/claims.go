@@ -4,33 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 
 	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/claims/claimsession"
 	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/pkg/reducer"
 )
-
-// claimsView is the session's resource claims as the session view shows
-// them: the grants its calls hold (never null), and what its open turn is
-// blocked on while it is suspended as blocked, a blocker of another owner
-// opaque (claims.Masked: also one a fact recorded before the broker
-// masked them).
-func claimsView(st reducer.State) ([]claims.Grant, *reducer.Block) {
-	grants := slices.Clone(st.Grants)
-	if grants == nil {
-		grants = []claims.Grant{}
-	}
-	t := st.Turn
-	if t == nil || st.Status != reducer.Suspended || t.Cause != reducer.CauseBlocked || t.Block == nil {
-		return grants, nil
-	}
-	b := *t.Block
-	b.Blockers = claims.Masked(st.Owner, b.Blockers)
-	return grants, &b
-}
 
 // claimRoutes are the routes of resource claims: releasing a grant an
 // ended turn left, and listing and releasing the caller's orphaned grants.
@@ -70,18 +51,9 @@ func (a *claimRoutes) release(w http.ResponseWriter, r *http.Request, caller str
 	return send(w, built, answer, reducer.State{}, nil)
 }
 
-// maskFacts masks, in place, the blockers of other owners that facts of a
-// session of owner name (see claims.Masked): the runner records them
-// masked, but a fact written before it did names them whole.
-func maskFacts(owner string, facts []reducer.Fact) {
-	for i, f := range facts {
-		if f.Block != nil && len(f.Block.Blockers) > 0 {
-			b := *f.Block
-			b.Blockers = claims.Masked(owner, b.Blockers)
-			facts[i].Block = &b
-		}
-	}
-}
+// maskFacts masks the blockers of other owners that facts of a session
+// of owner name (claimsession.MaskFacts).
+func maskFacts(owner string, facts []reducer.Fact) { claimsession.MaskFacts(owner, facts) }
 
 // orphans lists the caller's orphaned grants (see session.Store.Orphans).
 func (a *claimRoutes) orphans(w http.ResponseWriter, r *http.Request, caller string) error {

@@ -8,9 +8,8 @@ import (
 
 	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/claims"
-	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/claims/claimsdb"
 	"github.com/baton-run/baton/internal/ids"
-	"github.com/baton-run/baton/pkg/reducer"
 )
 
 // The orphan routes are the owner's: alice lists and releases the grant
@@ -21,13 +20,13 @@ func TestOrphanRoutesAreTheOwners(t *testing.T) {
 	t.Parallel()
 	e := newEmuEnv(t, nil)
 	ctx := t.Context()
-	b := dynamo.NewBroker(shared.Clients().DynamoDB, shared.Table)
+	b := claimsdb.New(shared.Clients().DynamoDB, shared.Table)
 	e.store.Claims = b
 	alice, bob := ids.New("alice"), ids.New("bob")
 	gone := ids.New("s")
 	ns := ids.New("ns")
 	c := claims.Claim{Namespace: ns, Key: "o1", Access: claims.Write}
-	want := claims.Request{ID: reducer.GrantID(gone, "tc_1"), Owner: alice, Session: gone, Turn: "turn_1", ToolCall: "tc_1",
+	want := claims.Request{ID: claims.GrantID(gone, "tc_1"), Owner: alice, Session: gone, Turn: "turn_1", ToolCall: "tc_1",
 		Claims: []claims.Claim{c}, Deadline: time.Now().Add(time.Hour)}
 	adm, err := b.Acquire(ctx, want)
 	if err != nil || adm.Outcome != claims.Granted {

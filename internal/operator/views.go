@@ -2,6 +2,7 @@ package operator
 
 import (
 	"github.com/baton-run/baton/api"
+	"github.com/baton-run/baton/internal/claims/claimsession"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/pkg/reducer"
 )
@@ -18,7 +19,7 @@ func sessionView(id string, st reducer.State) api.Session {
 	if sc := st.Schedule; sc != nil {
 		s.Schedule = &api.Schedule{Cron: sc.Cron, Text: sc.Text, Next: sc.Next()}
 	}
-	s.Grants, s.Blocked = claimsView(st)
+	s.Grants, s.Blocked = claimsession.View(st)
 	if t := st.Turn; t != nil {
 		s.Turn = &api.Turn{ID: t.ID, Stream: t.Stream, Cause: t.Cause, Started: t.Started, Since: t.Since,
 			Lease: t.Lease, Invocations: t.Invocations, Wake: t.Wake, Usage: t.Usage, Caps: t.Caps,

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/baton-run/baton/internal/claims"
-	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/claims/claimsdb"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/session"
@@ -19,7 +19,7 @@ import (
 
 // blockedTurn makes session id's turn suspended as blocked on claim c, its
 // request queued in the broker as the runner would have left it.
-func blockedTurn(t *testing.T, s *session.Store, b *dynamo.Broker, id string, c claims.Claim) {
+func blockedTurn(t *testing.T, s *session.Store, b *claimsdb.Broker, id string, c claims.Claim) {
 	t.Helper()
 	ctx := t.Context()
 	st, err := s.Create(ctx, id, "alice", "demo")
@@ -28,12 +28,12 @@ func blockedTurn(t *testing.T, s *session.Store, b *dynamo.Broker, id string, c 
 	}
 	turn, call := ids.New("turn"), ids.New("tc")
 	agent := reducer.Actor{Kind: reducer.ActorAgent, ID: turn}
-	req := claims.Request{ID: reducer.GrantID(id, call), Owner: "alice", Session: id, Turn: turn, ToolCall: call, Claims: []claims.Claim{c}}
+	req := claims.Request{ID: claims.GrantID(id, call), Owner: "alice", Session: id, Turn: turn, ToolCall: call, Claims: []claims.Claim{c}}
 	adm, err := b.Acquire(ctx, req)
 	if err != nil || adm.Outcome != claims.Blocked {
 		t.Fatalf("%s: %+v %v, want blocked", id, adm, err)
 	}
-	block := reducer.Block{ToolCallID: call, Tool: "refund", Claims: req.Claims, Outcome: adm.Outcome, Blockers: adm.Blockers, Ahead: adm.Ahead}
+	block := claims.Block{ToolCallID: call, Tool: "refund", Claims: req.Claims, Outcome: adm.Outcome, Blockers: adm.Blockers, Ahead: adm.Ahead}
 	if _, err := s.Append(ctx, id, st,
 		reducer.Fact{Type: reducer.MessageReceived, Actor: alice, Message: &reducer.Message{ID: "m1", Text: "refund o1"}},
 		reducer.Fact{Type: reducer.TurnStarted, Actor: agent, Turn: turn, Stream: turn, Lease: time.Now().Add(time.Minute)},
@@ -64,7 +64,7 @@ func TestEndingABlockedTurnWithdrawsItsWaiter(t *testing.T) {
 			s := store()
 			s.Waker = wake.NewSQS(c.SQS, aws.ToString(q.QueueUrl))
 			s.Steering = func(string) reducer.Steering { return reducer.SteerInterrupt }
-			b := dynamo.NewBroker(c.DynamoDB, env.Table)
+			b := claimsdb.New(c.DynamoDB, env.Table)
 			frozen := time.Now()
 			b.Clock = func() time.Time { return frozen }
 			s.Claims = b

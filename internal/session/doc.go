@@ -48,14 +48,15 @@
 // copy whole. The features:
 //   - the operator's operations (ops.go): Create, Post, Answer, Settle,
 //     Raise, SetTimer, SetSchedule, ClearSchedule, Cancel; the chat's
-//     (chat.go): Converse, HasMessage; and resource claims (claims.go): ReleaseGrant,
-//     and the withdrawal of a blocked turn's waiter from the broker
-//     (Config.Claims) as End ends it;
+//     (chat.go): Converse, HasMessage; and resource claims (claims.go, wiring package
+//     claimsession's rules): ReleaseGrant, and the withdrawal of a blocked
+//     turn's waiter from the broker (Config.Claims) as End ends it;
 //   - child sessions (internal/children's Store, over the port children.go
 //     implements on the core): CreateChild, Report, Cascade, CascadeFrom,
 //     ShowApprovals, ShowPending, AnswerChild;
 //   - the end of a session's life (lifecycle.go, over package lifecycle,
-//     and orphans.go): Delete, FinishDelete, Sweep, Orphans, ReleaseOrphan;
+//     and orphans.go, wiring claimsession's orphans): Delete, FinishDelete,
+//     Sweep, Orphans, ReleaseOrphan;
 //   - and the consumed stores (factlog.go: FactLog; streamstore.go:
 //     StreamStore).
 package session

@@ -10,7 +10,7 @@ import (
 
 // Memory is one test's storage in memory, shared by the session stores
 // built on it (each one a new "invocation"): a fact log, a bucket of turn
-// streams, a wake queue, a table for the claims broker (dynamo.NewBroker
+// streams, a wake queue, a table for the claims broker (claimsdb.New
 // on Items, a memtable), and the clock they all read, which the test moves past a
 // lease or an expiry instead of waiting for it.
 type Memory struct {

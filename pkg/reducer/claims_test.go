@@ -17,7 +17,7 @@ func grantFact(b *builder, typ reducer.Type, id string) reducer.Fact {
 
 func blockedFact(b *builder) reducer.Fact {
 	return b.suspended(reducer.CauseBlocked, edit(func(f *reducer.Fact) {
-		f.Block = &reducer.Block{ToolCallID: "tc_2", Tool: "refund", Outcome: claims.Blocked,
+		f.Block = &claims.Block{ToolCallID: "tc_2", Tool: "refund", Outcome: claims.Blocked,
 			Claims: []claims.Claim{{Namespace: "orders", Key: "o-1", Access: claims.Write}}}
 	}))
 }

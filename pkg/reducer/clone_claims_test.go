@@ -40,7 +40,7 @@ func TestApplyClaimFactsLeavesInputUnchanged(t *testing.T) {
 				}
 			case TurnSuspended:
 				f.Cause = CauseBlocked
-				f.Block = &Block{ToolCallID: "c2", Tool: "x", Outcome: claims.Blocked,
+				f.Block = &claims.Block{ToolCallID: "c2", Tool: "x", Outcome: claims.Blocked,
 					Claims: []claims.Claim{{Namespace: "orders", Key: "o", Access: claims.Write}}}
 			case TurnResumed:
 				f.Lease = f.Time.Add(time.Hour)

@@ -6,7 +6,8 @@
 // call's execution starts again only after a rerun verdict on its newest
 // execution, as the next attempt, so one verdict allows exactly one more run;
 // and a resource claim's grant is released or quarantined only while the
-// session holds it (claims.go).
+// session holds it (claims.go; what it holds is claims.Held's, embedded
+// in State).
 //
 // Sub-agents (children.go): a turn's tool call starts a child session
 // (child.started, its id ChildID's), the turn suspends for CauseChildren,

@@ -519,7 +519,7 @@ type Fact struct {
 	// claim.granted, claim.released, claim.quarantined: the grant; a
 	// turn.suspended for CauseBlocked: what blocks the call (claims.go).
 	Grant *claims.Grant `json:"grant,omitempty"`
-	Block *Block        `json:"block,omitempty"`
+	Block *claims.Block `json:"block,omitempty"`
 }
 
 // Ends reports whether the fact ends a turn.

@@ -91,7 +91,7 @@ type Turn struct {
 	Requests []ChildRequest `json:"requests,omitempty"`
 	Shown    int            `json:"shown,omitempty"`
 	// Block is what the turn waits for while suspended for CauseBlocked.
-	Block *Block `json:"block,omitempty"`
+	Block *claims.Block `json:"block,omitempty"`
 }
 
 // Answer returns the answer to the approval requested for a tool call.
@@ -164,9 +164,9 @@ type State struct {
 	// Orphans are the children ended turns left running, until
 	// child.cancelled records each cancelled (children.go).
 	Orphans []Orphan `json:"orphans,omitempty"`
-	// Grants are the resource claims the session's calls hold, quarantined
-	// or not (claims.go).
-	Grants []claims.Grant `json:"grants,omitempty"`
+	// Held: Grants, the resource claims the session's calls hold,
+	// quarantined or not, and Grant(id) (claims.go).
+	claims.Held
 }
 
 // ErrIllegal is matched (with errors.Is) by every *TransitionError.

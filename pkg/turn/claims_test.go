@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/claims/claimsdb"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/session"
@@ -122,13 +123,13 @@ func refundAgent(t *testing.T, js string, tl tool.Tool, lim turn.Limits) *turn.A
 // claimed is an invocation whose runner has a claims broker on the same
 // storage (on the emulator, the same counted clients); opts apply to the
 // broker's requests.
-func claimed(t testing.TB, agent *turn.Agent, poll time.Duration, opts ...func(*dynamodb.Options)) (*invocation, *dynamo.Broker) {
+func claimed(t testing.TB, agent *turn.Agent, poll time.Duration, opts ...func(*dynamodb.Options)) (*invocation, *claimsdb.Broker) {
 	inv := fresh(t, agent)
-	var b *dynamo.Broker
+	var b *claimsdb.Broker
 	if inv.clients != nil {
-		b = dynamo.NewBroker(inv.clients.DynamoDB, env.Table, opts...)
+		b = claimsdb.New(inv.clients.DynamoDB, env.Table, opts...)
 	} else {
-		b = dynamo.NewBroker(stackOf(t).mem.Items, "memory", opts...)
+		b = claimsdb.New(stackOf(t).mem.Items, "memory", opts...)
 	}
 	b.Poll, b.Fate, b.Clock = poll, turn.GrantFate(inv.sessions), inv.sessions.Now
 	inv.runner.Claims, inv.sessions.Claims = b, b
@@ -308,7 +309,7 @@ func TestClaimsQuarantineHoldsUntilVerdict(t *testing.T) {
 		t.Helper()
 		st := teststack.Load(t, inv.sessions, other)
 		if st.Status != reducer.Suspended || st.Turn.Cause != reducer.CauseBlocked || len(st.Turn.Block.Blockers) != 1 ||
-			st.Turn.Block.Blockers[0].ID != reducer.GrantID(a, turn.CallID(st.Turn.Block.Blockers[0].Turn, 0, 0)) {
+			st.Turn.Block.Blockers[0].ID != claims.GrantID(a, turn.CallID(st.Turn.Block.Blockers[0].Turn, 0, 0)) {
 			t.Fatalf("%s: the second session is %s %+v, want blocked on the first's grant", stage, st.Status, st.Turn)
 		}
 	}
@@ -459,7 +460,7 @@ func TestClaimsStaleGrantNeverStartedIsReleased(t *testing.T) {
 	inv, b := claimed(t, agent, time.Second)
 	order := []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}
 	holder := newSession(t, inv, "Refund o1.")
-	stale := claims.Request{ID: reducer.GrantID(holder, "tc_dead"), Owner: teststack.Alice.ID, Session: holder, Turn: "turn_dead", ToolCall: "tc_dead",
+	stale := claims.Request{ID: claims.GrantID(holder, "tc_dead"), Owner: teststack.Alice.ID, Session: holder, Turn: "turn_dead", ToolCall: "tc_dead",
 		Claims: order, Deadline: time.Now().Add(time.Hour)}
 	if adm, err := b.Acquire(ctx, stale); err != nil || adm.Outcome != claims.Granted {
 		t.Fatalf("holder: %+v %v", adm, err)
@@ -537,7 +538,7 @@ func TestClaimsCancelledWaiterIsWithdrawn(t *testing.T) {
 	b.Clock = func() time.Time { return frozen }
 	order := []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}
 	a := newSession(t, inv, "Refund o1.")
-	holder := claims.Request{ID: reducer.GrantID(a, "tc_a"), Owner: teststack.Alice.ID, Session: a, Turn: "turn_a", ToolCall: "tc_a",
+	holder := claims.Request{ID: claims.GrantID(a, "tc_a"), Owner: teststack.Alice.ID, Session: a, Turn: "turn_a", ToolCall: "tc_a",
 		Claims: order, Deadline: frozen.Add(time.Hour)}
 	adm, err := b.Acquire(ctx, holder)
 	if err != nil || adm.Outcome != claims.Granted {
@@ -574,7 +575,7 @@ func TestClaimsCancelledWaiterIsWithdrawn(t *testing.T) {
 // after answering that it must wait: the cancel lands between the answer
 // and the turn's suspension.
 type cancelOnBlock struct {
-	*dynamo.Broker
+	*claimsdb.Broker
 	cancel func(ctx context.Context, session string)
 }
 
@@ -604,7 +605,7 @@ func TestClaimsCancelBeforeTheSuspensionWithdraws(t *testing.T) {
 	}}
 	a := newSession(t, inv, "Refund o1.")
 	order := []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}
-	if adm, err := b.Acquire(ctx, claims.Request{ID: reducer.GrantID(a, "tc_a"), Owner: teststack.Alice.ID, Session: a, Claims: order,
+	if adm, err := b.Acquire(ctx, claims.Request{ID: claims.GrantID(a, "tc_a"), Owner: teststack.Alice.ID, Session: a, Claims: order,
 		Deadline: time.Now().Add(time.Hour)}); err != nil || adm.Outcome != claims.Granted {
 		t.Fatalf("a: %+v %v", adm, err)
 	}
@@ -627,7 +628,7 @@ type midRefund struct {
 	srv      *orderServer
 	instance string
 	inv      *invocation
-	b        *dynamo.Broker
+	b        *claimsdb.Broker
 	a, gid   string
 	lease    time.Time // the dead invocation's
 }

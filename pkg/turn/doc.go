@@ -28,7 +28,8 @@
 // and released once the result is durable, waking the sessions it blocked;
 // blocked, the turn suspends as blocked until a release or its poll wakes
 // it (a turn ended meanwhile withdraws its waiter); an uncertain
-// execution's grant is quarantined until the verdict (claims.go).
+// execution's grant is quarantined until the verdict (package
+// claimsession's Calls, wired in claims.go through its port).
 //
 // The runner is a thin loop (run.loop, loop.go) over collaborators that
 // own their state, each built on the invocation's shared core (core.go:
@@ -40,7 +41,7 @@
 // decides what a failed step means (stepFailed), and checks spend and time
 // before each step (check, overSpend, fits); steering (steer.go),
 // compaction (compact.go), children (children.go: the wiring of
-// internal/children/spawn) and claims (claims.go);
+// internal/children/spawn) and claims (claimsession.Calls, claims.go);
 // and the endings (ending.go: suspend, complete, fail, stopped).
 //
 // An agent's Children are agents it calls as tools, each call a child

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-run/baton/internal/claims/claimsession"
 	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/tool"
@@ -27,7 +28,7 @@ type ledger struct {
 	*core
 	end      ender
 	children *children
-	claims   *claimer
+	claims   *claimsession.Calls
 	wait     time.Time // the earliest time a pending wait_until call waits for (see settle)
 	settled  bool      // settle ran once this invocation
 }
@@ -36,7 +37,7 @@ type ledger struct {
 // what stops the turn here: a call cut short, a tool's fatal error, an
 // uncertain side effect, approvals to ask for, or a wait_until time ahead.
 func (ru *ledger) settleLast(ctx context.Context) (stop bool, out Outcome, err error) {
-	if err := ru.claims.reconcile(ctx); err != nil {
+	if err := ru.claims.Reconcile(ctx); err != nil {
 		out, err = ru.end.stopped(ctx, err)
 		return true, out, err
 	}
@@ -45,7 +46,7 @@ func (ru *ledger) settleLast(ctx context.Context) (stop bool, out Outcome, err e
 		return false, Outcome{}, nil
 	}
 	approvals, uncertain, err := ru.settle(ctx, pending)
-	fatal, blocked := (*toolFatal)(nil), (*blockedErr)(nil)
+	fatal, blocked := (*toolFatal)(nil), (*claimsession.Blocked)(nil)
 	switch {
 	case errors.Is(err, errCut):
 		if ctx.Err() != nil {
@@ -56,12 +57,13 @@ func (ru *ledger) settleLast(ctx context.Context) (stop bool, out Outcome, err e
 	case errors.As(err, &fatal):
 		out, err = ru.end.fail(ctx, reducer.FailTool, fatal)
 	case errors.As(err, &blocked):
-		out, err = ru.claims.suspendBlocked(ctx, blocked)
+		out, err = ru.end.suspend(ctx, reducer.CauseBlocked, ru.r.Claims.PollEvery(), blocked.Fact())
+		ru.claims.Suspended(ctx, blocked, err == nil && out.Kind == Suspended, err == nil && out.Kind == Superseded)
 	case err != nil:
 		out, err = ru.end.stopped(ctx, err)
 	case uncertain != nil:
 		var facts []reducer.Fact
-		if facts, err = ru.claims.quarantine(ctx, uncertain); err != nil {
+		if facts, err = ru.claims.Quarantine(ctx, uncertain); err != nil {
 			out, err = ru.end.stopped(ctx, err)
 			break
 		}
@@ -131,7 +133,7 @@ func (ru *ledger) settle(ctx context.Context, pending []*conversation.Call) ([]r
 			}
 			if p.exec == nil {
 				ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: AbandonedText})
-				if err := ru.claims.releaseCall(ctx, c.ID); err != nil { // the verdict settled its effect
+				if err := ru.claims.ReleaseCall(ctx, c.ID); err != nil { // the verdict settled its effect
 					return nil, nil, err
 				}
 				continue
@@ -255,7 +257,7 @@ func (ru *ledger) runPlans(ctx context.Context, plans []*plan) error {
 			ru.emit(p.part)
 			continue
 		}
-		grant, facts, refused, err := ru.claims.claim(ctx, p)
+		grant, facts, refused, err := ru.claims.Claim(ctx, p.t.Claims, p.t.Name, p.c)
 		switch {
 		case err != nil:
 			return err
@@ -283,7 +285,7 @@ func (ru *ledger) runPlans(ctx context.Context, plans []*plan) error {
 		if ferr := ru.sink.Flush(ctx); ferr != nil {
 			return ferr
 		}
-		if rerr := ru.claims.release(ctx, grant, true); rerr != nil {
+		if rerr := ru.claims.Release(ctx, grant, true); rerr != nil {
 			return rerr
 		}
 		if err != nil {

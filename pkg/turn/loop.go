@@ -5,6 +5,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/baton-run/baton/internal/claims/claimsession"
 	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/parts"
@@ -15,7 +16,8 @@ import (
 // own their part of it, each built on the shared core and on the few
 // others it calls: the tool ledger (ledger.go), the step (step.go),
 // steering (steer.go), compaction (compact.go), children (children.go),
-// claims (claims.go), and the invocation's endings (loop.go).
+// claims (claimsession.Calls, wired in claims.go), and the invocation's
+// endings (loop.go).
 type run struct {
 	*core
 	end       *ending
@@ -24,7 +26,7 @@ type run struct {
 	steer     *steering
 	compactor *compactor
 	children  *children
-	claims    *claimer
+	claims    *claimsession.Calls
 }
 
 // newRun is the invocation on c, its collaborators wired.
@@ -32,7 +34,7 @@ func newRun(c *core) *run {
 	kids := newChildren(c)
 	end := &ending{core: c, parent: kids}
 	kids.end = end
-	claims := &claimer{core: c, end: end}
+	claims := newClaims(c)
 	stepper := &stepper{core: c, end: end}
 	return &run{core: c, end: end, children: kids, claims: claims, stepper: stepper,
 		ledger:    &ledger{core: c, end: end, children: kids, claims: claims},

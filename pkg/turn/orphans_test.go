@@ -94,7 +94,7 @@ func TestClaimsGrantOfAMissingHolderIsOrphaned(t *testing.T) {
 	agent := refundAgent(t, refundOne, refundTool(srv, instance, true), turn.Limits{Budget: 30 * time.Second})
 	inv, b := claimed(t, agent, time.Second)
 	ghost := ids.New("s")
-	g := claims.Request{ID: reducer.GrantID(ghost, "tc_x"), Owner: teststack.Alice.ID, Session: ghost, Turn: "turn_x", ToolCall: "tc_x",
+	g := claims.Request{ID: claims.GrantID(ghost, "tc_x"), Owner: teststack.Alice.ID, Session: ghost, Turn: "turn_x", ToolCall: "tc_x",
 		Claims: []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write}}, Deadline: time.Now().Add(-time.Second)}
 	if adm, err := b.Acquire(ctx, g); err != nil || adm.Outcome != claims.Granted {
 		t.Fatalf("ghost: %+v %v", adm, err)
@@ -143,7 +143,7 @@ func TestClaimsPerOwnerAndOpaqueAcrossOwners(t *testing.T) {
 		agent := refundAgent(t, refundOne, tl, turn.Limits{Budget: 30 * time.Second})
 		inv, b := claimed(t, agent, time.Minute)
 		holder := sessionOf(t, inv, "alice", "Hold o1.")
-		hold := claims.Request{ID: reducer.GrantID(holder, "tc_alice"), Owner: "alice", Session: holder, Turn: "turn_alice", ToolCall: "tc_alice",
+		hold := claims.Request{ID: claims.GrantID(holder, "tc_alice"), Owner: "alice", Session: holder, Turn: "turn_alice", ToolCall: "tc_alice",
 			Claims: []claims.Claim{{Namespace: "orders", Instance: instance, Key: "o1", Access: claims.Write, Shared: shared}}, Deadline: time.Now().Add(time.Hour)}
 		if adm, err := b.Acquire(ctx, hold); err != nil || adm.Outcome != claims.Granted {
 			t.Fatalf("alice's grant: %+v %v", adm, err)

@@ -43,7 +43,7 @@ type Runner struct {
 	// wired, decorated by intercept.Store.
 	Interceptors []intercept.Interceptor
 	// Claims is the resource claims broker the tools that declare claims
-	// ask before they run (see claims.go; *dynamo.Broker in a deployment);
+	// ask before they run (see claims.go; *claimsdb.Broker in a deployment);
 	// nil when no tool does.
 	Claims claims.Broker
 }

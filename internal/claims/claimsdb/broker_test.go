@@ -1,4 +1,4 @@
-package dynamo
+package claimsdb
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func TestBrokerRaceOneWriteClaim(t *testing.T) {
 	ctx := claimsCtx(t)
 	counter := &awsenv.Counter{}
 	cl := awsenv.Counted(testEnv.URL(), counter)
-	b := NewBroker(cl.DynamoDB, testEnv.Table)
+	b := New(cl.DynamoDB, testEnv.Table)
 	ns := "race" + ids.New("n")
 	const n = 50
 	wakes := make([]chan struct{}, n)
@@ -136,7 +136,7 @@ func TestBrokerRaceOneWriteClaim(t *testing.T) {
 func TestBrokerRefusesNonCanonical(t *testing.T) {
 	ctx := claimsCtx(t)
 	counter := &awsenv.Counter{}
-	b := NewBroker(awsenv.Counted(testEnv.URL(), counter).DynamoDB, testEnv.Table)
+	b := New(awsenv.Counted(testEnv.URL(), counter).DynamoDB, testEnv.Table)
 	_, err := b.Acquire(ctx, claims.Request{ID: "g", Session: "s", Claims: claimWrite("fs", "a/../b")})
 	var ke *claims.KeyError
 	if !errors.As(err, &ke) {
@@ -151,9 +151,9 @@ func TestBrokerRefusesNonCanonical(t *testing.T) {
 // only when it blocks someone; a quarantined one is never released by a
 // deadline.
 func TestBrokerStaleGrantFate(t *testing.T) {
-	onBrokerTables(t, func(t *testing.T, client BrokerAPI, table string) {
+	onBrokerTables(t, func(t *testing.T, client API, table string) {
 		ctx := claimsCtx(t)
-		b := NewBroker(client, table)
+		b := New(client, table)
 		ns := "fate" + ids.New("n")
 		past := time.Now().Add(-time.Minute)
 		fates := map[string]claims.Fate{"never-started": claims.Release, "started": claims.Quarantine}
@@ -178,9 +178,9 @@ func TestBrokerStaleGrantFate(t *testing.T) {
 // waits whole; a prefix of a granted key conflicts, a sibling does not;
 // the release names the waiter it unblocked.
 func TestBrokerMultiSpaceAndPrefixes(t *testing.T) {
-	onBrokerTables(t, func(t *testing.T, client BrokerAPI, table string) {
+	onBrokerTables(t, func(t *testing.T, client API, table string) {
 		ctx := claimsCtx(t)
-		b := NewBroker(client, table)
+		b := New(client, table)
 		fs, git := "fs"+ids.New("n"), "git"+ids.New("n")
 		both := claims.Request{ID: "g1", Session: "s1", Claims: []claims.Claim{
 			{Namespace: fs, Key: "src/a", Access: claims.Write},
@@ -227,10 +227,10 @@ func TestBrokerMultiSpaceAndPrefixes(t *testing.T) {
 // next over capacity, refuses one heavier than the whole, and serves the
 // queue in order when a grant is released.
 func TestBrokerCapacity(t *testing.T) {
-	onBrokerTables(t, func(t *testing.T, client BrokerAPI, table string) {
+	onBrokerTables(t, func(t *testing.T, client API, table string) {
 		ctx := claimsCtx(t)
 		ns := "gpu" + ids.New("n")
-		b := NewBroker(client, table)
+		b := New(client, table)
 		b.Capacity = map[string]int{ns: 3}
 		req := func(id string, w int) claims.Request {
 			return claims.Request{ID: id, Session: "s" + id, Claims: []claims.Claim{{Namespace: ns, Key: id, Access: claims.Read, Weight: w}}}
@@ -265,7 +265,7 @@ func TestBrokerLostAnswers(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := claimsCtx(t)
 			tr := faults.New(nil)
-			b := NewBroker(faults.Clients(testEnv.URL(), tr).DynamoDB, testEnv.Table)
+			b := New(faults.Clients(testEnv.URL(), tr).DynamoDB, testEnv.Table)
 			ns := "lost" + ids.New("n")
 			tr.Set(faults.Rule{Op: "dynamodb:PutItem", Body: claimsOwnerPrefix + "#" + ns, Times: 1, Fault: kind})
 			first := claims.Request{ID: "g1", Session: "s1", Claims: claimWrite(ns, "a")}
@@ -311,9 +311,9 @@ func TestBrokerLostAnswers(t *testing.T) {
 // blocks behind B; B withdraws; A's release names C, and C is granted. The
 // broker's clock stands still, so no waiter's TTL is what frees C.
 func TestBrokerWithdrawLetsTheNextGo(t *testing.T) {
-	onBrokerTables(t, func(t *testing.T, client BrokerAPI, table string) {
+	onBrokerTables(t, func(t *testing.T, client API, table string) {
 		ctx := claimsCtx(t)
-		b := NewBroker(client, table)
+		b := New(client, table)
 		b.Clock = func() time.Time { return t0 }
 		ns := "withdraw" + ids.New("n")
 		req := func(id string) claims.Request {
@@ -354,7 +354,7 @@ func TestBrokerWithdrawLetsTheNextGo(t *testing.T) {
 func TestBrokerKeepsTheItemLayout(t *testing.T) {
 	ctx := claimsCtx(t)
 	client := testEnv.Clients().DynamoDB
-	b := NewBroker(client, testEnv.Table)
+	b := New(client, testEnv.Table)
 	ns, inst := "layout"+ids.New("n"), "db1"
 	pk := "claims#" + ns + "#" + inst
 	stored := `{"namespace":"` + ns + `","instance":"db1","grants":[{"id":"g1","session":"s1","turn":"t1","toolCall":"tc1",` +
@@ -396,7 +396,7 @@ func TestBrokerKeepsTheItemLayout(t *testing.T) {
 
 // onBrokerTables runs a broker test on the emulator's table and on one in
 // memory (internal/memtable), the table the engine's tests keep claims on.
-func onBrokerTables(t *testing.T, run func(t *testing.T, client BrokerAPI, table string)) {
+func onBrokerTables(t *testing.T, run func(t *testing.T, client API, table string)) {
 	t.Run("kumo", func(t *testing.T) { t.Parallel(); run(t, testEnv.Clients().DynamoDB, testEnv.Table) })
 	t.Run("memory", func(t *testing.T) { t.Parallel(); run(t, memtable.New(), "memory") })
 }

@@ -1,4 +1,4 @@
-package dynamo
+package claimsdb
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // and writes back, reading again when another writer won. Its fields are
 // set once; it is safe for concurrent use.
 type Broker struct {
-	client BrokerAPI
+	client API
 	table  string
 	opts   []func(*dynamodb.Options)
 	// Capacity is the weighted capacity of a namespace (per instance);
@@ -61,21 +61,21 @@ func raced(ctx context.Context, fn func() error) error {
 // settled); judge again.
 var errAgain = errors.New("dynamo: claims changed, judge again")
 
-// BrokerAPI is the part of the DynamoDB API a Broker calls: consistent
+// API is the part of the DynamoDB API a Broker calls: consistent
 // GetItem, and PutItem and TransactWriteItems of puts whose condition is
 // attribute_not_exists(pk) or v = :v (the version read). *dynamodb.Client
 // is one; internal/memtable's Items is one in memory.
-type BrokerAPI interface {
+type API interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
-var _ BrokerAPI = (*dynamodb.Client)(nil)
+var _ API = (*dynamodb.Client)(nil)
 
-// NewBroker returns a claims broker on table (the session table). opts
+// New returns a claims broker on table (the session table). opts
 // apply to each request (a test's request counter, for example).
-func NewBroker(client BrokerAPI, table string, opts ...func(*dynamodb.Options)) *Broker {
+func New(client API, table string, opts ...func(*dynamodb.Options)) *Broker {
 	return &Broker{client: client, table: table, opts: opts}
 }
 
