@@ -54,6 +54,7 @@ func writeCascadeAgents(t *testing.T, ts *toolServer) string {
 // resume function cancels the child, for a reason naming the parent. The
 // child's approval is then refused, and its write never runs.
 func TestChildCancelCascadeAfterSIGKILL(t *testing.T) {
+	t.Parallel()
 	ts := newToolServer(t)
 	ts.begin(0, "", 0)
 	s := newStack(t, stackConfig{agents: writeCascadeAgents(t, ts), count: true})

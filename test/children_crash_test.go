@@ -185,6 +185,7 @@ func (tr *childTrial) problem(format string, args ...any) {
 // reaches the parent once. BATON_CHILD_TRIALS sets the number of trials
 // (default 6), BATON_CHILD_SEED the seed of the random choices.
 func TestChildKillTrials(t *testing.T) {
+	t.Parallel()
 	trials, seed := trialsAndSeed(t, envChildTrials, defaultChildTrials, envChildSeed)
 	t.Logf("%d child kill trials, seed %d (replay with %s=%d)", trials, seed, envChildSeed, seed)
 	ts := newToolServer(t)

@@ -218,6 +218,7 @@ type claimRig struct {
 // the number of trials (default 4), BATON_CLAIM_SEED the seed of the random
 // choices.
 func TestClaimDeleteTrials(t *testing.T) {
+	t.Parallel()
 	trials, seed := trialsAndSeed(t, envClaimTrials, defaultClaimTrials, envClaimSeed)
 	t.Logf("%d claim delete trials, seed %d (replay with %s=%d)", trials, seed, envClaimSeed, seed)
 	es := newClaimServer(t)

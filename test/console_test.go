@@ -13,6 +13,7 @@ import (
 // routes have no authorizer), while the JSON API the page calls still wants
 // the JWT.
 func TestConsoleThroughAPIGateway(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackConfig{})
 	noRedirect := &http.Client{Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -341,6 +341,7 @@ type crashRig struct {
 // number of trials (default 20), BATON_CRASH_SEED the seed of the random
 // choices (printed by every run).
 func TestCrashTrials(t *testing.T) {
+	t.Parallel()
 	trials, seed := trialsAndSeed(t, envCrashTrials, defaultCrashTrials, envCrashSeed)
 	t.Logf("%d crash trials, seed %d (replay the choices with %s=%d)", trials, seed, envCrashSeed, seed)
 

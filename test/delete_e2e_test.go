@@ -222,6 +222,7 @@ func waitToolCalls(t *testing.T, ts *toolServer, id string, n int) {
 // parent whose child session runs such a turn, cancelled and deleted
 // together.
 func TestCancelDeleteStopsTheRunningTurn(t *testing.T) {
+	t.Parallel()
 	// A model call takes a second; the cancel lands in one.
 	fm := newFakeModel(t, time.Second)
 	ts := newToolServer(t)

@@ -72,6 +72,7 @@ func costTable(t *testing.T, page string) (rows []costRow, total costRow) {
 // schedules, is named by a row; every resource a row names is in the
 // template; and the total is the sum of the rows.
 func TestDeployCostTable(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(deployPage)
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +87,7 @@ func TestDeployCostTable(t *testing.T) {
 // does not name, a type it does not know, a row naming no resource, and a
 // total that does not add up.
 func TestCostTableCheckerBites(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(deployPage)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // or the protobuf runtime: providers/otel writes OTLP itself, since those
 // would add some 30 MB to the resume bootstrap.
 func TestOperatorAndTickLinkNoOTelSDK(t *testing.T) {
+	t.Parallel()
 	sdk := []string{"github.com/baton-run/baton/providers/otel", "go.opentelemetry.io/otel/sdk"}
 	heavy := []string{
 		"go.opentelemetry.io/otel/exporters",

@@ -14,6 +14,7 @@ import (
 // nor baton's own test support (internal/testenv, internal/teststack,
 // internal/testdev, batontest): test support stays out of production code.
 func TestFunctionsLinkNoTestingPackages(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "../functions/...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps ../functions/...: %v\n%s", err, out)
@@ -37,6 +38,7 @@ func TestFunctionsLinkNoTestingPackages(t *testing.T) {
 // client (providers.MCP()) and the invoker of lambda tools
 // (providers.Lambda()), so only it pays for them.
 func TestOperatorAndTickLinkNoProvider(t *testing.T) {
+	t.Parallel()
 	heavy := []string{
 		"github.com/baton-run/baton/providers",
 		"github.com/baton-run/baton/internal/provider/",
@@ -75,6 +77,7 @@ func TestOperatorAndTickLinkNoProvider(t *testing.T) {
 // provider SDK and no MCP SDK: importing package providers would link them
 // all, each one's init and types included.
 func TestProviderPackagesLinkOnlyTheirSDK(t *testing.T) {
+	t.Parallel()
 	sdks := map[string]string{
 		"anthropic": "github.com/anthropics/anthropic-sdk-go",
 		"openai":    "github.com/openai/openai-go",
@@ -127,6 +130,7 @@ func slicesHasOnly(deps []string, want string) bool {
 // (awsenv.FromEnv); package awsenv/awsconfig, which has the chain, is the
 // CLI's.
 func TestFunctionsLinkNoConfigChain(t *testing.T) {
+	t.Parallel()
 	chain := []string{
 		"github.com/aws/aws-sdk-go-v2/config",
 		"github.com/aws/aws-sdk-go-v2/service/sts",
@@ -155,6 +159,7 @@ func TestFunctionsLinkNoConfigChain(t *testing.T) {
 // binary and in neither the resume function's nor the tick's (they were
 // while host.Main chose the handler at run time: 1.4 MB of the tick).
 func TestOnlyTheOperatorLinksItsAPI(t *testing.T) {
+	t.Parallel()
 	marks := []string{"<title>baton console", "auth: an issuer and an audience are required"}
 	for _, r := range functionRoles {
 		bin, err := os.ReadFile(bootstrap(t, r))
@@ -175,6 +180,7 @@ func TestOnlyTheOperatorLinksItsAPI(t *testing.T) {
 // only defines and tests a tool pays for none of them. Package host links
 // them; the authoring package must not import it, nor the engine.
 func TestAuthoringLinksNoRuntime(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "github.com/baton-run/baton").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps github.com/baton-run/baton: %v\n%s", err, out)

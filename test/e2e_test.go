@@ -112,6 +112,7 @@ func checkApprovedTurn(t *testing.T, facts []reducer.Fact, approvalID string) {
 // SQS wake resuming it, the approval seen and answered through the API, and
 // the completed stream read back through the API.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	s, sc := e2eStack(t)
 	id := s.createSession(alice, "e2e")
 	began := time.Now()
@@ -194,6 +195,7 @@ func TestEndToEnd(t *testing.T) {
 // fresh resume process finishes it from the checkpoint, with every step of
 // the script in the stream exactly once.
 func TestReaperAfterSIGKILL(t *testing.T) {
+	t.Parallel()
 	s, sc := e2eStack(t)
 	id := s.createSession(alice, "e2e")
 	s.post(alice, id, "Give the team a status update for Lisbon.")
@@ -293,6 +295,7 @@ func TestReaperAfterSIGKILL(t *testing.T) {
 // tick after BATON_WAKE_GRACE; one that arrives five times at once runs
 // one resume.
 func TestLostAndDuplicateWakes(t *testing.T) {
+	t.Parallel()
 	t.Run("lost", func(t *testing.T) {
 		s, sc := e2eStack(t)
 		id := s.createSession(alice, "e2e")
@@ -438,6 +441,7 @@ func TestLostAndDuplicateWakes(t *testing.T) {
 // TestApprovalExpiry: the tick denies an approval whose TTL has passed, and
 // the model sees the denial.
 func TestApprovalExpiry(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackConfig{agents: testdataPath(t, "agents.json")})
 	sc := loadScript(t, testdataPath(t, "quick.script.json"))
 	id := s.createSession(alice, "quick")
@@ -521,6 +525,7 @@ func checkJSONError(t *testing.T, what string, r reply) {
 // is a 404 like a session that does not exist, and changes nothing. Without
 // a valid token API Gateway answers 401 and the function never runs.
 func TestAuthorization(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackConfig{agents: testdataPath(t, "agents.json")})
 	id, ap, turn := pendingSession(s)
 	before := s.facts(alice, id)
@@ -590,6 +595,7 @@ func TestAuthorization(t *testing.T) {
 // TestBadInput: bad requests through the API get a 4xx with a JSON message
 // and write nothing.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackConfig{agents: testdataPath(t, "agents.json")})
 	id, ap, turn := pendingSession(s)
 	before := s.facts(alice, id)
@@ -695,6 +701,7 @@ func formatCounts(m map[string]int64) string {
 // with an approval, and counts the AWS requests each function makes through
 // a counting proxy in front of kumo.
 func TestDemoRequestCounts(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackConfig{agents: "", count: true})
 	sc := loadScript(t, filepath.Join("..", "internal", "agents", "demo.script.json"))
 	op, rs, tk := s.proxies["operator"].Counter, s.proxies["resume"].Counter, s.proxies["tick"].Counter
@@ -776,6 +783,7 @@ func TestDemoRequestCounts(t *testing.T) {
 // provider); the repository's resume, which links all three providers'
 // SDKs, the MCP SDK and the Lambda client, within its measured bound.
 func TestBootstrapSizes(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("BATON_MEASURE") == "" {
 		t.Skip("a measurement, not a check: run with BATON_MEASURE=1 to build for arm64 and report sizes")
 	}

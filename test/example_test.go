@@ -39,6 +39,7 @@ import (
 // the limit); the wake of the approval makes it refund through the ledger,
 // note it in the CRM and complete.
 func TestExampleResumeBootstrapRunsItsGoTool(t *testing.T) {
+	t.Parallel()
 	e := kumo(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()

@@ -83,6 +83,7 @@ func waitIdle(t *testing.T, d *harness.Deployed, id string) {
 // Last-Event-ID continues from there, and the events of all the responses
 // are the turn's stream, without a gap or a repeat.
 func TestDeployedTurnStreamResumes(t *testing.T) {
+	t.Parallel()
 	d := startDeployed(t, shortHold())
 	id, turn := startTurn(t, d, alice)
 	var ids, datas []string
@@ -166,6 +167,7 @@ func streamOf(t *testing.T, d *harness.Deployed, id, turn string) string {
 // GET /chat/{id}/stream, through the same door, then serves the turn until
 // it ends: the whole reply, nothing missing.
 func TestDeployedChatHoldEndsResumable(t *testing.T) {
+	t.Parallel()
 	d := startDeployed(t, shortHold())
 	code, first, err := readChat(t, d, alice, "held-chat-1", "What is the weather in three cities?")
 	if err != nil || code != http.StatusOK {
@@ -218,6 +220,7 @@ func TestDeployedChatHoldEndsResumable(t *testing.T) {
 // reader on the chat and with none. A reader costs no write: the turn
 // writes the same either way.
 func TestDeployedWritesPerStep(t *testing.T) {
+	t.Parallel()
 	d := startDeployed(t, frontLimits())
 	const steps = 4
 	// With a live reader: the chat.
@@ -271,6 +274,7 @@ func TestDeployedWritesPerStep(t *testing.T) {
 // event → text in the browser". It logs p50 and p99 and asserts nothing
 // about time.
 func TestDeployedLiveLatency(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("BATON_MEASURE") == "" {
 		t.Skip("set BATON_MEASURE=1 to measure")
 	}
@@ -330,6 +334,7 @@ func TestDeployedLiveLatency(t *testing.T) {
 // session routes (with CORS), the approval answered through the operator
 // route, the turn stream read through the door until it closes.
 func TestDeployedEndToEnd(t *testing.T) {
+	t.Parallel()
 	d := startDeployed(t, frontLimits())
 	origin := map[string]string{"Origin": "https://app.example"}
 	var s struct{ ID string }

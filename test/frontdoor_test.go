@@ -136,6 +136,7 @@ func readChat(t *testing.T, d *harness.Deployed, sub, id, text string) (int, []s
 // reaches the client while its turn is still running, and the answer ends
 // with the turn.
 func TestDeployedChatStreamsLive(t *testing.T) {
+	t.Parallel()
 	d := startDeployed(t, frontLimits())
 	code, evs, err := readChat(t, d, alice, "live-chat-1", "What is the weather in three cities?")
 	if err != nil || code != http.StatusOK {
@@ -163,6 +164,7 @@ func TestDeployedChatStreamsLive(t *testing.T) {
 // path before the Function URL, gives the client nothing while the turn
 // runs: every event arrives after the turn ended (or the door gives up).
 func TestBufferedDoorChatNotLive(t *testing.T) {
+	t.Parallel()
 	d := startDeployed(t, harness.HTTPAPILimits().Scaled(0.2))
 	code, evs, err := readChat(t, d, alice, "buffered-chat-1", "What is the weather in three cities?")
 	if err != nil {
@@ -181,6 +183,7 @@ func TestBufferedDoorChatNotLive(t *testing.T) {
 // kind of route and write nothing; a valid token sees only its own
 // sessions and chats.
 func TestDeployedJWT(t *testing.T) {
+	t.Parallel()
 	d := startDeployed(t, frontLimits())
 	is := d.Issuer
 	good := is.Claims(alice)

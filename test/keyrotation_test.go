@@ -89,6 +89,7 @@ func inEach(t *testing.T, boxes []*harness.Container, token string, want int, by
 // kid and under none) cause at most one JWKS fetch per container per
 // auth.UnknownKeyRefetch.
 func TestDeployedKeyRotation(t *testing.T) {
+	t.Parallel()
 	d := startDeployed(t, frontLimits())
 	is := d.Issuer
 	const maxAge = time.Second // the issuer's, under auth.MaxKeyAge: honoured as is

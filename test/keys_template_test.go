@@ -70,6 +70,7 @@ func armed(re *regexp.Regexp) bool {
 // its service, on a condition that tells the services apart by the ARN,
 // and decrypt with the KMS key only through those services.
 func TestModelKeyParameters(t *testing.T) {
+	t.Parallel()
 	tr := tree(t)
 	for _, name := range []string{"AnthropicKeySecret", "OpenAIKeySecret", "ModelKeysKmsKeyArn"} {
 		p := at(tr, "Parameters", name)

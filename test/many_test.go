@@ -190,6 +190,7 @@ type manyRun struct {
 }
 
 func TestManySessions(t *testing.T) {
+	t.Parallel()
 	n := envCount(t, envSessions, defaultSessions)
 	kills := envCount(t, envKills, n/10)
 	es := newEffectServer(t)

@@ -14,6 +14,7 @@ import (
 // table scars a merge leaves: a table split by a blank line (GitHub renders
 // the rest as raw pipes) and a row repeated within one table.
 func TestMarkdownTables(t *testing.T) {
+	t.Parallel()
 	n := 0
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -106,6 +107,7 @@ func lineRef(i int) string { return "line " + strconv.Itoa(i+1) }
 // TestTableProblemsFindsTheScars: the checker itself finds a split table
 // and a repeated row, and passes whole tables and pipes in code.
 func TestTableProblemsFindsTheScars(t *testing.T) {
+	t.Parallel()
 	good := "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n\ntext\n\n| c |\n| :-: |\n| 5 |\n\n```\n| not | a table |\n| not | a table |\n```\n"
 	if got := tableProblems(good); len(got) != 0 {
 		t.Errorf("whole tables: %v", got)

@@ -120,6 +120,7 @@ func alarmMetrics(tr map[string]any) []dashboardMetric {
 // kind, wake to resume, approval wait, reaps and the DLQ. Alarms watch the
 // DLQ's depth, the failure rate, reaps, and Lambda and DynamoDB throttling.
 func TestDashboardNamesWhatTheCodeEmits(t *testing.T) {
+	t.Parallel()
 	tmpl, err := provision.Parse(baton.Template())
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 // parameter refuses, at deploy time, what the functions would refuse at
 // start (app.MaxRetentionDays), instead of deploying functions that fail.
 func TestRetentionDaysParameterIsBounded(t *testing.T) {
+	t.Parallel()
 	p := at(tree(t), "Parameters", "RetentionDays")
 	if p == nil {
 		t.Fatal("no RetentionDays parameter")

@@ -19,6 +19,7 @@ import (
 // baton's routes. go mod tidy resolves the project's module graph through
 // the shared module cache (and the proxy for what it lacks).
 func TestInitProject(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and tests a generated project")
 	}

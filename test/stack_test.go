@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -104,7 +105,21 @@ func issuer(t *testing.T) *authtest.Issuer {
 	return idp
 }
 
+// e2eParallel is how many end-to-end tests run at once unless -parallel
+// says otherwise. Each has its own stack, and most of a test's time is
+// spent waiting on its functions' processes, leases and timeouts, not on a
+// core, so more run at once than the machine has cores (go test's default).
+const e2eParallel = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		if err := flag.Set("test.parallel", strconv.Itoa(e2eParallel)); err != nil {
+			fmt.Fprintln(os.Stderr, "set -parallel:", err)
+		}
+	}
 	code := m.Run()
 	if restoreSelf != nil {
 		restoreSelf()

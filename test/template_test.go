@@ -81,6 +81,7 @@ func resourcesOfType(tr map[string]any, typ string) map[string]map[string]any {
 }
 
 func TestTemplateParses(t *testing.T) {
+	t.Parallel()
 	tmpl, err := provision.Parse(baton.Template())
 	if err != nil {
 		t.Fatalf("parse: %v", err)
@@ -121,6 +122,7 @@ func TestTemplateParses(t *testing.T) {
 }
 
 func TestReferencesResolve(t *testing.T) {
+	t.Parallel()
 	tr := tree(t)
 	resources, _ := tr["Resources"].(map[string]any)
 	params, _ := tr["Parameters"].(map[string]any)
@@ -250,6 +252,7 @@ func xrayOnly(actions []any) bool {
 }
 
 func TestNoWildcardIAM(t *testing.T) {
+	t.Parallel()
 	tr := tree(t)
 	resources, _ := tr["Resources"].(map[string]any)
 	// A parameter that can only be one ARN scopes a statement as a resource does.
@@ -309,6 +312,7 @@ func TestNoWildcardIAM(t *testing.T) {
 // and, for an SQS event source, AWSLambdaSQSQueueExecutionRole, both of which
 // grant on "*".
 func TestFunctionsHaveOwnRoles(t *testing.T) {
+	t.Parallel()
 	tr := tree(t)
 	resources, _ := tr["Resources"].(map[string]any)
 	for id, fn := range resourcesOfType(tr, "AWS::Serverless::Function") {
@@ -329,6 +333,7 @@ func TestFunctionsHaveOwnRoles(t *testing.T) {
 }
 
 func TestFunctionsRuntime(t *testing.T) {
+	t.Parallel()
 	tmpl, err := provision.Parse(baton.Template())
 	if err != nil {
 		t.Fatal(err)
@@ -375,6 +380,7 @@ func TestFunctionsRuntime(t *testing.T) {
 // same method, path and auth: the public ones (the console's static assets
 // and CORS preflights) without the authorizer, every other behind the JWT.
 func TestOperatorRoutes(t *testing.T) {
+	t.Parallel()
 	tr := tree(t)
 	var want, public []string
 	for _, r := range operator.Routes() {
@@ -437,6 +443,7 @@ func TestOperatorRoutes(t *testing.T) {
 }
 
 func TestResumeAndTickEvents(t *testing.T) {
+	t.Parallel()
 	tr := tree(t)
 	fn := at(tr, "Resources", "ResumeFunction", "Properties")
 	var sqsEvents int
@@ -487,6 +494,7 @@ func TestResumeAndTickEvents(t *testing.T) {
 }
 
 func TestStateResourcesHardened(t *testing.T) {
+	t.Parallel()
 	tr := tree(t)
 	table := at(tr, "Resources", "SessionsTable", "Properties")
 	if at(table, "BillingMode") != "PAY_PER_REQUEST" {
@@ -520,6 +528,7 @@ func TestStateResourcesHardened(t *testing.T) {
 }
 
 func TestFunctionEnv(t *testing.T) {
+	t.Parallel()
 	env, err := provision.FunctionEnv(baton.Template())
 	if err != nil {
 		t.Fatal(err)
@@ -589,6 +598,7 @@ func assertEnvContract(t *testing.T, reads map[string][]string) {
 // which reads app.Vars(); TestGetenvOnlyThroughApp proves no other code a
 // function runs reads the environment on its own.
 func TestEnvContract(t *testing.T) {
+	t.Parallel()
 	vars := app.Vars()
 	assertEnvContract(t, map[string][]string{
 		// The resume function also reads the model key variables and the
@@ -603,6 +613,7 @@ func TestEnvContract(t *testing.T) {
 // (the SDK's own configuration) or, in the local-only packages, the
 // emulator's.
 func TestGetenvOnlyThroughApp(t *testing.T) {
+	t.Parallel()
 	localOnly := map[string]bool{"cmd/baton": true, "internal/emulator": true, "internal/devserver": true}
 	root := ".."
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -661,6 +672,7 @@ func TestGetenvOnlyThroughApp(t *testing.T) {
 }
 
 func TestProvisionMatchesTemplate(t *testing.T) {
+	t.Parallel()
 	e := emulator.Start()
 	defer e.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -747,6 +759,7 @@ func TestProvisionMatchesTemplate(t *testing.T) {
 }
 
 func TestProvisionRefusesUnknownProperties(t *testing.T) {
+	t.Parallel()
 	tmpl := strings.Replace(string(baton.Template()),
 		"      SqsManagedSseEnabled: true\n      RedrivePolicy:",
 		"      SqsManagedSseEnabled: true\n      FifoQueue: true\n      RedrivePolicy:", 1)
@@ -801,6 +814,7 @@ func jsonString(v any) string {
 }
 
 func TestLocalStackScriptMatchesTemplate(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(scriptPath)
 	if err != nil {
 		t.Fatal(err)
@@ -878,6 +892,7 @@ func TestLocalStackScriptMatchesTemplate(t *testing.T) {
 // Provision (which refuses a table that differs from the template). Skipped
 // where the AWS CLI is not installed.
 func TestLocalStackScriptRuns(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the AWS CLI a dozen times")
 	}
@@ -919,6 +934,7 @@ func TestLocalStackScriptRuns(t *testing.T) {
 // s before the invocation would be cut (host.BufferedHold well within the
 // HTTP API's 30 s).
 func TestStreamingDoor(t *testing.T) {
+	t.Parallel()
 	tr := tree(t)
 	fn := at(tr, "Resources", "OperatorFunction", "Properties")
 	if m, a := at(fn, "FunctionUrlConfig", "InvokeMode"), at(fn, "FunctionUrlConfig", "AuthType"); m != "RESPONSE_STREAM" || a != "NONE" {
@@ -948,6 +964,7 @@ func TestStreamingDoor(t *testing.T) {
 // endpoint to the resume function, xray turns on Lambda's X-Ray tracing on
 // every function, and X-Ray writes are granted only when traced.
 func TestTracingOption(t *testing.T) {
+	t.Parallel()
 	tr := tree(t)
 	if got := at(tr, "Parameters", "Tracing", "AllowedValues"); fmt.Sprint(got) != "[none adot xray]" {
 		t.Errorf("Tracing allows %v", got)
