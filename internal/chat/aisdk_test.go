@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -55,14 +56,28 @@ func TestAISDKClients(t *testing.T) {
 		{"6", "7", false, "no chunk rejected failed"},
 		{"5", "6", false, "no chunk rejected failed"},
 	}
-	for _, tc := range cases {
-		t.Run("ai"+tc.major+"_header_"+tc.header, func(t *testing.T) {
+	// The clients run at once (each on its own chat; they mostly wait on
+	// the server), and each is then checked in its own subtest.
+	type run struct {
+		out []byte
+		err error
+	}
+	runs := make([]run, len(cases))
+	var wg sync.WaitGroup
+	for i, tc := range cases {
+		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(cctx, node, "chat.mjs", tc.major, tc.header)
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "BATON_URL="+base)
-			out, err := cmd.CombinedOutput()
+			runs[i].out, runs[i].err = cmd.CombinedOutput()
+		})
+	}
+	wg.Wait()
+	for i, tc := range cases {
+		t.Run("ai"+tc.major+"_header_"+tc.header, func(t *testing.T) {
+			out, err := runs[i].out, runs[i].err
 			switch {
 			case tc.ok && err != nil:
 				t.Fatalf("ai@%s with header %s: %v\n%s", tc.major, tc.header, err, out)

@@ -431,6 +431,7 @@ func jsHasText(sel, text string) string {
 // reason on another session, an uncertain execution settled from the page,
 // and a turn cancelled with a reason. Screenshots go to BATON_SCREENSHOTS, or test/output/console.
 func TestConsoleInChromium(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b := newBrowser(t, ctx)
@@ -570,6 +571,7 @@ var errUnauthorized = errors.New("unauthorized")
 // as Authorization: Bearer on every call, stream reads included, and shows
 // only that identity's sessions.
 func TestConsoleSignIn(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := newBrowser(t, ctx)
@@ -650,6 +652,7 @@ func create(t *testing.T, ctx context.Context, s *stack, token string) string {
 // step is marked abandoned, the redone one is not, and reasoning is
 // collapsed.
 func TestTurnViewMarksAbandonedStep(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b := newBrowser(t, ctx)
@@ -711,6 +714,7 @@ func TestTurnViewMarksAbandonedStep(t *testing.T) {
 // the page; a schedule is set and cleared from the page; a turn waiting on
 // wait_until has its timer moved, then ended, from the page.
 func TestConsoleOperatorActions(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b := newBrowser(t, ctx)
@@ -813,6 +817,7 @@ func TestConsoleOperatorActions(t *testing.T) {
 // shows how often on its page, the turn that compacted marks it, and the
 // timeline has the fact.
 func TestConsoleShowsCompactions(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := newBrowser(t, ctx)
@@ -843,6 +848,7 @@ func TestConsoleShowsCompactions(t *testing.T) {
 // runs shows in the turn where it was steered in, and the timeline says
 // how it was delivered.
 func TestConsoleShowsSteering(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := newBrowser(t, ctx)
@@ -864,6 +870,7 @@ func TestConsoleShowsSteering(t *testing.T) {
 // does not have (it said "demo" on every server), but with the agent of
 // the newest session listed.
 func TestConsoleChildPageAndNewSessionBox(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := newBrowser(t, ctx)

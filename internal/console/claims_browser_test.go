@@ -20,6 +20,7 @@ import (
 // grant says by which. The facts are recorded through the session store,
 // as the runner records them.
 func TestConsoleShowsClaims(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := newBrowser(t, ctx)

@@ -35,6 +35,7 @@ func get(t *testing.T, h http.Handler, method, path string, hdr ...string) *http
 // TestConsoleServedWithoutIdentity: the operator API serves the console's
 // assets to a caller with no identity, while its JSON API still answers 401.
 func TestConsoleServedWithoutIdentity(t *testing.T) {
+	t.Parallel()
 	h := noIdentity()
 	if r := get(t, h, "GET", "/sessions"); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("GET /sessions without identity: %d, want 401", r.StatusCode)
@@ -81,6 +82,7 @@ func TestConsoleServedWithoutIdentity(t *testing.T) {
 // or a module names is embedded, so the console needs no build and no
 // other origin.
 func TestPageLoadsOnlyEmbeddedAssets(t *testing.T) {
+	t.Parallel()
 	h := console.Handler()
 	names := []string{"index.html"}
 	seen := map[string]bool{}
@@ -132,6 +134,7 @@ func refs(s string) []string {
 
 // TestAssetSize reports the console's size, raw and gzipped (go test -v).
 func TestAssetSize(t *testing.T) {
+	t.Parallel()
 	var all bytes.Buffer
 	err := fs.WalkDir(os.DirFS("assets"), ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

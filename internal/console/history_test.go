@@ -78,6 +78,7 @@ func within(t *testing.T, b *browser, name string, fn func(b *browser)) {
 // (aria-live), the skip link moves focus to the content, and the page's
 // console has no CSP violation or exception.
 func TestConsoleHistoryAndAccess(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b := newBrowser(t, ctx)
@@ -300,6 +301,7 @@ func TestConsoleHistoryAndAccess(t *testing.T) {
 // checks each step's bars: its model time, then its tools and checkpoint
 // up to the next step (or the turn's end), less the time suspended.
 func TestWaterfallSegments(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b := newBrowser(t, ctx)
