@@ -2,6 +2,7 @@ package operator
 
 import (
 	"errors"
+	"github.com/baton-run/baton/internal/idempotency"
 	"net/http"
 	"strings"
 
@@ -38,7 +39,7 @@ func (a *answerRoutes) answer(w http.ResponseWriter, r *http.Request, caller str
 	if err := checkReason(in.Reason); err != nil {
 		return err
 	}
-	answer := always(http.StatusAccepted, api.Accepted{Status: string(in.Decision)})
+	answer := idempotency.Always(http.StatusAccepted, api.Accepted{Status: string(in.Decision)})
 	store, built := a.writer(r, answer)
 	err = store.Answer(r.Context(), id, operatorActor(caller), approval, in.Decision, in.Reason)
 	switch { // the reducer decides both
@@ -50,7 +51,7 @@ func (a *answerRoutes) answer(w http.ResponseWriter, r *http.Request, caller str
 	if err != nil {
 		return err
 	}
-	return send(w, built, answer, reducer.State{}, nil)
+	return idempotency.Send(w, built, answer, reducer.State{}, nil)
 }
 
 func (a *answerRoutes) cancel(w http.ResponseWriter, r *http.Request, caller string) error {
@@ -65,7 +66,7 @@ func (a *answerRoutes) cancel(w http.ResponseWriter, r *http.Request, caller str
 	if err := checkReason(in.Reason); err != nil {
 		return err
 	}
-	answer := always(http.StatusAccepted, api.Accepted{Status: "cancelled"})
+	answer := idempotency.Always(http.StatusAccepted, api.Accepted{Status: "cancelled"})
 	store, built := a.writer(r, answer)
 	err = store.Cancel(r.Context(), id, operatorActor(caller), in.Reason)
 	if errors.Is(err, session.ErrNoTurn) {
@@ -74,7 +75,7 @@ func (a *answerRoutes) cancel(w http.ResponseWriter, r *http.Request, caller str
 	if err != nil {
 		return err
 	}
-	return send(w, built, answer, reducer.State{}, nil)
+	return idempotency.Send(w, built, answer, reducer.State{}, nil)
 }
 
 func (a *answerRoutes) settle(w http.ResponseWriter, r *http.Request, caller string) error {
@@ -90,7 +91,7 @@ func (a *answerRoutes) settle(w http.ResponseWriter, r *http.Request, caller str
 	if err := decode(w, r, a.maxBody, &in, false); err != nil {
 		return err
 	}
-	answer := always(http.StatusAccepted, api.Accepted{Status: string(in.Verdict)})
+	answer := idempotency.Always(http.StatusAccepted, api.Accepted{Status: string(in.Verdict)})
 	store, built := a.writer(r, answer)
 	err = store.Settle(r.Context(), id, operatorActor(caller), execution, in.Verdict)
 	switch { // the reducer decides both
@@ -102,7 +103,7 @@ func (a *answerRoutes) settle(w http.ResponseWriter, r *http.Request, caller str
 	if err != nil {
 		return err
 	}
-	return send(w, built, answer, reducer.State{}, nil)
+	return idempotency.Send(w, built, answer, reducer.State{}, nil)
 }
 
 // raise sets new spend caps for a turn suspended at a limit, which then
@@ -117,7 +118,7 @@ func (a *answerRoutes) raise(w http.ResponseWriter, r *http.Request, caller stri
 	if err := decode(w, r, a.maxBody, &in, false); err != nil {
 		return err
 	}
-	answer := always(http.StatusAccepted, api.Accepted{Status: "raised"})
+	answer := idempotency.Always(http.StatusAccepted, api.Accepted{Status: "raised"})
 	store, built := a.writer(r, answer)
 	err = store.Raise(r.Context(), id, operatorActor(caller), in)
 	switch {
@@ -130,7 +131,7 @@ func (a *answerRoutes) raise(w http.ResponseWriter, r *http.Request, caller stri
 	case err != nil:
 		return err
 	}
-	return send(w, built, answer, reducer.State{}, nil)
+	return idempotency.Send(w, built, answer, reducer.State{}, nil)
 }
 
 // setTimer moves the end of the wait of a turn suspended on a timer
@@ -148,7 +149,7 @@ func (a *answerRoutes) setTimer(w http.ResponseWriter, r *http.Request, caller s
 	if in.At != nil {
 		at = *in.At
 	}
-	answer := always(http.StatusAccepted, api.Accepted{Status: "timer set"})
+	answer := idempotency.Always(http.StatusAccepted, api.Accepted{Status: "timer set"})
 	store, built := a.writer(r, answer)
 	err = store.SetTimer(r.Context(), id, operatorActor(caller), at)
 	switch {
@@ -157,7 +158,7 @@ func (a *answerRoutes) setTimer(w http.ResponseWriter, r *http.Request, caller s
 	case err != nil:
 		return err
 	}
-	return send(w, built, answer, reducer.State{}, nil)
+	return idempotency.Send(w, built, answer, reducer.State{}, nil)
 }
 
 // setSchedule gives the session a schedule, replacing any.
@@ -170,7 +171,7 @@ func (a *answerRoutes) setSchedule(w http.ResponseWriter, r *http.Request, calle
 	if err := decode(w, r, a.maxBody, &in, false); err != nil {
 		return err
 	}
-	answer := always(http.StatusAccepted, api.Accepted{Status: "scheduled"})
+	answer := idempotency.Always(http.StatusAccepted, api.Accepted{Status: "scheduled"})
 	store, built := a.writer(r, answer)
 	err = store.SetSchedule(r.Context(), id, operatorActor(caller), in.Cron, in.Text)
 	switch {
@@ -179,7 +180,7 @@ func (a *answerRoutes) setSchedule(w http.ResponseWriter, r *http.Request, calle
 	case err != nil:
 		return err
 	}
-	return send(w, built, answer, reducer.State{}, nil)
+	return idempotency.Send(w, built, answer, reducer.State{}, nil)
 }
 
 // clearSchedule removes the session's schedule; none is a 409.
@@ -188,7 +189,7 @@ func (a *answerRoutes) clearSchedule(w http.ResponseWriter, r *http.Request, cal
 	if err != nil {
 		return err
 	}
-	answer := always(http.StatusAccepted, api.Accepted{Status: "cleared"})
+	answer := idempotency.Always(http.StatusAccepted, api.Accepted{Status: "cleared"})
 	store, built := a.writer(r, answer)
 	err = store.ClearSchedule(r.Context(), id, operatorActor(caller))
 	switch {
@@ -197,5 +198,5 @@ func (a *answerRoutes) clearSchedule(w http.ResponseWriter, r *http.Request, cal
 	case err != nil:
 		return err
 	}
-	return send(w, built, answer, reducer.State{}, nil)
+	return idempotency.Send(w, built, answer, reducer.State{}, nil)
 }

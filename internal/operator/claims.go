@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"errors"
+	"github.com/baton-run/baton/internal/idempotency"
 	"net/http"
 
 	"github.com/baton-run/baton/api"
@@ -39,7 +40,7 @@ func (a *claimRoutes) release(w http.ResponseWriter, r *http.Request, caller str
 	if err := decode(w, r, a.maxBody, &in, true); err != nil {
 		return err
 	}
-	answer := always(http.StatusAccepted, api.Accepted{Status: "released"})
+	answer := idempotency.Always(http.StatusAccepted, api.Accepted{Status: "released"})
 	store, built := a.writer(r, answer)
 	err = store.ReleaseGrant(r.Context(), id, operatorActor(caller), grant)
 	if errors.Is(err, session.ErrNotPending) {
@@ -48,7 +49,7 @@ func (a *claimRoutes) release(w http.ResponseWriter, r *http.Request, caller str
 	if err != nil {
 		return err
 	}
-	return send(w, built, answer, reducer.State{}, nil)
+	return idempotency.Send(w, built, answer, reducer.State{}, nil)
 }
 
 // maskFacts masks the blockers of other owners that facts of a session

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"github.com/baton-run/baton/internal/idempotency"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,24 +16,24 @@ import (
 func (g groups) routes() map[string]func(http.ResponseWriter, *http.Request, string) error {
 	s, a, c, st := g.sessions, g.answers, g.claims, g.streams
 	return map[string]func(http.ResponseWriter, *http.Request, string) error{
-		"POST /sessions":                               s.idempotent(s.create, receiptFirst),
+		"POST /sessions":                               s.idempotent(s.create, idempotency.ReceiptFirst),
 		"GET /sessions":                                s.list,
 		"GET /sessions/{id}":                           s.get,
 		"DELETE /sessions/{id}":                        s.remove,
 		"GET /sessions/{id}/export":                    s.export,
-		"POST /sessions/{id}/messages":                 s.idempotent(s.message, receiptFirst),
+		"POST /sessions/{id}/messages":                 s.idempotent(s.message, idempotency.ReceiptFirst),
 		"GET /sessions/{id}/facts":                     s.facts,
 		streamRoute:                                    st.stream,
-		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer, writeFirst),
-		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel, receiptFirst),
-		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle, writeFirst),
-		"POST /sessions/{id}/grants/{grantId}/release": c.idempotent(c.release, writeFirst),
+		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer, idempotency.WriteFirst),
+		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel, idempotency.ReceiptFirst),
+		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle, idempotency.WriteFirst),
+		"POST /sessions/{id}/grants/{grantId}/release": c.idempotent(c.release, idempotency.WriteFirst),
 		"GET /claims/orphans":                          c.orphans,
-		"POST /claims/orphans/{grantId}/release":       c.idempotent(c.releaseOrphan, receiptFirst),
-		"POST /sessions/{id}/limits":                   a.idempotent(a.raise, writeFirst),
-		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer, writeFirst),
-		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule, writeFirst),
-		"DELETE /sessions/{id}/schedule":               a.idempotent(a.clearSchedule, writeFirst),
+		"POST /claims/orphans/{grantId}/release":       c.idempotent(c.releaseOrphan, idempotency.ReceiptFirst),
+		"POST /sessions/{id}/limits":                   a.idempotent(a.raise, idempotency.WriteFirst),
+		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer, idempotency.WriteFirst),
+		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule, idempotency.WriteFirst),
+		"DELETE /sessions/{id}/schedule":               a.idempotent(a.clearSchedule, idempotency.WriteFirst),
 	}
 }
 

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"errors"
+	"github.com/baton-run/baton/internal/idempotency"
 	"net/http"
 	"strconv"
 
@@ -32,15 +33,15 @@ func (a *sessionRoutes) create(w http.ResponseWriter, r *http.Request, caller st
 		return httpjson.Refuse(http.StatusUnprocessableEntity, "unknown agent %q", httpjson.Clip(in.Agent))
 	}
 	id := ids.New("s")
-	answer := func(next reducer.State, _ []reducer.Fact) (reply, error) {
-		return newReply(http.StatusCreated, "/sessions/"+id, sessionView(id, next))
+	answer := func(next reducer.State, _ []reducer.Fact) (idempotency.Reply, error) {
+		return idempotency.NewReply(http.StatusCreated, "/sessions/"+id, sessionView(id, next))
 	}
 	store, built := a.writer(r, answer)
 	st, err := store.Create(r.Context(), id, caller, in.Agent)
 	if err != nil {
 		return err
 	}
-	return send(w, built, answer, st, nil)
+	return idempotency.Send(w, built, answer, st, nil)
 }
 
 func (a *sessionRoutes) list(w http.ResponseWriter, r *http.Request, caller string) error {
@@ -130,15 +131,15 @@ func (a *sessionRoutes) message(w http.ResponseWriter, r *http.Request, caller s
 	if err := reducer.CheckText("text", in.Text); err != nil {
 		return httpjson.Refuse(http.StatusBadRequest, "%v", err)
 	}
-	accepted := func(msg string) (reply, error) {
-		return newReply(http.StatusAccepted, "", api.MessageAccepted{MessageID: msg})
+	accepted := func(msg string) (idempotency.Reply, error) {
+		return idempotency.NewReply(http.StatusAccepted, "", api.MessageAccepted{MessageID: msg})
 	}
-	store, built := a.writer(r, func(_ reducer.State, written []reducer.Fact) (reply, error) {
+	store, built := a.writer(r, func(_ reducer.State, written []reducer.Fact) (idempotency.Reply, error) {
 		return accepted(written[0].Message.ID)
 	})
 	msg, err := store.Post(r.Context(), id, operatorActor(caller), in.Text)
 	if err != nil {
 		return err
 	}
-	return send(w, built, func(reducer.State, []reducer.Fact) (reply, error) { return accepted(msg) }, reducer.State{}, nil)
+	return idempotency.Send(w, built, func(reducer.State, []reducer.Fact) (idempotency.Reply, error) { return accepted(msg) }, reducer.State{}, nil)
 }
