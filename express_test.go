@@ -88,7 +88,7 @@ func TestTurnOnExpressStreamBucket(t *testing.T) {
 	if err != nil || len(sess.State.Turn.Pending) != 1 {
 		t.Fatalf("pending: %+v, %v", sess.State.Turn.Pending, err)
 	}
-	if err := a.Sessions.Answer(ctx, id, alice, sess.State.Turn.Pending[0].ID, reducer.Approve, ""); err != nil {
+	if err := a.Sessions.Answer(ctx, id, alice, reducer.Answer{ApprovalID: sess.State.Turn.Pending[0].ID, Decision: reducer.Approve, Reason: ""}); err != nil {
 		t.Fatal(err)
 	}
 	out, err = a.Runner.Resume(ctx, id)

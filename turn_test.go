@@ -227,7 +227,7 @@ func TestTurnCallsMCPToolsAndWaitsForApproval(t *testing.T) {
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"ttl":{"type":"integer"}},"required":["name","ttl"]}`)})
 	srv.Add(&sdkmcp.Tool{Name: "rename_file", Description: "Rename a file.", InputSchema: json.RawMessage(`{"type":"object"}`)})
 
-	if err := a.Sessions.Answer(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "bob"}, sess.State.Turn.Pending[0].ID, reducer.Approve, ""); err != nil {
+	if err := a.Sessions.Answer(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "bob"}, reducer.Answer{ApprovalID: sess.State.Turn.Pending[0].ID, Decision: reducer.Approve, Reason: ""}); err != nil {
 		t.Fatal(err)
 	}
 	// The next step's first try fails: the turn suspends for the model,
@@ -475,7 +475,7 @@ func TestTurnWithAnMCPServerDownOnResumeGivesTheModelAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Sessions.Answer(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "bob"}, sess.State.Turn.Pending[0].ID, reducer.Approve, ""); err != nil {
+	if err := a.Sessions.Answer(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "bob"}, reducer.Answer{ApprovalID: sess.State.Turn.Pending[0].ID, Decision: reducer.Approve, Reason: ""}); err != nil {
 		t.Fatal(err)
 	}
 	srv.SetDown(true)

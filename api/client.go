@@ -143,6 +143,18 @@ func (c *Client) Answer(ctx context.Context, id, approval string, d reducer.Deci
 	return c.call(ctx, http.MethodPost, sessionPath(id)+"/approvals/"+seg(approval), AnswerRequest{Decision: d, Reason: reason}, nil)
 }
 
+// Edit approves a pending call with new input, which the tool's schema
+// and approval rules check again; reason may be empty.
+func (c *Client) Edit(ctx context.Context, id, approval string, input json.RawMessage, reason string) error {
+	return c.call(ctx, http.MethodPost, sessionPath(id)+"/approvals/"+seg(approval), AnswerRequest{Decision: reducer.Edit, Input: input, Reason: reason}, nil)
+}
+
+// Respond answers a pending call with output as its result, without
+// running the tool; reason may be empty.
+func (c *Client) Respond(ctx context.Context, id, approval string, output json.RawMessage, reason string) error {
+	return c.call(ctx, http.MethodPost, sessionPath(id)+"/approvals/"+seg(approval), AnswerRequest{Decision: reducer.Respond, Output: output, Reason: reason}, nil)
+}
+
 // Settle gives the verdict on an uncertain execution: rerun or abandon.
 func (c *Client) Settle(ctx context.Context, id, execution string, v reducer.Verdict) error {
 	return c.call(ctx, http.MethodPost, sessionPath(id)+"/executions/"+seg(execution), VerdictRequest{Verdict: v}, nil)

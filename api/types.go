@@ -263,10 +263,17 @@ type MessageRequest struct {
 }
 
 // AnswerRequest is the body of POST /sessions/{id}/approvals/{approvalId}:
-// approve or deny, with an optional reason.
+// approve or deny, edit (run the call with Input instead of the model's
+// input: the tool's schema and rules check it again) or respond (give the
+// model Output as the call's result; the tool never runs), with an
+// optional reason.
 type AnswerRequest struct {
 	Decision reducer.Decision `json:"decision"`
 	Reason   string           `json:"reason,omitempty"`
+	// Input is an edit's new input, a JSON object.
+	Input json.RawMessage `json:"input,omitempty"`
+	// Output is a response's result, any JSON value.
+	Output json.RawMessage `json:"output,omitempty"`
 }
 
 // CancelRequest is the body of POST /sessions/{id}/cancel; it may be

@@ -164,7 +164,7 @@ func assertCancelledForParent(t *testing.T, kit *batontest.Kit, p, c *batontest.
 	ctx := context.Background()
 	ops := reducer.Actor{Kind: reducer.ActorOperator, ID: "approver"}
 	for _, on := range []string{c.ID, p.ID} {
-		if err := kit.Engine().Sessions.Answer(ctx, on, ops, pend.ID, reducer.Approve, ""); !errors.Is(err, session.ErrNotPending) {
+		if err := kit.Engine().Sessions.Answer(ctx, on, ops, reducer.Answer{ApprovalID: pend.ID, Decision: reducer.Approve, Reason: ""}); !errors.Is(err, session.ErrNotPending) {
 			t.Fatalf("approving the cancelled child's request on %s: %v, want not pending", on, err)
 		}
 	}

@@ -58,6 +58,14 @@ type (
 	Verdict   = reducer.Verdict
 )
 
+// Errors an answer (Session.Edit, Session.Respond) fails with: an answer
+// the reducer or the tool's schema refuses, and an approval that is not
+// pending. Either writes nothing.
+var (
+	ErrBadAnswer  = reducer.ErrBadAnswer
+	ErrNotPending = session.ErrNotPending
+)
+
 // Verdicts on an execution whose outcome is uncertain.
 const (
 	Rerun   = reducer.Rerun
@@ -485,9 +493,38 @@ func (s *Session) Deny(approvalID, reason string) { s.answer(approvalID, reducer
 
 func (s *Session) answer(id string, d reducer.Decision, reason string) {
 	s.kit.tb.Helper()
+	s.kit.fatal(s.reply(reducer.Answer{ApprovalID: id, Decision: d, Reason: reason}))
+}
+
+// Edit approves a pending call as the operator "approver" with new input
+// (a value that encodes to a JSON object), which the tool's schema and
+// approval rules check again; the next Run runs the tool with it. An
+// input the schema refuses fails with an error wrapping ErrBadAnswer and
+// changes nothing; a call that is not pending fails with ErrNotPending.
+func (s *Session) Edit(approvalID string, input any) error {
+	b, err := json.Marshal(input)
+	if err != nil {
+		return fmt.Errorf("batontest: edit %s: %w", approvalID, err)
+	}
+	return s.reply(reducer.Answer{ApprovalID: approvalID, Decision: reducer.Edit, Input: b})
+}
+
+// Respond answers a pending call as the operator "approver" with output
+// as its result: the tool never runs, and the model gets output (any
+// value JSON encodes) as the call's result.
+func (s *Session) Respond(approvalID string, output any) error {
+	b, err := json.Marshal(output)
+	if err != nil {
+		return fmt.Errorf("batontest: respond %s: %w", approvalID, err)
+	}
+	return s.reply(reducer.Answer{ApprovalID: approvalID, Decision: reducer.Respond, Output: b})
+}
+
+// reply records an answer as the operator "approver".
+func (s *Session) reply(a reducer.Answer) error {
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	s.kit.fatal(s.kit.engine.Sessions.Answer(ctx, s.ID, s.operator("approver"), id, d, reason))
+	return s.kit.engine.Sessions.Answer(ctx, s.ID, s.operator("approver"), a)
 }
 
 // Verdict settles an uncertain execution: Rerun runs the tool once more,
@@ -558,7 +595,9 @@ func (s *Session) Text() string {
 // stream tells it.
 type ToolCall struct {
 	ID, Tool string
-	Input    json.RawMessage
+	// Input is what the call ran with: the model's input, or an edit's.
+	// Original is the model's input when an answer edited it.
+	Input, Original json.RawMessage
 	// Output is the result of a call that ran; Error the error result the
 	// model saw (invalid input, a failed run); Denied that an operator
 	// said no. A call still waiting has none of them.
@@ -579,6 +618,17 @@ func (s *Session) ToolCalls() []ToolCall {
 			if _, ok := at[p.ToolCallID]; !ok {
 				at[p.ToolCallID] = len(out)
 				out = append(out, ToolCall{ID: p.ToolCallID, Tool: p.ToolName, Input: p.Input})
+			}
+		case parts.DataEdited:
+			var e struct {
+				ToolCallID string          `json:"toolCallId"`
+				Input      json.RawMessage `json:"input"`
+			}
+			if json.Unmarshal(p.Data, &e) != nil {
+				continue
+			}
+			if i, ok := at[e.ToolCallID]; ok {
+				out[i].Original, out[i].Input = out[i].Input, e.Input
 			}
 		case parts.ToolOutputAvailable, parts.ToolOutputError, parts.ToolOutputDenied:
 			i, ok := at[p.ToolCallID]

@@ -72,7 +72,7 @@ func TestChildApprovalShownAfterAKill(t *testing.T) {
 		t.Fatalf("a second wake wrote %d facts to the parent and %d to the child", len(p.Facts())-before, len(c.Facts())-cbefore)
 	}
 	// Answered through the parent, the child holds B, once.
-	if err := kit.Engine().Sessions.Answer(context.Background(), p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: "approver"}, pend.ID, reducer.Approve, ""); err != nil {
+	if err := kit.Engine().Sessions.Answer(context.Background(), p.ID, reducer.Actor{Kind: reducer.ActorOperator, ID: "approver"}, reducer.Answer{ApprovalID: pend.ID, Decision: reducer.Approve, Reason: ""}); err != nil {
 		t.Fatalf("approve through the parent: %v", err)
 	}
 	if out := c.Run(); out.Kind != batontest.Completed {

@@ -150,7 +150,7 @@ func TestChildCancelCascadeAfterSIGKILL(t *testing.T) {
 		t.Fatalf("%d child.cancelled in the parent, want 1: %s", n, summary(pf))
 	}
 	for _, on := range []string{kid, id} {
-		err := s.store.Answer(s.ctx, on, reducer.Actor{Kind: reducer.ActorOperator, ID: alice}, pend.ApprovalID, reducer.Approve, "")
+		err := s.store.Answer(s.ctx, on, reducer.Actor{Kind: reducer.ActorOperator, ID: alice}, reducer.Answer{ApprovalID: pend.ApprovalID, Decision: reducer.Approve, Reason: ""})
 		if !errors.Is(err, session.ErrNotPending) {
 			t.Fatalf("approving the cancelled child's write on %s: %v, want not pending", on, err)
 		}

@@ -95,7 +95,7 @@ func TestExampleResumeBootstrapRunsItsGoTool(t *testing.T) {
 		t.Fatalf("after the first invocation: %s, want suspended for the refund's approval", summary(exampleFacts(t, store, id)))
 	}
 
-	if err := store.Answer(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "bob"}, st.Turn.Pending[0].ID, reducer.Approve, ""); err != nil {
+	if err := store.Answer(ctx, id, reducer.Actor{Kind: reducer.ActorOperator, ID: "bob"}, reducer.Answer{ApprovalID: st.Turn.Pending[0].ID, Decision: reducer.Approve, Reason: ""}); err != nil {
 		t.Fatal(err)
 	}
 	deliverWake(t, ctx, e.Clients.SQS, res.QueueURL, fn)

@@ -245,6 +245,8 @@ func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slo
 	ss.Log = log
 	// Posts apply each agent's steering policy.
 	ss.Steering = agentMap.Steering
+	// Edits are checked against the tool's schema before they are written.
+	ss.CheckInput = agentMap.CheckInput
 	ss = intercept.Store(ss, interceptors)
 	// The claims broker shares the session table (a key space of its own).
 	// The store withdraws the waiter of a blocked turn it ends.

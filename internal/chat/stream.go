@@ -173,7 +173,7 @@ func (h *handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Req
 		if i == len(answers)-1 {
 			store = h.writer(key, func(reducer.State) replayAt { return at })
 		}
-		err := store.Answer(ctx, id, actor, a.approval, a.decision, a.reason)
+		err := store.Answer(ctx, id, actor, reducer.Answer{ApprovalID: a.approval, Decision: a.decision, Reason: a.reason})
 		if done, rerr := h.taken(ctx, w, r, key, v, err); done || rerr != nil {
 			return rerr
 		}

@@ -56,7 +56,7 @@ type Core interface {
 	Log() *slog.Logger
 	// Cancel and Answer are the operator's operations.
 	Cancel(ctx context.Context, id string, actor reducer.Actor, reason string) error
-	Answer(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) error
+	Answer(ctx context.Context, id string, actor reducer.Actor, a reducer.Answer) error
 }
 
 // Errors are the session store's own errors the children tell apart.
@@ -398,15 +398,15 @@ func childByID(t *reducer.Turn, id string) (reducer.Child, bool) {
 	return reducer.Child{}, false
 }
 
-// AnswerChild routes an answer to approvalID, which the own turn of
+// AnswerChild routes answer a to its approval, which the own turn of
 // session id (in state st, as the refused answer read it) does not wait
 // for, to the child whose request its turn showed: the answer is the
 // child's to check and record, or to pass on down to the descendant that
 // asked. It reports whether there was such a child.
-func (s *Store) AnswerChild(ctx context.Context, st reducer.State, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) (bool, error) {
-	child := ChildPending(st, approvalID, "")
+func (s *Store) AnswerChild(ctx context.Context, st reducer.State, actor reducer.Actor, a reducer.Answer) (bool, error) {
+	child := ChildPending(st, a.ApprovalID, "")
 	if child == "" {
 		return false, nil
 	}
-	return true, s.core.Answer(ctx, child, actor, approvalID, d, reason)
+	return true, s.core.Answer(ctx, child, actor, a)
 }

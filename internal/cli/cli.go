@@ -31,7 +31,7 @@ const (
 )
 
 // Commands are the subcommands Run knows, besides help.
-var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "verdict", "release", "orphans", "cancel", "export", "delete", "completion"}
+var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "respond", "verdict", "release", "orphans", "cancel", "export", "delete", "completion"}
 
 // Usage is the text `baton help` prints.
 const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
@@ -58,8 +58,13 @@ Client of the operator API:
   baton tail SESSION [--until-idle] [--json] [--color auto|always|never]
                                             follow the session's turns live: text, reasoning, tool calls,
                                             approvals, suspensions; resumes after a dropped connection
-  baton approve SESSION APPROVAL [--reason R]
-  baton deny SESSION APPROVAL [--reason R]  answer a pending approval
+  baton approve SESSION APPROVAL [--input JSON] [--reason R]
+  baton deny SESSION APPROVAL [--reason R]  answer a pending approval; --input approves with that input
+                                            instead of the model's (JSON "-" reads stdin), which the
+                                            tool's schema and rules check again
+  baton respond SESSION APPROVAL JSON [--reason R]
+                                            answer the call by hand: the model gets JSON ("-" reads
+                                            stdin) as its result, and the tool never runs
   baton verdict SESSION EXECUTION rerun|abandon
                                             settle an uncertain execution
   baton release SESSION GRANT               release the resource claims a grant holds after its turn ended
@@ -249,7 +254,7 @@ func (e *env) command(ctx context.Context, name string, args []string) (known bo
 	}
 	run, ok := map[string]func(context.Context, []string) error{
 		"sessions": e.sessions, "show": e.show, "new": e.newSession, "send": e.send, "tail": e.tail,
-		"approve": answer("approve"), "deny": answer("deny"), "verdict": e.verdict, "release": e.release, "orphans": e.orphans, "cancel": e.cancel,
+		"approve": answer("approve"), "deny": answer("deny"), "respond": answer("respond"), "verdict": e.verdict, "release": e.release, "orphans": e.orphans, "cancel": e.cancel,
 		"raise": e.raise, "wake": e.wake, "schedule": e.schedule, "export": e.export, "delete": e.remove,
 		"completion": func(_ context.Context, args []string) error { return e.completion(args) },
 	}[name]
@@ -547,9 +552,27 @@ func (e *env) send(ctx context.Context, args []string) error {
 
 func (e *env) answer(ctx context.Context, decision string, args []string) error {
 	c := e.flags(decision, false)
-	var reason string
+	var reason, input string
 	c.fs.StringVar(&reason, "reason", "", "why, recorded with the answer")
-	pos, err := c.parse(args, 2, false, "SESSION APPROVAL")
+	if decision == "approve" {
+		c.fs.StringVar(&input, "input", "", "approve with this input (a JSON object; - reads stdin)")
+	}
+	n, usage := 2, "SESSION APPROVAL"
+	if decision == "respond" {
+		n, usage = 3, "SESSION APPROVAL JSON"
+	}
+	pos, err := c.parse(args, n, false, usage)
+	if err != nil {
+		return err
+	}
+	var payload json.RawMessage
+	switch {
+	case decision == "respond":
+		payload, err = e.jsonArg(pos[2], "JSON")
+	case input != "":
+		decision = "edit"
+		payload, err = e.jsonArg(input, "--input")
+	}
 	if err != nil {
 		return err
 	}
@@ -557,12 +580,35 @@ func (e *env) answer(ctx context.Context, decision string, args []string) error 
 	if err != nil {
 		return err
 	}
-	if err := cl.Answer(ctx, pos[0], pos[1], reducer.Decision(decision), reason); err != nil {
+	switch decision {
+	case "edit":
+		err = cl.Edit(ctx, pos[0], pos[1], payload, reason)
+	case "respond":
+		err = cl.Respond(ctx, pos[0], pos[1], payload, reason)
+	default:
+		err = cl.Answer(ctx, pos[0], pos[1], reducer.Decision(decision), reason)
+	}
+	if err != nil {
 		return err
 	}
-	past := map[string]string{"approve": "approved", "deny": "denied"}[decision]
+	past := map[string]string{"approve": "approved", "deny": "denied", "edit": "approved with edits", "respond": "answered by hand"}[decision]
 	fmt.Fprintf(e.stdout, "%s %s of session %s\n", past, pos[1], pos[0])
 	return nil
+}
+
+// jsonArg is the JSON value arg names, read from stdin when arg is "-".
+func (e *env) jsonArg(arg, name string) (json.RawMessage, error) {
+	b := []byte(arg)
+	if arg == "-" {
+		var err error
+		if b, err = io.ReadAll(io.LimitReader(e.stdin, reducer.MaxText+1)); err != nil {
+			return nil, fmt.Errorf("read stdin: %w", err)
+		}
+	}
+	if !json.Valid(b) {
+		return nil, usagef("%s is not JSON", name)
+	}
+	return json.RawMessage(b), nil
 }
 
 func (e *env) verdict(ctx context.Context, args []string) error {

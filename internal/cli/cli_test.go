@@ -310,6 +310,51 @@ func TestTailResumesAfterADroppedConnection(t *testing.T) {
 	}
 }
 
+// TestApproveWithInputAndRespond: approve --input runs the call with the
+// operator's input, which the tool's schema checks first (a refused one
+// exits 2 and changes nothing); respond answers a call by hand.
+func TestApproveWithInputAndRespond(t *testing.T) {
+	ctx := testCtx(t)
+	env := vars{}
+	approvalOf := func(id string) string {
+		t.Helper()
+		must(t, ctx, env, "send", id, demoMessage)
+		tctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		return startTail(tctx, env, "--json", id).waitFor(t, tctx, regexp.MustCompile(`"approvalId":"([^"]+)"`))[1]
+	}
+	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
+	approval := approvalOf(id)
+	expect(t, ctx, env, cli.ExitUsage, "the edited input", "approve", id, approval, "--input", `{"to":5,"subject":"s"}`)
+	expect(t, ctx, env, cli.ExitUsage, "baton: approve: --input is not JSON", "approve", id, approval, "--input", `{"to":`)
+	edited := `{"to":"ops@example.com","subject":"Edited by ops"}`
+	if out := must(t, ctx, env, "approve", id, approval, "--input", edited, "--reason", "wrong team"); out != "approved with edits "+approval+" of session "+id+"\n" {
+		t.Fatalf("approve --input printed %q", out)
+	}
+	tl := startTail(ctx, env, "--json", "--until-idle", id)
+	if code := tl.wait(t, ctx); code != 0 {
+		t.Fatalf("tail exited %d; stderr:\n%s", code, tl.stderr)
+	}
+	if out := tl.out.String(); !strings.Contains(out, `"data-edited"`) || !strings.Contains(out, `"to":"ops@example.com"`) {
+		t.Fatalf("the stream does not show the edit:\n%s", out)
+	}
+
+	id2 := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
+	approval2 := approvalOf(id2)
+	var out, errb bytes.Buffer
+	if code := cli.Run(ctx, []string{"respond", id2, approval2, "-"}, strings.NewReader(`{"sent":false,"note":"told them in person"}`), &out, &errb, env.get); code != 0 ||
+		out.String() != "answered by hand "+approval2+" of session "+id2+"\n" {
+		t.Fatalf("respond: exit %d, out %q, stderr %q", code, out.String(), errb.String())
+	}
+	tl = startTail(ctx, env, "--json", "--until-idle", id2)
+	if code := tl.wait(t, ctx); code != 0 {
+		t.Fatalf("tail exited %d; stderr:\n%s", code, tl.stderr)
+	}
+	if out := tl.out.String(); !strings.Contains(out, "told them in person") {
+		t.Fatalf("the stream does not show the operator's result:\n%s", out)
+	}
+}
+
 // TestTailJSON: --json prints each part once as a JSON line with its turn
 // and cursor.
 func TestTailJSON(t *testing.T) {
@@ -397,7 +442,8 @@ func TestUsageAndNotFound(t *testing.T) {
 	env := vars{}
 	for _, args := range [][]string{
 		{"new"}, {"new", "a", "b"}, {"send", "s_x"}, {"send", "s_x", " "}, {"tail"}, {"approve", "s_x"},
-		{"deny", "s_x", "ap", "extra"}, {"verdict", "s_x", "ex"}, {"verdict", "s_x", "ex", "maybe"},
+		{"deny", "s_x", "ap", "extra"}, {"respond", "s_x", "ap"}, {"respond", "s_x", "ap", "not json"},
+		{"approve", "s_x", "ap", "--input", "{"}, {"deny", "s_x", "ap", "--input", "{}"}, {"verdict", "s_x", "ex"}, {"verdict", "s_x", "ex", "maybe"},
 		{"cancel"}, {"sessions", "extra"}, {"sessions", "--bogus"}, {"show", "--json=maybe", "s_x"},
 		{"bogus"}, {"--api", "ftp://x", "sessions"}, {"show", "s_x", "--api", "not a url"},
 	} {

@@ -170,7 +170,7 @@ func (r *renderer) part(e api.StreamEntry, turn string) {
 		r.line("%s", r.style(styleYellow, "← denied"))
 	case parts.ToolApprovalRequest, parts.ToolApprovalResponse:
 		r.approval(p)
-	case parts.DataSuspended, parts.DataResumed, parts.DataAbandoned, parts.DataSteered, parts.DataCompacted:
+	case parts.DataSuspended, parts.DataResumed, parts.DataAbandoned, parts.DataSteered, parts.DataCompacted, parts.DataEdited:
 		r.data(p)
 	case parts.Error:
 		r.line("%s %s", r.style(styleRed, "✗ error:"), p.ErrorText)
@@ -195,6 +195,7 @@ func (r *renderer) approval(p parts.Part) {
 		r.line("%s %s needs approval %s", r.style(styleYellow, "?"), what, r.style(styleBold, p.ApprovalID))
 		r.line("  baton approve %s %s", r.session, p.ApprovalID)
 		r.line("  baton deny %s %s --reason ...", r.session, p.ApprovalID)
+		r.line("  baton approve %s %s --input '{...}'   (or respond with a result)", r.session, p.ApprovalID)
 	case parts.ToolApprovalResponse:
 		if p.Approved != nil && *p.Approved {
 			r.line("%s approval %s approved", r.style(styleGreen, "✓"), p.ApprovalID)
@@ -227,6 +228,17 @@ func (r *renderer) data(p parts.Part) {
 		for _, m := range d.Messages {
 			r.line("%s %s", r.style(styleBold, "› steered in:"), m.Text)
 		}
+	case parts.DataEdited:
+		var d struct {
+			Input json.RawMessage `json:"input"`
+			By    string          `json:"by"`
+		}
+		_ = json.Unmarshal(p.Data, &d) // a part that does not decode shows little
+		by := ""
+		if d.By != "" {
+			by = " by " + d.By
+		}
+		r.line("%s %s", r.style(styleYellow, "✎ edited"+by+" to"), clipText(compact(d.Input), maxShown))
 	case parts.DataCompacted:
 		if steps := dataSuffix(p.Data, "steps", "steps: "); steps != "" {
 			r.line("%s", r.style(styleDim, "⇣ the turn's earlier steps summarised"+steps))

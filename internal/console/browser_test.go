@@ -525,6 +525,27 @@ func TestConsoleInChromium(t *testing.T) {
 	b.waitFor("the idle status", `(`+jsStatus+`) === 'idle'`)
 	b.shot("05-denied")
 
+	// Edit the call's input from the page: bad JSON is refused there, an
+	// input the schema refuses by the API; the edited one runs.
+	editID := s.session(ctx, "live", "Send the team a status update")
+	b.open(s.url + "/console/#/s/" + editID)
+	b.waitFor("the approval card", `document.querySelector('#approvals .approval textarea.edit-input')`)
+	b.run("open the editor", chromedp.Click(chromedp.CSS(`#approvals .approval details.edit summary`)))
+	setInput := func(v string) {
+		b.run("type the input", chromedp.SetValue(chromedp.CSS(`#approvals .approval textarea.edit-input`), v))
+		b.run("approve as edited", chromedp.Click(chromedp.CSS(`#approvals .approval button.edit`)))
+	}
+	setInput(`{"to": `)
+	b.waitFor("the JSON error", jsHasText(`#approvals .approval .error`, "not JSON"))
+	setInput(`{"to": 5, "subject": "s"}`)
+	b.waitFor("the schema's refusal", jsHasText(`#approvals .approval .error`, "the edited input"))
+	setInput(`{"to": "ops@example.com", "subject": "Edited in the console"}`)
+	b.waitFor("the turn to finish", jsFinished)
+	b.waitFor("the edited input on the tool call", jsHasText(`#turn .tool[data-call] pre.edited`, "ops@example.com"))
+	b.waitFor("the tool's output for the edited input", jsHasText(`#turn .tool .out`, "ops@example.com"))
+	b.waitFor("the edit in the timeline", jsHasText(`#timeline li[data-type="approval.answered"]`, "edit"))
+	b.shot("05b-edited")
+
 	// An uncertain execution: the invocation dies while the charge runs.
 	ledgerID := s.session(ctx, "ledger", "Charge the card")
 	select {

@@ -41,10 +41,10 @@ func (a *answerRoutes) answer(w http.ResponseWriter, r *http.Request, caller str
 	}
 	answer := idempotency.Always(http.StatusAccepted, api.Accepted{Status: string(in.Decision)})
 	store, built := a.writer(r, answer)
-	err = store.Answer(r.Context(), id, operatorActor(caller), approval, in.Decision, in.Reason)
+	err = store.Answer(r.Context(), id, operatorActor(caller), reducer.Answer{ApprovalID: approval, Decision: in.Decision, Reason: in.Reason, Input: in.Input, Output: in.Output})
 	switch { // the reducer decides both
 	case errors.Is(err, reducer.ErrBadAnswer):
-		return httpjson.Refuse(http.StatusBadRequest, "decision must be %q or %q", reducer.Approve, reducer.Deny)
+		return httpjson.Refuse(http.StatusBadRequest, "%s (a decision is approve, deny, edit with input, or respond with output)", reducer.RefusalReason(err))
 	case errors.Is(err, session.ErrNotPending):
 		return httpjson.Refuse(http.StatusConflict, "approval %q is not pending", httpjson.Clip(approval))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -435,7 +436,7 @@ func TestApproveThenConflict(t *testing.T) {
 	fs := e.facts(s.ID)
 	last := fs[len(fs)-1]
 	if len(fs) != 6 || last.Type != reducer.ApprovalAnswered || last.Answer == nil ||
-		*last.Answer != (reducer.Answer{ApprovalID: ap.ID, ToolCallID: ap.ToolCallID, Decision: reducer.Approve, Reason: "looks fine"}) ||
+		!reflect.DeepEqual(*last.Answer, reducer.Answer{ApprovalID: ap.ID, ToolCallID: ap.ToolCallID, Decision: reducer.Approve, Reason: "looks fine"}) ||
 		last.Actor != (reducer.Actor{Kind: reducer.ActorOperator, ID: alice}) {
 		t.Errorf("facts %+v", fs)
 	}

@@ -70,6 +70,9 @@ const (
 	// at a step boundary (the steer policy); the model sees them as a user
 	// message after the step before them.
 	DataSteered Type = "data-steered"
+	// DataEdited records that an operator's answer edited a tool call's
+	// input before it ran; the model sees the call with the new input.
+	DataEdited Type = "data-edited"
 )
 
 // Part is one protocol part. Only the fields its Type uses are set.

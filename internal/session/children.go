@@ -66,6 +66,6 @@ func (c childCore) Cancel(ctx context.Context, id string, actor reducer.Actor, r
 	return c.ops.Cancel(ctx, id, actor, reason)
 }
 
-func (c childCore) Answer(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) error {
-	return c.ops.Answer(ctx, id, actor, approvalID, d, reason)
+func (c childCore) Answer(ctx context.Context, id string, actor reducer.Actor, a reducer.Answer) error {
+	return c.ops.Answer(ctx, id, actor, a)
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -175,28 +176,35 @@ func (s *ops) closeInterrupted(ctx context.Context, id string, sink *streams.Sin
 // chain to the session that asked. An approval id that is not pending —
 // unknown, already answered, or of another turn — fails with ErrNotPending
 // and writes nothing.
-func (s *ops) Answer(ctx context.Context, id string, actor reducer.Actor, approvalID string, d reducer.Decision, reason string) error {
+func (s *ops) Answer(ctx context.Context, id string, actor reducer.Actor, a reducer.Answer) error {
+	approvalID := a.ApprovalID
 	var read reducer.State // the state the answer was decided on
 	st, err := s.transition(ctx, id, func(cur reducer.State) (reducer.Fact, error) {
 		read = cur
 		// The reducer decides whether the approval is pending; this only
 		// names its turn and tool call.
-		var turn, call string
+		ans := reducer.Answer{ApprovalID: approvalID, Decision: a.Decision, Reason: a.Reason, Input: a.Input, Output: a.Output}
+		var turn string
 		if t := cur.Turn; t != nil {
 			turn = t.ID
 			for _, p := range t.Pending {
 				if p.ID == approvalID {
-					call = p.ToolCallID
+					ans.ToolCallID = p.ToolCallID
+					if a.Decision == reducer.Edit {
+						ans.Original = p.Input // the fact holds both inputs
+						if err := s.checkEdit(cur.Agent, p.Tool, a.Input); err != nil {
+							return reducer.Fact{}, err
+						}
+					}
 				}
 			}
 		}
-		return reducer.Fact{Type: reducer.ApprovalAnswered, Actor: actor, Turn: turn,
-			Answer: &reducer.Answer{ApprovalID: approvalID, ToolCallID: call, Decision: d, Reason: reason}}, nil
+		return reducer.Fact{Type: reducer.ApprovalAnswered, Actor: actor, Turn: turn, Answer: &ans}, nil
 	})
 	if errors.Is(err, ErrNotPending) {
 		// Perhaps a child's request, which the turn showed: the child's
 		// reducer decides it.
-		if routed, cerr := s.kids.AnswerChild(ctx, read, actor, approvalID, d, reason); routed || cerr != nil {
+		if routed, cerr := s.kids.AnswerChild(ctx, read, actor, a); routed || cerr != nil {
 			return cerr
 		}
 	}
@@ -205,6 +213,17 @@ func (s *ops) Answer(ctx context.Context, id string, actor reducer.Actor, approv
 	}
 	if len(st.Turn.Pending) == 0 {
 		s.wake(ctx, id, wake.Approval, st.LastSeq, 0)
+	}
+	return nil
+}
+
+// checkEdit checks an edit's input against the tool's schema.
+func (s *ops) checkEdit(agent, tool string, input json.RawMessage) error {
+	if s.CheckInput == nil || len(input) == 0 {
+		return nil // the reducer refuses an edit without input
+	}
+	if err := s.CheckInput(agent, tool, input); err != nil {
+		return fmt.Errorf("%w: the edited input: %v", reducer.ErrBadAnswer, err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	retrypkg "github.com/baton-run/baton/internal/retry"
@@ -98,6 +99,10 @@ type Config struct {
 	// Steering, when set, gives an agent's policy for a message that
 	// arrives while a turn is open (see deliver); nil or "" is enqueue.
 	Steering func(agent string) reducer.Steering
+	// CheckInput, when set, checks an operator's edit of a call (Answer
+	// with reducer.Edit) against the schema of the agent's tool; an edit
+	// it refuses fails with reducer.ErrBadAnswer and writes nothing.
+	CheckInput func(agent, tool string, input json.RawMessage) error
 	// Log receives what the store does not return, such as a wake it could
 	// not send; nil discards it.
 	Log *slog.Logger

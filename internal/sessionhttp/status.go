@@ -48,7 +48,7 @@ var conflicts = []struct {
 	{err: session.ErrNotFound, status: http.StatusNotFound, msg: func(noun, _ string) string { return noun + " not found" }},
 	{err: dynamo.ErrNotFound, status: http.StatusNotFound, msg: func(noun, _ string) string { return noun + " not found" }},
 	{err: reducer.ErrBadAnswer, status: http.StatusBadRequest, msg: func(_, _ string) string {
-		return "a decision must be approve or deny, a verdict rerun or abandon"
+		return "a decision must be approve, deny, edit (with input) or respond (with output), a verdict rerun or abandon"
 	}},
 	{err: session.ErrNotPending, status: http.StatusConflict, msg: func(_, _ string) string { return "nothing of that id is waiting for an answer" }},
 	{err: session.ErrNoTurn, status: http.StatusConflict, msg: func(noun, _ string) string { return "the " + noun + " has no open turn" }},

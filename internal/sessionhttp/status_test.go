@@ -28,7 +28,7 @@ func TestKnownAnswersSessionErrors(t *testing.T) {
 	}{
 		{session.ErrNotFound, http.StatusNotFound, "chat not found", ""},
 		{session.ErrRejected, http.StatusConflict, "the chat's agent takes no message while a turn is open; send it once the turn ends", ""},
-		{reducer.ErrBadAnswer, http.StatusBadRequest, "a decision must be approve or deny, a verdict rerun or abandon", ""},
+		{reducer.ErrBadAnswer, http.StatusBadRequest, "a decision must be approve, deny, edit (with input) or respond (with output), a verdict rerun or abandon", ""},
 		{session.ErrBusy, http.StatusServiceUnavailable, "the chat is busy with other writes; nothing was changed; retry", "1"},
 		{context.DeadlineExceeded, http.StatusServiceUnavailable, "timeout", "2"},
 		{fmt.Errorf("disk on fire"), http.StatusInternalServerError, "internal error", ""},

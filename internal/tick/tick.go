@@ -415,7 +415,7 @@ func (t *Tick) expire(ctx context.Context, id string, st reducer.State, now time
 		if p.Expires.IsZero() || !p.Expires.Before(now) {
 			continue
 		}
-		err := t.Sessions.Answer(ctx, id, actor(), p.ID, reducer.Deny, "expired")
+		err := t.Sessions.Answer(ctx, id, actor(), reducer.Answer{ApprovalID: p.ID, Decision: reducer.Deny, Reason: "expired"})
 		if errors.Is(err, session.ErrNotPending) {
 			continue // answered meanwhile
 		}

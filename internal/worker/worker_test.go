@@ -240,7 +240,7 @@ func TestWakeLeavesPendingApprovalAlone(t *testing.T) {
 	}
 	// Once answered, a wake resumes the turn.
 	st := teststack.Load(t, inv.sessions, id)
-	if err := inv.sessions.Answer(ctx, id, alice, st.Turn.Pending[0].ID, reducer.Approve, ""); err != nil {
+	if err := inv.sessions.Answer(ctx, id, alice, reducer.Answer{ApprovalID: st.Turn.Pending[0].ID, Decision: reducer.Approve, Reason: ""}); err != nil {
 		t.Fatal(err)
 	}
 	res, err = s.fresh(agent).worker.Handle(ctx, wake.Wake{Session: id, Reason: "approval"})

@@ -319,6 +319,8 @@ func (r *Replayer) add(p parts.Part) {
 		r.compacted(p)
 	case parts.DataSteered:
 		r.steered(p)
+	case parts.DataEdited:
+		r.edited(p)
 	case parts.TextStart, parts.ReasoningStart, parts.TextDelta, parts.ReasoningDelta,
 		parts.ReasoningEnd, parts.ToolInputAvailable, parts.MessageMetadata:
 		if r.open != nil {
@@ -437,6 +439,7 @@ func (r *Replayer) approvalRequested(p parts.Part) {
 		r.byApproval[c.ApprovalID] = slices.DeleteFunc(r.byApproval[c.ApprovalID], func(x *Call) bool { return x == c })
 	}
 	c.ApprovalID = p.ApprovalID
+	c.Answered = false // asked again, after an edit
 	if c.ApprovalID != "" {
 		r.byApproval[c.ApprovalID] = append(r.byApproval[c.ApprovalID], c)
 	}

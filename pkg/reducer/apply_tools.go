@@ -23,7 +23,7 @@ func (s toolRules) applyApprovalRequested(f Fact) error {
 			return s.illegal(f, "approval %s already pending", a.ID)
 		}
 	}
-	if _, ok := s.Turn.Answer(a.ToolCallID); ok {
+	if ans, ok := s.Turn.Answer(a.ToolCallID); ok && !ans.Reapprove() {
 		return s.illegal(f, "tool call %s already answered", a.ToolCallID)
 	}
 	p := *a
@@ -36,11 +36,11 @@ func (s toolRules) applyApprovalRequested(f Fact) error {
 // applyApprovalAnswered checks and folds a fact of type ApprovalAnswered.
 func (s toolRules) applyApprovalAnswered(f Fact) error {
 	a := f.Answer
-	switch {
-	case a == nil:
+	if a == nil {
 		return s.refuse(f, ErrBadAnswer, "no answer")
-	case a.Decision != Approve && a.Decision != Deny:
-		return s.refuse(f, ErrBadAnswer, "unknown decision %q", a.Decision)
+	}
+	if err := a.check(); err != nil {
+		return s.refuse(f, ErrBadAnswer, "%v", err)
 	}
 	if err := s.openTurn(f, ErrNotPending); err != nil {
 		return err
@@ -55,10 +55,14 @@ func (s toolRules) applyApprovalAnswered(f Fact) error {
 	if a.ToolCallID != s.Turn.Pending[i].ToolCallID {
 		return s.illegal(f, "approval %q is for tool call %s, not %s", a.ApprovalID, s.Turn.Pending[i].ToolCallID, a.ToolCallID)
 	}
-	requested := s.Turn.Pending[i].Requested
+	p := s.Turn.Pending[i]
 	s.Turn.Pending = slices.Delete(s.Turn.Pending, i, i+1)
 	ans := *a
-	ans.By, ans.Requested = f.Actor.ID, requested
+	ans.By, ans.ByKind, ans.Requested = f.Actor.ID, f.Actor.Kind, p.Requested
+	ans.Original = nil
+	if ans.Decision == Edit {
+		ans.Original = p.Input
+	}
 	s.Turn.Answers = append(s.Turn.Answers, ans)
 	return nil
 }

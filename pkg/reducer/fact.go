@@ -119,10 +119,14 @@ func (c Cause) Known() bool {
 // Decision answers an approval request.
 type Decision string
 
-// Decisions.
+// Decisions. Edit approves the call with new input (Answer.Input), which
+// the tool's schema and approval rules check again; Respond answers the
+// call with a result (Answer.Output) without running it.
 const (
 	Approve Decision = "approve"
 	Deny    Decision = "deny"
+	Edit    Decision = "edit"
+	Respond Decision = "respond"
 )
 
 // Verdict settles an uncertain execution.
@@ -206,9 +210,18 @@ type Answer struct {
 	ToolCallID string   `json:"toolCallId"`
 	Decision   Decision `json:"decision"`
 	Reason     string   `json:"reason,omitempty"`
+	// Input is an Edit's new input, a JSON object: the call runs with it.
+	Input json.RawMessage `json:"input,omitempty"`
+	// Original is the input the model wrote, recorded with an Edit (the
+	// pending approval's, set when the fact is folded).
+	Original json.RawMessage `json:"original,omitempty"`
+	// Output is a Respond's result, any JSON value: the model gets it as
+	// the call's result, and the tool never runs.
+	Output json.RawMessage `json:"output,omitempty"`
 	// By is who answered: the answering fact's actor, set when the fact
-	// is folded (whatever the fact's own answer says).
-	By string `json:"by,omitempty"`
+	// is folded (whatever the fact's own answer says). ByKind is its kind.
+	By     string    `json:"by,omitempty"`
+	ByKind ActorKind `json:"byKind,omitempty"`
 	// Requested is when the answered approval was requested, set when
 	// the fact is folded (see Approval.Requested).
 	Requested time.Time `json:"requested,omitzero"`

@@ -472,7 +472,7 @@ func answering(name string, d reducer.Decision, ids ...string) legalCase {
 			var want []reducer.Answer
 			for i, f := range fs {
 				a := *f.Answer
-				a.By = f.Actor.ID // the answer records who gave it
+				a.By, a.ByKind = f.Actor.ID, f.Actor.Kind // the answer records who gave it
 				if i < len(s.Turn.Answers) {
 					// and when its approval was requested: before the answer
 					if r := s.Turn.Answers[i].Requested; r.IsZero() || r.After(f.Time) {

@@ -1,9 +1,11 @@
 package reducer
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/baton-run/baton/internal/claims"
@@ -94,14 +96,26 @@ type Turn struct {
 	Block *claims.Block `json:"block,omitempty"`
 }
 
-// Answer returns the answer to the approval requested for a tool call.
+// Answer returns the newest answer to an approval requested for a tool
+// call (an edit sent back to approval is answered again).
 func (t *Turn) Answer(toolCallID string) (Answer, bool) {
-	for _, a := range t.Answers {
-		if a.ToolCallID == toolCallID {
-			return a, true
+	for i := len(t.Answers) - 1; i >= 0; i-- {
+		if t.Answers[i].ToolCallID == toolCallID {
+			return t.Answers[i], true
 		}
 	}
 	return Answer{}, false
+}
+
+// Edited returns the input the newest edit of a tool call gave it, if an
+// answer edited it.
+func (t *Turn) Edited(toolCallID string) (json.RawMessage, bool) {
+	for i := len(t.Answers) - 1; i >= 0; i-- {
+		if a := t.Answers[i]; a.ToolCallID == toolCallID && a.Decision == Edit {
+			return a.Input, true
+		}
+	}
+	return nil, false
 }
 
 // Execution returns the newest execution of a tool call: the open one, if
@@ -179,9 +193,11 @@ var (
 	// that is not waiting for one (unknown, already answered, of another
 	// turn, or the turn is not suspended for it).
 	ErrNotPending = errors.New("reducer: not pending")
-	// ErrBadAnswer: a decision that is not approve or deny, or a verdict
-	// that is not rerun or abandon.
-	ErrBadAnswer = errors.New("reducer: unknown decision or verdict")
+	// ErrBadAnswer: an answer the reducer cannot take: a decision that is
+	// not approve, deny, edit or respond, or whose input or output is
+	// missing or malformed, or a verdict that is not rerun or abandon.
+	// Reason gives what is wrong with it.
+	ErrBadAnswer = errors.New("reducer: bad answer")
 )
 
 // TransitionError rejects a fact that cannot follow the state it was applied to.
@@ -193,6 +209,15 @@ type TransitionError struct {
 	// Kind, when set, is ErrNotPending or ErrBadAnswer, which the error
 	// then matches besides ErrIllegal.
 	Kind error
+}
+
+// RefusalReason returns why err, an answer the reducer refused, was refused: the
+// TransitionError's reason, or err's own text.
+func RefusalReason(err error) string {
+	if te, ok := errors.AsType[*TransitionError](err); ok {
+		return te.Reason
+	}
+	return strings.TrimPrefix(err.Error(), ErrBadAnswer.Error()+": ")
 }
 
 func (e *TransitionError) Error() string {

@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"encoding/json"
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/tool"
@@ -108,6 +109,21 @@ func (m AgentMap) Steering(name string) reducer.Steering {
 		return a.Steering
 	}
 	return ""
+}
+
+// CheckInput checks input against the schema of the named agent's tool,
+// as an operator's edit is (session.Store's CheckInput). A tool the agent
+// does not list here (an MCP server's, listed as its turns start) passes;
+// the runner checks it again as it admits the edited call.
+func (m AgentMap) CheckInput(agent, tool string, input json.RawMessage) error {
+	a, ok := m[agent]
+	if !ok || a.Tools == nil {
+		return nil
+	}
+	if _, ok := a.Tools.Get(tool); !ok {
+		return nil
+	}
+	return a.Tools.Check(tool, input)
 }
 
 // Has reports whether the named agent exists.

@@ -55,10 +55,10 @@ func TestRepeatedToolCallIDsAreKeptApart(t *testing.T) {
 			if len(step1) != 2 || step1[0].ToolCallID != calls[0] || step1[1].ToolCallID != calls[1] || step1[0].ID == step1[1].ID {
 				t.Fatalf("step 1 approvals = %+v, want one each for %v", step1, calls[:2])
 			}
-			if err := inv.sessions.Answer(ctx, sid, operator, step1[0].ID, reducer.Deny, "not a"); err != nil {
+			if err := inv.sessions.Answer(ctx, sid, operator, reducer.Answer{ApprovalID: step1[0].ID, Decision: reducer.Deny, Reason: "not a"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := inv.sessions.Answer(ctx, sid, operator, step1[1].ID, reducer.Approve, ""); err != nil {
+			if err := inv.sessions.Answer(ctx, sid, operator, reducer.Answer{ApprovalID: step1[1].ID, Decision: reducer.Approve, Reason: ""}); err != nil {
 				t.Fatal(err)
 			}
 
@@ -73,7 +73,7 @@ func TestRepeatedToolCallIDsAreKeptApart(t *testing.T) {
 				!strings.Contains(string(step2[0].Input), "c@example.com") {
 				t.Fatalf("step 2 approvals = %+v, want a new one for %s", step2, calls[2])
 			}
-			if err := inv.sessions.Answer(ctx, sid, operator, step2[0].ID, reducer.Approve, ""); err != nil {
+			if err := inv.sessions.Answer(ctx, sid, operator, reducer.Answer{ApprovalID: step2[0].ID, Decision: reducer.Approve, Reason: ""}); err != nil {
 				t.Fatal(err)
 			}
 			out, err = fresh(t, agent).runner.Resume(ctx, sid)

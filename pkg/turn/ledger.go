@@ -2,6 +2,8 @@ package turn
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,28 +195,67 @@ func (ru *ledger) admit(c *conversation.Call, turn *reducer.Turn, now time.Time)
 			return t, false, nil
 		}
 	}
-	if !t.Approval(c.Input) {
-		return t, true, nil
-	}
 	ans, answered := turn.Answer(c.ID)
 	if !answered {
-		id := c.ApprovalID
-		if id == "" {
-			id = "ap_" + c.ID
-			ru.emit(parts.Part{Type: parts.ToolApprovalRequest, ApprovalID: id, ToolCallID: c.ID})
+		if !t.Approval(c.Input) {
+			return t, true, nil
 		}
-		return t, false, &reducer.Approval{ID: id, ToolCallID: c.ID, Tool: c.Name, Input: c.Input,
-			Expires: now.Add(ru.lim.ApprovalTTL)}
+		return t, false, ru.approvalFor(c, c.ApprovalID, now)
+	}
+	return t, ru.answered(c, t, ans, now, &request), request
+}
+
+// approvalFor is the approval request of call c, with id (a new one when
+// empty: its request is emitted).
+func (ru *ledger) approvalFor(c *conversation.Call, id string, now time.Time) *reducer.Approval {
+	if id == "" {
+		id = "ap_" + c.ID
+		ru.emit(parts.Part{Type: parts.ToolApprovalRequest, ApprovalID: id, ToolCallID: c.ID})
+	}
+	return &reducer.Approval{ID: id, ToolCallID: c.ID, Tool: c.Name, Input: c.Input,
+		Expires: now.Add(ru.lim.ApprovalTTL)}
+}
+
+// answered emits what call c's answer ans decided, once, and reports
+// whether the call runs: an approval runs it, a denial and a response
+// (whose result the model gets) do not, and an edit runs it with the new
+// input once its schema holds. An edit whose input the tool's rules send
+// to approval, by an actor that may not approve (ans.Reapprove), asks
+// again: *request is set.
+func (ru *ledger) answered(c *conversation.Call, t tool.Tool, ans reducer.Answer, now time.Time, request **reducer.Approval) bool {
+	again := ans.ApprovalID + "_edited"
+	if c.ApprovalID == again {
+		// Asked again already (a redo after a kill): still waiting.
+		*request = ru.approvalFor(c, again, now)
+		return false
 	}
 	if !c.Answered {
-		approved := ans.Decision == reducer.Approve
+		approved := ans.Decision != reducer.Deny
 		ru.emit(parts.Part{Type: parts.ToolApprovalResponse, ApprovalID: ans.ApprovalID, Approved: &approved, Reason: ans.Reason})
+		if ans.Decision == reducer.Edit {
+			// The replayer folds it: c.Input is the edited input from here.
+			ru.emit(conversation.Edited(c.ID, ans.Input, ans.Original, ans.By))
+		}
 	}
-	if ans.Decision == reducer.Deny {
+	switch ans.Decision {
+	case reducer.Deny:
 		ru.emit(parts.Part{Type: parts.ToolOutputDenied, ToolCallID: c.ID})
-		return t, false, nil
+		return false
+	case reducer.Respond:
+		ru.emit(parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: c.ID, Output: ans.Output})
+		return false
+	case reducer.Edit:
+		if err := ru.tools.Check(c.Name, c.Input); err != nil {
+			ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: "the edited input: " + err.Error()})
+			return false
+		}
+		if ans.Reapprove() && t.Approval(c.Input) {
+			ru.emit(parts.Part{Type: parts.ToolApprovalRequest, ApprovalID: again, ToolCallID: c.ID})
+			*request = ru.approvalFor(c, again, now)
+			return false
+		}
 	}
-	return t, true, nil
+	return true
 }
 
 // BilledGrace is how long a step's read-only tools may run before the step
@@ -421,7 +462,12 @@ func (ru *ledger) call(c *conversation.Call, exec *reducer.Execution) tool.Call 
 	}
 	tc.IdempotencyKey = ru.out.Session + "/" + ru.out.Turn + "/" + key
 	if t := ru.sess.State.Turn; t != nil {
-		if a, ok := t.Answer(c.ID); ok && a.Decision == reducer.Approve {
+		if in, ok := t.Edited(c.ID); ok {
+			// Another input, another effect: the key changes with it.
+			sum := sha256.Sum256(parts.Recorded(in))
+			tc.IdempotencyKey += "/edited-" + hex.EncodeToString(sum[:8])
+		}
+		if a, ok := t.Answer(c.ID); ok && a.Approves() {
 			tc.Approval = &tool.Approved{ID: a.ApprovalID, Approver: a.By, Reason: a.Reason}
 		}
 	}

@@ -330,13 +330,13 @@ func TestParallelApprovalsEitherOrder(t *testing.T) {
 			if order == "second-then-first" {
 				pend[0], pend[1] = pend[1], pend[0]
 			}
-			if err := inv.sessions.Answer(ctx, id, operator, pend[0].ID, reducer.Approve, ""); err != nil {
+			if err := inv.sessions.Answer(ctx, id, operator, reducer.Answer{ApprovalID: pend[0].ID, Decision: reducer.Approve, Reason: ""}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := fresh(t, agent).runner.Resume(ctx, id); !errors.Is(err, turn.ErrNotResumable) {
 				t.Fatalf("resumed with one approval pending: %v", err)
 			}
-			if err := inv.sessions.Answer(ctx, id, operator, pend[1].ID, reducer.Approve, ""); err != nil {
+			if err := inv.sessions.Answer(ctx, id, operator, reducer.Answer{ApprovalID: pend[1].ID, Decision: reducer.Approve, Reason: ""}); err != nil {
 				t.Fatal(err)
 			}
 			out, err = fresh(t, agent).runner.Resume(ctx, id)

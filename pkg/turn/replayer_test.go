@@ -122,7 +122,7 @@ func TestIncrementalInputMatchesBuildAfterApprovals(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := ctxT(t)
 			inv, id, ap := suspendOnApproval(t)
-			if err := inv.sessions.Answer(ctx, id, operator, ap.ID, d, ""); err != nil {
+			if err := inv.sessions.Answer(ctx, id, operator, reducer.Answer{ApprovalID: ap.ID, Decision: d, Reason: ""}); err != nil {
 				t.Fatal(err)
 			}
 			var rinv *invocation

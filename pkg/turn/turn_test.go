@@ -239,18 +239,18 @@ func TestApprovalApproveRunsTool(t *testing.T) {
 	before := len(facts(t, inv, id))
 
 	// A wrong approval id is refused and writes nothing.
-	if err := inv.sessions.Answer(ctx, id, operator, "ap_nope", reducer.Approve, ""); !errors.Is(err, session.ErrNotPending) {
+	if err := inv.sessions.Answer(ctx, id, operator, reducer.Answer{ApprovalID: "ap_nope", Decision: reducer.Approve, Reason: ""}); !errors.Is(err, session.ErrNotPending) {
 		t.Fatalf("wrong id: %v", err)
 	}
 	if n := len(facts(t, inv, id)); n != before {
 		t.Fatalf("wrong id wrote %d facts", n-before)
 	}
-	if err := inv.sessions.Answer(ctx, id, operator, ap.ID, reducer.Approve, "looks fine"); err != nil {
+	if err := inv.sessions.Answer(ctx, id, operator, reducer.Answer{ApprovalID: ap.ID, Decision: reducer.Approve, Reason: "looks fine"}); err != nil {
 		t.Fatal(err)
 	}
 	// A second answer is refused and writes nothing.
 	after := len(facts(t, inv, id))
-	if err := inv.sessions.Answer(ctx, id, operator, ap.ID, reducer.Deny, ""); !errors.Is(err, session.ErrNotPending) {
+	if err := inv.sessions.Answer(ctx, id, operator, reducer.Answer{ApprovalID: ap.ID, Decision: reducer.Deny, Reason: ""}); !errors.Is(err, session.ErrNotPending) {
 		t.Fatalf("second answer: %v", err)
 	}
 	if n := len(facts(t, inv, id)); n != after {
@@ -289,7 +289,7 @@ func TestApprovalDenyTellsTheModel(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
 	inv, id, ap := suspendOnApproval(t)
-	if err := inv.sessions.Answer(ctx, id, operator, ap.ID, reducer.Deny, "not today"); err != nil {
+	if err := inv.sessions.Answer(ctx, id, operator, reducer.Answer{ApprovalID: ap.ID, Decision: reducer.Deny, Reason: "not today"}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := fresh(t, demoAgent(t, script(t, approvalScript), turn.Limits{})).runner.Resume(ctx, id)
@@ -435,7 +435,7 @@ func TestRaceAnswer(t *testing.T) {
 	ctx := ctxT(t)
 	inv, id, ap := suspendOnApproval(t)
 	errs := race(20, func() error {
-		return fresh(t, demoAgent(t, script(t, approvalScript), turn.Limits{})).sessions.Answer(ctx, id, operator, ap.ID, reducer.Approve, "")
+		return fresh(t, demoAgent(t, script(t, approvalScript), turn.Limits{})).sessions.Answer(ctx, id, operator, reducer.Answer{ApprovalID: ap.ID, Decision: reducer.Approve, Reason: ""})
 	})
 	ok := 0
 	for _, err := range errs {

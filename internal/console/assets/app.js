@@ -277,14 +277,29 @@ async function sessionPage(id, signal) {
       if ($.approvals.querySelector(`[data-approval="${CSS.escape(p.approvalId)}"]`)) continue;
       const reason = el('input', { class: 'reason', placeholder: 'reason (optional; the model sees it)', 'aria-label': `Reason for answering ${p.tool} (the model sees it)` });
       const note = el('span', { class: 'error' });
-      const answer = decision => ev => act(ev.target, note, 'POST', sessionPath(id, '/approvals/' + encodeURIComponent(p.approvalId)), { decision, reason: reason.value });
+      const path = sessionPath(id, '/approvals/' + encodeURIComponent(p.approvalId));
+      const answer = decision => ev => act(ev.target, note, 'POST', path, { decision, reason: reason.value });
+      // Edit the input, or answer the call by hand: the JSON typed here.
+      const typed = (area, key, decision) => ev => {
+        let v;
+        try { v = JSON.parse(area.value); } catch (e) { note.textContent = 'not JSON: ' + e.message; return; }
+        act(ev.target, note, 'POST', path, { decision, [key]: v, reason: reason.value });
+      };
+      const input = el('textarea', { class: 'edit-input mono', rows: 6, 'aria-label': `Input to run ${p.tool} with` });
+      input.value = JSON.stringify(p.input, null, 2);
+      const output = el('textarea', { class: 'respond-output mono', rows: 3, placeholder: '{"result": "..."}', 'aria-label': `Result the model gets for ${p.tool}` });
       $.approvals.append(el('div', { class: 'card attention approval', 'data-approval': p.approvalId },
         el('div', { class: 'row' }, el('strong', {}, 'Approval needed: ' + p.tool), el('span', { class: 'muted mono' }, p.toolCallId),
           p.expires ? el('span', { class: 'muted' }, 'expires ' + new Date(p.expires).toLocaleString()) : null),
         el('pre', {}, json(p.input)),
         el('div', { class: 'row' }, reason,
           el('button', { class: 'approve', onclick: answer('approve') }, 'Approve'),
-          el('button', { class: 'deny', onclick: answer('deny') }, 'Deny'), note)));
+          el('button', { class: 'deny', onclick: answer('deny') }, 'Deny'), note),
+        el('details', { class: 'edit' }, el('summary', {}, 'Edit the input, or answer by hand'),
+          el('div', { class: 'muted' }, 'Run the tool with this input instead (its schema and rules check it again):'), input,
+          el('div', { class: 'row' }, el('button', { class: 'edit', onclick: typed(input, 'input', 'edit') }, 'Approve as edited')),
+          el('div', { class: 'muted' }, 'Or give the model this result; the tool never runs:'), output,
+          el('div', { class: 'row' }, el('button', { class: 'respond', onclick: typed(output, 'output', 'respond') }, 'Answer by hand')))));
     }
     // Approvals pending in the open turn's child sessions, or deeper down
     // the chain: each links to the session that asked, where it is

@@ -111,6 +111,14 @@ export class TurnView {
         t.out.append(el('div', { class: 'answer' }, (p.approved ? 'Approved' : 'Denied') + (p.reason ? ': ' + p.reason : '')));
         break;
       }
+      case 'data-edited': {
+        // An operator's edit: the call ran with this input, not the model's.
+        const t = this.tool(p.data?.toolCallId);
+        t.input.replaceChildren(el('div', { class: 'muted' }, 'input, edited' + (p.data?.by ? ' by ' + p.data.by : '')),
+          el('pre', { class: 'edited' }, json(p.data?.input)),
+          el('details', {}, el('summary', { class: 'muted' }, 'the model\'s input'), el('pre', {}, json(p.data?.original))));
+        break;
+      }
       case 'tool-output-available': {
         const t = this.tool(p.toolCallId);
         this.setState(t, 'done');

@@ -183,7 +183,7 @@ func runTurn(t *testing.T, w wire, d reducer.Decision) outcome {
 	}
 	checkRecorded(t, "A", recA, 1)
 
-	if err := a.sessions.Answer(ctx, id, operator, ap.ID, d, answerReason(d)); err != nil {
+	if err := a.sessions.Answer(ctx, id, operator, reducer.Answer{ApprovalID: ap.ID, Decision: d, Reason: answerReason(d)}); err != nil {
 		t.Fatal(err)
 	}
 

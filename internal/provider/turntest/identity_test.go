@@ -287,7 +287,7 @@ func identityTurn(t *testing.T, w idWire, providerID string, ds [2]reducer.Decis
 	if ap1.ToolCallID != calls[0] || callTo(t, string(ap1.Input)) != tos[0] {
 		t.Fatalf("first approval = %+v, want %s to %s", ap1, calls[0], tos[0])
 	}
-	if err := a.sessions.Answer(ctx, sid, operator, ap1.ID, ds[0], ""); err != nil {
+	if err := a.sessions.Answer(ctx, sid, operator, reducer.Answer{ApprovalID: ap1.ID, Decision: ds[0], Reason: ""}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -321,7 +321,7 @@ func identityTurn(t *testing.T, w idWire, providerID string, ds [2]reducer.Decis
 		return wireResult{wires[i], `{"messageId":"msg-` + key(i) + `","sent":true,"to":"` + tos[i] + `"}`, false}
 	}
 	checkPairs(t, w, srv.Requests()[1], []wireCall{{wires[0], tos[0]}}, []wireResult{result(0, ds[0])})
-	if err := b.sessions.Answer(ctx, sid, operator, ap2.ID, ds[1], ""); err != nil {
+	if err := b.sessions.Answer(ctx, sid, operator, reducer.Answer{ApprovalID: ap2.ID, Decision: ds[1], Reason: ""}); err != nil {
 		t.Fatal(err)
 	}
 
