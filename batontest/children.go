@@ -27,5 +27,5 @@ func (s *Session) Cancel(reason string) {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	s.kit.fatal(s.kit.engine.Sessions.Cancel(ctx, s.ID, s.operator(Owner), reason))
+	s.kit.fatal(s.kit.engine.Sessions.Cancel(ctx, s.ID, operatorActor(Owner), reason))
 }

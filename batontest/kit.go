@@ -227,7 +227,8 @@ func (k *Kit) Session(agent string) *Session {
 	return &Session{ID: id, kit: k}
 }
 
-func (s *Session) operator(id string) reducer.Actor {
+// operatorActor is the operator id, as the kit answers and posts.
+func operatorActor(id string) reducer.Actor {
 	return reducer.Actor{Kind: reducer.ActorOperator, ID: id}
 }
 
@@ -236,7 +237,7 @@ func (s *Session) Post(text string) {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	_, err := s.kit.engine.Sessions.Post(ctx, s.ID, s.operator(Owner), text)
+	_, err := s.kit.engine.Sessions.Post(ctx, s.ID, operatorActor(Owner), text)
 	s.kit.fatal(err)
 }
 
@@ -263,8 +264,8 @@ func (s *Session) Post(text string) {
 // and the tools' context; the next Run calls them afresh).
 func (s *Session) Run() Outcome {
 	s.kit.tb.Helper()
-	out, _ := s.family()
-	return s.explain(out)
+	out, _ := runFamily(s)
+	return explained(s, out)
 }
 
 // RunAlone is one fresh invocation of the resume function for the session
@@ -275,27 +276,27 @@ func (s *Session) Run() Outcome {
 // Idle says why.
 func (s *Session) RunAlone() Outcome {
 	s.kit.tb.Helper()
-	out, _ := s.once()
-	return s.explain(out)
+	out, _ := runOnce(s)
+	return explained(s, out)
 }
 
 // maxRounds bounds the rounds of one Run over a session and its children.
 const maxRounds = 100
 
-// family runs the session once, then its children, each with its own,
+// runFamily runs session s once, then its children, each with its own,
 // and the session again while a child did something. did reports whether
 // any session of the family changed.
-func (s *Session) family() (last Outcome, did bool) {
+func runFamily(s *Session) (last Outcome, did bool) {
 	s.kit.tb.Helper()
 	for range maxRounds {
-		out, ran := s.once()
+		out, ran := runOnce(s)
 		if out.Kind != "" {
 			last = out
 		}
 		did = did || ran
 		kids := false
 		for _, c := range s.Children() {
-			if _, ran := c.family(); ran {
+			if _, ran := runFamily(c); ran {
 				kids = true
 			}
 		}
@@ -308,26 +309,26 @@ func (s *Session) family() (last Outcome, did bool) {
 	return last, did
 }
 
-// once is one invocation for the session; ran reports whether it changed
+// runOnce is one invocation for session s; ran reports whether it changed
 // the session (ran a turn, or reported its end to its parent).
-func (s *Session) once() (Outcome, bool) {
+func runOnce(s *Session) (Outcome, bool) {
 	s.kit.tb.Helper()
-	before := s.lastSeq()
+	before := lastSeqOf(s)
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	out, err := s.run(ctx)
+	out, err := runTurn(ctx, s)
 	s.kit.fatal(err)
 	if hitDeadline(ctx, out, s.kit.timeout) {
 		s.kit.tb.Fatalf("batontest: the invocation ran into its %v deadline while a tool or the model was still blocked, "+
 			"and the turn was suspended for its budget (turn %s): a blocking tool or test hook must return when its context is done, "+
 			"and not block again on resume", s.kit.timeout, out.Turn)
 	}
-	return Outcome{Outcome: out}, out.Kind != "" || s.lastSeq() != before
+	return Outcome{Outcome: out}, out.Kind != "" || lastSeqOf(s) != before
 }
 
-// lastSeq is the sequence number of the session's last fact; -1 once the
+// lastSeqOf is the sequence number of session s's last fact; -1 once the
 // session is deleted (a Run of it then does nothing).
-func (s *Session) lastSeq() int64 {
+func lastSeqOf(s *Session) int64 {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
@@ -339,8 +340,8 @@ func (s *Session) lastSeq() int64 {
 	return sess.State.LastSeq
 }
 
-// explain sets an outcome that ran nothing's Idle.
-func (s *Session) explain(out Outcome) Outcome {
+// explained sets an outcome that ran nothing's Idle.
+func explained(s *Session, out Outcome) Outcome {
 	if out.Kind == "" {
 		out.Idle = s.Waiting()
 	}
@@ -393,7 +394,8 @@ func hitDeadline(ctx context.Context, out turn.Outcome, timeout time.Duration) b
 	return ok && out.Kind == turn.Suspended && out.Cause == reducer.CauseBudget && time.Until(dl) < timeout/4
 }
 
-func (s *Session) run(ctx context.Context) (turn.Outcome, error) {
+// runTurn hands session s a wake, as the resume worker gets one.
+func runTurn(ctx context.Context, s *Session) (turn.Outcome, error) {
 	res, err := s.kit.engine.Worker().Handle(ctx, wake.Wake{Session: s.ID, Reason: "batontest"})
 	if err != nil || len(res.Outcomes) == 0 {
 		return turn.Outcome{}, err
@@ -418,11 +420,11 @@ func (s *Session) RunKilled(kill <-chan struct{}) {
 		case <-ctx.Done():
 		}
 	}()
-	_, err := s.run(ctx)
+	_, err := runTurn(ctx, s)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		s.kit.fatal(err)
 	}
-	s.waitLease()
+	awaitLease(s)
 }
 
 // RunFor is RunKilled with the kill d after the start.
@@ -434,7 +436,9 @@ func (s *Session) RunFor(d time.Duration) {
 	s.RunKilled(kill)
 }
 
-func (s *Session) waitLease() {
+// awaitLease waits until a killed invocation's lease on session s has
+// passed, on the kit's clock.
+func awaitLease(s *Session) {
 	s.kit.tb.Helper()
 	st := s.State()
 	if st.Status == reducer.Running && st.Turn != nil {
@@ -480,20 +484,22 @@ func (s *Session) Uncertain() *Execution {
 
 // Approve approves a pending call as the operator "approver"; the next
 // Run runs it.
-func (s *Session) Approve(approvalID string) { s.answer(approvalID, reducer.Approve, "") }
+func (s *Session) Approve(approvalID string) { answerAs(s, approvalID, reducer.Approve, "") }
 
 // ApproveBecause approves a pending call as Approve does, giving a reason;
 // the tool sees both approver and reason (baton.CallOf).
 func (s *Session) ApproveBecause(approvalID, reason string) {
-	s.answer(approvalID, reducer.Approve, reason)
+	answerAs(s, approvalID, reducer.Approve, reason)
 }
 
 // Deny denies a pending call; the model is told, with reason.
-func (s *Session) Deny(approvalID, reason string) { s.answer(approvalID, reducer.Deny, reason) }
+func (s *Session) Deny(approvalID, reason string) { answerAs(s, approvalID, reducer.Deny, reason) }
 
-func (s *Session) answer(id string, d reducer.Decision, reason string) {
+// answerAs answers approval id of session s as the operator "approver";
+// the test fails on an error.
+func answerAs(s *Session, id string, d reducer.Decision, reason string) {
 	s.kit.tb.Helper()
-	s.kit.fatal(s.reply(reducer.Answer{ApprovalID: id, Decision: d, Reason: reason}))
+	s.kit.fatal(replyAs(s, reducer.Answer{ApprovalID: id, Decision: d, Reason: reason}))
 }
 
 // Edit approves a pending call as the operator "approver" with new input
@@ -506,7 +512,7 @@ func (s *Session) Edit(approvalID string, input any) error {
 	if err != nil {
 		return fmt.Errorf("batontest: edit %s: %w", approvalID, err)
 	}
-	return s.reply(reducer.Answer{ApprovalID: approvalID, Decision: reducer.Edit, Input: b})
+	return replyAs(s, reducer.Answer{ApprovalID: approvalID, Decision: reducer.Edit, Input: b})
 }
 
 // Respond answers a pending call as the operator "approver" with output
@@ -517,14 +523,14 @@ func (s *Session) Respond(approvalID string, output any) error {
 	if err != nil {
 		return fmt.Errorf("batontest: respond %s: %w", approvalID, err)
 	}
-	return s.reply(reducer.Answer{ApprovalID: approvalID, Decision: reducer.Respond, Output: b})
+	return replyAs(s, reducer.Answer{ApprovalID: approvalID, Decision: reducer.Respond, Output: b})
 }
 
-// reply records an answer as the operator "approver".
-func (s *Session) reply(a reducer.Answer) error {
+// replyAs records an answer as the operator "approver".
+func replyAs(s *Session, a reducer.Answer) error {
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	return s.kit.engine.Sessions.Answer(ctx, s.ID, s.operator("approver"), a)
+	return s.kit.engine.Sessions.Answer(ctx, s.ID, operatorActor("approver"), a)
 }
 
 // Verdict settles an uncertain execution: Rerun runs the tool once more,
@@ -534,7 +540,7 @@ func (s *Session) Verdict(executionID string, v Verdict) {
 	s.kit.tb.Helper()
 	ctx, cancel := s.kit.ctx()
 	defer cancel()
-	s.kit.fatal(s.kit.engine.Sessions.Settle(ctx, s.ID, s.operator("approver"), executionID, v))
+	s.kit.fatal(s.kit.engine.Sessions.Settle(ctx, s.ID, operatorActor("approver"), executionID, v))
 }
 
 // Facts are the session's facts, in order.
