@@ -201,6 +201,42 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 //	}
 func CallOf(ctx context.Context) (Call, bool) { return tool.CallFrom(ctx) }
 
+// Data is a part a running tool sends to its turn's stream with Emit:
+// progress, or a data type of the tool's own. Readers get it as a
+// "data-<Type>" part; useChat shows it in message.parts (a later part of
+// the same Type and ID replaces an earlier one) and passes it to onData.
+// The model never sees it: what the model should know goes in the result.
+type Data = tool.Data
+
+// Errors Emit returns; either sends nothing.
+var (
+	// ErrNoStream: Emit outside a running tool call.
+	ErrNoStream = tool.ErrNoStream
+	// ErrBadData: a type that is not lowercase letters, digits and single
+	// dashes, or is baton's own; an id over 200 bytes; a payload that does
+	// not encode to JSON, or to more than MaxData bytes.
+	ErrBadData = tool.ErrBadData
+)
+
+// MaxData is the largest encoded payload of one Data part.
+const MaxData = tool.MaxData
+
+// Emit sends d to the stream of the tool call running in ctx, live: the
+// parts a step's tools emit are written together at most once per the
+// agent's LiveFlush (250 ms when unset), so emitting costs no request per
+// part. A tool reporting its progress:
+//
+//	for i, f := range files {
+//		upload(ctx, f)
+//		baton.Emit(ctx, baton.Data{Type: "progress", ID: "upload",
+//			Data: map[string]any{"done": i + 1, "of": len(files)}})
+//	}
+//
+// Parts of a call whose invocation ended before its result are marked by a
+// data-redone part naming the call when the turn resumes; a call run again
+// emits anew.
+func Emit(ctx context.Context, d Data) error { return tool.Emit(ctx, d) }
+
 // Approved is an operator's approval of a call (Call.Approval): its id,
 // the approver's identity and their reason.
 type Approved = tool.Approved

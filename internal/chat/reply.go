@@ -18,7 +18,8 @@ import (
 // approval states and shows a denial as output-error. Majors 6 and 7 see a
 // recorded answer as approval-responded until the call's result. Unlike a
 // live client, the reply leaves out a step cut short and redone (the parts
-// before a data-abandoned back to its step-start), and error parts.
+// before a data-abandoned back to its step-start), transient data parts,
+// and error parts.
 func Reply(turn string, ps []parts.Part, v Version) api.ChatMessage {
 	f := folder{msg: api.ChatMessage{ID: turn, Role: "assistant", Parts: []api.ChatPart{}}, blocks: map[string]int{}, step: -1}
 	for _, p := range ps {
@@ -84,10 +85,24 @@ func (f *folder) add(p parts.Part) {
 			f.step = -1
 		}
 	default:
-		if len(p.Type) > 5 && p.Type[:5] == "data-" {
-			f.push(api.ChatPart{Type: string(p.Type), Data: p.Data})
+		if len(p.Type) > 5 && p.Type[:5] == "data-" && !p.Transient {
+			f.data(p)
 		}
 	}
+}
+
+// data adds a data part, or, as the AI SDK reconciles them, updates the
+// earlier one of the same type and id.
+func (f *folder) data(p parts.Part) {
+	if p.ID != "" {
+		for i := range f.msg.Parts {
+			if d := &f.msg.Parts[i]; d.Type == string(p.Type) && d.ID == p.ID {
+				d.Data = p.Data
+				return
+			}
+		}
+	}
+	f.push(api.ChatPart{Type: string(p.Type), ID: p.ID, Data: p.Data})
 }
 
 func (f *folder) push(p api.ChatPart) { f.msg.Parts = append(f.msg.Parts, p) }

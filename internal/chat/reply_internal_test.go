@@ -68,3 +68,44 @@ func TestReply(t *testing.T) {
 		}
 	}
 }
+
+// TestReplyDataParts: a tool's data parts of one type and id fold into one
+// part holding the latest data, as the AI SDK reconciles them; parts
+// without an id each stay; transient parts are left out; and the live
+// stream sends a data part with only the AI SDK's fields.
+func TestReplyDataParts(t *testing.T) {
+	ps := []parts.Part{
+		{Type: parts.StartStep},
+		{Type: parts.ToolInputAvailable, ToolCallID: "tc_1", ToolName: "scan", Input: json.RawMessage(`{}`)},
+		{Type: parts.FinishStep},
+		{Type: "data-progress", ID: "scan", ToolCallID: "tc_1", Data: json.RawMessage(`{"done":1}`)},
+		{Type: "data-note", ToolCallID: "tc_1", Data: json.RawMessage(`"a"`)},
+		{Type: "data-progress", ID: "scan", ToolCallID: "tc_1", Data: json.RawMessage(`{"done":2}`)},
+		{Type: "data-note", ToolCallID: "tc_1", Data: json.RawMessage(`"b"`)},
+		{Type: "data-found", ToolCallID: "tc_1", Data: json.RawMessage(`"x"`), Transient: true},
+		{Type: parts.ToolOutputAvailable, ToolCallID: "tc_1", Output: json.RawMessage(`"ok"`)},
+	}
+	msg := Reply("turn_1", ps, V6)
+	var got []string
+	for _, p := range msg.Parts {
+		if len(p.Type) > 5 && p.Type[:5] == "data-" {
+			got = append(got, p.Type+"#"+p.ID+"="+string(p.Data))
+		}
+	}
+	want := []string{`data-progress#scan={"done":2}`, `data-note#="a"`, `data-note#="b"`}
+	if len(got) != len(want) {
+		t.Fatalf("data parts %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("data parts %q, want %q", got, want)
+		}
+	}
+	for _, v := range []Version{V5, V6, V7} {
+		p, ok := v.Map(ps[3])
+		b, _ := json.Marshal(p)
+		if !ok || string(b) != `{"type":"data-progress","id":"scan","data":{"done":1}}` {
+			t.Errorf("major %v sends %s, want the AI SDK's data chunk", v, b)
+		}
+	}
+}

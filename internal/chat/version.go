@@ -81,6 +81,12 @@ func (v Version) Map(p parts.Part) (parts.Part, bool) {
 			}
 			return parts.Part{Type: parts.ToolOutputError, ToolCallID: p.ToolCallID, ErrorText: text}, true
 		}
+	default:
+		if strings.HasPrefix(string(p.Type), "data-") {
+			// The AI SDK's data chunk has these fields and no more (a
+			// tool's part also names its call, for baton's own readers).
+			return parts.Part{Type: p.Type, ID: p.ID, Data: p.Data, Transient: p.Transient}, true
+		}
 	case parts.Finish:
 		if p.FinishReason != "" && !slices.Contains(finishReasons[v], p.FinishReason) {
 			if v == V7 && p.FinishReason == "cancelled" {

@@ -73,6 +73,10 @@ const (
 	// DataEdited records that an operator's answer edited a tool call's
 	// input before it ran; the model sees the call with the new input.
 	DataEdited Type = "data-edited"
+	// DataRedone marks that the calls it names (data.toolCallIds) were
+	// running when an invocation ended: the data parts they emitted came
+	// from a run whose result was lost; a call run again emits anew.
+	DataRedone Type = "data-redone"
 )
 
 // Part is one protocol part. Only the fields its Type uses are set.
@@ -101,12 +105,16 @@ type Part struct {
 	ProviderMetadata json.RawMessage `json:"providerMetadata,omitempty"`
 	// Data is the payload of data-* parts.
 	Data json.RawMessage `json:"data,omitempty"`
+	// Transient marks a data part a tool emitted for live readers only:
+	// the AI SDK passes it to onData, not message.parts, and the chat's
+	// history leaves it out.
+	Transient bool `json:"transient,omitempty"`
 }
 
-// Marker reports whether p only marks suspension, resumption or an
-// abandoned step, and carries none of the turn's content.
+// Marker reports whether p only marks suspension, resumption, an
+// abandoned step or redone calls, and carries none of the turn's content.
 func (p Part) Marker() bool {
-	return p.Type == DataSuspended || p.Type == DataResumed || p.Type == DataAbandoned
+	return p.Type == DataSuspended || p.Type == DataResumed || p.Type == DataAbandoned || p.Type == DataRedone
 }
 
 // Recorded returns the bytes a JSON value is stored as when a Part carrying

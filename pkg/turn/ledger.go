@@ -111,6 +111,8 @@ func (ru *ledger) settle(ctx context.Context, pending []*conversation.Call) ([]r
 	ru.children.Reset()
 	st := ru.sess.State
 	now := ru.now()
+	pr := ru.newProgress(ctx) // what the tools emit, on the live flush
+	defer pr.stop()
 	for _, c := range pending {
 		t, runs, request := ru.admit(c, st.Turn, now)
 		if request != nil {
@@ -128,7 +130,7 @@ func (ru *ledger) settle(ctx context.Context, pending []*conversation.Call) ([]r
 			p.exec, p.ledger, uncertain = ledgered(st.Turn, c, t)
 			if uncertain != nil {
 				// Only an operator can say whether to run it again.
-				if err := ru.runPlans(ctx, plans); err != nil {
+				if err := ru.runPlans(ctx, plans, pr); err != nil {
 					return nil, nil, err
 				}
 				return requests, uncertain, nil
@@ -150,7 +152,7 @@ func (ru *ledger) settle(ctx context.Context, pending []*conversation.Call) ([]r
 			p.out = make(chan parts.Part, 1)
 			tc := ru.call(c, nil) // read here: the run's state changes while reads run
 			go func() {
-				part, err := ru.runTool(ctx, t, tc)
+				part, err := ru.runTool(tool.WithEmitter(ctx, pr.emitter(tc.ID)), t, tc)
 				p.err = err
 				p.out <- part
 			}()
@@ -160,7 +162,7 @@ func (ru *ledger) settle(ctx context.Context, pending []*conversation.Call) ([]r
 	// An operator's timer.set ended the calls pending as the turn resumed;
 	// wait_until calls made after them wait as usual.
 	ru.settled = true
-	return requests, nil, ru.runPlans(ctx, plans)
+	return requests, nil, ru.runPlans(ctx, plans, pr)
 }
 
 // admit decides whether pending call c runs now, and returns its tool. A
@@ -283,9 +285,10 @@ func (ru *ledger) flushBilled(ctx context.Context) error {
 	return nil
 }
 
-// runPlans emits the planned calls' results in call order. Side effects run
+// runPlans emits the planned calls' results in call order; their tools
+// emit data parts through pr. Side effects run
 // here, one at a time, each made durable before and after it runs.
-func (ru *ledger) runPlans(ctx context.Context, plans []*plan) error {
+func (ru *ledger) runPlans(ctx context.Context, plans []*plan, pr *progress) error {
 	grace := ru.now().Add(BilledGrace)
 	for _, p := range plans {
 		if p.out != nil {
@@ -309,7 +312,7 @@ func (ru *ledger) runPlans(ctx context.Context, plans []*plan) error {
 		if err := ru.recordStart(ctx, p, facts); err != nil {
 			return err
 		}
-		part, err := ru.runTool(ctx, p.t, ru.call(p.c, p.exec))
+		part, err := ru.runTool(tool.WithEmitter(ctx, pr.emitter(p.c.ID)), p.t, ru.call(p.c, p.exec))
 		if errors.Is(err, errCut) {
 			// No result, the ledger's start stands (and the grant), so
 			// the next invocation reruns an idempotent call and asks an

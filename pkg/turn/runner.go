@@ -165,6 +165,9 @@ func (ru *run) resumed(ctx context.Context, prior []parts.Part, next reducer.Sta
 	if ru.turn.Abandoned {
 		ru.emit(parts.Part{Type: parts.DataAbandoned, Data: json.RawMessage(`{"reason":"the invocation ended mid-step; the step is redone"}`)})
 	}
+	if p, ok := redone(prior); ok {
+		ru.emit(p)
+	}
 	ru.emit(parts.Part{Type: parts.DataResumed, Data: json.RawMessage(fmt.Sprintf(`{"invocation":%d}`, next.Turn.Invocations))})
 	if n := next.Turn.Invocations; n > lim.MaxInvocationsPerTurn {
 		return ru.finish(ru.end.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn was resumed %d times without finishing (cap %d)", n-1, lim.MaxInvocationsPerTurn)))
