@@ -3,15 +3,26 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
-// Demo returns the demo agent's tools: two reads and one write that needs
-// approval. Their results are deterministic, so scripted turns replay
-// byte for byte.
+// Demo returns the demo agent's tools: three reads and one write that
+// needs approval. Their results are deterministic, so scripted turns
+// replay byte for byte. index_files takes a second and reports its
+// progress as it goes (Emit).
 func Demo() []Tool {
 	return []Tool{
+		{
+			Name:        "index_files",
+			Description: "Index the files of a directory; takes a second, and reports its progress.",
+			Schema:      json.RawMessage(`{"type":"object","properties":{"dir":{"type":"string"}},"required":["dir"],"additionalProperties":false}`),
+			Effect:      Read,
+			Idempotent:  true,
+			Run:         indexFiles,
+		},
 		{
 			Name:        "get_weather",
 			Description: "Current weather for a city.",
@@ -66,4 +77,27 @@ func Demo() []Tool {
 			},
 		},
 	}
+}
+
+// indexFiles is index_files: three files, one every 400 ms, each reported
+// as a data-progress part that replaces the one before it in the chat.
+func indexFiles(ctx context.Context, c Call) (json.RawMessage, error) {
+	var in struct {
+		Dir string `json:"dir"`
+	}
+	if err := json.Unmarshal(c.Input, &in); err != nil || in.Dir == "" {
+		return nil, fmt.Errorf("index_files: input needs a dir")
+	}
+	files := []string{"README.md", "main.go", "go.mod"}
+	for i, f := range files {
+		if !pause(ctx, 400*time.Millisecond) {
+			return nil, ctx.Err()
+		}
+		if err := Emit(ctx, Data{Type: "progress", ID: "index-" + c.ID, Data: map[string]any{
+			"done": i + 1, "of": len(files), "file": strings.TrimSuffix(in.Dir, "/") + "/" + f,
+		}}); err != nil && !errors.Is(err, ErrNoStream) {
+			return nil, err
+		}
+	}
+	return json.Marshal(map[string]any{"dir": in.Dir, "files": len(files)})
 }

@@ -132,11 +132,58 @@ func (m *modelServer) serve(w http.ResponseWriter, r *http.Request) {
 	rc.Flush()
 }
 
+// newIndexModel is an OpenAI-compatible endpoint for agent "indexer": its
+// first step calls index_files (a demo tool that reports its progress as
+// it runs), its second says so.
+func newIndexModel(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, `{"error":{"message":"not a chat completion"}}`, http.StatusBadRequest)
+			return
+		}
+		step := 0
+		for _, msg := range req.Messages {
+			if msg.Role == "assistant" {
+				step++
+			}
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(delta any, finish any) {
+			b, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "indexer",
+				"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+			fmt.Fprintf(w, "data: %s\n\n", b)
+		}
+		if step == 0 {
+			chunk(map[string]any{"role": "assistant", "content": "Indexing."}, nil)
+			chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_index", "type": "function",
+				"function": map[string]any{"name": "index_files", "arguments": `{"dir":"/srv"}`}}}}, nil)
+			chunk(map[string]any{}, "tool_calls")
+		} else {
+			chunk(map[string]any{"role": "assistant", "content": "Indexed three files."}, nil)
+			chunk(map[string]any{}, "stop")
+		}
+		b, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "indexer", "choices": []any{},
+			"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // agentFile writes the agent file: agent "long" on the model server, with
-// the demo tools and a 100 ms live flush.
-func agentFile(t *testing.T, m *modelServer) string {
+// the demo tools and a 100 ms live flush, and agent "indexer" on idx.
+func agentFile(t *testing.T, m *modelServer, idx *httptest.Server) string {
 	t.Helper()
-	cfg := map[string]any{"agents": map[string]any{"long": map[string]any{
+	cfg := map[string]any{"agents": map[string]any{"indexer": map[string]any{
+		"provider": "openai", "model": "indexer", "baseURL": idx.URL + "/v1/", "apiKeyEnv": "WEBAPP_MODEL_KEY",
+		"system": "Index files.", "tools": []string{"index_files"},
+		"limits": map[string]any{"budget": "60s", "margin": "5s", "liveFlush": "100ms"},
+	}, "long": map[string]any{
 		"provider": "openai", "model": "long", "baseURL": m.URL + "/v1/", "apiKeyEnv": "WEBAPP_MODEL_KEY",
 		"system": "A long turn for the browser test.", "tools": []string{"get_weather", "send_email"},
 		"limits": map[string]any{"budget": "60s", "margin": "5s", "maxStepsPerInvocation": 30, "maxStepsPerTurn": 30,

@@ -157,7 +157,7 @@ func TestUseChatInChromium(t *testing.T) {
 	static := httptest.NewServer(http.FileServer(http.Dir(dist)))
 	defer static.Close()
 	m := newModelServer(t)
-	tg := start(t, ctx, static.URL, agentFile(t, m))
+	tg := start(t, ctx, static.URL, agentFile(t, m, newIndexModel(t)))
 	b := newBrowser(t, ctx, static.URL)
 	var lat []time.Duration
 	for _, major := range []int{5, 6, 7} {
@@ -166,6 +166,7 @@ func TestUseChatInChromium(t *testing.T) {
 			lat = append(lat, s.approveWithReloads()...)
 			lat = append(lat, s.deny()...)
 			s.stop()
+			s.progress()
 		})
 	}
 	report(t, lat)
@@ -197,7 +198,11 @@ type scenario struct {
 }
 
 func (s *scenario) url(chat string) string {
-	q := url.Values{"api": {s.tg.url}, "chat": {chat}, "v": {fmt.Sprint(s.major)}, "who": {"webapp"}, "agent": {"long"}}
+	agent := "long"
+	if strings.HasPrefix(chat, "webapp-p") {
+		agent = "indexer"
+	}
+	q := url.Values{"api": {s.tg.url}, "chat": {chat}, "v": {fmt.Sprint(s.major)}, "who": {"webapp"}, "agent": {agent}}
 	if s.tg.token != "" {
 		q.Set("token", s.tg.token)
 	}
@@ -404,4 +409,44 @@ func (s *scenario) stop() {
 		s.b.fail("after stop the session is %+v, want idle after turn.cancelled", sess)
 	}
 	s.b.shot(fmt.Sprintf("v%d-07-stopped", s.major))
+}
+
+// progress: a tool's progress parts show in the page while it runs, one
+// element updated in place (1 of 3, then 2, then 3), and the same single
+// element, at its last state, after a reload.
+func (s *scenario) progress() {
+	chat := fmt.Sprintf("webapp-p%d-%d", s.major, time.Now().UnixNano())
+	s.open(s.b.origin, chat)
+	s.send("Index /srv")
+	const el = `document.querySelectorAll('.msg.assistant .data[data-type=data-progress]')`
+	var seen []string
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st := eval[struct {
+			N    int    `json:"n"`
+			Text string `json:"text"`
+			Done bool   `json:"done"`
+		}](s.b, `({n: `+el+`.length, text: [...`+el+`].map(e => e.textContent).join('|'), done: document.body.innerText.includes('Indexed three files.')})`)
+		if st.N > 1 {
+			s.b.fail("%d progress elements, want one updated in place: %q", st.N, st.Text)
+		}
+		if st.Text != "" && !st.Done && (len(seen) == 0 || seen[len(seen)-1] != st.Text) {
+			seen = append(seen, st.Text)
+		}
+		if st.Done || time.Now().After(end) {
+			break
+		}
+	}
+	s.noError("after the progress")
+	if len(seen) == 0 || strings.HasPrefix(seen[0], "3 of 3") {
+		s.b.fail("the page showed progress %q while the tool ran, want an earlier state before the last", seen)
+	}
+	s.t.Logf("progress seen in place while the tool ran: %q", seen)
+	s.b.waitFor("the last progress", `[...`+el+`].map(e => e.textContent).join('|') === '3 of 3: /srv/go.mod'`)
+	s.b.shot(fmt.Sprintf("v%d-08-progress", s.major))
+	s.open(s.b.origin, chat) // reload after the turn
+	s.b.waitFor("the history", `document.querySelectorAll('.msg').length === 2`)
+	if got := eval[string](s.b, `[...`+el+`].map(e => e.textContent).join('|')`); got != "3 of 3: /srv/go.mod" {
+		s.b.fail("after a reload the progress shows %q, want one element at 3 of 3", got)
+	}
+	s.noError("after a reload after the progress")
 }

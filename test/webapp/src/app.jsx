@@ -4,6 +4,9 @@
 //
 // Query: ?api=<baton>&chat=<id>&v=<major>&who=<dev-server caller>[&token=<JWT>][&agent=<name>]
 //
+// A tool's progress (data-progress parts with an id) shows as one element
+// per id, updated in place.
+//
 // What a real app needs beyond the stock transport, all shown here:
 // - history: load GET /chat/{id}/messages before mounting useChat, so a
 //   reload after a turn shows the reply (and resume: true picks up an open
@@ -60,6 +63,7 @@ function Chat({ initial }) {
     transport: new ai.DefaultChatTransport({ api: `${api}/chat`, headers, body: { agent: q.get('agent') ?? undefined } }),
     sendAutomaticallyWhen: ai[autoSend], // majors 6 and 7; undefined in 5
     onError: (e) => window.probe.errors.push(String(e?.message ?? e)),
+    onData: (part) => { window.probe.data = [...(window.probe.data ?? []), part.type]; },
     // A response that ended without a finish while no call waits for a
     // person ended at the server's hold (BATON_HOLD): read on.
     onFinish: ({ message, finishReason, isAbort, isError }) => {
@@ -144,6 +148,11 @@ function Chat({ initial }) {
 function Part({ part, answer }) {
   if (part.type === 'text') return <p className="text">{part.text}</p>;
   if (part.type === 'reasoning') return <p className="reasoning"><i>{part.text}</i></p>;
+  // A tool's data parts (baton.Emit): one element per type and id, which
+  // useChat updates in place as later parts of the same id arrive.
+  if (part.type.startsWith('data-') && part.data?.of !== undefined) {
+    return <div className="data" data-type={part.type} data-id={part.id}>{part.data.done} of {part.data.of}: {part.data.file}</div>;
+  }
   if (!part.type.startsWith('tool-')) return null;
   const waiting = part.state === 'approval-requested' || (major === 5 && part.type === 'tool-send_email' && part.state === 'input-available');
   return (
