@@ -328,25 +328,34 @@ func TestApproveWithInputAndRespond(t *testing.T) {
 	expect(t, ctx, env, cli.ExitUsage, "the edited input", "approve", id, approval, "--input", `{"to":5,"subject":"s"}`)
 	expect(t, ctx, env, cli.ExitUsage, "baton: approve: --input is not JSON", "approve", id, approval, "--input", `{"to":`)
 	edited := `{"to":"ops@example.com","subject":"Edited by ops"}`
+	jsonTail := startTail(ctx, env, "--json", "--until-idle", id)
+	textTail := startTail(ctx, env, "--until-idle", "--color", "never", id)
+	jsonTail.waitFor(t, ctx, regexp.MustCompile(`"approvalId"`))
+	textTail.waitFor(t, ctx, regexp.MustCompile(`needs approval`))
 	if out := must(t, ctx, env, "approve", id, approval, "--input", edited, "--reason", "wrong team"); out != "approved with edits "+approval+" of session "+id+"\n" {
 		t.Fatalf("approve --input printed %q", out)
 	}
-	tl := startTail(ctx, env, "--json", "--until-idle", id)
-	if code := tl.wait(t, ctx); code != 0 {
-		t.Fatalf("tail exited %d; stderr:\n%s", code, tl.stderr)
+	for _, tl := range []*tailing{jsonTail, textTail} {
+		if code := tl.wait(t, ctx); code != 0 {
+			t.Fatalf("tail exited %d; stderr:\n%s", code, tl.stderr)
+		}
 	}
-	if out := tl.out.String(); !strings.Contains(out, `"data-edited"`) || !strings.Contains(out, `"to":"ops@example.com"`) {
+	if out := jsonTail.out.String(); !strings.Contains(out, `"data-edited"`) || !strings.Contains(out, `"to":"ops@example.com"`) {
 		t.Fatalf("the stream does not show the edit:\n%s", out)
+	}
+	if out := textTail.out.String(); !strings.Contains(out, `✎ edited by local to {"to":"ops@example.com","subject":"Edited by ops"}`) {
+		t.Fatalf("tail does not show the edit:\n%s", out)
 	}
 
 	id2 := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
 	approval2 := approvalOf(id2)
+	tl := startTail(ctx, env, "--json", "--until-idle", id2)
+	tl.waitFor(t, ctx, regexp.MustCompile(`"approvalId"`))
 	var out, errb bytes.Buffer
 	if code := cli.Run(ctx, []string{"respond", id2, approval2, "-"}, strings.NewReader(`{"sent":false,"note":"told them in person"}`), &out, &errb, env.get); code != 0 ||
 		out.String() != "answered by hand "+approval2+" of session "+id2+"\n" {
 		t.Fatalf("respond: exit %d, out %q, stderr %q", code, out.String(), errb.String())
 	}
-	tl = startTail(ctx, env, "--json", "--until-idle", id2)
 	if code := tl.wait(t, ctx); code != 0 {
 		t.Fatalf("tail exited %d; stderr:\n%s", code, tl.stderr)
 	}

@@ -172,8 +172,15 @@ func (r *renderer) part(e api.StreamEntry, turn string) {
 		r.approval(p)
 	case parts.DataSuspended, parts.DataResumed, parts.DataAbandoned, parts.DataSteered, parts.DataCompacted, parts.DataEdited:
 		r.data(p)
+	case parts.DataRedone:
+		r.line("%s", r.style(styleDim, "↺ calls cut short are redone"+dataSuffix(p.Data, "reason", "")))
 	case parts.Error:
 		r.line("%s %s", r.style(styleRed, "✗ error:"), p.ErrorText)
+	default:
+		if p.ToolCallID != "" && strings.HasPrefix(string(p.Type), "data-") {
+			// A tool's own data part: its progress, say.
+			r.line("  %s %s", r.style(styleDim, strings.TrimPrefix(string(p.Type), "data-")+":"), clipText(compact(p.Data), maxShown))
+		}
 	case parts.Finish:
 		reason := ""
 		if p.FinishReason != "" {
