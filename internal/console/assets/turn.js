@@ -159,8 +159,27 @@ export class TurnView {
         this.ended = true;
         this.root.append(el('div', { class: 'marker finish' }, 'Turn finished' + (p.finishReason ? ' (' + p.finishReason + ')' : '')));
         break;
+      case 'data-redone':
+        for (const id of p.data?.toolCallIds || []) {
+          const t = this.tools.get(id);
+          if (t) t.card.querySelectorAll('.data').forEach(d => d.classList.add('redone'));
+        }
+        this.marker('Calls cut short run again: what they showed before may not stand');
+        break;
       default:
-        if (!p.type?.startsWith('data-')) this.marker('(' + p.type + ')');
+        if (p.type?.startsWith('data-') && p.toolCallId) {
+          // A tool's own data part (baton.Emit): one line per type and id,
+          // updated in place by a later part of the same id.
+          const t = this.tool(p.toolCallId);
+          const key = p.type + '#' + (p.id ?? this.parts.length);
+          let d = [...t.card.querySelectorAll('.data')].find(x => x.dataset.key === key);
+          if (!d) {
+            d = el('div', { class: 'data', 'data-key': key });
+            t.input.after(d);
+          }
+          d.classList.remove('redone');
+          d.replaceChildren(el('span', { class: 'muted' }, p.type.slice(5) + ' '), el('code', {}, json(p.data)));
+        } else if (!p.type?.startsWith('data-')) this.marker('(' + p.type + ')');
     }
   }
 }
