@@ -299,7 +299,9 @@ func ForModel(err error) error { return &tool.Error{Kind: tool.ForModel, Err: er
 func Fatal(err error) error { return &tool.Error{Kind: tool.Fatal, Err: err} }
 
 // DemoTools returns the demo agent's tools (get_weather, search_docs and
-// send_email, which needs approval). No agent has them but the embedded
-// demo agent, unless a program passes them in Config.Tools, as the
-// repository's own functions do so that test agent files may name them.
-func DemoTools() []Tool { return tool.Demo() }
+// send_email, which needs approval) and index_files, a read that takes a
+// second and reports its progress with Emit. No agent has them but the
+// embedded demo agent, unless a program passes them in Config.Tools, as
+// the repository's own functions do so that test agent files may name
+// them.
+func DemoTools() []Tool { return append(tool.Demo(), tool.IndexFiles()) }

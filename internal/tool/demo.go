@@ -9,20 +9,11 @@ import (
 	"time"
 )
 
-// Demo returns the demo agent's tools: three reads and one write that
-// needs approval. Their results are deterministic, so scripted turns
-// replay byte for byte. index_files takes a second and reports its
-// progress as it goes (Emit).
+// Demo returns the demo agent's tools: two reads and one write that needs
+// approval. Their results are deterministic, so scripted turns replay
+// byte for byte.
 func Demo() []Tool {
 	return []Tool{
-		{
-			Name:        "index_files",
-			Description: "Index the files of a directory; takes a second, and reports its progress.",
-			Schema:      json.RawMessage(`{"type":"object","properties":{"dir":{"type":"string"}},"required":["dir"],"additionalProperties":false}`),
-			Effect:      Read,
-			Idempotent:  true,
-			Run:         indexFiles,
-		},
 		{
 			Name:        "get_weather",
 			Description: "Current weather for a city.",
@@ -76,6 +67,19 @@ func Demo() []Tool {
 				return json.Marshal(map[string]any{"sent": true, "to": in.To, "messageId": "msg-" + c.IdempotencyKey})
 			},
 		},
+	}
+}
+
+// IndexFiles is a demo read, index_files, that takes a second and reports
+// its progress as it goes (Emit), for agents that name it.
+func IndexFiles() Tool {
+	return Tool{
+		Name:        "index_files",
+		Description: "Index the files of a directory; takes a second, and reports its progress.",
+		Schema:      json.RawMessage(`{"type":"object","properties":{"dir":{"type":"string"}},"required":["dir"],"additionalProperties":false}`),
+		Effect:      Read,
+		Idempotent:  true,
+		Run:         indexFiles,
 	}
 }
 
