@@ -44,16 +44,22 @@ func (r *refunds) runs() []refundIn {
 	return append([]refundIn(nil), r.inputs...)
 }
 
-// refundDesk is a kit whose model asks to refund 250 on A-1, then ends;
-// rec records the model's requests.
-func refundDesk(t *testing.T) (*batontest.Kit, *refunds, *batontest.Recorder) {
+// refundDesk is a kit whose model asks to refund 250 on A-1, then ends,
+// with a session of it suspended for that call's approval ap; rec records
+// the model's requests.
+func refundDesk(t *testing.T) (kit *batontest.Kit, s *batontest.Session, ap batontest.Approval, r *refunds, rec *batontest.Recorder) {
 	t.Helper()
-	r := &refunds{}
-	rec := batontest.Record(batontest.Script(t, `{"steps":[
+	r = &refunds{}
+	rec = batontest.Record(batontest.Script(t, `{"steps":[
 	 {"text":"Refunding.","toolCalls":[{"name":"refund","input":{"order":"A-1","amount":250}}]},
 	 {"text":"Done."}]}`))
-	kit := batontest.New(t, host.Config{Agents: []baton.Agent{{Name: "desk", Model: rec, Tools: []baton.Tool{r.tool()}}}})
-	return kit, r, rec
+	kit = batontest.New(t, host.Config{Agents: []baton.Agent{{Name: "desk", Model: rec, Tools: []baton.Tool{r.tool()}}}})
+	s = kit.Session("desk")
+	s.Post("Refund A-1.")
+	if out := s.Run(); out.Cause != "approval" {
+		t.Fatalf("first run %+v, want an approval", out)
+	}
+	return kit, s, s.Pending()[0], r, rec
 }
 
 // lastToolBlocks returns the tool call and its result in the model's last
@@ -83,13 +89,7 @@ func lastToolBlocks(t *testing.T, rec *batontest.Recorder) (call, result baton.C
 // and the fact keeps both inputs.
 func TestEditRunsTheToolWithTheNewInput(t *testing.T) {
 	t.Parallel()
-	kit, r, rec := refundDesk(t)
-	s := kit.Session("desk")
-	s.Post("Refund A-1.")
-	if out := s.Run(); out.Cause != "approval" {
-		t.Fatalf("first run %+v, want an approval", out)
-	}
-	ap := s.Pending()[0]
+	_, s, ap, r, rec := refundDesk(t)
 	if err := s.Edit(ap.ID, refundIn{Order: "A-1", Amount: 80}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,11 +130,7 @@ func TestEditRunsTheToolWithTheNewInput(t *testing.T) {
 // runs the model's input.
 func TestEditTheSchemaRefusesWritesNothing(t *testing.T) {
 	t.Parallel()
-	kit, r, _ := refundDesk(t)
-	s := kit.Session("desk")
-	s.Post("Refund A-1.")
-	s.Run()
-	ap := s.Pending()[0]
+	_, s, ap, r, _ := refundDesk(t)
 	before := len(s.Facts())
 	for _, bad := range []any{
 		map[string]any{"order": "A-1", "amount": "lots"},
@@ -167,11 +163,7 @@ func TestEditTheSchemaRefusesWritesNothing(t *testing.T) {
 // through the ledger.
 func TestRespondNeverRunsTheTool(t *testing.T) {
 	t.Parallel()
-	kit, r, rec := refundDesk(t)
-	s := kit.Session("desk")
-	s.Post("Refund A-1.")
-	s.Run()
-	ap := s.Pending()[0]
+	_, s, ap, r, rec := refundDesk(t)
 	if err := s.Respond(ap.ID, map[string]any{"refunded": 0, "note": "refunded by hand in the till"}); err != nil {
 		t.Fatal(err)
 	}
@@ -213,11 +205,7 @@ func TestEditByAnAgentGoesBackToApproval(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			kit, r, _ := refundDesk(t)
-			s := kit.Session("desk")
-			s.Post("Refund A-1.")
-			s.Run()
-			ap := s.Pending()[0]
+			kit, s, ap, r, _ := refundDesk(t)
 			input, _ := json.Marshal(refundIn{Order: "A-1", Amount: c.amount})
 			agent := reducer.Actor{Kind: reducer.ActorAgent, ID: "supervisor"}
 			if err := kit.Engine().Sessions.Answer(context.Background(), s.ID, agent,

@@ -85,7 +85,7 @@ func (f *folder) add(p parts.Part) {
 			f.step = -1
 		}
 	default:
-		if len(p.Type) > 5 && p.Type[:5] == "data-" && !p.Transient {
+		if p.Type.IsData() && !p.Transient {
 			f.data(p)
 		}
 	}

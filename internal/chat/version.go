@@ -82,7 +82,7 @@ func (v Version) Map(p parts.Part) (parts.Part, bool) {
 			return parts.Part{Type: parts.ToolOutputError, ToolCallID: p.ToolCallID, ErrorText: text}, true
 		}
 	default:
-		if strings.HasPrefix(string(p.Type), "data-") {
+		if p.Type.IsData() {
 			// The AI SDK's data chunk has these fields and no more (a
 			// tool's part also names its call, for baton's own readers).
 			return parts.Part{Type: p.Type, ID: p.ID, Data: p.Data, Transient: p.Transient}, true

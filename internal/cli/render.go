@@ -177,7 +177,7 @@ func (r *renderer) part(e api.StreamEntry, turn string) {
 	case parts.Error:
 		r.line("%s %s", r.style(styleRed, "✗ error:"), p.ErrorText)
 	default:
-		if p.ToolCallID != "" && strings.HasPrefix(string(p.Type), "data-") {
+		if p.ToolData() {
 			// A tool's own data part: its progress, say.
 			r.line("  %s %s", r.style(styleDim, strings.TrimPrefix(string(p.Type), "data-")+":"), clipText(compact(p.Data), maxShown))
 		}

@@ -111,6 +111,13 @@ type Part struct {
 	Transient bool `json:"transient,omitempty"`
 }
 
+// IsData reports whether t is a data part's type: "data-" and a name.
+func (t Type) IsData() bool { return len(t) > len("data-") && t[:len("data-")] == "data-" }
+
+// ToolData reports whether p is a data part a running tool emitted: one
+// that names its call.
+func (p Part) ToolData() bool { return p.ToolCallID != "" && p.Type.IsData() }
+
 // Marker reports whether p only marks suspension, resumption, an
 // abandoned step or redone calls, and carries none of the turn's content.
 func (p Part) Marker() bool {

@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -73,22 +74,17 @@ func (pr *progress) stop() {
 // far, that emitted data parts and have no result: the invocation that
 // ran them ended while they ran. It reports false when there are none.
 func redone(prior []parts.Part) (parts.Part, bool) {
-	var ids []string
-	seen := map[string]bool{}
+	var emitted []string // the calls that emitted, in order
+	settled := map[string]bool{}
 	for _, p := range prior {
 		switch {
 		case p.Type == parts.ToolOutputAvailable || p.Type == parts.ToolOutputError || p.Type == parts.ToolOutputDenied:
-			seen[p.ToolCallID] = true // settled: not redone
-		case p.ToolCallID != "" && len(p.Type) > 5 && p.Type[:5] == "data-" && !seen[p.ToolCallID]:
-			seen[p.ToolCallID] = false
+			settled[p.ToolCallID] = true
+		case p.ToolData() && !slices.Contains(emitted, p.ToolCallID):
+			emitted = append(emitted, p.ToolCallID)
 		}
 	}
-	for _, p := range prior { // in the order the calls emitted
-		if done, ok := seen[p.ToolCallID]; ok && !done && p.ToolCallID != "" && len(p.Type) > 5 && p.Type[:5] == "data-" {
-			ids = append(ids, p.ToolCallID)
-			seen[p.ToolCallID] = true
-		}
-	}
+	ids := slices.DeleteFunc(emitted, func(id string) bool { return settled[id] })
 	if len(ids) == 0 {
 		return parts.Part{}, false
 	}

@@ -3,6 +3,7 @@ package webapp_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -91,9 +92,7 @@ func (m *modelServer) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	rc := http.NewResponseController(w)
 	send := func(delta any, finish any) {
-		b, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "long",
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
-		fmt.Fprintf(w, "data: %s\n\n", b)
+		writeChunk(w, "long", delta, finish)
 		rc.Flush()
 	}
 	words := steps[step]
@@ -126,10 +125,22 @@ func (m *modelServer) serve(w http.ResponseWriter, r *http.Request) {
 		finish = "stop"
 	}
 	send(map[string]any{}, finish)
-	b, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "long", "choices": []any{},
-		"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
-	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
+	writeEnd(w, "long", 100, 10)
 	rc.Flush()
+}
+
+// writeChunk writes one chat completion chunk of model as an SSE event.
+func writeChunk(w io.Writer, model string, delta, finish any) {
+	b, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": model,
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+	fmt.Fprintf(w, "data: %s\n\n", b)
+}
+
+// writeEnd writes the usage chunk of model and the stream's end.
+func writeEnd(w io.Writer, model string, in, out int) {
+	b, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": []any{},
+		"usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}})
+	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
 }
 
 // newIndexModel is an OpenAI-compatible endpoint for agent "indexer": its
@@ -153,11 +164,7 @@ func newIndexModel(t *testing.T) *httptest.Server {
 			}
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(delta any, finish any) {
-			b, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "indexer",
-				"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
-			fmt.Fprintf(w, "data: %s\n\n", b)
-		}
+		chunk := func(delta any, finish any) { writeChunk(w, "indexer", delta, finish) }
 		if step == 0 {
 			chunk(map[string]any{"role": "assistant", "content": "Indexing."}, nil)
 			chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_index", "type": "function",
@@ -167,9 +174,7 @@ func newIndexModel(t *testing.T) *httptest.Server {
 			chunk(map[string]any{"role": "assistant", "content": "Indexed three files."}, nil)
 			chunk(map[string]any{}, "stop")
 		}
-		b, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "indexer", "choices": []any{},
-			"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
-		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
+		writeEnd(w, "indexer", 10, 5)
 	}))
 	t.Cleanup(srv.Close)
 	return srv
