@@ -381,6 +381,9 @@ func (s *Session) Waiting() string {
 		return "suspended: waiting for its children, which wait for the test (see their Waiting)"
 	case n.Reason == reducer.ReasonTimer || n.Reason == reducer.ReasonFault:
 		return fmt.Sprintf("suspended (%s): its delayed wake is due at %s (Skip the kit's clock)", t.Cause, n.Due.Format(time.RFC3339Nano))
+	case n.Reason == reducer.ReasonCallback:
+		k, _ := t.Awaiting()
+		return fmt.Sprintf("suspended: waiting for %d callback(s) to be completed (Kit.Complete), or to time out at %s (Skip the kit's clock)", k, n.Due.Format(time.RFC3339Nano))
 	case n.Reason == reducer.ReasonSchedule:
 		return fmt.Sprintf("idle: no message waiting; its schedule's next message is due at %s", n.Due.Format(time.RFC3339Nano))
 	}

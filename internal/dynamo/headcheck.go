@@ -26,9 +26,10 @@ var headAttrs = map[string]bool{
 var dueWhys = map[reducer.Reason]bool{
 	reducer.ReasonLease: true, reducer.ReasonApproval: true, reducer.ReasonWake: true,
 	reducer.ReasonFault: true, reducer.ReasonInbox: true, reducer.ReasonTimer: true, reducer.ReasonSchedule: true,
-	reducer.ReasonReport:  true, // a child session's end waits to reach its parent
-	reducer.ReasonCascade: true, // an ended turn's running children wait to be cancelled
-	reducer.ReasonShow:    true, // a child's approval requests wait to reach its ancestors
+	reducer.ReasonReport:   true, // a child session's end waits to reach its parent
+	reducer.ReasonCascade:  true, // an ended turn's running children wait to be cancelled
+	reducer.ReasonShow:     true, // a child's approval requests wait to reach its ancestors
+	reducer.ReasonCallback: true, // callbacks wait for their ends, the first deadline due
 }
 
 // checkHead checks that item, decoded as h, is one headItem could have
@@ -134,6 +135,7 @@ func checkHeadDue(item map[string]types.AttributeValue, h Head) error {
 	case h.Why == reducer.ReasonApproval && h.Cause != reducer.CauseApproval,
 		(h.Why == reducer.ReasonWake || h.Why == reducer.ReasonFault || h.Why == reducer.ReasonShow) && h.Status != reducer.Suspended,
 		h.Why == reducer.ReasonTimer && h.Cause != reducer.CauseTimer,
+		h.Why == reducer.ReasonCallback && h.Cause != reducer.CauseCallback,
 		(h.Why == reducer.ReasonInbox || h.Why == reducer.ReasonSchedule || h.Why == reducer.ReasonReport ||
 			h.Why == reducer.ReasonCascade) && h.Status != reducer.Idle:
 		return corruptHead("%s with %s %q", h.Status, attrWhy, h.Why)

@@ -2,6 +2,7 @@ package sessionhttp
 
 import (
 	"errors"
+	"github.com/baton-run/baton/internal/callback"
 	"net/http"
 
 	"github.com/baton-run/baton/internal/awsenv"
@@ -54,6 +55,14 @@ var conflicts = []struct {
 	{err: session.ErrNoTurn, status: http.StatusConflict, msg: func(noun, _ string) string { return "the " + noun + " has no open turn" }},
 	{err: session.ErrRejected, status: http.StatusConflict, msg: func(noun, send string) string {
 		return "the " + noun + "'s agent takes no message while a turn is open; " + send + " it once the turn ends"
+	}},
+	{err: callback.ErrUnknown, status: http.StatusNotFound, msg: func(_, _ string) string { return "no such callback" }},
+	{err: callback.ErrDone, status: http.StatusConflict, msg: func(_, _ string) string { return "the callback already ended: a token completes its call once" }},
+	{err: callback.ErrExpired, status: http.StatusGone, msg: func(_, _ string) string {
+		return "the callback expired: it timed out, or the turn it was for ended"
+	}},
+	{err: callback.ErrBadResult, status: http.StatusBadRequest, msg: func(_, _ string) string {
+		return `a callback's result is {"output": any JSON value} or {"error": "text"}, one of them`
 	}},
 	{err: reducer.ErrIllegal, status: http.StatusConflict, msg: func(noun, _ string) string { return "not allowed in the " + noun + "'s current state" }},
 	{err: session.ErrReceiptTaken, status: http.StatusConflict, msg: func(_, _ string) string {

@@ -39,7 +39,7 @@ var (
 )
 
 // Reserved are the data types baton's own parts use.
-var reserved = []string{"suspended", "resumed", "abandoned", "compacted", "steered", "edited", "redone", "tools"}
+var reserved = []string{"suspended", "resumed", "abandoned", "compacted", "steered", "edited", "redone", "tools", "callback"}
 
 var dataType = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 

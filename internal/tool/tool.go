@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/baton-run/baton/internal/callback"
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/model"
 )
@@ -81,6 +82,12 @@ type Tool struct {
 	// the runner asks the broker for them before it records the
 	// execution, and releases them once the result is durable.
 	Claims claims.Func
+	// Callback, when set, makes the tool complete by callback: its Run
+	// opens one (callback.Open), hands the token to another system and
+	// returns callback.ErrPending; the call's result is what the token's
+	// holder sends, or a timeout error under the policy. Only a side
+	// effect completes by callback.
+	Callback *callback.Policy
 	// Err, when set, is why the tool could not be made (such as a Go input
 	// type that has no JSON Schema). NewRegistry refuses such a tool.
 	Err error
@@ -128,6 +135,14 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 		}
 		if t.Run == nil {
 			return nil, fmt.Errorf("tool: %q has no Run", t.Name)
+		}
+		if t.Callback != nil && !t.SideEffect() {
+			return nil, fmt.Errorf("tool: %q completes by callback but is a read: only a side effect (write or external) does", t.Name)
+		}
+		if t.Callback != nil {
+			if err := t.Callback.Check(); err != nil {
+				return nil, fmt.Errorf("tool: %q: %w", t.Name, err)
+			}
 		}
 		if t.Claims != nil && !t.SideEffect() {
 			return nil, fmt.Errorf("tool: %q claims resources but is a read: only a side effect (write or external) claims", t.Name)

@@ -19,16 +19,17 @@ const (
 	Budget           Reason = Reason(reducer.CauseBudget)
 	Throttled        Reason = Reason(reducer.CauseThrottled)
 	ModelUnavailable Reason = Reason(reducer.CauseModelUnavailable)
-	Lease            Reason = Reason(reducer.CauseLease) // the tick reaped a turn past its lease
-	Message          Reason = "message"                  // a message was posted
-	Approval         Reason = "approval"                 // the last pending approval was answered or expired
-	Verdict          Reason = "verdict"                  // an uncertain execution was settled
-	Raised           Reason = "raised"                   // an operator raised the spend caps of a turn at a limit
-	Cancelled        Reason = "cancelled"                // a turn was cancelled; queued messages may wait
-	Inbox            Reason = "inbox"                    // messages wait after a run; a fresh invocation takes them
-	Rewake           Reason = "rewake"                   // the tick re-sends a wake taken as lost
-	Released         Reason = "released"                 // claims a blocked turn waits for were released (or a waiter ahead withdrew)
-	Timer            Reason = Reason(reducer.CauseTimer) // a timer's end, as wait_until or an operator set it
+	Lease            Reason = Reason(reducer.CauseLease)    // the tick reaped a turn past its lease
+	Message          Reason = "message"                     // a message was posted
+	Approval         Reason = "approval"                    // the last pending approval was answered or expired
+	Verdict          Reason = "verdict"                     // an uncertain execution was settled
+	Raised           Reason = "raised"                      // an operator raised the spend caps of a turn at a limit
+	Cancelled        Reason = "cancelled"                   // a turn was cancelled; queued messages may wait
+	Inbox            Reason = "inbox"                       // messages wait after a run; a fresh invocation takes them
+	Rewake           Reason = "rewake"                      // the tick re-sends a wake taken as lost
+	Released         Reason = "released"                    // claims a blocked turn waits for were released (or a waiter ahead withdrew)
+	Timer            Reason = Reason(reducer.CauseTimer)    // a timer's end, as wait_until or an operator set it
+	Callback         Reason = Reason(reducer.CauseCallback) // a tool call's callback ended
 )
 
 // ForCause is the reason for the wake that follows a suspension for c.

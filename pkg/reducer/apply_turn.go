@@ -87,6 +87,10 @@ func (s turnRules) applyTurnSuspended(f Fact) error {
 		if err := (childRules{s.State}).suspendForChildren(f); err != nil {
 			return err
 		}
+	case CauseCallback:
+		if err := (callbackRules{s.State}).suspendForCallbacks(f); err != nil {
+			return err
+		}
 	case CauseUncertain:
 		if f.Execution == nil {
 			return s.illegal(f, "suspended as uncertain without the execution")

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/baton-run/baton/internal/callback"
 	"github.com/baton-run/baton/internal/claims"
 )
 
@@ -68,6 +69,9 @@ const (
 	ActorAgent    ActorKind = "agent"    // a turn's runner; ID is the turn
 	ActorOperator ActorKind = "operator" // a person or API caller; ID is their identity
 	ActorSystem   ActorKind = "system"   // the tick: reaper, expiry
+	// ActorCallback: the holder of a callback's token (callback.ended,
+	// callback.heartbeat through the callback route); ID is "token".
+	ActorCallback ActorKind = "callback"
 )
 
 // Actor is who caused a fact.
@@ -110,7 +114,7 @@ func (c Cause) fault() bool {
 // Known reports whether c is one of the suspension causes above.
 func (c Cause) Known() bool {
 	switch c {
-	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable, CauseUncertain, CauseLease, CauseLimit, CauseTimer, CauseChildren, CauseBlocked:
+	case CauseBudget, CauseApproval, CauseThrottled, CauseModelUnavailable, CauseToolsUnavailable, CauseUncertain, CauseLease, CauseLimit, CauseTimer, CauseChildren, CauseBlocked, CauseCallback:
 		return true
 	}
 	return false
@@ -533,6 +537,8 @@ type Fact struct {
 	// turn.suspended for CauseBlocked: what blocks the call (claims.go).
 	Grant *claims.Grant `json:"grant,omitempty"`
 	Block *claims.Block `json:"block,omitempty"`
+	// callback.opened, callback.heartbeat, callback.ended (callbacks.go).
+	Callback *callback.Callback `json:"callback,omitempty"`
 }
 
 // Ends reports whether the fact ends a turn.

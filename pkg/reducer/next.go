@@ -67,7 +67,7 @@ const (
 // Wake reports whether a session with this reason waits for a wake.
 func (r Reason) Wake() bool {
 	return r == ReasonWake || r == ReasonFault || r == ReasonInbox || r == ReasonTimer || r == ReasonReport || r == ReasonCascade ||
-		r == ReasonShow
+		r == ReasonShow || r == ReasonCallback
 }
 
 // WakeSkew is how early a fault suspension's delayed wake may arrive and
@@ -93,7 +93,7 @@ func (n Need) Lost(now time.Time, grace time.Duration) bool {
 	switch {
 	case !n.Reason.Wake() || grace <= 0:
 		return false
-	case n.Reason == ReasonTimer:
+	case n.Reason == ReasonTimer || n.Reason == ReasonCallback:
 		return !now.Before(n.Due)
 	}
 	return now.Sub(n.Due) > grace
@@ -116,6 +116,9 @@ func (n Need) Lost(now time.Time, grace time.Duration) bool {
 //     a message's, must not spend one of the turn's fault suspensions.
 //   - suspended on a timer: Resume from Turn.Wake (less WakeSkew), None
 //     before it; the tick (grace > 0) sends its wake once due: Rewake.
+//   - suspended for callbacks: Resume once every callback ended, or from
+//     the earliest deadline (less WakeSkew), when the turn times it out;
+//     the tick sends its wake once due, as a timer's.
 //   - idle with children its ended turns left running (Orphans):
 //     Cascade, due since the last update; before a report or a start.
 //   - idle with messages waiting: Start, due since the last update.
@@ -137,7 +140,7 @@ func (s State) Next(now time.Time, grace time.Duration) Need {
 		if !now.Before(n.Due) {
 			n.Action = Post
 		}
-	case ReasonWake, ReasonFault, ReasonInbox, ReasonTimer, ReasonReport, ReasonCascade, ReasonShow:
+	case ReasonWake, ReasonFault, ReasonInbox, ReasonTimer, ReasonReport, ReasonCascade, ReasonShow, ReasonCallback:
 		switch {
 		case n.Lost(now, grace):
 			n.Action = Rewake
@@ -149,7 +152,7 @@ func (s State) Next(now time.Time, grace time.Duration) Need {
 			n.Action = Report
 		case n.Reason == ReasonInbox:
 			n.Action = Start
-		case (n.Reason == ReasonFault || n.Reason == ReasonTimer) && now.Add(WakeSkew).Before(n.Due):
+		case (n.Reason == ReasonFault || n.Reason == ReasonTimer || n.Reason == ReasonCallback) && now.Add(WakeSkew).Before(n.Due):
 			// The delayed wake is still to come.
 		default:
 			n.Action = Resume
@@ -190,6 +193,12 @@ func (s State) need() Need {
 		return Need{Reason: ReasonChildren}
 	case s.Status == Suspended && t != nil && t.Cause == CauseTimer:
 		return Need{Reason: ReasonTimer, Due: t.Wake}
+	case s.Status == Suspended && t != nil && t.Cause == CauseCallback:
+		if n, first := t.Awaiting(); n > 0 {
+			// The last end, or the first deadline, resumes it.
+			return Need{Reason: ReasonCallback, Due: first}
+		}
+		return Need{Reason: ReasonWake, Due: s.Updated}
 	case s.Status == Suspended && t != nil && t.Wake.After(s.Updated):
 		return Need{Reason: ReasonFault, Due: t.Wake}
 	case s.Status == Suspended && t != nil:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/internal/callback"
 	"github.com/baton-run/baton/internal/claims"
 )
 
@@ -94,6 +95,9 @@ type Turn struct {
 	Shown    int            `json:"shown,omitempty"`
 	// Block is what the turn waits for while suspended for CauseBlocked.
 	Block *claims.Block `json:"block,omitempty"`
+	// Callbacks are the tokens its tool calls handed out
+	// (callback.opened), with their ends (callback.ended; callbacks.go).
+	Callbacks []callback.Callback `json:"callbacks,omitempty"`
 }
 
 // Answer returns the newest answer to an approval requested for a tool
@@ -277,6 +281,7 @@ func (s *State) clone() State {
 		t.Steered = slices.Clone(t.Steered)
 		t.Children = slices.Clone(t.Children)
 		t.Requests = slices.Clone(t.Requests)
+		t.Callbacks = slices.Clone(t.Callbacks)
 		if t.Uncertain != nil {
 			u := *t.Uncertain
 			t.Uncertain = &u

@@ -69,6 +69,9 @@ func (ru *ending) suspend(ctx context.Context, cause reducer.Cause, delay time.D
 		return ru.stopped(ctx, err)
 	}
 	next := ru.sess.State
+	if cause == reducer.CauseCallback {
+		delay = wakeDelay(next.Turn, ru.now())
+	}
 	ru.out.Kind, ru.out.Cause = Suspended, cause
 	if cause != reducer.CauseApproval && cause != reducer.CauseUncertain && cause != reducer.CauseLimit {
 		wake.Notify(ctx, ru.r.Waker, ru.r.log(), wake.Wake{Session: ru.out.Session, Reason: wake.ForCause(cause), Seq: next.LastSeq, Trace: ru.trace}, delay)

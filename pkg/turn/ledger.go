@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-run/baton/internal/callback"
 	"github.com/baton-run/baton/internal/claims/claimsession"
 	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/parts"
@@ -31,8 +32,10 @@ type ledger struct {
 	end      ender
 	children *children
 	claims   *claimsession.Calls
-	wait     time.Time // the earliest time a pending wait_until call waits for (see settle)
-	settled  bool      // settle ran once this invocation
+	// callbacks settle the calls that complete by callback.
+	callbacks *callbacks
+	wait      time.Time // the earliest time a pending wait_until call waits for (see settle)
+	settled   bool      // settle ran once this invocation
 }
 
 // settleLast settles the last step's pending calls, if any, and decides
@@ -74,6 +77,9 @@ func (ru *ledger) settleLast(ctx context.Context) (stop bool, out Outcome, err e
 		return ru.children.settleKids(ctx, approvals)
 	case len(approvals) > 0:
 		out, err = ru.end.suspendForApproval(ctx, approvals)
+	case ru.callbacks.waiting:
+		// Its wake is due at the first deadline, or now (see suspend).
+		out, err = ru.end.suspend(ctx, reducer.CauseCallback, 0)
 	case !ru.wait.IsZero():
 		// A wait_until call's time is ahead; on resume after it the
 		// call runs like any other.
@@ -108,12 +114,19 @@ func (ru *ledger) settle(ctx context.Context, pending []*conversation.Call) ([]r
 	var plans []*plan
 	fenced := false // the reads' fence was checked (fenceReads)
 	ru.wait = time.Time{}
+	ru.callbacks.waiting = false
 	ru.children.Reset()
 	st := ru.sess.State
 	now := ru.now()
 	pr := ru.newProgress(ctx) // what the tools emit, on the live flush
 	defer pr.stop()
 	for _, c := range pending {
+		if owned, err := ru.callbacks.settled(ctx, c, now); owned || err != nil {
+			if err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		t, runs, request := ru.admit(c, st.Turn, now)
 		if request != nil {
 			requests = append(requests, *request)
@@ -312,7 +325,20 @@ func (ru *ledger) runPlans(ctx context.Context, plans []*plan, pr *progress) err
 		if err := ru.recordStart(ctx, p, facts); err != nil {
 			return err
 		}
-		part, err := ru.runTool(tool.WithEmitter(ctx, pr.emitter(p.c.ID)), p.t, ru.call(p.c, p.exec))
+		tctx := ru.callbacks.withOpener(tool.WithEmitter(ctx, pr.emitter(p.c.ID)), p)
+		part, err := ru.runTool(tctx, p.t, ru.call(p.c, p.exec))
+		if p.t.Callback != nil {
+			var pending bool
+			if part, pending, err = ru.callbacks.returned(ctx, p, part, err); pending {
+				// No result: its callback brings it. The token is
+				// recorded; the step so far is made durable with the
+				// suspension.
+				if rerr := ru.claims.Release(ctx, grant, true); rerr != nil {
+					return rerr
+				}
+				continue
+			}
+		}
 		if errors.Is(err, errCut) {
 			// No result, the ledger's start stands (and the grant), so
 			// the next invocation reruns an idempotent call and asks an
@@ -438,6 +464,12 @@ func (ru *ledger) runTool(ctx context.Context, t tool.Tool, c tool.Call) (parts.
 	if err != nil {
 		if ctx.Err() != nil {
 			return parts.Part{}, errCut
+		}
+		if errors.Is(err, callback.ErrPending) {
+			if t.Callback != nil {
+				return parts.Part{}, err // see callbacks.returned
+			}
+			err = fmt.Errorf("tool %s returned pending, but it does not complete by callback", c.Name)
 		}
 		part := parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()}
 		if tool.KindOf(err) == tool.Fatal {

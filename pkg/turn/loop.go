@@ -37,7 +37,7 @@ func newRun(c *core) *run {
 	claims := newClaims(c)
 	stepper := &stepper{core: c, end: end}
 	return &run{core: c, end: end, children: kids, claims: claims, stepper: stepper,
-		ledger:    &ledger{core: c, end: end, children: kids, claims: claims},
+		ledger:    &ledger{core: c, end: end, children: kids, claims: claims, callbacks: &callbacks{core: c}},
 		steer:     &steering{core: c, end: end},
 		compactor: &compactor{core: c, end: end, stepper: stepper},
 	}

@@ -80,6 +80,8 @@ func redone(prior []parts.Part) (parts.Part, bool) {
 		switch {
 		case p.Type == parts.ToolOutputAvailable || p.Type == parts.ToolOutputError || p.Type == parts.ToolOutputDenied:
 			settled[p.ToolCallID] = true
+		case p.Type == DataCallback:
+			settled[p.ID] = true // it returned, pending on its callback: what it emitted stands
 		case p.ToolData() && !slices.Contains(emitted, p.ToolCallID):
 			emitted = append(emitted, p.ToolCallID)
 		}

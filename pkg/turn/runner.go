@@ -46,6 +46,10 @@ type Runner struct {
 	// ask before they run (see claims.go; *claimsdb.Broker in a deployment);
 	// nil when no tool does.
 	Claims claims.Broker
+	// CallbackURL is the operator API's public URL, under which the
+	// tools that complete by callback get their URLs
+	// (/callbacks/{token}); empty hands out tokens without URLs.
+	CallbackURL string
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.
