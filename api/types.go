@@ -305,3 +305,19 @@ type ScheduleRequest struct {
 	Cron string `json:"cron"`
 	Text string `json:"text"`
 }
+
+// CallbackRequest completes a tool call that completes by callback (POST
+// /callbacks/{token}): Output, any JSON value, is the call's result; or
+// Error, text, is the error result the model sees. Exactly one is set.
+type CallbackRequest struct {
+	Output json.RawMessage `json:"output,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// CallbackAnswer is the answer of the callback routes: the status
+// ("completed", "failed", or for a heartbeat "open") and, for a
+// heartbeat, the callback's new deadline.
+type CallbackAnswer struct {
+	Status   string    `json:"status"`
+	Deadline time.Time `json:"deadline,omitzero"`
+}

@@ -53,6 +53,7 @@ type Config = app.Config
 //	JWTIssuer, JWTAudience, JWKSURL string // callers' bearer JWTs: BATON_JWT_ISSUER, BATON_JWT_AUDIENCE, BATON_JWKS_URL
 //	RetentionDays    int                   // days an idle session is kept, 0 for ever: BATON_RETENTION_DAYS
 //	ClaimsPoll       time.Duration         // a blocked turn's poll of the claims broker: BATON_CLAIMS_POLL
+//	CallbackURL      string                // the API's public URL, for callback tools' URLs: BATON_CALLBACK_URL
 //
 // A zero setting takes its default; NewOn refuses a missing table, bucket
 // or queue and a setting out of range, naming its variable.

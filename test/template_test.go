@@ -552,6 +552,8 @@ func TestFunctionEnv(t *testing.T) {
 		// Streams go to the Express directory bucket when the stack says so.
 		"BATON_STREAM_BUCKET":      `!If ["ExpressStreams","!Ref ExpressStreamsBucket","!Ref StreamsBucket"]`,
 		"BATON_STREAM_BUCKET_TYPE": "!Ref StreamBucketType",
+		// Callback tools' URLs are under the HTTP API's.
+		"BATON_CALLBACK_URL": "!Sub https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}",
 	}
 	for _, fn := range []string{"OperatorFunction", "ResumeFunction", "TickFunction"} {
 		want := maps.Clone(want)

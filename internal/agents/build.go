@@ -260,6 +260,10 @@ func (b *builder) tool(ref ToolRef) (tool.Tool, error) {
 	if len(ref.Decl.Claims) > 0 {
 		tool.Claim(&t, ref.Decl.Claims...)
 	}
+	if cb := ref.Decl.Callback; cb != nil {
+		p, _ := cb.policy() // validate checked it
+		t.Callback = &p
+	}
 	return policy(t, ref.Decl.Timeout, ref.Decl.Retry)
 }
 
@@ -344,6 +348,14 @@ func (d Decl) validate() error {
 	// schema is checked with the agent's tools (agentspec.Assemble).
 	if err := claims.CheckDeclared(tool.Tool{Effect: tool.Effect(d.Effect)}.SideEffect(), d.Claims); err != nil {
 		return fmt.Errorf("tool %q: claims: %w", d.Name, err)
+	}
+	if d.Callback != nil {
+		if !(tool.Tool{Effect: tool.Effect(d.Effect)}).SideEffect() {
+			return fmt.Errorf("tool %q: callback: only a write or external tool completes by callback", d.Name)
+		}
+		if _, err := d.Callback.policy(); err != nil {
+			return fmt.Errorf("tool %q: %w", d.Name, err)
+		}
 	}
 	if d.Timeout != "" {
 		if _, err := duration(d.Timeout, ""); err != nil {

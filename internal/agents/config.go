@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/internal/callback"
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -254,6 +255,37 @@ type Decl struct {
 	// top-level string field of the input (only write and external tools
 	// claim; see package claims).
 	Claims []claims.Static `json:"claims,omitempty"`
+	// Callback makes the tool complete by callback: its request carries a
+	// callback (token and URL), it answers at once, and the call's result
+	// is what is later posted to the URL, or a timeout error (only write
+	// and external tools; see package callback).
+	Callback *CallbackDecl `json:"callback,omitempty"`
+}
+
+// CallbackDecl is a declared tool's callback policy: Go durations, the
+// timeout 24h when empty, the heartbeat none when empty.
+type CallbackDecl struct {
+	Timeout   string `json:"timeout,omitempty"`
+	Heartbeat string `json:"heartbeat,omitempty"`
+}
+
+// policy is d's callback.Policy.
+func (d CallbackDecl) policy() (callback.Policy, error) {
+	var p callback.Policy
+	for _, f := range []struct {
+		name, v string
+		dst     *time.Duration
+	}{{"timeout", d.Timeout, &p.Timeout}, {"heartbeat", d.Heartbeat, &p.Heartbeat}} {
+		if f.v == "" {
+			continue
+		}
+		v, err := time.ParseDuration(f.v)
+		if err != nil {
+			return p, fmt.Errorf("callback %s %q: want a Go duration such as 2h", f.name, f.v)
+		}
+		*f.dst = v
+	}
+	return p, p.Check()
 }
 
 // MCPServer is a remote MCP server reached over streamable HTTP (see

@@ -75,6 +75,10 @@ const (
 	// before it asks the broker again without a release's wake (a Go
 	// duration); unset means claims.DefaultPoll (30s).
 	EnvClaimsPoll = "BATON_CLAIMS_POLL"
+	// EnvCallbackURL is the operator API's public URL, under which tools
+	// that complete by callback get their URLs (/callbacks/{token});
+	// empty hands out tokens without URLs.
+	EnvCallbackURL = "BATON_CALLBACK_URL"
 )
 
 // MaxRetentionDays is the longest retention BATON_RETENTION_DAYS may set:
@@ -88,7 +92,7 @@ const MaxRetentionDays = 36500
 // AWS SDK's own (AWS_REGION, AWS_ENDPOINT_URL, credentials).
 func Vars() []string {
 	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace, EnvChatAgent, EnvChatOrigins,
-		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold, EnvStreamBucket, EnvStreamBucketType, EnvRetentionDays, EnvClaimsPoll}
+		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold, EnvStreamBucket, EnvStreamBucketType, EnvRetentionDays, EnvClaimsPoll, EnvCallbackURL}
 }
 
 // AgentsFrom is the agent file the functions read from the variables
@@ -113,6 +117,7 @@ func EnvFrom(getenv func(string) string) (Resources, error) {
 		JWTAudience:  getenv(EnvJWTAudience),
 		JWKSURL:      getenv(EnvJWKSURL),
 		StreamBucket: getenv(EnvStreamBucket),
+		CallbackURL:  getenv(EnvCallbackURL),
 	}
 	for _, d := range []struct {
 		name string
@@ -257,7 +262,8 @@ func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slo
 	ss.Claims = broker
 	a := &App{
 		Resources: r, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Metrics: rec,
-		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: interceptors, Claims: broker},
+		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: interceptors, Claims: broker,
+			CallbackURL: r.CallbackURL},
 	}
 	for _, f := range c.onBuild {
 		f(a)

@@ -174,6 +174,10 @@ type Resources struct {
 	// before it asks the broker again without a release's wake; zero means
 	// claims.DefaultPoll (BATON_CLAIMS_POLL).
 	ClaimsPoll time.Duration
+	// CallbackURL is the operator API's public URL, under which tools
+	// that complete by callback get their URLs (/callbacks/{token}); empty
+	// hands out tokens without URLs (BATON_CALLBACK_URL).
+	CallbackURL string
 }
 
 // Check reports what is wrong with r, naming each field and its variable:

@@ -92,23 +92,27 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("devserver: provision: %w", err)
 	}
-	vars, err := functionEnv(o.Template, res, o.Agents)
-	if err != nil {
-		return err
-	}
-	progress("building the agents")
-	a, err := o.Build(ctx, vars, emu.Clients.Config, log)
-	if err != nil {
-		return fmt.Errorf("devserver: %w", err)
-	}
-
-	api := a.Operator(operatorID, 25*time.Second, "demo")
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return fmt.Errorf("devserver: listen: %w", err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	url := "http://" + ln.Addr().String()
+	vars, err := functionEnv(o.Template, res, o.Agents)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	// Callback tools' URLs are this server's.
+	vars[app.EnvCallbackURL] = url
+	progress("building the agents")
+	a, err := o.Build(ctx, vars, emu.Clients.Config, log)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("devserver: %w", err)
+	}
+
+	api := a.Operator(operatorID, 25*time.Second, "demo")
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 
 	w, t := a.Worker(), a.Tick()
 	var wg sync.WaitGroup

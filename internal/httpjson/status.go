@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // Words are what an API says of the failures every API has, so that each
@@ -66,7 +67,20 @@ func Fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, caller strin
 	if status >= 500 {
 		level = slog.LevelError
 	}
-	log.Log(r.Context(), level, words.Log, "method", r.Method, "path", r.URL.Path,
+	log.Log(r.Context(), level, words.Log, "method", r.Method, "path", LogPath(r.URL.Path),
 		"caller", caller, "status", status, "err", err)
 	Write(w, status, ErrorBody{Error: msg})
+}
+
+// LogPath is a request path as logs may hold it: a callback route's token
+// (/callbacks/{token}…), a credential, is left out.
+func LogPath(p string) string {
+	rest, ok := strings.CutPrefix(p, "/callbacks/")
+	if !ok {
+		return p
+	}
+	if _, tail, found := strings.Cut(rest, "/"); found {
+		return "/callbacks/{token}/" + tail
+	}
+	return "/callbacks/{token}"
 }

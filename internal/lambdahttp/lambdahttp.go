@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/baton-run/baton/internal/httpjson"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -77,7 +78,7 @@ func Handler(h http.Handler, opts ...Option) func(ctx context.Context, e events.
 			// request, not the warm execution environment.
 			if p := recover(); p != nil {
 				o.log.ErrorContext(ctx, "lambdahttp: handler panicked", "requestId", e.RequestContext.RequestID,
-					"method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
+					"method", r.Method, "path", httpjson.LogPath(r.URL.Path), "panic", fmt.Sprint(p))
 				resp, err = textResponse(http.StatusInternalServerError, "internal error\n"), nil
 			}
 		}()

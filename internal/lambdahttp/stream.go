@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-run/baton/internal/httpjson"
 	"io"
 	"net/http"
 	"strings"
@@ -63,7 +64,7 @@ func StreamingHandler(h http.Handler, opts ...Option) func(ctx context.Context, 
 			defer func() {
 				if p := recover(); p != nil {
 					o.log.ErrorContext(ctx, "lambdahttp: handler panicked", "requestId", e.RequestContext.RequestID,
-						"method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
+						"method", r.Method, "path", httpjson.LogPath(r.URL.Path), "panic", fmt.Sprint(p))
 					w.abort(fmt.Errorf("lambdahttp: handler panicked: %v", p))
 				}
 			}()

@@ -108,6 +108,8 @@ type groups struct {
 //	POST /claims/orphans/{grantId}/release           release one of them → 202 (404 if none of the caller's)
 //	/chat, /chat/{id}/stream, /chat/{id}/stop,
 //	/chat/{id}/messages                              the AI SDK chat endpoint (internal/chat)
+//	POST /callbacks/{token}                          complete a tool call by its callback token {output} or {error} (no JWT: the token is the credential)
+//	POST /callbacks/{token}/heartbeat                renew the callback's heartbeat timeout (no JWT)
 //	GET  /console/                                   the web console (static, unauthenticated)
 //
 // Every answer but an event stream is JSON; failures are {"error": "..."}.
@@ -149,6 +151,11 @@ func New(c Config) http.Handler {
 	}
 	ch := chat.New(chat.Config{Options: c.Chat, Sessions: c.Sessions, Agents: agents, Identity: identity, Log: log,
 		Budget: budget, Heartbeat: c.Heartbeat})
+	// The callback routes: the token in the path is the credential.
+	cb := &callbackRoutes{core: base}
+	for pattern, h := range cb.routes() {
+		a.mux.Handle(pattern, httpjson.Authed(anyone, a.fail, a.budgeted(h)))
+	}
 	a.mux.Handle("/chat", ch)
 	a.mux.Handle("/chat/", ch)
 	// The web console's static assets: no data, so no identity needed.
@@ -169,6 +176,9 @@ func (a *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	httpjson.Serve(w, r, a.mux)
 }
+
+// anyone is the identity of a public route's caller: none needed.
+func anyone(*http.Request) (string, bool) { return "token", true }
 
 const streamRoute = "GET /sessions/{id}/turns/{turn}/stream"
 

@@ -42,7 +42,8 @@ func (g groups) routes() map[string]func(http.ResponseWriter, *http.Request, str
 type Route struct {
 	Method, Path string
 	// Public routes answer without the caller's identity: the web
-	// console's static assets and CORS preflights. Every other route
+	// console's static assets, CORS preflights, and the callback routes,
+	// whose token is their credential. Every other route
 	// answers 401 without one.
 	Public bool
 }
@@ -61,6 +62,9 @@ func Routes() []Route {
 	}
 	for _, p := range chat.Routes() {
 		add(p, false)
+	}
+	for p := range (&callbackRoutes{}).routes() {
+		add(p, true)
 	}
 	for _, p := range []string{
 		"GET " + console.Path, "GET " + console.Path + "/{proxy+}",

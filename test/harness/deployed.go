@@ -111,6 +111,12 @@ func StartDeployed(t testing.TB, l Limits, opts ...DeployOption) *Deployed {
 			"BATON_HOLD": l.Hold.String(), "AWS_ENDPOINT_URL": emu.URL,
 		},
 	}
+	// The front door's address is known before it serves: the functions'
+	// callback URLs are under it.
+	srv := httptest.NewUnstartedServer(nil)
+	t.Cleanup(srv.Close)
+	d.URL = "http://" + srv.Listener.Addr().String()
+	d.Env["BATON_CALLBACK_URL"] = d.URL
 	maps.Copy(d.Env, c.env)
 	out := c.output
 	if out == nil {
@@ -138,9 +144,8 @@ func StartDeployed(t testing.TB, l Limits, opts ...DeployOption) *Deployed {
 		domain = "abcdefghij.execute-api." + Region + ".amazonaws.com"
 	}
 	d.Front = &Front{Limits: l, Runtime: d.Operator, DomainName: domain}
-	srv := httptest.NewServer(d.Front)
-	t.Cleanup(srv.Close)
-	d.URL = srv.URL
+	srv.Config.Handler = d.Front
+	srv.Start()
 	pctx, pcancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); d.pump(pctx, t) }()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/baton-run/baton/internal/callback"
 	"io"
 	"net/http"
 	"strings"
@@ -53,18 +54,42 @@ type Envelope struct {
 	Input          json.RawMessage `json:"input"`
 	ToolCallID     string          `json:"toolCallId"`
 	IdempotencyKey string          `json:"idempotencyKey"`
+	// Callback is set for a tool that completes by callback: the tool
+	// answers at once (a 2xx, whose body is ignored) and sends the call's
+	// result later to Callback.URL, with the token as its credential.
+	Callback *Callback `json:"callback,omitempty"`
 }
 
-func envelope(c tool.Call) ([]byte, error) {
+// Callback is what a remote tool that completes by callback is sent: the
+// token, the URL that takes POST {"output": …} or {"error": "…"}, the
+// heartbeat URL, and when the call times out unless a heartbeat moves it.
+type Callback struct {
+	Token        string    `json:"token"`
+	URL          string    `json:"url,omitempty"`
+	HeartbeatURL string    `json:"heartbeatUrl,omitempty"`
+	Deadline     time.Time `json:"deadline"`
+}
+
+// envelope is call c's request body, and whether it handed out a callback
+// (the tool completes by one: the runner gave ctx its opener).
+func envelope(ctx context.Context, c tool.Call) ([]byte, bool, error) {
 	in := c.Input
 	if len(bytes.TrimSpace(in)) == 0 {
 		in = json.RawMessage(`{}`)
 	}
-	b, err := json.Marshal(Envelope{Input: in, ToolCallID: c.ID, IdempotencyKey: c.IdempotencyKey})
-	if err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
+	env := Envelope{Input: in, ToolCallID: c.ID, IdempotencyKey: c.IdempotencyKey}
+	h, err := callback.Open(ctx)
+	switch {
+	case err == nil:
+		env.Callback = &Callback{Token: h.Token, URL: h.URL, HeartbeatURL: h.HeartbeatURL, Deadline: h.Deadline}
+	case !errors.Is(err, callback.ErrNoCallback):
+		return nil, false, err
 	}
-	return b, nil
+	b, err := json.Marshal(env)
+	if err != nil {
+		return nil, false, fmt.Errorf("encode request: %w", err)
+	}
+	return b, env.Callback != nil, nil
 }
 
 // FunctionError is a Lambda invocation that ran and failed: the response
@@ -117,7 +142,7 @@ func LambdaTool(name, description string, schema json.RawMessage, effect tool.Ef
 			if client == nil {
 				return nil, &tool.Error{Kind: tool.Fatal, Err: fmt.Errorf("tool %s: %w", name, ErrNoLambdaInvoker)}
 			}
-			payload, err := envelope(c)
+			payload, pending, err := envelope(parent, c)
 			if err != nil {
 				return nil, fmt.Errorf("tool %s: %w", name, err)
 			}
@@ -146,6 +171,9 @@ func LambdaTool(name, description string, schema json.RawMessage, effect tool.Ef
 			if !json.Valid(out.Payload) {
 				return nil, fmt.Errorf("tool %s: function returned a non-JSON payload: %q", name, excerpt(out.Payload))
 			}
+			if pending {
+				return nil, callback.ErrPending // its result comes by the callback
+			}
 			return json.RawMessage(out.Payload), nil
 		},
 	}
@@ -167,7 +195,7 @@ func HTTPTool(name, description string, schema json.RawMessage, effect tool.Effe
 	return tool.Tool{
 		Name: name, Description: description, Schema: schema, Effect: effect, Idempotent: idempotent,
 		Run: func(parent context.Context, c tool.Call) (json.RawMessage, error) {
-			payload, err := envelope(c)
+			payload, pending, err := envelope(parent, c)
 			if err != nil {
 				return nil, fmt.Errorf("tool %s: %w", name, err)
 			}
@@ -200,6 +228,9 @@ func HTTPTool(name, description string, schema json.RawMessage, effect tool.Effe
 			}
 			if resp.StatusCode < 200 || resp.StatusCode > 299 {
 				return nil, statusError(name, resp.StatusCode, body)
+			}
+			if pending {
+				return nil, callback.ErrPending // its result comes by the callback
 			}
 			if len(body) > MaxResponseBytes {
 				return nil, fmt.Errorf("tool %s: response larger than %d bytes", name, MaxResponseBytes)
