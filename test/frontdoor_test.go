@@ -35,7 +35,7 @@ func startDeployed(t *testing.T, l harness.Limits) *harness.Deployed {
 }
 
 // call sends a request to the door with token ("" sends none).
-func call(t *testing.T, d *harness.Deployed, method, path, token, body string, hdr map[string]string) reply {
+func call(t testing.TB, d *harness.Deployed, method, path, token, body string, hdr map[string]string) reply {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

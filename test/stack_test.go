@@ -181,7 +181,7 @@ func bootstrap(t *testing.T, role string) string {
 
 // kumo starts the process's kumo once and routes its API Gateway self-calls.
 // kumo's state is process-wide anyway; each stack makes its own resources.
-func kumo(t *testing.T) *emulator.Emulator {
+func kumo(t testing.TB) *emulator.Emulator {
 	t.Helper()
 	emuOnce.Do(func() {
 		e := emulator.Start()

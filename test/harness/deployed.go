@@ -53,6 +53,18 @@ type Deployed struct {
 	Tick     *Runtime
 	// Env is the functions' environment.
 	Env map[string]string
+	// logs keep the functions' output, unless WithFunctionOutput sent it
+	// elsewhere.
+	logs *lockedBuffer
+}
+
+// Output is what the functions logged so far ("" when WithFunctionOutput
+// sent it elsewhere).
+func (d *Deployed) Output() string {
+	if d.logs == nil {
+		return ""
+	}
+	return d.logs.tail(1 << 30)
 }
 
 // DeployOption configures StartDeployed.
@@ -121,7 +133,7 @@ func StartDeployed(t testing.TB, l Limits, opts ...DeployOption) *Deployed {
 	out := c.output
 	if out == nil {
 		lb := &lockedBuffer{}
-		out = lb
+		out, d.logs = lb, lb
 		t.Cleanup(func() {
 			if t.Failed() {
 				t.Logf("--- deployed functions' output ---\n%s", lb.tail(200))
