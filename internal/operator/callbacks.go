@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/baton-run/baton/api"
@@ -45,10 +46,11 @@ func (c *callbackRoutes) complete(w http.ResponseWriter, r *http.Request, _ stri
 		return err
 	}
 	res := callback.Result{Output: in.Output, Error: in.Error}
-	if err := res.Check(); err != nil {
-		return httpjson.Refuse(http.StatusBadRequest, "%v", err)
+	err = c.sessions.Complete(r.Context(), tok, holder, res)
+	if errors.Is(err, callback.ErrBadResult) {
+		return httpjson.Refuse(http.StatusBadRequest, "%v", err) // the store checks it first, and says what is wrong
 	}
-	if err := c.sessions.Complete(r.Context(), tok, holder, res); err != nil {
+	if err != nil {
 		return err
 	}
 	httpjson.Write(w, http.StatusOK, api.CallbackAnswer{Status: string(res.Status())})

@@ -48,10 +48,8 @@ func (s *ops) Heartbeat(ctx context.Context, token string, actor reducer.Actor) 
 	if err != nil {
 		return callback.Callback{}, fmt.Errorf("session: heartbeat of a callback of %s: %w", tok.Session, err)
 	}
-	for _, c := range st.Turn.Callbacks {
-		if callback.Same(c.Hash, tok.Hash) {
-			return c, nil
-		}
+	if c, ok := st.Turn.CallbackByHash(tok.Hash); ok {
+		return c, nil
 	}
 	return callback.Callback{}, callback.ErrUnknown
 }

@@ -54,10 +54,18 @@ func (t *Turn) Callback(toolCallID string) (callback.Callback, bool) {
 	return callback.Callback{}, false
 }
 
-// CallbackOf returns the index of the turn's callback whose token hashes to
-// hash, -1 for none.
+// callbackOf returns the index of the turn's callback whose token hashes
+// to hash, -1 for none.
 func (t *Turn) callbackOf(hash string) int {
 	return slices.IndexFunc(t.Callbacks, func(c callback.Callback) bool { return callback.Same(c.Hash, hash) })
+}
+
+// CallbackByHash returns the turn's callback whose token hashes to hash.
+func (t *Turn) CallbackByHash(hash string) (callback.Callback, bool) {
+	if i := t.callbackOf(hash); i >= 0 {
+		return t.Callbacks[i], true
+	}
+	return callback.Callback{}, false
 }
 
 // Awaiting returns the turn's callbacks still open and the earliest of
@@ -149,7 +157,7 @@ func (s callbackRules) applyEnded(f Fact) error {
 	c, e := &s.Turn.Callbacks[i], f.Callback
 	switch e.Status {
 	case callback.Completed, callback.Failed:
-		if err := (callback.Result{Output: e.Output, Error: e.Error}).Check(); err != nil || e.Status != (callback.Result{Error: e.Error}).Status() {
+		if r := (callback.Result{Output: e.Output, Error: e.Error}); r.Check() != nil || r.Status() != e.Status {
 			return s.refuse(f, callback.ErrBadResult, "a %s end needs exactly its output or its error", e.Status)
 		}
 		if f.Time.After(c.Deadline()) {
@@ -172,7 +180,7 @@ func (s callbackRules) applyEnded(f Fact) error {
 
 // suspendForCallbacks checks a suspension for callbacks: some are open.
 func (s callbackRules) suspendForCallbacks(f Fact) error {
-	if n, _ := s.Turn.Awaiting(); n == 0 && len(s.Turn.Callbacks) == 0 {
+	if len(s.Turn.Callbacks) == 0 {
 		return s.illegal(f, "suspended for callbacks with none handed out")
 	}
 	s.Turn.Faults = 0
