@@ -207,6 +207,33 @@ func (c *Client) ReleaseOrphan(ctx context.Context, grant string) error {
 	return c.call(ctx, http.MethodPost, "/claims/orphans/"+seg(grant)+"/release", struct{}{}, nil)
 }
 
+// Complete completes a tool call waiting for its callback, as the holder
+// of its token (POST /callbacks/{token}): in.Output is the call's result,
+// or in.Error the error the model sees. The token is the credential; it
+// is path-escaped, and no error of Complete holds it.
+func (c *Client) Complete(ctx context.Context, token string, in CallbackRequest) (CallbackAnswer, error) {
+	var out CallbackAnswer
+	return out, c.callAs(ctx, http.MethodPost, callbackPath(token), "/callbacks/{token}", in, &out)
+}
+
+// Heartbeat renews the heartbeat timeout of the callback of token (POST
+// /callbacks/{token}/heartbeat) and returns its new deadline. No error of
+// Heartbeat holds the token.
+func (c *Client) Heartbeat(ctx context.Context, token string) (CallbackAnswer, error) {
+	var out CallbackAnswer
+	return out, c.callAs(ctx, http.MethodPost, callbackPath(token)+"/heartbeat", "/callbacks/{token}/heartbeat", nil, &out)
+}
+
+// CompleteCall completes by hand, as the session's owner, the tool call
+// toolCallID of the session's open turn that waits for its callback
+// (POST /sessions/{id}/callbacks/{toolCallId}): no token needed.
+func (c *Client) CompleteCall(ctx context.Context, id, toolCallID string, in CompleteCallRequest) (Accepted, error) {
+	var out Accepted
+	return out, c.call(ctx, http.MethodPost, sessionPath(id)+"/callbacks/"+seg(toolCallID), in, &out)
+}
+
+func callbackPath(token string) string { return "/callbacks/" + seg(token) }
+
 // StreamPage reads a turn stream's parts after cursor after ("" from its
 // start) as one JSON page.
 func (c *Client) StreamPage(ctx context.Context, id, turn, after string) (StreamPage, error) {
@@ -255,7 +282,7 @@ func (c *Client) request(ctx context.Context, method, path string, in any) (*htt
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return nil, fmt.Errorf("build request: %w", err)
+		return nil, fmt.Errorf("build request: %w", unwrapURL(err)) // the URL may hold a token
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -307,6 +334,12 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 // call sends a JSON request, within RequestTimeout, and decodes the JSON
 // answer into out, unless out is nil.
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	return c.callAs(ctx, method, path, path, in, out)
+}
+
+// callAs is call whose errors name the path as shown, not path: a path
+// that holds a secret (a callback's token) is shown as its pattern.
+func (c *Client) callAs(ctx context.Context, method, path, shown string, in, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	req, err := c.request(ctx, method, path, in)
@@ -326,7 +359,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 		if ctx.Err() != nil {
 			return &UnreachableError{URL: c.base, Err: ctx.Err()}
 		}
-		return fmt.Errorf("decode the answer to %s %s: %w", method, path, err)
+		return fmt.Errorf("decode the answer to %s %s: %w", method, shown, err)
 	}
 	return nil
 }

@@ -73,6 +73,19 @@ func TestClientSendsTheRoutesRequests(t *testing.T) {
 		{func(c *api.Client) error { _, err := c.Orphans(ctx); return err }, "GET", "/claims/orphans", ""},
 		{func(c *api.Client) error { return c.ReleaseOrphan(ctx, "g1") }, "POST", "/claims/orphans/g1/release", `{}`},
 		{func(c *api.Client) error { _, err := c.StreamPage(ctx, "s1", "t1", "0.1"); return err }, "GET", "/sessions/s1/turns/t1/stream?after=0.1", ""},
+		{func(c *api.Client) error {
+			_, err := c.Complete(ctx, "bcb1.a/b", api.CallbackRequest{Output: []byte(`{"build":7}`)})
+			return err
+		}, "POST", "/callbacks/bcb1.a%2Fb", `{"output":{"build":7}}`},
+		{func(c *api.Client) error {
+			_, err := c.Complete(ctx, "bcb1.x", api.CallbackRequest{Error: "failed"})
+			return err
+		}, "POST", "/callbacks/bcb1.x", `{"error":"failed"}`},
+		{func(c *api.Client) error { _, err := c.Heartbeat(ctx, "bcb1.a/b"); return err }, "POST", "/callbacks/bcb1.a%2Fb/heartbeat", ""},
+		{func(c *api.Client) error {
+			_, err := c.CompleteCall(ctx, "s1", "call 1", api.CompleteCallRequest{CallbackRequest: api.CallbackRequest{Error: "no"}, Reason: "by hand"})
+			return err
+		}, "POST", "/sessions/s1/callbacks/call%201", `{"error":"no","reason":"by hand"}`},
 	} {
 		cl, got := recorder(t, http.StatusOK, `{}`)
 		if err := tc.call(cl); err != nil {
@@ -124,6 +137,26 @@ func TestClientErrors(t *testing.T) {
 	}
 	if _, err := api.NewClient("ftp://x", api.ClientOptions{}); err == nil {
 		t.Error("an ftp address was accepted")
+	}
+}
+
+// TestClientKeepsTokensOutOfErrors: no error of a callback's route,
+// a refusal or an answer that does not decode, holds its token.
+func TestClientKeepsTokensOutOfErrors(t *testing.T) {
+	ctx := context.Background()
+	const token = "bcb1.c2Vzcw.dHVybg.c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldC0"
+	for _, tc := range []struct {
+		status int
+		body   string
+	}{{http.StatusOK, `not json`}, {http.StatusNotFound, `{"error":"no such callback"}`}, {http.StatusGone, ``}} {
+		cl, _ := recorder(t, tc.status, tc.body)
+		_, err1 := cl.Complete(ctx, token, api.CallbackRequest{Output: []byte(`1`)})
+		_, err2 := cl.Heartbeat(ctx, token)
+		for _, err := range []error{err1, err2} {
+			if err == nil || strings.Contains(err.Error(), "c2VjcmV0") {
+				t.Errorf("%d %q: error %v", tc.status, tc.body, err)
+			}
+		}
 	}
 }
 

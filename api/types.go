@@ -86,6 +86,10 @@ type Session struct {
 	Parent       *reducer.Parent `json:"parent,omitempty"`
 	// Uncertain is the execution waiting for a verdict, null when none.
 	Uncertain *Execution `json:"uncertain"`
+	// Callbacks are the open turn's tool calls waiting for their
+	// callback (completed by the token's holder, or by hand: POST
+	// /sessions/{id}/callbacks/{toolCallId}); absent when none.
+	Callbacks []Callback `json:"callbacks,omitempty"`
 	// Schedule is the session's schedule, null when none.
 	Schedule *Schedule `json:"schedule"`
 	// Grants are the resource claims the session's calls hold (some
@@ -165,6 +169,18 @@ type Execution struct {
 	Tool        string `json:"tool"`
 	Idempotent  bool   `json:"idempotent"`
 	Attempt     int    `json:"attempt"`
+}
+
+// Callback is a tool call waiting for its callback: handed out at
+// Opened, its last heartbeat at Beat (zero for none), timing out at
+// Deadline unless a heartbeat moves it. The token is never shown.
+type Callback struct {
+	ToolCallID string    `json:"toolCallId"`
+	Tool       string    `json:"tool"`
+	Attempt    int       `json:"attempt"`
+	Opened     time.Time `json:"opened"`
+	Beat       time.Time `json:"beat,omitzero"`
+	Deadline   time.Time `json:"deadline"`
 }
 
 // Summary is one entry of GET /sessions.
@@ -312,6 +328,15 @@ type ScheduleRequest struct {
 type CallbackRequest struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	Error  string          `json:"error,omitempty"`
+}
+
+// CompleteCallRequest is the body of POST
+// /sessions/{id}/callbacks/{toolCallId}, by which the session's owner
+// completes a call waiting for its callback by hand, without the token:
+// a CallbackRequest, and a reason recorded with it (optional).
+type CompleteCallRequest struct {
+	CallbackRequest
+	Reason string `json:"reason,omitempty"`
 }
 
 // CallbackAnswer is the answer of the callback routes: the status

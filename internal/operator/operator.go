@@ -103,6 +103,7 @@ type groups struct {
 //	PUT  /sessions/{id}/schedule                     set a schedule {cron, text} → 202
 //	DELETE /sessions/{id}/schedule                   clear the schedule → 202
 //	POST /sessions/{id}/executions/{executionId}     rerun or abandon → 202
+//	POST /sessions/{id}/callbacks/{toolCallId}       complete by hand a call waiting for its callback {output} or {error} → 202
 //	POST /sessions/{id}/grants/{grantId}/release     release a grant an ended turn left → 202
 //	GET  /claims/orphans                             the caller's orphaned grants (of deleted sessions)
 //	POST /claims/orphans/{grantId}/release           release one of them → 202 (404 if none of the caller's)

@@ -27,6 +27,7 @@ func (g groups) routes() map[string]func(http.ResponseWriter, *http.Request, str
 		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer, idempotency.WriteFirst),
 		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel, idempotency.ReceiptFirst),
 		"POST /sessions/{id}/executions/{executionId}": a.idempotent(a.settle, idempotency.WriteFirst),
+		"POST /sessions/{id}/callbacks/{toolCallId}":   a.idempotent(a.completeCall, idempotency.WriteFirst),
 		"POST /sessions/{id}/grants/{grantId}/release": c.idempotent(c.release, idempotency.WriteFirst),
 		"GET /claims/orphans":                          c.orphans,
 		"POST /claims/orphans/{grantId}/release":       c.idempotent(c.releaseOrphan, idempotency.ReceiptFirst),

@@ -31,6 +31,12 @@ func sessionView(id string, st reducer.State) api.Session {
 			s.Pending = append(s.Pending, api.Approval{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool,
 				Input: p.Input, Expires: p.Expires})
 		}
+		for _, c := range t.Callbacks {
+			if ex, ok := t.Execution(c.ToolCallID); !c.Ended() && ok && ex.Try() == c.Attempt {
+				s.Callbacks = append(s.Callbacks, api.Callback{ToolCallID: c.ToolCallID, Tool: c.Tool, Attempt: c.Attempt,
+					Opened: c.Opened, Beat: c.Beat, Deadline: c.Deadline()})
+			}
+		}
 		if u := t.Uncertain; u != nil {
 			s.Uncertain = &api.Execution{ExecutionID: u.ID, ToolCallID: u.ToolCallID, Tool: u.Tool, Idempotent: u.Idempotent, Attempt: u.Try()}
 		}
