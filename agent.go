@@ -50,6 +50,9 @@ type Agent struct {
 	// (Children.Check: MaxDepth at most 10, MaxChildren at most 32) and the
 	// names against all the agents, Go and agent-file alike.
 	Children Children
+	// Guardrails check each message a turn answers (OnInput) and each
+	// model step's text (OnOutput), in order within a stage.
+	Guardrails []Guardrail
 }
 
 // Price is a model's price table in USD per million tokens.

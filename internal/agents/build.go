@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/baton-run/baton/internal/guard"
+	"github.com/baton-run/baton/internal/guard/declared"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -46,6 +48,9 @@ type Deps struct {
 	// Declared builds a tool declared in the file (kind lambda or http).
 	// Nil means declared tools are refused.
 	Declared func(d Decl) (tool.Tool, error)
+	// Guardrails builds a guardrail declared in the file; nil builds them
+	// with the default HTTP client and no Lambda invoker.
+	Guardrails func(d declared.Decl) (guard.Guardrail, error)
 	// Getenv reads API keys; nil means os.Getenv.
 	Getenv func(string) string
 	// Keys fetches and caches the keys agents name by secret (apiKeySecret,
@@ -144,7 +149,30 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 		a.Compaction = comp
 	}
 	a.Tools, a.Remote = agentspec.Assemble(b.local(c, lim, bad), b.servers(c, bad), c.Approvals, b.deps.MCP, b.getenv, bad)
+	a.Guardrails = b.guardrails(c, bad)
 	return a
+}
+
+// guardrails builds c's declared guardrails, remote checkers reaching out
+// through the deps' Guardrails (or, without one, with no Lambda invoker).
+func (b *builder) guardrails(c Config, bad func(string, error)) []guard.Guardrail {
+	build := b.deps.Guardrails
+	if build == nil {
+		build = func(d declared.Decl) (guard.Guardrail, error) { return d.Build(nil, nil) }
+	}
+	var out []guard.Guardrail
+	for i, d := range c.Guardrails {
+		g, err := build(d)
+		if err != nil {
+			bad(fmt.Sprintf("guardrails[%d]", i), err)
+			continue
+		}
+		out = append(out, g)
+	}
+	if err := guard.Validate(out); err != nil {
+		bad("guardrails", err)
+	}
+	return out
 }
 
 // identity names c's model as the OpenTelemetry GenAI conventions name

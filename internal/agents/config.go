@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/baton-run/baton/internal/guard/declared"
 	"io"
 	"io/fs"
 	"sort"
@@ -90,6 +91,10 @@ type Config struct {
 	Children    string   `json:"children,omitempty"`
 	MaxDepth    int      `json:"maxDepth,omitempty"`
 	MaxChildren int      `json:"maxChildren,omitempty"`
+	// Guardrails check each message a turn answers (stage input) and each
+	// step's text (stage output): patterns, a maxLength, or an HTTP (url)
+	// or Lambda (lambda) checker (see package guard/declared).
+	Guardrails []declared.Decl `json:"guardrails,omitempty"`
 }
 
 // Compaction is an agent's context compaction policy: past inputTokens of

@@ -3,6 +3,7 @@ package agentspec
 import (
 	"errors"
 	"fmt"
+	"github.com/baton-run/baton/internal/guard"
 	"maps"
 	"slices"
 
@@ -45,6 +46,9 @@ func Check(s baton.Agent, d mcp.Dialer, bad func(field string, err error)) (*too
 		case c.Price != nil && (c.Price.InputPerMTok < 0 || c.Price.OutputPerMTok < 0):
 			bad("compaction.Price", errors.New("negative"))
 		}
+	}
+	if err := guard.Validate(s.Guardrails); err != nil {
+		bad("guardrails", err)
 	}
 	var local []Local
 	for i, t := range s.Tools {

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"github.com/baton-run/baton/internal/guard"
+	"github.com/baton-run/baton/internal/guard/declared"
 	"net/http"
 	"time"
 
@@ -59,6 +61,9 @@ func Deps(clients *awsenv.Clients, ps []Provider, lambda Lambda) agents.Deps {
 		Builtins:  []tool.Tool{tool.WaitUntil()},
 		Providers: map[string]agents.Provider{},
 		Declared:  agents.DeclaredTools(invoker, httpClient),
+		Guardrails: func(g declared.Decl) (guard.Guardrail, error) {
+			return g.Build(httpClient, invoker)
+		},
 	}
 	for _, p := range ps {
 		d.Providers[p.Name] = p.Build(clients.Config, httpClient)

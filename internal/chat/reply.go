@@ -6,6 +6,7 @@ import (
 
 	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/pkg/conversation"
 )
 
 // Reply folds a turn's stream parts into the assistant message an AI SDK
@@ -80,14 +81,26 @@ func (f *folder) add(p parts.Part) {
 			t.State = "output-denied"
 		}
 	case parts.DataAbandoned:
-		if f.step >= 0 {
-			f.msg.Parts = f.msg.Parts[:f.step]
-			f.step = -1
+		f.retract()
+	case parts.DataGuardrail:
+		var d conversation.GuardrailData
+		if json.Unmarshal(p.Data, &d) == nil && d.Discarded {
+			f.retract()
 		}
+		f.data(p)
 	default:
 		if p.Type.IsData() && !p.Transient {
 			f.data(p)
 		}
+	}
+}
+
+// retract drops the open step's parts: a step cut short, or one a
+// guardrail discarded.
+func (f *folder) retract() {
+	if f.step >= 0 {
+		f.msg.Parts = f.msg.Parts[:f.step]
+		f.step = -1
 	}
 }
 

@@ -77,6 +77,11 @@ const (
 	// running when an invocation ended: the data parts they emitted came
 	// from a run whose result was lost; a call run again emits anew.
 	DataRedone Type = "data-redone"
+	// DataGuardrail shows a guardrail's decision (block, redact,
+	// escalate) to the user; one marked discarded retracts the open step
+	// (the parts of it already streamed live), which no later model
+	// request sees (see conversation.GuardrailData).
+	DataGuardrail Type = "data-guardrail"
 )
 
 // Part is one protocol part. Only the fields its Type uses are set.

@@ -60,6 +60,9 @@ type Turn struct {
 	// Compacting is what the summaries of the turn's steps cost; Usage
 	// counts it.
 	Compacting reducer.Usage
+	// Discarded is what the steps guardrails discarded cost (see
+	// GuardrailData); Usage counts it.
+	Discarded reducer.Usage
 	// stepUsage is the sum of Steps' usage when summed, as a Replayer
 	// keeps it, so Usage need not walk every step of a long turn.
 	stepUsage reducer.Usage
@@ -282,6 +285,7 @@ type Replayer struct {
 	summary    string             // see Turn.Summary
 	through    int                // see Turn.Through
 	compacting reducer.Usage      // see Turn.Compacting
+	discarded  reducer.Usage      // see Turn.Discarded
 	input      input              // the model input last built
 }
 
@@ -289,7 +293,7 @@ type Replayer struct {
 // later Adds may give their calls results.
 func (r *Replayer) Turn() Turn {
 	return Turn{Steps: r.steps[:len(r.steps):len(r.steps)], Abandoned: r.open != nil, Steered: r.before[:len(r.before):len(r.before)],
-		Summary: r.summary, Through: r.through, Compacting: r.compacting, stepUsage: r.stepUsage, summed: true}
+		Summary: r.summary, Through: r.through, Compacting: r.compacting, Discarded: r.discarded, stepUsage: r.stepUsage, summed: true}
 }
 
 // Add folds parts into the turn.
@@ -321,6 +325,8 @@ func (r *Replayer) add(p parts.Part) {
 		r.steered(p)
 	case parts.DataEdited:
 		r.edited(p)
+	case parts.DataGuardrail:
+		r.guarded(p)
 	case parts.TextStart, parts.ReasoningStart, parts.TextDelta, parts.ReasoningDelta,
 		parts.ReasoningEnd, parts.ToolInputAvailable, parts.MessageMetadata:
 		if r.open != nil {
@@ -567,6 +573,9 @@ func (t Turn) Usage() reducer.Usage {
 	u.InputTokens += t.Compacting.InputTokens
 	u.OutputTokens += t.Compacting.OutputTokens
 	u.CostMicroUSD += t.Compacting.CostMicroUSD
+	u.InputTokens += t.Discarded.InputTokens
+	u.OutputTokens += t.Discarded.OutputTokens
+	u.CostMicroUSD += t.Discarded.CostMicroUSD
 	return u
 }
 

@@ -2,6 +2,8 @@ package reducer
 
 import (
 	"slices"
+
+	"github.com/baton-run/baton/internal/guard"
 )
 
 // Appliers for tool calls: approvals and their answers, executions and their verdicts.
@@ -56,6 +58,9 @@ func (s toolRules) applyApprovalAnswered(f Fact) error {
 		return s.illegal(f, "approval %q is for tool call %s, not %s", a.ApprovalID, s.Turn.Pending[i].ToolCallID, a.ToolCallID)
 	}
 	p := s.Turn.Pending[i]
+	if guard.IsTool(p.Tool) && !(a.Decision == Approve || a.Decision == Deny) {
+		return s.refuse(f, ErrBadAnswer, "approval %q is a guardrail's escalation: approve or deny it", a.ApprovalID)
+	}
 	s.Turn.Pending = slices.Delete(s.Turn.Pending, i, i+1)
 	ans := *a
 	ans.By, ans.ByKind, ans.Requested = f.Actor.ID, f.Actor.Kind, p.Requested

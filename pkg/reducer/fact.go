@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-run/baton/internal/callback"
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/guard"
 )
 
 // Type names a session fact.
@@ -539,6 +540,8 @@ type Fact struct {
 	Block *claims.Block `json:"block,omitempty"`
 	// callback.opened, callback.heartbeat, callback.ended (callbacks.go).
 	Callback *callback.Callback `json:"callback,omitempty"`
+	// Guard is a guardrail's decision (guardrail.decided).
+	Guard *guard.Record `json:"guard,omitempty"`
 }
 
 // Ends reports whether the fact ends a turn.

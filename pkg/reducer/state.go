@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-run/baton/internal/callback"
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/guard"
 )
 
 // Status is a session's coarse state.
@@ -98,6 +99,8 @@ type Turn struct {
 	// Callbacks are the tokens its tool calls handed out
 	// (callback.opened), with their ends (callback.ended; callbacks.go).
 	Callbacks []callback.Callback `json:"callbacks,omitempty"`
+	// Guards are its guardrails' decisions, in order (guardrail.decided).
+	Guards []guard.Record `json:"guards,omitempty"`
 }
 
 // Answer returns the newest answer to an approval requested for a tool
@@ -282,6 +285,7 @@ func (s *State) clone() State {
 		t.Children = slices.Clone(t.Children)
 		t.Requests = slices.Clone(t.Requests)
 		t.Callbacks = slices.Clone(t.Callbacks)
+		t.Guards = slices.Clone(t.Guards)
 		if t.Uncertain != nil {
 			u := *t.Uncertain
 			t.Uncertain = &u

@@ -3,6 +3,7 @@ package turn
 import (
 	"encoding/json"
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/guard"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -52,7 +53,10 @@ type Agent struct {
 	// Children are the agents it may call as tools and hand off to (see
 	// children.go); AgentMap.Link adds their tools.
 	Children Children
-	linked   bool
+	// Guardrails check the turn's input and each step's output (see
+	// guards.go), in order within a stage.
+	Guardrails []guard.Guardrail
+	linked     bool
 }
 
 // The compaction defaults (see baton.Compaction).

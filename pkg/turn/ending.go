@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/baton-run/baton/internal/awsenv"
@@ -32,7 +33,7 @@ type ending struct {
 // ending).
 type ender interface {
 	suspend(ctx context.Context, cause reducer.Cause, delay time.Duration, extra ...reducer.Fact) (Outcome, error)
-	suspendForApproval(ctx context.Context, approvals []reducer.Approval) (Outcome, error)
+	suspendForApproval(ctx context.Context, approvals []reducer.Approval, extra ...reducer.Fact) (Outcome, error)
 	suspendFault(ctx context.Context, me *model.Error) (Outcome, error)
 	suspendFor(ctx context.Context, cause reducer.Cause, retryAfter time.Duration, kind reducer.FailureKind, what string, err error) (Outcome, error)
 	outOfTime(ctx context.Context, fault *model.Error) (Outcome, error)
@@ -79,10 +80,12 @@ func (ru *ending) suspend(ctx context.Context, cause reducer.Cause, delay time.D
 	return ru.out, nil
 }
 
-func (ru *ending) suspendForApproval(ctx context.Context, approvals []reducer.Approval) (Outcome, error) {
-	facts := make([]reducer.Fact, len(approvals))
+// suspendForApproval records extra, then the approvals requested, and
+// suspends the turn for them.
+func (ru *ending) suspendForApproval(ctx context.Context, approvals []reducer.Approval, extra ...reducer.Fact) (Outcome, error) {
+	facts := slices.Clone(extra)
 	for i := range approvals {
-		facts[i] = reducer.Fact{Type: reducer.ApprovalRequested, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Approval: &approvals[i]}
+		facts = append(facts, reducer.Fact{Type: reducer.ApprovalRequested, Actor: agentActor(ru.out.Turn), Turn: ru.out.Turn, Approval: &approvals[i]})
 	}
 	out, err := ru.suspend(ctx, reducer.CauseApproval, 0, facts...)
 	if err == nil && out.Kind == Suspended {

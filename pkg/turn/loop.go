@@ -27,6 +27,7 @@ type run struct {
 	compactor *compactor
 	children  *children
 	claims    *claimsession.Calls
+	guards    *guards
 }
 
 // newRun is the invocation on c, its collaborators wired.
@@ -35,8 +36,9 @@ func newRun(c *core) *run {
 	end := &ending{core: c, parent: kids}
 	kids.end = end
 	claims := newClaims(c)
-	stepper := &stepper{core: c, end: end}
-	return &run{core: c, end: end, children: kids, claims: claims, stepper: stepper,
+	gs := &guards{core: c, end: end}
+	stepper := &stepper{core: c, end: end, guards: gs}
+	return &run{core: c, end: end, children: kids, claims: claims, stepper: stepper, guards: gs,
 		ledger:    &ledger{core: c, end: end, children: kids, claims: claims, callbacks: &callbacks{core: c}},
 		steer:     &steering{core: c, end: end},
 		compactor: &compactor{core: c, end: end, stepper: stepper},
@@ -62,6 +64,13 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 		ru.replay()
 		if stop, out, err := ru.ledger.settleLast(ctx); stop {
 			return out, err
+		}
+		// Guardrails: escalations answered, and the input before the
+		// first step (guards.go).
+		if stop, again, out, err := ru.guards.settle(ctx); stop {
+			return out, err
+		} else if again {
+			continue
 		}
 		// A step boundary: messages posted meanwhile may end the turn or
 		// be steered into it (see steer.go).

@@ -28,7 +28,8 @@ import (
 // the endings stop the turn.
 type stepper struct {
 	*core
-	end ender
+	end    ender
+	guards *guards
 }
 
 // attempt is what the loop knows of the steps it asked for in this
@@ -54,6 +55,9 @@ func (ru *stepper) step(ctx context.Context) ([]parts.Part, error) {
 		sp.live = ru.sink.Live(ru.lim.LiveFlush)
 		defer sp.live.Stop() // a failure it reports was reported by push or lost with the step
 	}
+	par := ru.guards.parallel(ctx)
+	defer par.stop()
+	held := false // a parallel guardrail stopped the step: nothing more of it is shown
 	for ev, err := range ru.stream(ctx, ru.agent.Model, req) {
 		if err != nil {
 			if ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
@@ -62,6 +66,9 @@ func (ru *stepper) step(ctx context.Context) ([]parts.Part, error) {
 			return ru.abandon(sp, fmt.Errorf("step %d: %w", sp.n, err))
 		}
 		sp.event(ev)
+		if held = held || par.tripped(); held {
+			continue // read on to the finish: the step is billed
+		}
 		if err := ru.push(ctx, sp); err != nil {
 			if fe := (*flushError)(nil); errors.As(err, &fe) {
 				return nil, err
@@ -75,14 +82,46 @@ func (ru *stepper) step(ctx context.Context) ([]parts.Part, error) {
 		}
 		return ru.abandon(sp, &model.Error{Kind: model.Other, Err: fmt.Errorf("step %d: the stream ended without a finish", sp.n)})
 	}
+	ps, err := ru.guarded(ctx, sp, par)
+	if err != nil {
+		return nil, err
+	}
 	if sp.live != nil {
-		ru.emit(sp.parts[sp.pushed:]...)
+		ru.emit(ps...)
 		if err := sp.live.Stop(); err != nil && ctx.Err() == nil {
 			return nil, &flushError{err}
 		}
 		return nil, nil
 	}
-	return sp.parts, nil
+	return ps, nil
+}
+
+// guarded passes finished step sp through the guardrails: the parallel
+// input guardrails par still running, then the output guardrails. It
+// returns the parts still to emit (rewritten by a redaction), or the
+// *guarded error of a step they stopped, which is discarded.
+func (ru *stepper) guarded(ctx context.Context, sp *stepParts, par *parallel) ([]parts.Part, error) {
+	if par != nil {
+		recs, stop := par.wait()
+		if stop != nil {
+			return ru.guards.discard(sp, &guarded{recs: recs, stop: *stop})
+		}
+		facts := make([]reducer.Fact, len(recs))
+		for i, r := range recs {
+			facts[i] = decided(ru.out.Turn, r)
+		}
+		if err := ru.append(ctx, facts...); err != nil {
+			return nil, &flushError{err}
+		}
+	}
+	ps, changed, err := ru.guards.output(ctx, sp)
+	if gd := (*guarded)(nil); errors.As(err, &gd) {
+		return ru.guards.discard(sp, gd)
+	}
+	if err != nil || changed {
+		return ps, err
+	}
+	return sp.parts[sp.pushed:], nil
 }
 
 // stepParts translates one step's model events into its stream parts:
@@ -105,6 +144,8 @@ type stepParts struct {
 	// reached the sink, and the flusher.
 	pushed int
 	live   *streams.Live
+
+	usage reducer.Usage // the step's own, at its finish
 }
 
 // event adds the parts one model event makes.
@@ -132,6 +173,7 @@ func (sp *stepParts) event(ev model.Event) {
 			u.CostMicroUSD = sp.price.Cost(u.InputTokens, u.OutputTokens)
 		}
 		sp.times.Ended = time.Now()
+		sp.usage = u
 		sp.parts = append(sp.parts,
 			parts.Part{Type: parts.MessageMetadata, MessageMetadata: conversation.TimedStepMetadata(u, sp.so.Add(u), string(ev.Stop), sp.times)},
 			parts.Part{Type: parts.FinishStep})
@@ -205,7 +247,10 @@ func (ru *stepper) abandon(sp *stepParts, err error) ([]parts.Part, error) {
 func (ru *stepper) stepFailed(ctx context.Context, err error, a *attempt) (redo bool, out Outcome, ferr error) {
 	var fe *flushError
 	var me *model.Error
+	var gd *guarded
 	switch {
+	case errors.As(err, &gd):
+		return ru.guards.stopped(ctx, gd)
 	case errors.As(err, &fe):
 		out, ferr = ru.end.stopped(ctx, fe.err)
 	case ctx.Err() != nil:
