@@ -24,14 +24,14 @@ const (
 	ExitError        = 1   // a server error (5xx) or any other failure
 	ExitUsage        = 2   // bad flags or arguments, or input the server refused (400, 413, 422)
 	ExitNotFound     = 3   // no such session, turn, approval or execution (404)
-	ExitConflict     = 4   // not allowed in the session's state, e.g. an approval not pending (409)
+	ExitConflict     = 4   // not allowed in the session's state, e.g. an approval not pending (409), or a callback expired (410)
 	ExitUnauthorized = 5   // missing, bad or insufficient credentials (401, 403)
 	ExitUnreachable  = 6   // no answer from the server
 	ExitInterrupted  = 130 // interrupted (Ctrl-C)
 )
 
 // Commands are the subcommands Run knows, besides help.
-var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "respond", "verdict", "release", "orphans", "cancel", "export", "delete", "completion"}
+var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "respond", "complete", "heartbeat", "verdict", "release", "orphans", "cancel", "export", "delete", "completion"}
 
 // Usage is the text `baton help` prints.
 const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
@@ -65,6 +65,13 @@ Client of the operator API:
   baton respond SESSION APPROVAL JSON [--reason R]
                                             answer the call by hand: the model gets JSON ("-" reads
                                             stdin) as its result, and the tool never runs
+  baton complete TOKEN JSON|--error TEXT    complete a tool call waiting for its callback, as the holder of
+                                            its token: the model gets JSON ("-" reads stdin) as the result,
+                                            or TEXT as the call's error
+  baton complete SESSION CALL JSON|--error TEXT [--reason R]
+                                            the same by hand, as the session's owner, without the token:
+                                            CALL is the tool call id show lists under callback
+  baton heartbeat TOKEN [--json]            renew the callback's heartbeat timeout; prints its new deadline
   baton verdict SESSION EXECUTION rerun|abandon
                                             settle an uncertain execution
   baton release SESSION GRANT               release the resource claims a grant holds after its turn ended
@@ -99,7 +106,8 @@ Exit codes:
   1    server error (5xx) or other failure
   2    usage: bad flags or arguments, or input the server refused (400, 413, 422)
   3    not found (404)
-  4    conflict (409): not allowed in the session's state, e.g. an approval not pending
+  4    conflict (409): not allowed in the session's state, e.g. an approval not pending,
+       or a callback already completed; or gone (410): a callback past its deadline
   5    unauthorized (401, 403)
   6    the server could not be reached
   130  interrupted
@@ -171,7 +179,7 @@ func ExitCode(err error) int {
 		switch ae.Status {
 		case http.StatusNotFound:
 			return ExitNotFound
-		case http.StatusConflict:
+		case http.StatusConflict, http.StatusGone: // 410: a callback expired
 			return ExitConflict
 		case http.StatusUnauthorized, http.StatusForbidden:
 			return ExitUnauthorized
@@ -254,7 +262,8 @@ func (e *env) command(ctx context.Context, name string, args []string) (known bo
 	}
 	run, ok := map[string]func(context.Context, []string) error{
 		"sessions": e.sessions, "show": e.show, "new": e.newSession, "send": e.send, "tail": e.tail,
-		"approve": answer("approve"), "deny": answer("deny"), "respond": answer("respond"), "verdict": e.verdict, "release": e.release, "orphans": e.orphans, "cancel": e.cancel,
+		"approve": answer("approve"), "deny": answer("deny"), "respond": answer("respond"),
+		"complete": e.complete, "heartbeat": e.heartbeat, "verdict": e.verdict, "release": e.release, "orphans": e.orphans, "cancel": e.cancel,
 		"raise": e.raise, "wake": e.wake, "schedule": e.schedule, "export": e.export, "delete": e.remove,
 		"completion": func(_ context.Context, args []string) error { return e.completion(args) },
 	}[name]
@@ -490,6 +499,7 @@ func (e *env) showTable(s api.Session) {
 	if s.Parent != nil {
 		fmt.Fprintf(w, "parent   %s (turn %s, tool call %s)\n", s.Parent.Session, s.Parent.Turn, s.Parent.ToolCallID)
 	}
+	showCallbacks(w, s)
 	if u := s.Uncertain; u != nil {
 		fmt.Fprintf(w, "uncertain execution %s of %s, attempt %d (may or may not have run)\n         baton verdict %s %s rerun|abandon\n",
 			u.ExecutionID, u.Tool, max(u.Attempt, 1), s.ID, u.ExecutionID)

@@ -22,7 +22,7 @@ func allCommands() []string {
 	return out
 }
 
-var flagName = regexp.MustCompile(`(?:^|[\s\[])(--?[a-z][a-z-]*)`)
+var flagName = regexp.MustCompile(`(?:^|[\s\[|])(--?[a-z][a-z-]*)`) // "JSON|--error TEXT" names --error
 
 // commandFlags are the flags command name's help lists, and --api, --help.
 func commandFlags(name string) []string {
