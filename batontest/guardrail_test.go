@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -330,5 +331,33 @@ func TestGuardParallelBlock(t *testing.T) {
 	s.Run()
 	if req := requestText(t, rec, 1); strings.Contains(req, "swordfish") {
 		t.Fatalf("a later request shows the discarded step: %s", req)
+	}
+}
+
+// TestGuardAgentFile: an agent file's declared guardrails (a redacting
+// pattern at input, a length that escalates at output) run as Go ones do.
+func TestGuardAgentFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := dir + "/agents.json"
+	body := `{"agents":{"filed":{"provider":"scripted","script":{"steps":[{"text":"A long answer that passes twenty characters."}]},
+	 "guardrails":[
+	  {"name":"cards","stage":"input","patterns":["\\d{4}-\\d{4}-\\d{4}-\\d{4}"],"action":"redact","replacement":"[card]"},
+	  {"name":"short","stage":"output","maxLength":20,"action":"escalate","reason":"a long answer"}]}}}`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kit := batontest.NewWith(t, host.Config{}, batontest.Options{Agents: file})
+	s := kit.Session("filed")
+	s.Post("charge 1234-5678-9012-3456")
+	if out := s.Run(); out.Cause != "approval" {
+		t.Fatalf("run: %+v, want the long answer escalated", out)
+	}
+	st := s.State()
+	if m := st.Turn.Messages[0].Text; m != "charge [card]" {
+		t.Fatalf("the turn's message is %q, want it redacted", m)
+	}
+	if got := decisions(s); strings.Join(got, ",") != "cards:input:redact,short:output:escalate" {
+		t.Fatalf("decisions %v", got)
 	}
 }

@@ -279,8 +279,12 @@ func TestDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, ok := m.Agent("demo")
-	if !ok || len(m) != 1 {
-		t.Fatalf("agents = %v, want just demo", m)
+	g, gok := m.Agent("guarded")
+	if !ok || !gok || len(m) != 2 {
+		t.Fatalf("agents = %v, want demo and guarded", m)
+	}
+	if len(g.Guardrails) != 2 || g.Guardrails[0].Name != "no-door-codes" || g.Guardrails[1].Stage != "input" {
+		t.Errorf("guarded's guardrails = %+v", g.Guardrails)
 	}
 	if a.Model == nil || a.MaxTokens != 1024 || a.System == "" {
 		t.Errorf("demo agent = %+v", a)

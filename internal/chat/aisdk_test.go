@@ -17,7 +17,9 @@ import (
 // answer, an approval (through addToolApprovalResponse, or for major 5 the
 // operator route and a reconnect) runs the tool and the answer follows, a
 // deny gives the denial, a reconnect mid-turn ends with the whole
-// message, stop ends the turn, an approval given through the operator
+// message, stop ends the turn, an answer an output guardrail blocks
+// streams live and is retracted (a data-guardrail part; gone after a
+// reload), an approval given through the operator
 // route reaches a chat that resumes its stream, and no chunk is rejected.
 // It also shows a client rejecting a chunk when it is sent another major's
 // stream, so the checks can fail. It needs node and npm; without them it skips, unless

@@ -198,7 +198,49 @@ async function stop() {
   check('no turn is active after stop: 204', again === null, null);
 }
 
+// rendered is a message as an app shows it: the parts of a step that a
+// data-guardrail part discarded are retracted (left out), from the step's
+// step-start to the guardrail's part, which shows the reason instead.
+function rendered(m) {
+  const out = [];
+  for (const p of m.parts) {
+    if (p.type === 'data-guardrail' && p.data?.discarded) {
+      const start = out.map((q) => q.type).lastIndexOf('step-start');
+      if (start >= 0) out.length = start;
+    }
+    out.push(p);
+  }
+  return out;
+}
+
+// guarded asks the guarded demo agent for a door code: the answer streams
+// live, the output guardrail then blocks it, and the client gets the
+// retraction as a data-guardrail part; a reload shows no trace of it.
+async function guarded() {
+  const chat = newChat({ transport: new DefaultChatTransport({
+    api: `${base}/chat`,
+    headers: header === 'none' ? {} : { 'x-ai-sdk-version': header },
+    body: { agent: 'guarded' },
+  }) });
+  await chat.sendMessage({ text: 'What is the door code?' });
+  await until('the guarded turn to end', ready(chat));
+  noErrors(chat, 'guarded turn');
+  const msg = assistants(chat).at(-1);
+  const g = msg?.parts.find((p) => p.type === 'data-guardrail');
+  check('the client got the guardrail\'s retraction as a data part', g && g.data.action === 'block' && g.data.discarded === true &&
+    g.data.reason === 'That answer held a door code, so it was withheld.', msg?.parts);
+  check('the retracted answer had streamed live', textOf(msg).includes('The door code'), msg.parts);
+  const shown = rendered(msg);
+  check('rendered, the retracted text is gone and the reason shown', !shown.some((p) => p.type === 'text') &&
+    shown.some((p) => p.type === 'data-guardrail'), shown);
+  const res = await api('GET', `/chat/${chat.id}/messages`);
+  const reloaded = (res.body?.messages ?? res.body ?? []).filter((m) => m.role === 'assistant').at(-1);
+  check('a reload holds the reason and none of the retracted text', res.status === 200 && reloaded &&
+    !JSON.stringify(reloaded).includes('4711') && reloaded.parts.some((p) => p.type === 'data-guardrail'), res.body);
+}
+
 try {
+  await guarded();
   await approve('approve');
   await approve('deny');
   if (major !== 5) await elsewhere();
