@@ -37,7 +37,9 @@ const chromium = "/usr/bin/chromium"
 // step's text, a pause, the other half; the runner flushes a step's first
 // event at once and later ones as the next event comes after liveFlush) and
 // asks approval to email; ledger
-// charges a card through an HTTP tool that is not idempotent.
+// charges a card through an HTTP tool that is not idempotent; builds
+// starts two builds through an HTTP tool (on the same URL) that completes
+// by callback.
 const agentsJSON = `{"agents": {
   "live": {
     "provider": "scripted",
@@ -60,6 +62,16 @@ const agentsJSON = `{"agents": {
       "schema": {"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]},
       "url": "CHARGE_URL", "timeout": "30s"}],
     "limits": {"budget": "3s", "margin": "500ms", "leaseGrace": "100ms"}
+  },
+  "builds": {
+    "provider": "scripted",
+    "script": {"steps": [
+      {"text": "Starting two builds.", "toolCalls": [{"name": "start_build", "input": {"ref": "main"}}, {"name": "start_build", "input": {"ref": "dev"}}]},
+      {"text": "Both builds are reported."}
+    ]},
+    "tools": [{"name": "start_build", "kind": "http", "description": "Start a CI build; its result comes by callback.", "effect": "external",
+      "schema": {"type": "object", "properties": {"ref": {"type": "string"}}, "required": ["ref"]},
+      "url": "CHARGE_URL", "timeout": "5s", "callback": {"timeout": "1h", "heartbeat": "30m"}}]
   },
   "limited": {
     "provider": "scripted",

@@ -162,6 +162,7 @@ async function sessionPage(id, signal) {
     facts: el('div', { class: 'facts' }),
     actions: el('div', { class: 'row' }),
     approvals: el('div', { id: 'approvals' }),
+    callbacks: el('div', { id: 'callbacks' }),
     uncertain: el('div', { id: 'uncertain' }),
     limit: el('div', { id: 'limit' }),
     timer: el('div', { id: 'timer' }),
@@ -180,7 +181,7 @@ async function sessionPage(id, signal) {
     el('div', { class: 'row' }, el('h1', { class: 'mono' }, id), $.status),
     el('div', { class: 'card' }, $.facts),
     $.actions,
-    $.approvals, $.uncertain, $.limit, $.timer, $.claims,
+    $.approvals, $.callbacks, $.uncertain, $.limit, $.timer, $.claims,
     el('div', { class: 'split' },
       el('div', {}, el('h2', {}, 'Turns'), $.turns, $.turnHead, $.turn,
         el('form', { class: 'row', onsubmit: async ev => {
@@ -331,10 +332,48 @@ async function sessionPage(id, signal) {
           el('button', { class: 'abandon', onclick: settle('abandon') }, 'Abandon'), note)));
     }
 
+    renderCallbacks(s);
     renderLimit(s);
     renderTimer(s);
     renderSchedule(s);
     renderClaims(s);
+  };
+
+  // Calls waiting for their callback: an outside system holds each one's
+  // token; the owner completes it by hand (no token needed) with a result
+  // or an error the model sees. Cards stay while their call waits, what
+  // was typed in them kept; a heartbeat moves the deadline in place.
+  const callbackTimes = cb => 'deadline ' + new Date(cb.deadline).toLocaleString() +
+    (cb.beat ? ', last heartbeat ' + ago(cb.beat) : ', no heartbeat yet');
+  const renderCallbacks = s => {
+    const waiting = s.callbacks || [];
+    for (const c of [...$.callbacks.children]) if (!waiting.some(cb => cb.toolCallId === c.dataset.callback)) c.remove();
+    for (const cb of waiting) {
+      const shown = $.callbacks.querySelector(`[data-callback="${CSS.escape(cb.toolCallId)}"]`);
+      if (shown) { shown.querySelector('.callback-times').textContent = callbackTimes(cb); continue; }
+      const path = sessionPath(id, '/callbacks/' + encodeURIComponent(cb.toolCallId));
+      const note = el('span', { class: 'error' });
+      const reason = el('input', { class: 'reason callback-reason', placeholder: 'reason (optional; recorded with it)', 'aria-label': `Reason for completing ${cb.tool} by hand` });
+      const output = el('textarea', { class: 'callback-output mono', rows: 3, placeholder: '{"result": "..."}', 'aria-label': `Result the model gets for ${cb.tool}` });
+      const error = el('input', { class: 'reason callback-error', placeholder: 'error the model sees', 'aria-label': `Error the model gets for ${cb.tool}` });
+      const complete = ev => {
+        let v;
+        try { v = JSON.parse(output.value); } catch (e) { note.textContent = 'not JSON: ' + e.message; return; }
+        act(ev.target, note, 'POST', path, { output: v, reason: reason.value });
+      };
+      const fail = ev => {
+        if (!error.value.trim()) { note.textContent = 'Enter the error the model sees.'; return; }
+        act(ev.target, note, 'POST', path, { error: error.value, reason: reason.value });
+      };
+      $.callbacks.append(el('div', { class: 'card attention callback', 'data-callback': cb.toolCallId },
+        el('div', { class: 'row' }, el('strong', {}, 'Waiting for a callback: ' + cb.tool), el('span', { class: 'muted mono' }, cb.toolCallId),
+          el('span', { class: 'muted callback-times' }, callbackTimes(cb))),
+        el('p', {}, 'An outside system holds this call\'s token and completes it when it is done. Complete it by hand instead: ',
+          'the model gets this result, or the error below, and the token is used up.'),
+        output,
+        el('div', { class: 'row' }, reason, el('button', { class: 'primary callback-complete', onclick: complete }, 'Complete by hand')),
+        el('div', { class: 'row' }, error, el('button', { class: 'deny callback-fail', onclick: fail }, 'Fail the call'), note)));
+    }
   };
 
   // Resource claims: the grants the session's calls hold (quarantined ones
@@ -495,6 +534,8 @@ function describe(f) {
     case 'context.compacted': parts.push(`${f.compaction?.turns} turns summarised, ${f.compaction?.before} → ${f.compaction?.after} input tokens`); break;
     case 'usage.recorded': parts.push(usageText(f.usage) + ' billed after the turn ended'); break;
     case 'message.steered': parts.push(`${(f.steered || []).length} message(s) steered in`); break;
+    case 'callback.opened': parts.push(`${f.callback?.tool || ''} ${f.callback?.toolCallId || ''}`); break;
+    case 'callback.ended': parts.push(`${f.callback?.status}${f.callback?.error ? ': ' + f.callback.error : ''}${f.reason ? ' (' + f.reason + ')' : ''}`); break;
   }
   if (f.turn && f.type.startsWith('turn.')) parts.push(f.turn);
   parts.push(who);

@@ -148,6 +148,11 @@ export class TurnView {
         this.step = null;
         break;
       }
+      case 'data-callback': { // the call waits for its callback
+        const t = this.tools.get(p.id);
+        if (t && t.state.textContent === 'called') this.setState(t, 'awaiting callback', 'suspended');
+        break;
+      }
       case 'data-suspended': this.marker('Suspended: ' + (p.data?.cause || '')); break;
       case 'data-compacted': this.marker(p.data?.summary !== undefined
         ? `Context compacted: the turn's first ${p.data.steps} steps summarised, ${p.data.before} → ${p.data.after} input tokens`
