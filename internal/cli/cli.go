@@ -31,7 +31,7 @@ const (
 )
 
 // Commands are the subcommands Run knows, besides help.
-var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "respond", "complete", "heartbeat", "verdict", "release", "orphans", "cancel", "export", "delete", "completion"}
+var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "respond", "complete", "heartbeat", "verdict", "guardrails", "release", "orphans", "cancel", "export", "delete", "completion"}
 
 // Usage is the text `baton help` prints.
 const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
@@ -74,6 +74,10 @@ Client of the operator API:
   baton heartbeat TOKEN [--json]            renew the callback's heartbeat timeout; prints its new deadline
   baton verdict SESSION EXECUTION rerun|abandon
                                             settle an uncertain execution
+  baton guardrails SESSION [-o table|json|yaml]
+                                            the session's guardrail decisions (allow, block, redact,
+                                            escalate), each a guardrail.decided fact; approve or deny
+                                            an escalation as any approval
   baton release SESSION GRANT               release the resource claims a grant holds after its turn ended
                                             (cancelled while its execution was uncertain), or that the
                                             deleted session SESSION left orphaned
@@ -263,7 +267,7 @@ func (e *env) command(ctx context.Context, name string, args []string) (known bo
 	run, ok := map[string]func(context.Context, []string) error{
 		"sessions": e.sessions, "show": e.show, "new": e.newSession, "send": e.send, "tail": e.tail,
 		"approve": answer("approve"), "deny": answer("deny"), "respond": answer("respond"),
-		"complete": e.complete, "heartbeat": e.heartbeat, "verdict": e.verdict, "release": e.release, "orphans": e.orphans, "cancel": e.cancel,
+		"complete": e.complete, "heartbeat": e.heartbeat, "verdict": e.verdict, "guardrails": e.guardrails, "release": e.release, "orphans": e.orphans, "cancel": e.cancel,
 		"raise": e.raise, "wake": e.wake, "schedule": e.schedule, "export": e.export, "delete": e.remove,
 		"completion": func(_ context.Context, args []string) error { return e.completion(args) },
 	}[name]

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -174,6 +175,8 @@ func (r *renderer) part(e api.StreamEntry, turn string) {
 		r.data(p)
 	case parts.DataRedone:
 		r.line("%s", r.style(styleDim, "↺ calls cut short are redone"+dataSuffix(p.Data, "reason", "")))
+	case parts.DataGuardrail:
+		r.guardrail(p)
 	case parts.Error:
 		r.line("%s %s", r.style(styleRed, "✗ error:"), p.ErrorText)
 	default:
@@ -213,6 +216,28 @@ func (r *renderer) approval(p parts.Part) {
 			}
 			r.line("%s %s", r.style(styleRed, "✗"), msg)
 		}
+	}
+}
+
+// guardrail shows a guardrail's decision: what it did, and why.
+func (r *renderer) guardrail(p parts.Part) {
+	var d conversation.GuardrailData
+	_ = json.Unmarshal(p.Data, &d) // a part that does not decode shows little
+	what := "⛨ guardrail " + d.Guardrail + " (" + d.Stage + "): " + d.Action
+	if d.Reason != "" {
+		what += ": " + d.Reason
+	}
+	if d.Discarded {
+		what += " — the step above is retracted"
+	}
+	color := styleYellow
+	if d.Action == "block" {
+		color = styleRed
+	}
+	r.line("%s", r.style(color, what))
+	if d.Action == "escalate" && d.Approval != "" {
+		r.line("  baton approve %s %s", r.session, d.Approval)
+		r.line("  baton deny %s %s --reason ...", r.session, d.Approval)
 	}
 }
 
