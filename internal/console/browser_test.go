@@ -126,6 +126,15 @@ const agentsJSON = `{"agents": {
     "provider": "scripted",
     "script": {"steps": [{"text": "Noted, and filed with the rest of the notes for later."}]},
     "compaction": {"inputTokens": 60, "keepTurns": 1, "script": {"steps": [{"text": "Earlier notes were filed."}]}}
+  },
+  "guarded": {
+    "provider": "scripted",
+    "script": {"steps": [{"delay": "600ms", "text": "The door code is 4711-0815, as you asked."}]},
+    "guardrails": [
+      {"name": "no-door-codes", "stage": "output", "patterns": ["\\b\\d{4}-\\d{4}\\b"], "reason": "That answer held a door code."},
+      {"name": "polite", "stage": "input", "maxLength": 500}
+    ],
+    "limits": {"liveFlush": "100ms"}
   }
 }}`
 

@@ -66,8 +66,10 @@ func (ru *stepper) step(ctx context.Context) ([]parts.Part, error) {
 			return ru.abandon(sp, fmt.Errorf("step %d: %w", sp.n, err))
 		}
 		sp.event(ev)
-		if held = held || par.tripped(); held {
-			continue // read on to the finish: the step is billed
+		if held = held || par.tripped(); held || ev.Type == model.Finish {
+			// Held: read on to the finish, the step is billed. The finish
+			// is the step's to emit once the guardrails passed it.
+			continue
 		}
 		if err := ru.push(ctx, sp); err != nil {
 			if fe := (*flushError)(nil); errors.As(err, &fe) {

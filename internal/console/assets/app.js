@@ -163,6 +163,7 @@ async function sessionPage(id, signal) {
     actions: el('div', { class: 'row' }),
     approvals: el('div', { id: 'approvals' }),
     callbacks: el('div', { id: 'callbacks' }),
+    guardrails: el('div', { id: 'guardrails' }),
     uncertain: el('div', { id: 'uncertain' }),
     limit: el('div', { id: 'limit' }),
     timer: el('div', { id: 'timer' }),
@@ -181,7 +182,7 @@ async function sessionPage(id, signal) {
     el('div', { class: 'row' }, el('h1', { class: 'mono' }, id), $.status),
     el('div', { class: 'card' }, $.facts),
     $.actions,
-    $.approvals, $.callbacks, $.uncertain, $.limit, $.timer, $.claims,
+    $.approvals, $.callbacks, $.guardrails, $.uncertain, $.limit, $.timer, $.claims,
     el('div', { class: 'split' },
       el('div', {}, el('h2', {}, 'Turns'), $.turns, $.turnHead, $.turn,
         el('form', { class: 'row', onsubmit: async ev => {
@@ -484,11 +485,29 @@ async function sessionPage(id, signal) {
     });
   };
 
+  // Every guardrail decision of the session, newest first: the ones that
+  // did something stand out.
+  const renderGuardrails = () => {
+    const ds = facts.filter(f => f.type === 'guardrail.decided').reverse();
+    $.guardrails.replaceChildren(ds.length === 0 ? '' : el('div', { class: 'card' }, el('h2', {}, 'Guardrails'),
+      el('table', { class: 'guardrails' },
+        el('tr', {}, ...['#', 'Guardrail', 'Stage', 'Decision', 'Reason'].map(h => el('th', {}, h))),
+        ...ds.map(f => {
+          const g = f.guard || {};
+          return el('tr', { 'data-action': g.action, class: g.action === 'allow' ? 'muted' : '' },
+            el('td', { class: 'muted' }, '#' + f.seq), el('td', { class: 'mono' }, g.guardrail),
+            el('td', {}, g.stage === 'output' ? `output (step ${g.step ?? 0})` : 'input'),
+            el('td', {}, el('strong', {}, g.action)),
+            el('td', {}, (g.reason || '') + (g.error ? ` (failed: ${g.error})` : '')));
+        }))));
+  };
+
   const addFacts = fs => {
     for (const f of fs) {
       lastSeq = Math.max(lastSeq, f.seq);
       facts.push(f);
       if (f.type === 'turn.started') turns.push(f.turn);
+      if (f.type === 'guardrail.decided') renderGuardrails();
       $.timeline.prepend(el('li', { 'data-type': f.type, 'data-seq': f.seq },
         el('span', { class: 'muted' }, '#' + f.seq), el('span', { class: 'muted', title: f.time }, time(f.time)),
         el('strong', {}, f.type), el('span', {}, describe(f)),
@@ -534,6 +553,12 @@ function describe(f) {
     case 'context.compacted': parts.push(`${f.compaction?.turns} turns summarised, ${f.compaction?.before} → ${f.compaction?.after} input tokens`); break;
     case 'usage.recorded': parts.push(usageText(f.usage) + ' billed after the turn ended'); break;
     case 'message.steered': parts.push(`${(f.steered || []).length} message(s) steered in`); break;
+    case 'guardrail.decided': {
+      const g = f.guard || {};
+      parts.push(`${g.guardrail} (${g.stage}${g.stage === 'output' ? ' step ' + (g.step ?? 0) : ''}): ${g.action}` +
+        (g.reason ? ' — ' + g.reason : '') + (g.error ? ` [failed: ${g.error}]` : '') + (g.approval ? ` [approval ${g.approval}]` : ''));
+      break;
+    }
     case 'callback.opened': parts.push(`${f.callback?.tool || ''} ${f.callback?.toolCallId || ''}`); break;
     case 'callback.ended': parts.push(`${f.callback?.status}${f.callback?.error ? ': ' + f.callback.error : ''}${f.reason ? ' (' + f.reason + ')' : ''}`); break;
   }

@@ -148,6 +148,20 @@ export class TurnView {
         this.step = null;
         break;
       }
+      case 'data-guardrail': { // a guardrail's decision; discarded retracts the open step
+        const d = p.data || {};
+        const why = `Guardrail ${d.guardrail} (${d.stage}): ${d.action}` + (d.reason ? ' — ' + d.reason : '');
+        const s = d.discarded ? (this.step || [...this.root.querySelectorAll('.step.open')].pop()) : null;
+        if (s) {
+          s.classList.remove('open');
+          s.classList.add('abandoned', 'retracted');
+          s.append(el('div', { class: 'marker bad guardrail' }, why + ' (retracted)'));
+          this.step = null;
+        } else {
+          this.marker(why, d.action === 'block');
+        }
+        break;
+      }
       case 'data-callback': { // the call waits for its callback
         const t = this.tools.get(p.id);
         if (t && t.state.textContent === 'called') this.setState(t, 'awaiting callback', 'suspended');
