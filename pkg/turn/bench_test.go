@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/guard"
 	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
@@ -37,20 +38,31 @@ func stepsScript(n int) string {
 // loaded machine, compare cpu-ns/step: the process's CPU time (user and
 // system, the emulator's share included) in the timed turns, per step,
 // which other processes' load changes far less than the wall clock.
-func BenchmarkStep(b *testing.B) { benchStep(b, nil) }
+func BenchmarkStep(b *testing.B) { benchStep(b, nil, nil) }
 
 // BenchmarkStepIntercepted is BenchmarkStep with a no-op interceptor on
 // every kind of call (model, tool, step, fact log, stream store), for the
 // seam's cost beside BenchmarkStep's run without one.
-func BenchmarkStepIntercepted(b *testing.B) { benchStep(b, []intercept.Interceptor{noop()}) }
+func BenchmarkStepIntercepted(b *testing.B) { benchStep(b, []intercept.Interceptor{noop()}, nil) }
 
-func benchStep(b *testing.B, ics []intercept.Interceptor) {
+// BenchmarkStepGuarded is BenchmarkStep with an input and an output
+// guardrail that allow everything: the cost of checking every step, whose
+// decisions are one more DynamoDB write per step (and the input's one per
+// turn), and no more S3 PUTs.
+func BenchmarkStepGuarded(b *testing.B) {
+	allow := func(context.Context, guard.Subject) (guard.Decision, error) { return guard.Decision{Action: guard.Allow}, nil }
+	benchStep(b, nil, []guard.Guardrail{{Name: "in", Stage: guard.Input, Check: allow}, {Name: "out", Stage: guard.Output, Check: allow}})
+}
+
+func benchStep(b *testing.B, ics []intercept.Interceptor, gs []guard.Guardrail) {
 	onEmulator(b) // counts requests: the step's cost is on the real stores
 	for _, steps := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
 			lim := turn.Limits{MaxStepsPerInvocation: steps + 1, MaxStepsPerTurn: steps + 1}
-			inv := fresh(b, demoAgent(b, script(b, stepsScript(steps)), lim))
-			one := fresh(b, demoAgent(b, script(b, stepsScript(1)), lim))
+			agent, oneAgent := demoAgent(b, script(b, stepsScript(steps)), lim), demoAgent(b, script(b, stepsScript(1)), lim)
+			agent.Guardrails, oneAgent.Guardrails = gs, gs
+			inv := fresh(b, agent)
+			one := fresh(b, oneAgent)
 			inv.intercept(ics)
 			one.intercept(ics)
 			ctx := context.Background()

@@ -16,5 +16,5 @@ import (
 func BenchmarkStepMetrics(b *testing.B) {
 	price := &reducer.Price{InputPerMTok: 3, OutputPerMTok: 15}
 	rec := metrics.New(io.Discard, "bench")
-	benchStep(b, []intercept.Interceptor{rec.Interceptor(func(intercept.ModelCall) *reducer.Price { return price })})
+	benchStep(b, []intercept.Interceptor{rec.Interceptor(func(intercept.ModelCall) *reducer.Price { return price })}, nil)
 }

@@ -23,5 +23,5 @@ func BenchmarkStepTraced(b *testing.B) {
 	defer srv.Close()
 	tr := otel.New(otel.NewExporter(srv.URL+"/v1/traces", nil))
 	defer func() { _ = tr.Shutdown(b.Context()) }()
-	benchStep(b, []intercept.Interceptor{tr.Interceptor()})
+	benchStep(b, []intercept.Interceptor{tr.Interceptor()}, nil)
 }
