@@ -50,7 +50,9 @@ func BenchmarkStepIntercepted(b *testing.B) { benchStep(b, []intercept.Intercept
 // decisions are one more DynamoDB write per step (and the input's one per
 // turn), and no more S3 PUTs.
 func BenchmarkStepGuarded(b *testing.B) {
-	allow := func(context.Context, guard.Subject) (guard.Decision, error) { return guard.Decision{Action: guard.Allow}, nil }
+	allow := func(context.Context, guard.Subject) (guard.Decision, error) {
+		return guard.Decision{Action: guard.Allow}, nil
+	}
 	benchStep(b, nil, []guard.Guardrail{{Name: "in", Stage: guard.Input, Check: allow}, {Name: "out", Stage: guard.Output, Check: allow}})
 }
 
