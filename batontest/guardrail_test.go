@@ -161,6 +161,12 @@ func TestGuardInputEscalate(t *testing.T) {
 	if last := shown[len(shown)-1]; last["action"] != "block" || last["reason"] != "no refunds today" {
 		t.Fatalf("shown %v, want the denial's block", shown)
 	}
+	// The denied message is withheld from every later request.
+	denied.Post("hello again")
+	denied.Run()
+	if req := requestText(t, rec, 1); strings.Contains(req, "refund me too") || !strings.Contains(req, "withheld by guardrail refunds") {
+		t.Fatalf("a later request shows the denied message: %s", req)
+	}
 }
 
 func TestGuardOutputBlock(t *testing.T) {

@@ -53,22 +53,30 @@ func (s guardRules) applyDecided(f Fact) error {
 		return s.illegal(f, "the held step passes %d bytes", guard.MaxHeld)
 	}
 	if r.Stage == guard.Input {
-		i := -1
-		for j, m := range s.Turn.Messages {
-			if m.ID == r.Message {
-				i = j
-			}
-		}
-		if i < 0 {
-			return s.illegal(f, "the turn answers no message %q", r.Message)
+		m := s.Turn.message(r.Message)
+		if m == nil {
+			return s.illegal(f, "the turn answers no message %q, nor waits to steer it in", r.Message)
 		}
 		switch r.Action {
 		case guard.Redact:
-			s.Turn.Messages[i].Text = r.Text
+			m.Text = r.Text
 		case guard.Block:
-			s.Turn.Messages[i].Text = guard.Placeholder(r.Guardrail)
+			m.Text = guard.Placeholder(r.Guardrail)
 		}
 	}
 	s.Turn.Guards = append(s.Turn.Guards, *r)
+	return nil
+}
+
+// message returns the turn's message id: one it answers, or one waiting
+// to be steered in; nil for none.
+func (t *Turn) message(id string) *Message {
+	for _, ms := range [][]Message{t.Messages, t.Steer} {
+		for i := range ms {
+			if ms[i].ID == id {
+				return &ms[i]
+			}
+		}
+	}
 	return nil
 }

@@ -27,6 +27,10 @@ import (
 type guards struct {
 	*core
 	end *ending
+	// deliver steers the waiting messages in (steering.deliver): a
+	// steered message a guardrail blocks is delivered withheld, so that it
+	// does not start the next turn.
+	deliver func(context.Context) error
 }
 
 // guarded is a step a guardrail stopped: the decisions to record, the one
@@ -53,16 +57,16 @@ func (g *guards) of(stage guard.Stage, parallel bool) []guard.Guardrail {
 	return out
 }
 
-// settle acts on escalations an operator answered and checks the turn's
-// input before its first step. again is set when it released a held step,
-// whose calls the loop settles next.
+// settle acts on escalations at output an operator answered and checks
+// the messages the turn answers before its first step. again is set when
+// it released a held step, whose calls the loop settles next.
 func (g *guards) settle(ctx context.Context) (stop, again bool, out Outcome, err error) {
 	if len(g.agent.Guardrails) == 0 {
 		return false, false, Outcome{}, nil
 	}
 	t := g.sess.State.Turn
 	for _, r := range t.Guards {
-		if r.Action != guard.Escalate {
+		if r.Action != guard.Escalate || r.Stage != guard.Output {
 			continue
 		}
 		ans, ok := t.Answer(r.Call)
@@ -70,13 +74,9 @@ func (g *guards) settle(ctx context.Context) (stop, again bool, out Outcome, err
 		case !ok:
 			continue
 		case ans.Decision == reducer.Deny:
-			reason := r.Reason
-			if ans.Reason != "" {
-				reason = ans.Reason
-			}
-			out, err = g.block(ctx, r, reason, heldUsage(r.Held))
+			out, err = g.block(ctx, r, denial(r, ans), heldUsage(r.Held))
 			return true, false, out, err
-		case r.Stage == guard.Output && len(g.turn.Steps) <= r.Step:
+		case len(g.turn.Steps) <= r.Step:
 			if err := g.release(r); err != nil {
 				out, err = g.end.fail(ctx, reducer.FailInternal, err)
 				return true, false, out, err
@@ -87,35 +87,92 @@ func (g *guards) settle(ctx context.Context) (stop, again bool, out Outcome, err
 	if len(g.turn.Steps) > 0 {
 		return false, false, Outcome{}, nil
 	}
-	for i := range t.Messages {
-		for _, gr := range g.of(guard.Input, false) {
+	ids := make([]string, len(t.Messages))
+	for i, m := range t.Messages {
+		ids[i] = m.ID
+	}
+	stop, out, err = g.check(ctx, ids, false)
+	return stop, false, out, err
+}
+
+// steered checks the messages waiting to be steered in that the turn's
+// stream does not hold yet, parallel guardrails included: there is no
+// step to run them beside.
+func (g *guards) steered(ctx context.Context) (stop bool, out Outcome, err error) {
+	if len(g.agent.Guardrails) == 0 || len(g.sess.State.Turn.Steer) == 0 {
+		return false, Outcome{}, nil
+	}
+	have := map[string]bool{}
+	for _, m := range g.turn.Delivered() {
+		have[m.ID] = true
+	}
+	var ids []string
+	for _, m := range g.sess.State.Turn.Steer {
+		if !have[m.ID] {
+			ids = append(ids, m.ID)
+		}
+	}
+	return g.check(ctx, ids, true)
+}
+
+// denial is the reason a denied escalation blocks with.
+func denial(r guard.Record, ans reducer.Answer) string {
+	if ans.Reason != "" {
+		return ans.Reason
+	}
+	return r.Reason
+}
+
+// check runs the input guardrails (the parallel ones too, when all is
+// set) on each of the turn's messages ids, in order, each on the text the
+// ones before it left, and acts on their decisions: a block ends the turn,
+// an escalation suspends it until answered, and a denied one is recorded
+// as a block of the message, so that it is withheld.
+func (g *guards) check(ctx context.Context, ids []string, all bool) (stop bool, out Outcome, err error) {
+	grs := g.of(guard.Input, false)
+	if all {
+		grs = append(grs, g.of(guard.Input, true)...)
+	}
+	for _, id := range ids {
+		for _, gr := range grs {
 			st := g.sess.State.Turn
-			m := st.Messages[i]
-			r, ok := st.Guard(gr.Name, guard.Input, m.ID, 0)
+			r, ok := st.Guard(gr.Name, guard.Input, id, 0)
 			if !ok {
-				r = g.decide(ctx, gr, guard.Subject{Text: m.Text, Message: m.ID})
+				text := g.messageText(id)
+				r = g.decide(ctx, gr, guard.Subject{Text: text, Message: id})
 				if r.Action == guard.Escalate {
-					out, err = g.escalate(ctx, []guard.Record{r}, m.Text, nil, false, nil)
-					return true, false, out, err
+					out, err = g.escalate(ctx, []guard.Record{r}, text, nil, false, nil)
+					return true, out, err
 				}
 				if err := g.append(ctx, decided(g.out.Turn, r)); err != nil {
 					out, err = g.end.stopped(ctx, err)
-					return true, false, out, err
+					return true, out, err
 				}
 			}
-			switch {
-			case r.Action == guard.Block:
-				out, err = g.block(ctx, r, r.Reason, nil)
-				return true, false, out, err
-			case r.Action == guard.Escalate:
-				if _, answered := st.Answer(r.Call); !answered {
+			switch r.Action {
+			case guard.Block:
+				out, err = g.blockMessage(ctx, r, r.Reason, all)
+				return true, out, err
+			case guard.Escalate:
+				ans, answered := st.Answer(r.Call)
+				switch {
+				case !answered:
 					out, err = g.end.suspend(ctx, reducer.CauseApproval, 0)
-					return true, false, out, err
+					return true, out, err
+				case ans.Decision == reducer.Deny:
+					b := guard.Record{Guardrail: r.Guardrail, Stage: guard.Input, Message: id,
+						Decision: guard.Decision{Action: guard.Block, Reason: denial(r, ans)}}
+					if err := g.append(ctx, decided(g.out.Turn, b)); err != nil {
+						out, err = g.end.stopped(ctx, err)
+						return true, out, err
+					}
+					out, err = g.blockMessage(ctx, b, b.Reason, all)
+					return true, out, err
 				}
 			}
 		}
 	}
-	return false, false, Outcome{}, nil
+	return false, Outcome{}, nil
 }
 
 // decide runs gr on s, filled in with the turn's names, and records its
@@ -148,6 +205,17 @@ func (g *guards) block(ctx context.Context, r guard.Record, reason string, usage
 	r.Action = guard.Block
 	g.emit(shown(r, reason, false, usage))
 	return g.end.complete(ctx)
+}
+
+// blockMessage ends the turn as r, a block of a message, decided; a
+// steered one (steered set) is delivered first, withheld.
+func (g *guards) blockMessage(ctx context.Context, r guard.Record, reason string, steered bool) (Outcome, error) {
+	if steered {
+		if err := g.deliver(ctx); err != nil {
+			return g.end.stopped(ctx, err)
+		}
+	}
+	return g.block(ctx, r, reason, nil)
 }
 
 // escalate records recs, whose last asks for an operator, and suspends the
@@ -228,11 +296,15 @@ func (g *guards) stopped(ctx context.Context, gd *guarded) (redo bool, out Outco
 	return false, out, err
 }
 
-// messageText is the text of the turn's message id, as the model sees it.
+// messageText is the text of the turn's message id (one it answers, or
+// one waiting to be steered in), as the model would see it.
 func (g *guards) messageText(id string) string {
-	for _, m := range g.sess.State.Turn.Messages {
-		if m.ID == id {
-			return m.Text
+	t := g.sess.State.Turn
+	for _, ms := range [][]reducer.Message{t.Messages, t.Steer} {
+		for _, m := range ms {
+			if m.ID == id {
+				return m.Text
+			}
 		}
 	}
 	return ""

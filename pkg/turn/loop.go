@@ -36,11 +36,12 @@ func newRun(c *core) *run {
 	end := &ending{core: c, parent: kids}
 	kids.end = end
 	claims := newClaims(c)
-	gs := &guards{core: c, end: end}
+	steer := &steering{core: c, end: end}
+	gs := &guards{core: c, end: end, deliver: steer.deliver}
 	stepper := &stepper{core: c, end: end, guards: gs}
 	return &run{core: c, end: end, children: kids, claims: claims, stepper: stepper, guards: gs,
 		ledger:    &ledger{core: c, end: end, children: kids, claims: claims, callbacks: &callbacks{core: c}},
-		steer:     &steering{core: c, end: end},
+		steer:     steer,
 		compactor: &compactor{core: c, end: end, stepper: stepper},
 	}
 }
@@ -84,6 +85,9 @@ func (ru *run) loop(ctx context.Context) (Outcome, error) {
 			return out, err
 		}
 		if stop, out, err := ru.compactor.compact(ctx, a.spent); stop {
+			return out, err
+		}
+		if stop, out, err := ru.guards.steered(ctx); stop {
 			return out, err
 		}
 		if err := ru.steer.deliver(ctx); err != nil {
