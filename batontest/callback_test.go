@@ -296,3 +296,27 @@ func TestCallbackAfterCancel(t *testing.T) {
 		t.Fatalf("the refused completion wrote %d facts", n-before)
 	}
 }
+
+// TestCallbackAfterDelete: a session deleted (its waiting turn cancelled
+// first) leaves its tokens unknown: a completion is refused as unknown.
+func TestCallbackAfterDelete(t *testing.T) {
+	t.Parallel()
+	c := newCI(t, nil)
+	kit, s, _ := buildDesk(t, c, baton.CallbackPolicy{})
+	if out := s.Run(); out.Cause != reducer.CauseCallback {
+		t.Fatalf("first run %+v", out)
+	}
+	if err := s.Delete(); err == nil {
+		t.Fatal("a session whose turn waits was deleted")
+	}
+	s.Cancel("closing the account")
+	if err := s.Delete(); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if err := kit.Complete(c.got()[0], "passed"); !errors.Is(err, batontest.ErrCallbackUnknown) {
+		t.Fatalf("a completion after delete: %v, want ErrCallbackUnknown", err)
+	}
+	if err := kit.Heartbeat(c.got()[0]); !errors.Is(err, batontest.ErrCallbackUnknown) {
+		t.Fatalf("a heartbeat after delete: %v, want ErrCallbackUnknown", err)
+	}
+}

@@ -21,6 +21,16 @@ func (s *Session) Children() []*Session {
 	return out
 }
 
+// Delete deletes the session as Owner, its children with it: its facts,
+// streams and snapshots. A session with an open turn is refused (cancel
+// it first), and the error says so.
+func (s *Session) Delete() error {
+	s.kit.tb.Helper()
+	ctx, cancel := s.kit.ctx()
+	defer cancel()
+	return s.kit.engine.Sessions.Delete(ctx, s.ID, Owner, Owner)
+}
+
 // Cancel cancels the session's open turn as Owner, and with it the
 // children it started, recursively.
 func (s *Session) Cancel(reason string) {
