@@ -61,7 +61,9 @@ const (
 // stacks' 1 s re-sends most wakes of a burst of 1,000 still queued behind
 // each other, which measures the duplicates; 15 s for 1,000 is still far
 // under the deployed 2 minutes.
-func manyWakeGrace(n int) time.Duration { return max(3*time.Second, time.Duration(n)*15*time.Millisecond) }
+func manyWakeGrace(n int) time.Duration {
+	return max(3*time.Second, time.Duration(n)*15*time.Millisecond)
+}
 
 // defaultSessions is the session count of a plain test run.
 const defaultSessions = 100
