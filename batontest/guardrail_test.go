@@ -266,6 +266,17 @@ func TestGuardOutputEscalate(t *testing.T) {
 	if u := s.State().Usage; u.Steps != 1 || u.OutputTokens == 0 {
 		t.Fatalf("usage %+v, want the one step counted once", u)
 	}
+	// Denied, the held answer is blocked; its usage counts once.
+	d := kit.Session("desk")
+	d.Post("what is the code?")
+	d.Run()
+	d.Deny(d.Pending()[0].ID, "not today")
+	if out := d.Run(); out.Kind != batontest.Completed || strings.Contains(d.Text(), "4242") {
+		t.Fatalf("after denial: %+v, text %q", out, d.Text())
+	}
+	if du, au := d.State().Usage, s.State().Usage; du.OutputTokens != au.OutputTokens || du.InputTokens != au.InputTokens || du.Steps != 0 {
+		t.Fatalf("denied usage %+v, want the held step's tokens once (%+v) and no step", du, au)
+	}
 }
 
 func TestGuardPanicBlocks(t *testing.T) {

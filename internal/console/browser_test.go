@@ -36,7 +36,8 @@ const chromium = "/usr/bin/chromium"
 // agentsJSON is the stack's agents: live streams slowly (half of each
 // step's text, a pause, the other half; the runner flushes a step's first
 // event at once and later ones as the next event comes after liveFlush) and
-// asks approval to email; ledger
+// asks approval to email; brisk is live with short pauses, for the
+// sessions that need no time to watch the text grow; ledger
 // charges a card through an HTTP tool that is not idempotent; builds
 // starts two builds through an HTTP tool (on the same URL) that completes
 // by callback.
@@ -48,6 +49,17 @@ const agentsJSON = `{"agents": {
       {"delay": "1500ms", "reasoning": "Lisbon is clear. Porto too, for the northern office?", "text": "Lisbon is clear. Let me check Porto as well.", "toolCalls": [{"name": "get_weather", "input": {"city": "Porto"}}]},
       {"delay": "1500ms", "text": "Both are clear. I will email the team; an operator has to approve that.", "toolCalls": [{"name": "send_email", "input": {"to": "team@example.com", "subject": "Weather status", "body": "Clear skies in Lisbon and Porto today."}}]},
       {"delay": "500ms", "text": "Done: the weather in Lisbon is clear."}
+    ]},
+    "tools": ["get_weather", "send_email"],
+    "limits": {"budget": "60s", "margin": "5s", "liveFlush": "100ms"}
+  },
+  "brisk": {
+    "provider": "scripted",
+    "script": {"steps": [
+      {"delay": "100ms", "text": "Let me look up the weather in Lisbon before I write anything to the team.", "toolCalls": [{"name": "get_weather", "input": {"city": "Lisbon"}}]},
+      {"delay": "100ms", "reasoning": "Lisbon is clear. Porto too, for the northern office?", "text": "Lisbon is clear. Let me check Porto as well.", "toolCalls": [{"name": "get_weather", "input": {"city": "Porto"}}]},
+      {"delay": "100ms", "text": "Both are clear. I will email the team; an operator has to approve that.", "toolCalls": [{"name": "send_email", "input": {"to": "team@example.com", "subject": "Weather status", "body": "Clear skies in Lisbon and Porto today."}}]},
+      {"delay": "100ms", "text": "Done: the weather in Lisbon is clear."}
     ]},
     "tools": ["get_weather", "send_email"],
     "limits": {"budget": "60s", "margin": "5s", "liveFlush": "100ms"}
@@ -534,7 +546,7 @@ func TestConsoleInChromium(t *testing.T) {
 	b.shot("04-completed")
 
 	// Deny, with a reason, on another session.
-	denyID := s.session(ctx, "live", "Send the team a status update")
+	denyID := s.session(ctx, "brisk", "Send the team a status update")
 	b.open(s.url + "/console/#/s/" + denyID)
 	b.waitFor("the approval card", `document.querySelector('#approvals .approval button.deny')`)
 	b.run("type a reason", chromedp.SendKeys(chromedp.CSS(`#approvals .approval input.reason`), "not to the whole team"))
@@ -548,7 +560,7 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// Edit the call's input from the page: bad JSON is refused there, an
 	// input the schema refuses by the API; the edited one runs.
-	editID := s.session(ctx, "live", "Send the team a status update")
+	editID := s.session(ctx, "brisk", "Send the team a status update")
 	b.open(s.url + "/console/#/s/" + editID)
 	b.waitFor("the approval card", `document.querySelector('#approvals .approval textarea.edit-input')`)
 	b.run("open the editor", chromedp.Click(chromedp.CSS(`#approvals .approval details.edit summary`)))

@@ -74,7 +74,8 @@ func (g *guards) settle(ctx context.Context) (stop, again bool, out Outcome, err
 		case !ok:
 			continue
 		case ans.Decision == reducer.Deny:
-			out, err = g.block(ctx, r, denial(r, ans), heldUsage(r.Held))
+			// The held step's usage was counted as it was withheld.
+			out, err = g.block(ctx, r, denial(r, ans), nil)
 			return true, false, out, err
 		case len(g.turn.Steps) <= r.Step:
 			if err := g.release(r); err != nil {
@@ -251,20 +252,6 @@ func (g *guards) release(r guard.Record) error {
 	}
 	g.emit(ps...)
 	g.replay()
-	return nil
-}
-
-// heldUsage is the usage of a held step, nil for none.
-func heldUsage(held json.RawMessage) *reducer.Usage {
-	var ps []parts.Part
-	if len(held) == 0 || json.Unmarshal(held, &ps) != nil {
-		return nil
-	}
-	for _, p := range ps {
-		if u, ok := conversation.StepUsage(p); ok {
-			return &u
-		}
-	}
 	return nil
 }
 

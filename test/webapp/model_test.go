@@ -20,7 +20,7 @@ import (
 // two after pause: text every pause, for the whole turn.
 const (
 	pre   = 8
-	pause = 600 * time.Millisecond
+	pause = 400 * time.Millisecond
 )
 
 var steps = func() [][]string {

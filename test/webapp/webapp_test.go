@@ -81,7 +81,7 @@ type target struct {
 // start runs baton with the long agent and the page's origin allowed by
 // CORS: by default the deployed stack modelled (test/harness: the real
 // bootstraps behind a Function URL with RESPONSE_STREAM, AWS's limits at
-// 1/50: a 18 s function, JWTs, and a 3 s hold, shorter than the turn); with BATON_WEBAPP_FRONT=buffered
+// 1/50: a 18 s function, JWTs, and a 2 s hold, shorter than the turn); with BATON_WEBAPP_FRONT=buffered
 // behind the HTTP API's buffered door at 1/10 (3 s for 30 s); with
 // BATON_WEBAPP_FRONT=dev the dev server.
 func start(t *testing.T, ctx context.Context, origin, agents string) target {
@@ -97,7 +97,7 @@ func start(t *testing.T, ctx context.Context, origin, agents string) target {
 		// The hold shorter than the turn, so that every chat response
 		// ends at it mid-turn and the app reads on.
 		l = harness.AWSLimits().Scaled(0.02)
-		l.Hold = 3 * time.Second
+		l.Hold = 2 * time.Second
 	default:
 		t.Fatalf("BATON_WEBAPP_FRONT=%q: want empty, buffered or dev", front)
 	}
@@ -141,7 +141,7 @@ func startDev(t *testing.T, ctx context.Context, origin, agents string) string {
 // TestUseChatInChromium: the useChat app of each AI SDK major, in
 // Chromium, through the deployed stack modelled (see start), on a turn far
 // longer than the buffered door's cap (3 s here, for AWS's 30) with text
-// every 0.6 s: each word reaches the page soon after the model sent it
+// every 0.4 s: each word reaches the page soon after the model sent it
 // (p50 and p99 logged; asserted only generously); a reload mid-turn
 // resumes with no gap and no repeat; approve and deny from the page (major
 // 5 through the operator route); a reload after the turn shows the whole
