@@ -25,6 +25,7 @@ import (
 // stream, so the checks can fail. It needs node and npm; without them it skips, unless
 // CI is set.
 func TestAISDKClients(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		if os.Getenv("CI") != "" {

@@ -17,6 +17,7 @@ import (
 // approval for a call that is not pending and an unknown AI SDK version
 // each get a 4xx with a JSON message, and write nothing.
 func TestChatBadInput(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	owner := client{t: t, who: "erin"}
@@ -108,6 +109,7 @@ func TestChatBadInput(t *testing.T) {
 
 // TestVersionMap: each major gets only parts it parses.
 func TestVersionMap(t *testing.T) {
+	t.Parallel()
 	yes := true
 	ps := []parts.Part{
 		{Type: parts.ToolApprovalRequest, ApprovalID: "ap", ToolCallID: "tc"},
@@ -148,6 +150,7 @@ func TestVersionMap(t *testing.T) {
 // TestCORS: origins are allowed only when configured; preflights from
 // others are refused.
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	h := chat.New(chat.Config{Options: chat.Options{AllowedOrigins: []string{"https://app.example"}}})
 	preflight := func(origin string) *http.Response {
 		r, _ := http.NewRequest("OPTIONS", "/chat", nil)

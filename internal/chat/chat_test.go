@@ -39,6 +39,7 @@ func factCount(t *testing.T, ctx context.Context, c client, id string) int {
 // approval sent as a tool part in approval-responded state runs the tool,
 // and the rest of the turn follows under the same message id.
 func TestChatTurnWithApproval(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c := client{t: t, who: "alice"}
@@ -94,6 +95,7 @@ func TestChatTurnWithApproval(t *testing.T) {
 // TestChatResendsChangeNothing: a client resending its whole history, or
 // the same new message again, appends nothing twice.
 func TestChatResendsChangeNothing(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := client{t: t, who: "bob"}
@@ -133,6 +135,7 @@ func TestChatResendsChangeNothing(t *testing.T) {
 // message from its start, live; POST /chat/{id}/stop cancels it and the
 // stream ends with finish.
 func TestChatResumeAndStop(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := client{t: t, who: "carol", version: "7"}
@@ -171,6 +174,7 @@ func TestChatResumeAndStop(t *testing.T) {
 // TestChatStopEndsALiveResponse: a response following a running turn ends
 // when the turn is stopped.
 func TestChatStopEndsALiveResponse(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := client{t: t, who: "dan", version: "6"}
@@ -195,6 +199,7 @@ func TestChatStopEndsALiveResponse(t *testing.T) {
 // resume on (useChat's resume: true) gets 204 and no error, for any
 // version, and the request creates nothing.
 func TestResumeNewChat(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := newID("fresh")

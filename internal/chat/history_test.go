@@ -53,6 +53,7 @@ func (m uiMessage) text() string {
 // per major (approval states for 6 and 7, none for 5). While the turn is
 // open only its user message is listed: the reply is the resume stream's.
 func TestChatMessages(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c := client{t: t, who: "hana", version: "6"}
@@ -115,6 +116,7 @@ func TestChatMessages(t *testing.T) {
 // request and output-denied for 6); without the header it is baton's
 // parts as they are.
 func TestTurnStreamRouteShapedPerMajor(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c := client{t: t, who: "ivan", version: "6"}

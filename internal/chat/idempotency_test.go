@@ -32,6 +32,7 @@ func (c client) keyed(ctx context.Context, key, body string) *http.Response {
 // turn ended (when the message alone would be taken as new); with another
 // body it is 422. Neither retry writes anything.
 func TestChatHonoursIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c := client{t: t, who: "ivy"}

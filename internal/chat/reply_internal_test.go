@@ -10,6 +10,7 @@ import (
 // TestReply folds a turn with a step cut short and redone, a denied call
 // and step metadata, per major.
 func TestReply(t *testing.T) {
+	t.Parallel()
 	no := false
 	ps := []parts.Part{
 		{Type: parts.Start, MessageID: "turn_1"},
@@ -74,6 +75,7 @@ func TestReply(t *testing.T) {
 // without an id each stay; transient parts are left out; and the live
 // stream sends a data part with only the AI SDK's fields.
 func TestReplyDataParts(t *testing.T) {
+	t.Parallel()
 	ps := []parts.Part{
 		{Type: parts.StartStep},
 		{Type: parts.ToolInputAvailable, ToolCallID: "tc_1", ToolName: "scan", Input: json.RawMessage(`{}`)},

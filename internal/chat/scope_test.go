@@ -15,6 +15,7 @@ import (
 // other's messages through the chat routes or the session routes, which
 // accept the chat id for its owner.
 func TestChatIDsAreTheCallers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	id := newID("chat")

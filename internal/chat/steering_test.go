@@ -19,6 +19,7 @@ import (
 // A chat whose agent rejects messages while a turn is open answers a new
 // message then with a 409 and a JSON message, and writes nothing.
 func TestChatRejectsAMessageWhileATurnIsOpen(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	env := testenv.New(t)
@@ -63,6 +64,7 @@ func TestChatRejectsAMessageWhileATurnIsOpen(t *testing.T) {
 // waits for an approval: the message ends that turn in the same write, and
 // the answer waits for the next turn (none starts here: no worker runs).
 func TestChatInterruptEndsATurnWaitingForApproval(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	env := testenv.New(t)

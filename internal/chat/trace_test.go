@@ -12,6 +12,7 @@ import (
 // TestCORSAllowsTraceparent: a browser app may send a traceparent header,
 // so the turn its message starts is traced under the app's trace.
 func TestCORSAllowsTraceparent(t *testing.T) {
+	t.Parallel()
 	h := chat.New(chat.Config{Options: chat.Options{AllowedOrigins: []string{"https://app.example"}}})
 	r, _ := http.NewRequest("OPTIONS", "/chat", nil)
 	r.Header.Set("Origin", "https://app.example")

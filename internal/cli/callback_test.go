@@ -218,6 +218,7 @@ func ended(fs []reducer.Fact) []reducer.Fact {
 // other call is completed the model gets both results; a token of the
 // ended turn exits 4 too (410). The token is never printed.
 func TestCompleteByToken(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := newCallbackStack(t, ctx)
 	id, tokens := s.waitingN(t, ctx, "pair", 2)
@@ -277,6 +278,7 @@ func TestCompleteByToken(t *testing.T) {
 // TestCompleteByTokenWithError: --error fails the call: the model gets the
 // text as the call's error, and the turn goes on.
 func TestCompleteByTokenWithError(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := newCallbackStack(t, ctx)
 	id, token := s.waiting(t, ctx, "ci")
@@ -302,6 +304,7 @@ func TestCompleteByTokenWithError(t *testing.T) {
 // is written. Once the turn ended the call is not found, its token
 // expired. A callback past its deadline exits 4.
 func TestCompleteByHand(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := newCallbackStack(t, ctx)
 	id, tokens := s.waitingN(t, ctx, "pair", 2)

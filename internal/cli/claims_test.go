@@ -21,6 +21,7 @@ import (
 // session store, in the dev server's table) show in show's output, and in
 // the session view its JSON prints.
 func TestShowClaims(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	env := vars{}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
@@ -77,6 +78,7 @@ func TestShowClaims(t *testing.T) {
 // leaves it held; show says how to release it, release records the
 // operator's release once, and a second is a conflict.
 func TestReleaseAnEndedTurnsGrant(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	env := vars{}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))

@@ -181,6 +181,7 @@ func checkTurnRendered(t *testing.T, out string, answered string) {
 // new, send, show, sessions, a tail that follows the demo turn through its
 // approval, approve, and the exit codes of refusals.
 func TestCommandsAgainstTheDevServer(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	env := vars{}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
@@ -272,6 +273,7 @@ func TestCommandsAgainstTheDevServer(t *testing.T) {
 // once, follows the turn through its suspension, shows the denial, and
 // ends with the turn.
 func TestTailResumesAfterADroppedConnection(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	// The first stream is cut in the middle of a part's JSON, the second
 	// after a whole data line but before the blank line ending its event.
@@ -314,6 +316,7 @@ func TestTailResumesAfterADroppedConnection(t *testing.T) {
 // operator's input, which the tool's schema checks first (a refused one
 // exits 2 and changes nothing); respond answers a call by hand.
 func TestApproveWithInputAndRespond(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	env := vars{}
 	approvalOf := func(id string) string {
@@ -367,6 +370,7 @@ func TestApproveWithInputAndRespond(t *testing.T) {
 // TestTailJSON: --json prints each part once as a JSON line with its turn
 // and cursor.
 func TestTailJSON(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	env := vars{}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
@@ -413,6 +417,7 @@ func TestTailJSON(t *testing.T) {
 // TestCancelAWaitingTurn cancels a turn suspended for approval; the tail,
 // in colour, follows it to its end.
 func TestCancelAWaitingTurn(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	env := vars{}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
@@ -447,6 +452,7 @@ func TestCancelAWaitingTurn(t *testing.T) {
 // TestUsageAndNotFound: bad command lines exit 2 without a request, and
 // what does not exist (or is another caller's) exits 3.
 func TestUsageAndNotFound(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	env := vars{}
 	for _, args := range [][]string{
@@ -521,6 +527,7 @@ func TestUsageAndNotFound(t *testing.T) {
 // TestUnreachableAndServerErrors: no server exits 6, a 5xx exits 1 with
 // the server's message, and a body that is not JSON still gives a message.
 func TestUnreachableAndServerErrors(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -549,6 +556,7 @@ func TestUnreachableAndServerErrors(t *testing.T) {
 // TestUnauthorized puts a bearer-token gate in front of the dev server:
 // BATON_TOKEN is sent as the bearer token, and 401 and 403 exit 5.
 func TestUnauthorized(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	target, _ := url.Parse(devAPI)
 	backend := httputil.NewSingleHostReverseProxy(target)
@@ -589,6 +597,7 @@ func st0Turn(t *testing.T, out string) string {
 // session waits, shows the message "-" read from stdin and the turn it
 // starts, and exits 130 when its context ends (Ctrl-C).
 func TestTailFollowsNewTurnsUntilInterrupted(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	id := strings.TrimSpace(must(t, ctx, vars{}, "new", "demo"))
 	tctx, interrupt := context.WithCancel(ctx)

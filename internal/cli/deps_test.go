@@ -10,6 +10,7 @@ import (
 // API, links neither the session store nor the DynamoDB, S3 or SQS SDK:
 // it reaches sessions through package api alone.
 func TestCLILinksNoStorageSDK(t *testing.T) {
+	t.Parallel()
 	heavy := []string{
 		"github.com/aws/aws-sdk-go-v2/service/dynamodb",
 		"github.com/aws/aws-sdk-go-v2/service/s3",

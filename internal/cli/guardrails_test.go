@@ -14,6 +14,7 @@ import (
 // shows the block and its reason, and `baton guardrails` lists every
 // decision, as a table and as JSON.
 func TestGuardrailsShown(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	env := vars{}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "guarded"))

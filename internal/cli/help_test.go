@@ -14,6 +14,7 @@ import (
 // a client command's arguments, print that command's own help to stdout,
 // exit 0 and send no request; "baton help COMMAND" prints the same lines.
 func TestHelpOfEveryCommand(t *testing.T) {
+	t.Parallel()
 	var requests atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		requests.Add(1)

@@ -2,10 +2,12 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/cli"
@@ -14,6 +16,7 @@ import (
 
 // TestVersion: --version prints the version and exits 0, sending nothing.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	for _, arg := range []string{"--version", "-version", "version"} {
 		r := baton(t.Context(), vars{"BATON_API": "http://127.0.0.1:1"}, arg)
 		if r.code != 0 || r.stderr != "" || !strings.HasPrefix(r.out, "baton ") || r.out != cli.Version()+"\n" {
@@ -25,6 +28,7 @@ func TestVersion(t *testing.T) {
 // TestCompletion: bash, zsh and fish get a script naming every command and
 // a command's flags; another shell is a usage error.
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	for shell, marker := range map[string]string{"bash": "complete -F _baton baton", "zsh": "#compdef baton", "fish": "complete -c baton"} {
 		out := must(t, t.Context(), vars{}, "completion", shell)
 		if !strings.Contains(out, marker) {
@@ -48,8 +52,9 @@ func TestCompletion(t *testing.T) {
 // --json is -o json; an unknown format is a usage error; a session of an
 // agent without prices shows its cost as "—".
 func TestOutputFormats(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
-	env := vars{"BATON_OPERATOR": "formats-" + t.Name()}
+	env := vars{"BATON_OPERATOR": fmt.Sprintf("formats-%d", time.Now().UnixNano())}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
 
 	var viaJSON, viaAlias api.Session
@@ -85,6 +90,7 @@ func TestOutputFormats(t *testing.T) {
 // to a file; delete removes the session, after which show, export and
 // delete are not found.
 func TestExportAndDelete(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	env := vars{"BATON_OPERATOR": "lifecycle-" + t.Name()}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))

@@ -21,6 +21,7 @@ import (
 // function, answers a stream read at once instead of holding it open. The
 // tail polls, and renders the turn whole and once.
 func TestTailAgainstAServerThatDoesNotHold(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	emu := testenv.Emulator()
 	names := provision.DefaultNames()

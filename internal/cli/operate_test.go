@@ -81,6 +81,7 @@ func countFacts(t *testing.T, ctx context.Context, store *session.Store, id stri
 // and cost, and the command that raises it; raise records the new caps
 // once, as the operator; a bad flag or no cap changes nothing.
 func TestRaiseALimit(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	store := devStore()
 	usage := reducer.Usage{InputTokens: 1200, OutputTokens: 340, Steps: 2, CostMicroUSD: 8700}
@@ -124,6 +125,7 @@ func TestRaiseALimit(t *testing.T) {
 // not past the usage, is refused saying which cap to raise and writes
 // nothing; a raise of the right one is recorded.
 func TestRaiseTheCapTheTurnReached(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	store := devStore()
 	usage := reducer.Usage{InputTokens: 1200, OutputTokens: 340, Steps: 2, CostMicroUSD: 8700}
@@ -158,6 +160,7 @@ func TestRaiseTheCapTheTurnReached(t *testing.T) {
 // wake --at moves it, wake alone ends it; a bad time changes nothing, and
 // a session not on a timer conflicts.
 func TestWakeATimer(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	store := devStore()
 	ends := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
@@ -199,6 +202,7 @@ func TestWakeATimer(t *testing.T) {
 // next occurrence, replaces it, and clears it; bad cron or flags change
 // nothing; clearing twice conflicts.
 func TestScheduleASession(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	store := devStore()
 	id := strings.TrimSpace(must(t, ctx, vars{}, "new", "demo"))

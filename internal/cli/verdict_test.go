@@ -22,6 +22,7 @@ import (
 // a turn suspended on an uncertain execution. show names it and the
 // command that settles it; verdict settles it once, then conflicts.
 func TestVerdictOnAnUncertainExecution(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	env := vars{}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
@@ -80,6 +81,7 @@ func TestVerdictOnAnUncertainExecution(t *testing.T) {
 // (recorded here through the session store, as the runner does) shows in
 // show's context line.
 func TestShowCountsCompactions(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	env := vars{}
 	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
