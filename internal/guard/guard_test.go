@@ -13,15 +13,21 @@ import (
 func TestRunFailsClosed(t *testing.T) {
 	t.Parallel()
 	for name, check := range map[string]guard.Func{
-		"error": func(context.Context, guard.Subject) (guard.Decision, error) { return guard.Decision{}, errors.New("down") },
+		"error": func(context.Context, guard.Subject) (guard.Decision, error) {
+			return guard.Decision{}, errors.New("down")
+		},
 		"panic": func(context.Context, guard.Subject) (guard.Decision, error) { panic("boom") },
 		"timeout": func(ctx context.Context, _ guard.Subject) (guard.Decision, error) {
 			<-ctx.Done()
 			time.Sleep(time.Millisecond)
 			return guard.Decision{Action: guard.Allow}, nil // too late: the check blocked already
 		},
-		"bad decision":    func(context.Context, guard.Subject) (guard.Decision, error) { return guard.Decision{Action: "maybe"}, nil },
-		"redact, no text": func(context.Context, guard.Subject) (guard.Decision, error) { return guard.Decision{Action: guard.Redact}, nil },
+		"bad decision": func(context.Context, guard.Subject) (guard.Decision, error) {
+			return guard.Decision{Action: "maybe"}, nil
+		},
+		"redact, no text": func(context.Context, guard.Subject) (guard.Decision, error) {
+			return guard.Decision{Action: guard.Redact}, nil
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -49,7 +55,9 @@ func TestRunPassesTheSubject(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	t.Parallel()
-	ok := func(context.Context, guard.Subject) (guard.Decision, error) { return guard.Decision{Action: guard.Allow}, nil }
+	ok := func(context.Context, guard.Subject) (guard.Decision, error) {
+		return guard.Decision{Action: guard.Allow}, nil
+	}
 	for _, tc := range []struct {
 		gs   []guard.Guardrail
 		want string
