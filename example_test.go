@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"iter"
 	"log"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/baton-run/baton/host"
@@ -243,4 +245,32 @@ func ExampleCallOf() {
 	fmt.Println(charge.Timeout, charge.Retry.Attempts)
 	// Output:
 	// 10s 3
+}
+
+// A guardrail that redacts card numbers from what the model sees, and one
+// that blocks an answer naming a door code.
+func ExampleGuardrail() {
+	card := regexp.MustCompile(`\b\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}\b`)
+	noCards := baton.Guardrail{Name: "no-cards", Stage: baton.OnInput,
+		Check: func(_ context.Context, s baton.GuardSubject) (baton.GuardDecision, error) {
+			if card.MatchString(s.Text) {
+				return baton.Redact(card.ReplaceAllString(s.Text, "[card]"), "a card number"), nil
+			}
+			return baton.Allow(), nil
+		}}
+	noCodes := baton.Guardrail{Name: "no-door-codes", Stage: baton.OnOutput,
+		Check: func(_ context.Context, s baton.GuardSubject) (baton.GuardDecision, error) {
+			if strings.Contains(s.Text, "door code") {
+				return baton.Block("That answer was withheld."), nil
+			}
+			return baton.Allow(), nil
+		}}
+	d, _ := noCards.Check(context.Background(), baton.GuardSubject{Text: "charge 4111 1111 1111 1111"})
+	fmt.Println(d.Action, d.Text)
+	d, _ = noCodes.Check(context.Background(), baton.GuardSubject{Text: "The door code is 4711."})
+	fmt.Println(d.Action, d.Reason)
+	_ = baton.Agent{Name: "desk", Guardrails: []baton.Guardrail{noCards, noCodes}}
+	// Output:
+	// redact charge [card]
+	// block That answer was withheld.
 }

@@ -4,7 +4,9 @@ import "github.com/baton-run/baton/internal/guard"
 
 // Guardrail is a named check of a turn's input (OnInput: each message the
 // turn answers) or of the model's output (OnOutput: each step's text).
-// Its Check returns Allow, Block (the turn ends; the user is shown the
+// Its fields are Name (required, unique per agent and stage), Stage,
+// Check (a func(ctx, GuardSubject) (GuardDecision, error)), Timeout and
+// Parallel. Its Check returns Allow, Block (the turn ends; the user is shown the
 // reason), Redact (the model and later requests see the replacement
 // text) or Escalate (the turn waits for an operator to approve, which
 // goes on, or deny, which blocks). It fails closed: a Check that errors,
@@ -14,11 +16,16 @@ import "github.com/baton-run/baton/internal/guard"
 // counted. Every decision is a guardrail.decided fact.
 type Guardrail = guard.Guardrail
 
-// GuardSubject is what a guardrail checks: the text, its stage, and where
-// it is (the session, turn and agent; the message or step).
+// GuardSubject is what a guardrail checks: Text, its Stage, and where it
+// is: Session, Turn and Agent; Message (the message's id, at OnInput) or
+// Step (the step's index in the turn, at OnOutput); Guardrail names the
+// checking guardrail.
 type GuardSubject = guard.Subject
 
-// GuardDecision is a guardrail's answer: Allow, Block, Redact or Escalate.
+// GuardDecision is a guardrail's answer: its Action ("allow", "block",
+// "redact" or "escalate"), the Reason (shown to the user for a block, to
+// the operator for an escalation) and, for a redaction, the replacement
+// Text. Make one with Allow, Block, Redact or Escalate.
 type GuardDecision = guard.Decision
 
 // GuardStage is where a guardrail checks: OnInput or OnOutput.
