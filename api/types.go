@@ -135,6 +135,12 @@ type Turn struct {
 	// there (the agent's steering policy).
 	Steer     int  `json:"steer,omitempty"`
 	Interrupt bool `json:"interrupt,omitempty"`
+	// Version is what the turn started on: the agent's fingerprint and
+	// the build; Latest what its newest invocation runs on. Changed is set
+	// once it resumed on an agent whose fingerprint differs.
+	Version reducer.Version `json:"version,omitzero"`
+	Latest  reducer.Version `json:"latest,omitzero"`
+	Changed bool            `json:"changed,omitempty"`
 }
 
 // Approval is a tool call waiting for an operator's decision.

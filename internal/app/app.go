@@ -118,6 +118,7 @@ func EnvFrom(getenv func(string) string) (Resources, error) {
 		JWKSURL:      getenv(EnvJWKSURL),
 		StreamBucket: getenv(EnvStreamBucket),
 		CallbackURL:  getenv(EnvCallbackURL),
+		Build:        getenv("AWS_LAMBDA_FUNCTION_VERSION"),
 	}
 	for _, d := range []struct {
 		name string
@@ -263,7 +264,7 @@ func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slo
 	a := &App{
 		Resources: r, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Metrics: rec,
 		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: interceptors, Claims: broker,
-			CallbackURL: r.CallbackURL},
+			CallbackURL: r.CallbackURL, Build: r.Build},
 	}
 	for _, f := range c.onBuild {
 		f(a)

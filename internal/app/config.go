@@ -178,6 +178,11 @@ type Resources struct {
 	// that complete by callback get their URLs (/callbacks/{token}); empty
 	// hands out tokens without URLs (BATON_CALLBACK_URL).
 	CallbackURL string
+	// Build names the code each turn's invocation records with its
+	// agent's fingerprint: the Lambda function's version
+	// (AWS_LAMBDA_FUNCTION_VERSION, which Lambda sets: "$LATEST" or a
+	// published version's number); empty records "local".
+	Build string
 }
 
 // Check reports what is wrong with r, naming each field and its variable:

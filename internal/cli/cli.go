@@ -482,6 +482,15 @@ func (e *env) showTable(s api.Session) {
 	}
 	if t := s.Turn; t != nil {
 		fmt.Fprintf(w, "turn     %s (started %s, %d invocation(s))\n", t.ID, t.Started.UTC().Format(time.RFC3339), t.Invocations)
+		if v := t.Version; v.Fingerprint != "" {
+			line := fmt.Sprintf("version  agent %s, build %s", v.Fingerprint, v.Build)
+			if t.Changed {
+				line += fmt.Sprintf("; resumed on a changed agent: %s, build %s", t.Latest.Fingerprint, t.Latest.Build)
+			} else if t.Latest.Build != v.Build && t.Latest.Build != "" {
+				line += "; now on build " + t.Latest.Build
+			}
+			fmt.Fprintln(w, line)
+		}
 		showTurnOperations(w, s, t)
 	}
 	for _, p := range s.Pending {

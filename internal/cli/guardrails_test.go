@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -40,4 +41,29 @@ func TestGuardrailsShown(t *testing.T) {
 		t.Fatalf("decisions %+v", ds)
 	}
 	expect(t, context.Background(), env, cli.ExitNotFound, "", "guardrails", "sess_nope")
+}
+
+// TestShowsTheTurnsVersion: show prints the agent fingerprint and build
+// the open turn runs on.
+func TestShowsTheTurnsVersion(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	env := vars{}
+	id := strings.TrimSpace(must(t, ctx, env, "new", "demo"))
+	must(t, ctx, env, "send", id, demoMessage)
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	startTail(tctx, env, "--json", id).waitFor(t, tctx, regexp.MustCompile(`"approvalId"`))
+	out := must(t, ctx, env, "show", id)
+	if !regexp.MustCompile(`(?m)^version  agent fp1-[0-9a-f]{20}, build local$`).MatchString(out) {
+		t.Fatalf("show does not print the turn's version:\n%s", out)
+	}
+	var v struct {
+		Turn struct {
+			Version struct{ Fingerprint, Build string }
+		}
+	}
+	if err := json.Unmarshal([]byte(must(t, ctx, env, "show", id, "-o", "json")), &v); err != nil || v.Turn.Version.Build != "local" {
+		t.Fatalf("show -o json: %+v, %v", v, err)
+	}
 }

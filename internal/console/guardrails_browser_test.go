@@ -25,5 +25,6 @@ func TestConsoleShowsGuardrails(t *testing.T) {
 	b.waitFor("the block listed", jsHasText(`#guardrails tr[data-action="block"]`, "no-door-codes")+" && "+jsHasText(`#guardrails tr[data-action="block"]`, "output (step 0)"))
 	b.waitFor("the allow listed", jsHasText(`#guardrails tr[data-action="allow"]`, "polite"))
 	b.waitFor("the decisions in the timeline", jsHasText(`#timeline li[data-type="guardrail.decided"]`, "no-door-codes (output step 0): block — That answer held a door code."))
+	b.waitFor("the turn's version in the timeline", jsHasText(`#timeline li[data-type="turn.started"]`, "agent fp1-")+" && "+jsHasText(`#timeline li[data-type="turn.started"]`, "build local"))
 	b.shot("16-guardrails")
 }

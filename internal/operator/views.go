@@ -23,7 +23,7 @@ func sessionView(id string, st reducer.State) api.Session {
 	if t := st.Turn; t != nil {
 		s.Turn = &api.Turn{ID: t.ID, Stream: t.Stream, Cause: t.Cause, Started: t.Started, Since: t.Since,
 			Lease: t.Lease, Invocations: t.Invocations, Wake: t.Wake, Usage: t.Usage, Caps: t.Caps,
-			Steer: len(t.Steer), Interrupt: t.Interrupt}
+			Steer: len(t.Steer), Interrupt: t.Interrupt, Version: t.Version, Latest: t.Latest, Changed: t.Changed}
 		if l := t.Limit; l != (reducer.Limit{}) && st.Status == reducer.Suspended && t.Cause == reducer.CauseLimit {
 			s.Turn.Limit = &l
 		}

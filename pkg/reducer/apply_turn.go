@@ -24,6 +24,7 @@ func (s turnRules) applyTurnStarted(f Fact) error {
 	}
 	s.Turn = &Turn{ID: f.Turn, Stream: f.Stream, Started: f.Time, Since: f.Time,
 		Messages: s.Inbox, Lease: f.Lease, Invocations: 1, Trace: f.Trace}
+	s.Turn.versioned(f)
 	s.Inbox = nil
 	s.Status = Running
 	s.Reported = false
@@ -135,6 +136,7 @@ func (s turnRules) applyTurnResumed(f Fact) error {
 	s.Turn.Wake = time.Time{}
 	s.Turn.Block = nil
 	s.Turn.Invocations++
+	s.Turn.versioned(f)
 	return nil
 }
 

@@ -542,6 +542,9 @@ type Fact struct {
 	Callback *callback.Callback `json:"callback,omitempty"`
 	// Guard is a guardrail's decision (guardrail.decided).
 	Guard *guard.Record `json:"guard,omitempty"`
+	// Version is what an invocation runs on (turn.started, turn.resumed;
+	// versions.go).
+	Version *Version `json:"version,omitempty"`
 }
 
 // Ends reports whether the fact ends a turn.

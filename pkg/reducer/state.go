@@ -101,6 +101,12 @@ type Turn struct {
 	Callbacks []callback.Callback `json:"callbacks,omitempty"`
 	// Guards are its guardrails' decisions, in order (guardrail.decided).
 	Guards []guard.Record `json:"guards,omitempty"`
+	// Version is what the turn started on, Latest what its newest
+	// invocation runs on; Changed is set once an invocation ran on an
+	// agent whose fingerprint differs from the turn's (versions.go).
+	Version Version `json:"version,omitzero"`
+	Latest  Version `json:"latest,omitzero"`
+	Changed bool    `json:"changed,omitempty"`
 }
 
 // Answer returns the newest answer to an approval requested for a tool

@@ -50,6 +50,10 @@ type Runner struct {
 	// tools that complete by callback get their URLs
 	// (/callbacks/{token}); empty hands out tokens without URLs.
 	CallbackURL string
+	// Build names the code each invocation records with the agent's
+	// fingerprint (version.go): the Lambda function's version in a
+	// deployment; empty records "local".
+	Build string
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.
@@ -84,7 +88,7 @@ func (r *Runner) StartLoaded(ctx context.Context, sess *session.Session) (Outcom
 	sink := r.Sessions.OpenStream(id, turnID)
 	next, err := r.Sessions.Append(ctx, id, st, reducer.Fact{
 		Type: reducer.TurnStarted, Actor: agentActor(turnID), Turn: turnID, Stream: turnID,
-		Lease: deadline.Add(lim.LeaseGrace), Trace: trace,
+		Lease: deadline.Add(lim.LeaseGrace), Trace: trace, Version: r.version(agent),
 	})
 	if err != nil {
 		if cerr := sink.Close(ctx, streams.Aborted); cerr != nil {
@@ -138,6 +142,7 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session, need r
 	deadline := deadlineOf(ctx, r.Sessions.Clock(), lim.Budget)
 	next, err := r.Sessions.Append(ctx, id, st, reducer.Fact{
 		Type: reducer.TurnResumed, Actor: agentActor(t.ID), Turn: t.ID, Lease: deadline.Add(lim.LeaseGrace),
+		Version: r.version(agent),
 	})
 	if err != nil {
 		if session.LostRace(err) {

@@ -257,6 +257,10 @@ async function sessionPage(id, signal) {
         usageText(s.usage) + (s.usageStale ? ' (as last recorded)' : ''))),
       ...(s.turn ? [f('Turn usage', el('span', { id: 'turn-usage' }, usageText(s.turn.usage || noUsage)))] : []),
       ...(s.compactions ? [f('Compactions', el('span', { id: 'compactions', title: 'older turns summarised to keep the model input within the agent\'s budget' }, String(s.compactions)))] : []),
+      ...(s.turn?.version?.fingerprint ? [f('Turn version', el('span', { id: 'turn-version', class: s.turn.changed ? 'error' : 'mono',
+        title: 'the agent\'s fingerprint and the build the turn started on' + (s.turn.changed ? '; it resumed on a changed agent' : '') },
+        `${s.turn.version.fingerprint} · build ${s.turn.version.build}` +
+        (s.turn.changed ? ` → resumed on a changed agent ${s.turn.latest.fingerprint} · build ${s.turn.latest.build}` : '')))] : []),
       ...(capsText(s.caps) ? [f('Session caps', capsText(s.caps))] : []),
       ...(capsText(s.turn?.caps) ? [f('Turn caps', capsText(s.turn.caps))] : []),
       f('Inbox', String(s.inbox)), f('Updated', el('span', { title: s.updated }, ago(s.updated))),
@@ -553,6 +557,9 @@ function describe(f) {
     case 'context.compacted': parts.push(`${f.compaction?.turns} turns summarised, ${f.compaction?.before} → ${f.compaction?.after} input tokens`); break;
     case 'usage.recorded': parts.push(usageText(f.usage) + ' billed after the turn ended'); break;
     case 'message.steered': parts.push(`${(f.steered || []).length} message(s) steered in`); break;
+    case 'turn.started': case 'turn.resumed':
+      if (f.version) parts.push(`agent ${f.version.fingerprint}, build ${f.version.build}`);
+      break;
     case 'guardrail.decided': {
       const g = f.guard || {};
       parts.push(`${g.guardrail} (${g.stage}${g.stage === 'output' ? ' step ' + (g.step ?? 0) : ''}): ${g.action}` +

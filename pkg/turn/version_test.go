@@ -1,0 +1,96 @@
+package turn_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/internal/tool"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/turn"
+)
+
+// The fingerprint is the same for the same definition and changes with
+// each part of it a deploy may change.
+func TestFingerprintFollowsTheDefinition(t *testing.T) {
+	t.Parallel()
+	m := script(t, `{"steps":[{"text":"hi"}]}`)
+	base := func() *turn.Agent { return demoAgent(t, m, turn.Limits{}) }
+	fp := turn.Fingerprint(base())
+	if fp != turn.Fingerprint(base()) {
+		t.Fatal("two builds of one definition have different fingerprints")
+	}
+	retool := func(edit func(*tool.Tool)) func(*turn.Agent) {
+		return func(a *turn.Agent) {
+			ts := a.Tools.Tools()
+			edit(&ts[0])
+			reg, err := tool.NewRegistry(ts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Tools = reg
+		}
+	}
+	for name, change := range map[string]func(*turn.Agent){
+		"prompt":       func(a *turn.Agent) { a.System += " Be brief." },
+		"limits":       func(a *turn.Agent) { a.Limits.Budget = 42 * time.Second },
+		"renamed tool": retool(func(tl *tool.Tool) { tl.Name += "_v2" }),
+		"schema": retool(func(tl *tool.Tool) {
+			tl.Schema = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string"}},"required":["city","unit"]}`)
+		}),
+		"effect":   retool(func(tl *tool.Tool) { tl.Effect = tool.Write }),
+		"approval": retool(func(tl *tool.Tool) { tl.NeedsApproval = func(json.RawMessage) bool { return true } }),
+	} {
+		a := base()
+		change(a)
+		if got := turn.Fingerprint(a); got == fp {
+			t.Errorf("%s: the fingerprint did not change (%s)", name, got)
+		}
+	}
+}
+
+// Each invocation records the agent's fingerprint and the build; a turn
+// resumed on a changed agent is flagged.
+func TestTurnRecordsItsVersion(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	agent := demoAgent(t, script(t, `{"steps":[
+	 {"text":"Emailing.","toolCalls":[{"name":"send_email","input":{"to":"a@example.com","subject":"A"}}]},
+	 {"text":"Done."}]}`), turn.Limits{})
+	inv := fresh(t, agent)
+	inv.runner.Build = "7"
+	id := newSession(t, inv, "Email a.")
+	out, err := inv.runner.Start(ctx, id)
+	if err != nil || out.Cause != reducer.CauseApproval {
+		t.Fatalf("start: %+v %v", out, err)
+	}
+	started := turn.Fingerprint(agent)
+	st, _ := reducer.Reduce(facts(t, inv, id))
+	if v := st.Turn.Version; v.Fingerprint != started || v.Build != "7" || st.Turn.Changed {
+		t.Fatalf("the turn's version %+v (changed %v), want %s on build 7", v, st.Turn.Changed, started)
+	}
+	// A deploy while the turn waits: a new prompt, a new build.
+	agent.System += " Sign every email."
+	inv.runner.Build = "8"
+	if err := inv.sessions.Answer(ctx, id, operator, reducer.Answer{ApprovalID: st.Turn.Pending[0].ID, Decision: reducer.Approve}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := inv.runner.Resume(ctx, id); err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	fs := facts(t, inv, id)
+	var resumed *reducer.Fact
+	for i := range fs {
+		if fs[i].Type == reducer.TurnResumed {
+			resumed = &fs[i]
+		}
+	}
+	if resumed == nil || resumed.Version == nil || resumed.Version.Fingerprint != turn.Fingerprint(agent) || resumed.Version.Build != "8" ||
+		resumed.Version.Fingerprint == started {
+		t.Fatalf("turn.resumed records %+v, want the changed agent on build 8", resumed)
+	}
+	st, _ = reducer.Reduce(fs[:resumed.Seq])
+	if !st.Turn.Changed || st.Turn.Latest != *resumed.Version || st.Turn.Version.Fingerprint != started {
+		t.Fatalf("after the resume: version %+v, latest %+v, changed %v", st.Turn.Version, st.Turn.Latest, st.Turn.Changed)
+	}
+}
