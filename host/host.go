@@ -54,6 +54,7 @@ type Config = app.Config
 //	RetentionDays    int                   // days an idle session is kept, 0 for ever: BATON_RETENTION_DAYS
 //	ClaimsPoll       time.Duration         // a blocked turn's poll of the claims broker: BATON_CLAIMS_POLL
 //	CallbackURL      string                // the API's public URL, for callback tools' URLs: BATON_CALLBACK_URL
+//	Build            string                // the code's name each turn records: AWS_LAMBDA_FUNCTION_VERSION
 //
 // A zero setting takes its default; NewOn refuses a missing table, bucket
 // or queue and a setting out of range, naming its variable.

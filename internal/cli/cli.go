@@ -482,6 +482,7 @@ func (e *env) showTable(s api.Session) {
 	}
 	if t := s.Turn; t != nil {
 		fmt.Fprintf(w, "turn     %s (started %s, %d invocation(s))\n", t.ID, t.Started.UTC().Format(time.RFC3339), t.Invocations)
+		showTurnOperations(w, s, t)
 		if v := t.Version; v.Fingerprint != "" {
 			line := fmt.Sprintf("version  agent %s, build %s", v.Fingerprint, v.Build)
 			if t.Changed {
@@ -491,7 +492,6 @@ func (e *env) showTable(s api.Session) {
 			}
 			fmt.Fprintln(w, line)
 		}
-		showTurnOperations(w, s, t)
 	}
 	for _, p := range s.Pending {
 		fmt.Fprintf(w, "approval %s: %s(%s)\n         baton approve %s %s   |   baton deny %s %s --reason ...\n",
