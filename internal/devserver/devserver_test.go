@@ -54,7 +54,6 @@ func serve(t *testing.T, ctx context.Context, out io.Writer) (string, <-chan err
 // streams, checks the weather, asks approval to email, and completes once
 // approved.
 func TestDemoTurnThroughTheDevServer(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var out bytes.Buffer
@@ -175,7 +174,6 @@ func TestDemoTurnThroughTheDevServer(t *testing.T) {
 // less than the tick's default margin, and leaves a turn running with no
 // invocation behind it, as a killed one does: the tick reaps it.
 func TestDevServerTickReapsAKilledTurn(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	base, done := serve(t, ctx, nil)
@@ -246,7 +244,6 @@ func TestDevServerTickReapsAKilledTurn(t *testing.T) {
 // environment the template gives the functions, the tick's wake grace
 // included, on the provisioned resources.
 func TestDevServerTakesTheFunctionsEnvironment(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	got := make(chan app.Resources, 1)
