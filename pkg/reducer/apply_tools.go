@@ -25,7 +25,9 @@ func (s toolRules) applyApprovalRequested(f Fact) error {
 			return s.illegal(f, "approval %s already pending", a.ID)
 		}
 	}
-	if ans, ok := s.Turn.Answer(a.ToolCallID); ok && !ans.Reapprove() {
+	// An answered call is asked again only for an edit that must be, or
+	// for a tool that changed since it was approved (its print differs).
+	if ans, ok := s.Turn.Answer(a.ToolCallID); ok && !ans.Reapprove() && !(a.Print != "" && ans.Print != "" && a.Print != ans.Print) {
 		return s.illegal(f, "tool call %s already answered", a.ToolCallID)
 	}
 	p := *a
@@ -63,7 +65,7 @@ func (s toolRules) applyApprovalAnswered(f Fact) error {
 	}
 	s.Turn.Pending = slices.Delete(s.Turn.Pending, i, i+1)
 	ans := *a
-	ans.By, ans.ByKind, ans.Requested = f.Actor.ID, f.Actor.Kind, p.Requested
+	ans.By, ans.ByKind, ans.Requested, ans.Print = f.Actor.ID, f.Actor.Kind, p.Requested, p.Print
 	ans.Original = nil
 	if ans.Decision == Edit {
 		ans.Original = p.Input

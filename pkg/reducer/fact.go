@@ -207,6 +207,10 @@ type Approval struct {
 	// Requested is when the approval was requested: the time of its
 	// approval.requested fact, set when the fact is folded.
 	Requested time.Time `json:"requested,omitzero"`
+	// Print digests the tool as it was when the approval was asked for
+	// (its schema, effect and rules): an approval binds the call to the
+	// tool as it then was.
+	Print string `json:"print,omitempty"`
 }
 
 // Answer is an operator's decision on one approval.
@@ -228,8 +232,10 @@ type Answer struct {
 	By     string    `json:"by,omitempty"`
 	ByKind ActorKind `json:"byKind,omitempty"`
 	// Requested is when the answered approval was requested, set when
-	// the fact is folded (see Approval.Requested).
+	// the fact is folded (see Approval.Requested); Print is the answered
+	// approval's (see Approval.Print), set likewise.
 	Requested time.Time `json:"requested,omitzero"`
+	Print     string    `json:"print,omitempty"`
 }
 
 // Execution is one run of a side-effecting tool call, made durable before

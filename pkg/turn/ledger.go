@@ -227,8 +227,12 @@ func (ru *ledger) approvalFor(c *conversation.Call, id string, now time.Time) *r
 		id = "ap_" + c.ID
 		ru.emit(parts.Part{Type: parts.ToolApprovalRequest, ApprovalID: id, ToolCallID: c.ID})
 	}
-	return &reducer.Approval{ID: id, ToolCallID: c.ID, Tool: c.Name, Input: c.Input,
+	a := &reducer.Approval{ID: id, ToolCallID: c.ID, Tool: c.Name, Input: c.Input,
 		Expires: now.Add(ru.lim.ApprovalTTL)}
+	if t, ok := ru.tools.Get(c.Name); ok {
+		a.Print = ToolPrint(t)
+	}
+	return a
 }
 
 // answered emits what call c's answer ans decided, once, and reports
@@ -242,6 +246,15 @@ func (ru *ledger) answered(c *conversation.Call, t tool.Tool, ans reducer.Answer
 	if c.ApprovalID == again {
 		// Asked again already (a redo after a kill): still waiting.
 		*request = ru.approvalFor(c, again, now)
+		return false
+	}
+	if changed := ans.ApprovalID + "_changed"; ans.Approves() && ans.Print != "" && ans.Print != ToolPrint(t) {
+		// Approved for the tool as it was: its schema, effect or rules
+		// changed since (a deploy), so the operator is asked again.
+		if c.ApprovalID != changed {
+			ru.emit(parts.Part{Type: parts.ToolApprovalRequest, ApprovalID: changed, ToolCallID: c.ID})
+		}
+		*request = ru.approvalFor(c, changed, now)
 		return false
 	}
 	if !c.Answered {

@@ -27,16 +27,9 @@ import (
 func Fingerprint(a *Agent) string {
 	type toolPrint struct {
 		Name, Description string
-		Schema            json.RawMessage
-		Effect            tool.Effect
-		Idempotent        bool
-		Approval          bool
-		Rules             []tool.Rule
-		When              bool
+		Print             string
 		Timeout           time.Duration
 		Retry             tool.Retry
-		Callback          *callback.Policy
-		Claims            bool
 	}
 	type guardPrint struct {
 		Name     string
@@ -47,13 +40,8 @@ func Fingerprint(a *Agent) string {
 	var tools []toolPrint
 	if a.Tools != nil {
 		for _, t := range a.Tools.Tools() {
-			p := toolPrint{Name: t.Name, Description: t.Description, Schema: t.Schema, Effect: t.Effect, Idempotent: t.Idempotent,
-				Approval: t.NeedsApproval != nil, Rules: tool.Rules(t), Timeout: t.Timeout, Retry: t.Retry, Callback: t.Callback,
-				Claims: t.Claims != nil}
-			for _, r := range p.Rules {
-				p.When = p.When || r.When != nil
-			}
-			tools = append(tools, p)
+			tools = append(tools, toolPrint{Name: t.Name, Description: t.Description, Print: ToolPrint(t),
+				Timeout: t.Timeout, Retry: t.Retry})
 		}
 	}
 	var guards []guardPrint
@@ -93,4 +81,29 @@ func (r *Runner) version(a *Agent) *reducer.Version {
 		build = "local"
 	}
 	return &reducer.Version{Fingerprint: Fingerprint(a), Build: build}
+}
+
+// ToolPrint digests what an approval of a call of tool t approves: the
+// tool's name, input schema, effect, idempotency, approval rules (a Go
+// predicate by its presence), callback policy and whether it claims
+// resources. An approval records it; a call approved for a tool whose
+// print changed since (a deploy) asks again.
+func ToolPrint(t tool.Tool) string {
+	p := struct {
+		Name       string
+		Schema     json.RawMessage
+		Effect     tool.Effect
+		Idempotent bool
+		Approval   bool
+		Rules      []tool.Rule
+		When       bool
+		Callback   *callback.Policy
+		Claims     bool
+	}{t.Name, t.Schema, t.Effect, t.Idempotent, t.NeedsApproval != nil, tool.Rules(t), false, t.Callback, t.Claims != nil}
+	for _, r := range p.Rules {
+		p.When = p.When || r.When != nil
+	}
+	b, _ := json.Marshal(p) // plain values: cannot fail
+	sum := sha256.Sum256(b)
+	return "tp1-" + hex.EncodeToString(sum[:10])
 }

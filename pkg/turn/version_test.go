@@ -94,3 +94,55 @@ func TestTurnRecordsItsVersion(t *testing.T) {
 		t.Fatalf("after the resume: version %+v, latest %+v, changed %v", st.Turn.Version, st.Turn.Latest, st.Turn.Changed)
 	}
 }
+
+// An approval binds the call to the tool as it was: a deploy that changes
+// the tool's effect while the approved call waits asks the operator
+// again, and the call runs only once approved as the tool now stands.
+func TestApprovalOfAChangedToolAsksAgain(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	agent := demoAgent(t, script(t, `{"steps":[
+	 {"text":"Emailing.","toolCalls":[{"name":"send_email","input":{"to":"a@example.com","subject":"A"}}]},
+	 {"text":"Done."}]}`), turn.Limits{})
+	inv := fresh(t, agent)
+	id := newSession(t, inv, "Email a.")
+	if out, err := inv.runner.Start(ctx, id); err != nil || out.Cause != reducer.CauseApproval {
+		t.Fatalf("start: %+v %v", out, err)
+	}
+	st, _ := reducer.Reduce(facts(t, inv, id))
+	first := st.Turn.Pending[0]
+	if err := inv.sessions.Answer(ctx, id, operator, reducer.Answer{ApprovalID: first.ID, Decision: reducer.Approve}); err != nil {
+		t.Fatal(err)
+	}
+	// The deploy: send_email's effect changes before the resume.
+	ts := agent.Tools.Tools()
+	for i := range ts {
+		if ts[i].Name == "send_email" {
+			ts[i].Effect = tool.Write
+			ts[i].Idempotent = false
+		}
+	}
+	reg, err := tool.NewRegistry(ts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent.Tools = reg
+	out, err := inv.runner.Resume(ctx, id)
+	if err != nil || out.Cause != reducer.CauseApproval {
+		t.Fatalf("resume after the deploy: %+v %v, want the call asked again", out, err)
+	}
+	st, _ = reducer.Reduce(facts(t, inv, id))
+	if len(st.Turn.Pending) != 1 || st.Turn.Pending[0].ID != first.ID+"_changed" || len(st.Turn.Executions) != 0 {
+		t.Fatalf("pending %+v, executions %+v: want the call asked again, not run", st.Turn.Pending, st.Turn.Executions)
+	}
+	if err := inv.sessions.Answer(ctx, id, operator, reducer.Answer{ApprovalID: first.ID + "_changed", Decision: reducer.Approve}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := inv.runner.Resume(ctx, id); err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume after the second approval: %+v %v", out, err)
+	}
+	st, _ = reducer.Reduce(facts(t, inv, id))
+	if n := count(facts(t, inv, id), reducer.ExecutionStarted); n != 1 {
+		t.Fatalf("%d executions of the re-approved call, want 1", n)
+	}
+}
