@@ -194,6 +194,15 @@ func decided(turn string, r guard.Record) reducer.Fact {
 	return reducer.Fact{Type: reducer.GuardDecided, Actor: agentActor(turn), Turn: turn, Guard: &r}
 }
 
+// decisions are the facts of records rs, in order.
+func decisions(turn string, rs []guard.Record) []reducer.Fact {
+	facts := make([]reducer.Fact, len(rs))
+	for i, r := range rs {
+		facts[i] = decided(turn, r)
+	}
+	return facts
+}
+
 // shown is the data-guardrail part showing r.
 func shown(r guard.Record, reason string, discarded bool, usage *reducer.Usage) parts.Part {
 	return conversation.Guarded(conversation.GuardrailData{Guardrail: r.Guardrail, Stage: string(r.Stage), Action: string(r.Action),
@@ -227,10 +236,7 @@ func (g *guards) escalate(ctx context.Context, recs []guard.Record, text string,
 	last := &recs[len(recs)-1]
 	last.Call = guard.CallID(g.out.Turn, len(g.sess.State.Turn.Guards)+len(recs)-1)
 	last.Approval, last.Held = "ap_"+last.Call, held
-	facts := make([]reducer.Fact, 0, len(recs))
-	for _, r := range recs {
-		facts = append(facts, decided(g.out.Turn, r))
-	}
+	facts := decisions(g.out.Turn, recs)
 	input := mustJSON(map[string]any{"guardrail": last.Guardrail, "stage": last.Stage, "reason": last.Reason, "text": text})
 	ap := reducer.Approval{ID: last.Approval, ToolCallID: last.Call, Tool: guard.ToolPrefix + last.Guardrail, Input: input,
 		Expires: g.now().Add(g.lim.ApprovalTTL)}
@@ -268,11 +274,7 @@ func (g *guards) stopped(ctx context.Context, gd *guarded) (redo bool, out Outco
 		out, err = g.escalate(ctx, gd.recs, text, gd.held, true, gd.usage)
 		return false, out, err
 	}
-	facts := make([]reducer.Fact, len(gd.recs))
-	for i, r := range gd.recs {
-		facts[i] = decided(g.out.Turn, r)
-	}
-	if err := g.append(ctx, facts...); err != nil {
+	if err := g.append(ctx, decisions(g.out.Turn, gd.recs)...); err != nil {
 		out, err = g.end.stopped(ctx, err)
 		return false, out, err
 	}
@@ -410,11 +412,7 @@ func (g *guards) output(ctx context.Context, sp *stepParts) ([]parts.Part, bool,
 			return nil, false, gd
 		}
 	}
-	facts := make([]reducer.Fact, len(recs))
-	for i, r := range recs {
-		facts[i] = decided(g.out.Turn, r)
-	}
-	if err := g.append(ctx, facts...); err != nil {
+	if err := g.append(ctx, decisions(g.out.Turn, recs)...); err != nil {
 		return nil, false, &flushError{err}
 	}
 	if !changed {

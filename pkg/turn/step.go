@@ -108,11 +108,7 @@ func (ru *stepper) guarded(ctx context.Context, sp *stepParts, par *parallel) ([
 		if stop != nil {
 			return ru.guards.discard(sp, &guarded{recs: recs, stop: *stop})
 		}
-		facts := make([]reducer.Fact, len(recs))
-		for i, r := range recs {
-			facts[i] = decided(ru.out.Turn, r)
-		}
-		if err := ru.append(ctx, facts...); err != nil {
+		if err := ru.append(ctx, decisions(ru.out.Turn, recs)...); err != nil {
 			return nil, &flushError{err}
 		}
 	}
