@@ -597,22 +597,8 @@ func (rig *cbRig) check(tr *cbTrial, id string) {
 	if n := len(ofType(facts, reducer.TurnStarted)); n != 1 {
 		tr.problem("%d turn.started facts, want 1", n)
 	}
-	for i, f := range facts {
-		if f.Type != reducer.TurnSuspended {
-			continue
-		}
-		resumed := 0
-		for _, g := range facts[i+1:] {
-			if g.Type == reducer.TurnSuspended || g.Ends() {
-				break
-			}
-			if g.Type == reducer.TurnResumed {
-				resumed++
-			}
-		}
-		if resumed != 1 {
-			tr.problem("suspension at seq %d (%s) was resumed %d times, want once", f.Seq, f.Cause, resumed)
-		}
+	for _, p := range unresumed(facts) {
+		tr.problem("%s", p)
 	}
 
 	// The callbacks, by hash: opened once, at most one per attempt of a

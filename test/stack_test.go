@@ -890,6 +890,16 @@ func suspended(facts []reducer.Fact, cause reducer.Cause) []reducer.Fact {
 // turn's end.
 func checkResumes(t *testing.T, facts []reducer.Fact) {
 	t.Helper()
+	for _, p := range unresumed(facts) {
+		t.Errorf("%s: %s", p, summary(facts))
+	}
+}
+
+// unresumed says, for each suspension in facts not followed by exactly one
+// turn.resumed before the next suspension or the turn's end, how many it
+// had.
+func unresumed(facts []reducer.Fact) []string {
+	var out []string
 	for i, f := range facts {
 		if f.Type != reducer.TurnSuspended {
 			continue
@@ -904,7 +914,8 @@ func checkResumes(t *testing.T, facts []reducer.Fact) {
 			}
 		}
 		if resumed != 1 {
-			t.Errorf("suspension at seq %d (%s) was resumed %d times, want once: %s", f.Seq, f.Cause, resumed, summary(facts))
+			out = append(out, fmt.Sprintf("suspension at seq %d (%s) was resumed %d times, want once", f.Seq, f.Cause, resumed))
 		}
 	}
+	return out
 }

@@ -68,8 +68,16 @@ func (s guardRules) applyDecided(f Fact) error {
 	return nil
 }
 
-// message returns the turn's message id: one it answers, or one waiting
-// to be steered in; nil for none.
+// Message returns the turn's message id: one it answers, or one waiting
+// to be steered in.
+func (t *Turn) Message(id string) (Message, bool) {
+	if m := t.message(id); m != nil {
+		return *m, true
+	}
+	return Message{}, false
+}
+
+// message is Message, for the appliers that rewrite it; nil for none.
 func (t *Turn) message(id string) *Message {
 	for _, ms := range [][]Message{t.Messages, t.Steer} {
 		for i := range ms {

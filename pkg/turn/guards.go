@@ -288,15 +288,8 @@ func (g *guards) stopped(ctx context.Context, gd *guarded) (redo bool, out Outco
 // messageText is the text of the turn's message id (one it answers, or
 // one waiting to be steered in), as the model would see it.
 func (g *guards) messageText(id string) string {
-	t := g.sess.State.Turn
-	for _, ms := range [][]reducer.Message{t.Messages, t.Steer} {
-		for _, m := range ms {
-			if m.ID == id {
-				return m.Text
-			}
-		}
-	}
-	return ""
+	m, _ := g.sess.State.Turn.Message(id)
+	return m.Text
 }
 
 // --- the step ---
@@ -382,8 +375,11 @@ func firstStop(rs []guard.Record) *guard.Record {
 // part), or a *guarded error for a step a guardrail stopped.
 func (g *guards) output(ctx context.Context, sp *stepParts) ([]parts.Part, bool, error) {
 	grs := g.of(guard.Output, false)
+	if len(grs) == 0 {
+		return sp.parts, false, nil
+	}
 	text := stepText(sp.parts)
-	if len(grs) == 0 || text == "" {
+	if text == "" {
 		return sp.parts, false, nil
 	}
 	var recs []guard.Record

@@ -215,24 +215,20 @@ func (ru *ledger) admit(c *conversation.Call, turn *reducer.Turn, now time.Time)
 		if !t.Approval(c.Input) {
 			return t, true, nil
 		}
-		return t, false, ru.approvalFor(c, c.ApprovalID, now)
+		return t, false, ru.approvalFor(c, t, c.ApprovalID, now)
 	}
 	return t, ru.answered(c, t, ans, now, &request), request
 }
 
-// approvalFor is the approval request of call c, with id (a new one when
-// empty: its request is emitted).
-func (ru *ledger) approvalFor(c *conversation.Call, id string, now time.Time) *reducer.Approval {
+// approvalFor is the approval request of call c of tool t, with id (a new
+// one when empty: its request is emitted), bound to t as it is now.
+func (ru *ledger) approvalFor(c *conversation.Call, t tool.Tool, id string, now time.Time) *reducer.Approval {
 	if id == "" {
 		id = "ap_" + c.ID
 		ru.emit(parts.Part{Type: parts.ToolApprovalRequest, ApprovalID: id, ToolCallID: c.ID})
 	}
-	a := &reducer.Approval{ID: id, ToolCallID: c.ID, Tool: c.Name, Input: c.Input,
-		Expires: now.Add(ru.lim.ApprovalTTL)}
-	if t, ok := ru.tools.Get(c.Name); ok {
-		a.Print = ToolPrint(t)
-	}
-	return a
+	return &reducer.Approval{ID: id, ToolCallID: c.ID, Tool: c.Name, Input: c.Input,
+		Expires: now.Add(ru.lim.ApprovalTTL), Print: ToolPrint(t)}
 }
 
 // answered emits what call c's answer ans decided, once, and reports
@@ -245,7 +241,7 @@ func (ru *ledger) answered(c *conversation.Call, t tool.Tool, ans reducer.Answer
 	again := ans.ApprovalID + "_edited"
 	if c.ApprovalID == again {
 		// Asked again already (a redo after a kill): still waiting.
-		*request = ru.approvalFor(c, again, now)
+		*request = ru.approvalFor(c, t, again, now)
 		return false
 	}
 	if changed := ans.ApprovalID + "_changed"; ans.Approves() && ans.Print != "" && ans.Print != ToolPrint(t) {
@@ -254,7 +250,7 @@ func (ru *ledger) answered(c *conversation.Call, t tool.Tool, ans reducer.Answer
 		if c.ApprovalID != changed {
 			ru.emit(parts.Part{Type: parts.ToolApprovalRequest, ApprovalID: changed, ToolCallID: c.ID})
 		}
-		*request = ru.approvalFor(c, changed, now)
+		*request = ru.approvalFor(c, t, changed, now)
 		return false
 	}
 	if !c.Answered {
@@ -279,7 +275,7 @@ func (ru *ledger) answered(c *conversation.Call, t tool.Tool, ans reducer.Answer
 		}
 		if ans.Reapprove() && t.Approval(c.Input) {
 			ru.emit(parts.Part{Type: parts.ToolApprovalRequest, ApprovalID: again, ToolCallID: c.ID})
-			*request = ru.approvalFor(c, again, now)
+			*request = ru.approvalFor(c, t, again, now)
 			return false
 		}
 	}

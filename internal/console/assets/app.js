@@ -511,12 +511,12 @@ async function sessionPage(id, signal) {
       lastSeq = Math.max(lastSeq, f.seq);
       facts.push(f);
       if (f.type === 'turn.started') turns.push(f.turn);
-      if (f.type === 'guardrail.decided') renderGuardrails();
       $.timeline.prepend(el('li', { 'data-type': f.type, 'data-seq': f.seq },
         el('span', { class: 'muted' }, '#' + f.seq), el('span', { class: 'muted', title: f.time }, time(f.time)),
         el('strong', {}, f.type), el('span', {}, describe(f)),
         el('details', { class: 'raw' }, el('summary', {}, 'JSON'), el('pre', {}, json(f)))));
     }
+    if (fs.some(f => f.type === 'guardrail.decided')) renderGuardrails();
   };
 
   const refresh = async () => {
