@@ -23,6 +23,8 @@ func (g groups) routes() map[string]func(http.ResponseWriter, *http.Request, str
 		"GET /sessions/{id}/export":                    s.export,
 		"POST /sessions/{id}/messages":                 s.idempotent(s.message, idempotency.ReceiptFirst),
 		"GET /sessions/{id}/facts":                     s.facts,
+		"POST /sessions/{id}/rewind":                   s.idempotent(s.rewind, idempotency.ReceiptFirst),
+		"POST /sessions/{id}/fork":                     s.idempotent(s.fork, idempotency.ReceiptFirst),
 		streamRoute:                                    st.stream,
 		"POST /sessions/{id}/approvals/{approvalId}":   a.idempotent(a.answer, idempotency.WriteFirst),
 		"POST /sessions/{id}/cancel":                   a.idempotent(a.cancel, idempotency.ReceiptFirst),

@@ -16,8 +16,8 @@ import (
 // stores, with the hooks they run into the store (lifecycleHooks); the
 // grants a delete leaves are orphans.go's.
 
-// ErrTurnOpen is matched when a session to delete has an open turn: cancel
-// it (or let it end) first. Nothing was deleted.
+// ErrTurnOpen is matched when a session to delete, rewind or fork has an
+// open turn: cancel it (or let it end) first. Nothing was written.
 var ErrTurnOpen = dynamo.ErrTurnOpen
 
 // ErrDeleting is matched when a session is created (Create, or Converse's

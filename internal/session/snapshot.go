@@ -16,8 +16,8 @@ import (
 var ErrCorruptSnapshot = errors.New("session: corrupt snapshot")
 
 // checkSnapshot checks that sn, read back for fact f of session id, is what
-// End writes when f ends a turn (the session's idle state just after f), or
-// Compact when f compacts the context, with a conversation of known roles
+// End writes when f ends a turn (the session's idle state just after f),
+// Compact when f compacts the context, or a rewind when f rewinds (rewind.go), with a conversation of known roles
 // and content.
 func checkSnapshot(id string, f reducer.Fact, sn Snapshot) error {
 	bad := func(format string, args ...any) error {
@@ -34,7 +34,20 @@ func checkSnapshot(id string, f reducer.Fact, sn Snapshot) error {
 	case st.Agent == "":
 		return bad("no agent")
 	}
-	if f.Type == reducer.ContextCompacted {
+	if f.Type == reducer.SessionRewound {
+		// A rewind's: idle, or the turn it reopened suspended.
+		r := f.Rewind
+		switch {
+		case r == nil:
+			return bad("a rewind without its point")
+		case r.Turn == nil && (st.Status != reducer.Idle || st.Turn != nil):
+			return bad("status %q: a rewind to a turn's edge leaves the session idle", st.Status)
+		case r.Turn != nil && (st.Status != reducer.Suspended || st.Turn == nil || st.Turn.ID != r.Turn.ID):
+			return bad("status %q: a rewind within a turn leaves it reopened", st.Status)
+		case st.Compactions != r.Compactions:
+			return bad("%d compactions, the rewind says %d", st.Compactions, r.Compactions)
+		}
+	} else if f.Type == reducer.ContextCompacted {
 		// Compact's: the running turn's state just after f, and history
 		// that starts with the summary.
 		switch {

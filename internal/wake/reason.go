@@ -27,6 +27,7 @@ const (
 	Cancelled        Reason = "cancelled"                   // a turn was cancelled; queued messages may wait
 	Inbox            Reason = "inbox"                       // messages wait after a run; a fresh invocation takes them
 	Rewake           Reason = "rewake"                      // the tick re-sends a wake taken as lost
+	Rewound          Reason = "rewound"                     // a rewind or fork left messages to answer
 	Released         Reason = "released"                    // claims a blocked turn waits for were released (or a waiter ahead withdrew)
 	Timer            Reason = Reason(reducer.CauseTimer)    // a timer's end, as wait_until or an operator set it
 	Callback         Reason = Reason(reducer.CauseCallback) // a tool call's callback ended

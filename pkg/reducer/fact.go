@@ -551,6 +551,8 @@ type Fact struct {
 	// Version is what an invocation runs on (turn.started, turn.resumed;
 	// versions.go).
 	Version *Version `json:"version,omitempty"`
+	// Rewind is where session.rewound took the session (rewind.go).
+	Rewind *Rewind `json:"rewind,omitempty"`
 }
 
 // Ends reports whether the fact ends a turn.

@@ -194,6 +194,10 @@ type State struct {
 	// Held: Grants, the resource claims the session's calls hold,
 	// quarantined or not, and Grant(id) (claims.go).
 	claims.Held
+	// From, in a fork, is the session it was forked from; Rewinds counts
+	// its session.rewound facts (rewind.go).
+	From    string `json:"from,omitempty"`
+	Rewinds int    `json:"rewinds,omitempty"`
 }
 
 // ErrIllegal is matched (with errors.Is) by every *TransitionError.
