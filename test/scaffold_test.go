@@ -14,7 +14,8 @@ import (
 )
 
 // TestInitProject runs baton init DIR from this checkout, with no flag but
-// the directory, into a temporary directory, then the project's own go test ./..., builds its three
+// the directory, into a temporary directory, then the project's own go test ./... (its golden
+// session replayed too), builds its three
 // bootstraps, and checks its template.yaml (parsed with goformation) has
 // baton's routes. go mod tidy resolves the project's module graph through
 // the shared module cache (and the proxy for what it lacks).
@@ -45,15 +46,15 @@ func TestInitProject(t *testing.T) {
 		t.Errorf("baton init from the checkout did not say it uses it:\n%s", got)
 	}
 	for _, f := range []string{"go.mod", "template.yaml", "Makefile", "README.md", "agent.go", "agent_test.go",
-		"cmd/dev/main.go", "functions/operator/main.go", "functions/resume/main.go", "functions/tick/main.go"} {
+		"cmd/dev/main.go", "functions/operator/main.go", "functions/resume/main.go", "functions/tick/main.go", "testdata/session.json"} {
 		if _, err := os.Stat(filepath.Join(proj, f)); err != nil {
 			t.Errorf("baton init wrote no %s: %v", f, err)
 		}
 	}
 	mod := []string{"GOFLAGS=-mod=mod"}
 	run(proj, mod, "go", "mod", "tidy")
-	if got := run(proj, mod, "go", "test", "./..."); !strings.Contains(got, "ok  \thello") {
-		t.Errorf("the project's go test ./... ran no test of the agent:\n%s", got)
+	if got := run(proj, mod, "go", "test", "-v", "./..."); !strings.Contains(got, "ok  \thello") || !strings.Contains(got, "--- PASS: TestGoldenSession") {
+		t.Errorf("the project's go test ./... ran no test of the agent, or did not replay its golden session:\n%s", got)
 	}
 	bin := t.TempDir()
 	run(proj, append(mod, "CGO_ENABLED=0"), "go", "build", "-tags", "lambda.norpc", "-o", bin+string(filepath.Separator), "./functions/...")

@@ -8,6 +8,8 @@
 //	baton template   print the project's template.yaml and Makefile as
 //	                 this baton derives them; --diff compares them with
 //	                 the files in the current directory, -w rewrites them
+//	baton replay     replay an exported session against an agent file's
+//	                 agents and report each divergence
 //	baton help       the client commands (sessions, new, send, tail, approve,
 //	                 deny, verdict, cancel) of the operator API
 package main
@@ -35,6 +37,13 @@ import (
 )
 
 func main() {
+	if args := os.Args[1:]; len(args) > 0 && args[0] == "replay" {
+		// The client commands' CLI, with the engine only this binary links.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := cli.Replay(ctx, args[1:], os.Stdout, os.Stderr, os.Getenv, replayEngine)
+		stop()
+		os.Exit(code)
+	}
 	if args := os.Args[1:]; len(args) == 0 || !local[args[0]] {
 		// Every other command is a client of the operator API.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -31,7 +31,7 @@ const (
 )
 
 // Commands are the subcommands Run knows, besides help.
-var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "respond", "complete", "heartbeat", "verdict", "guardrails", "release", "orphans", "cancel", "export", "delete", "completion"}
+var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "respond", "complete", "heartbeat", "verdict", "guardrails", "release", "orphans", "cancel", "export", "delete", "replay", "completion"}
 
 // Usage is the text `baton help` prints.
 const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
@@ -47,6 +47,13 @@ Local:
                                             write a new project that imports baton; a baton built
                                             from a checkout uses that checkout (no flag needed)
   baton template [--diff | -w]              a project's template.yaml and Makefile as this baton derives them
+  baton replay EXPORT [--agents FILE] [--json] [--accept KIND,...] [--run-reads]
+                                            replay an exported session (baton export -f) against the agents of
+                                            FILE (default $BATON_AGENTS, else the demo agent): the recording is
+                                            the model and gives every tool its result (nothing runs again);
+                                            prints each divergence (tool-gone, tool-refused, rule-changed,
+                                            claim-changed, steps-changed, result-changed, answer-changed,
+                                            outcome-changed) and exits 1 on any not accepted
 
 Client of the operator API:
   baton sessions [-o table|json|yaml]       list your sessions: id, agent, status, updated, usage
@@ -205,6 +212,7 @@ type env struct {
 	getenv         func(string) string
 	api            string // from the global --api, or ""
 	poll           time.Duration
+	replayer       Replayer // baton replay's engine; nil in Run
 }
 
 // Run runs the client command args (args[0] is the command) and returns its
@@ -268,7 +276,7 @@ func (e *env) command(ctx context.Context, name string, args []string) (known bo
 		"sessions": e.sessions, "show": e.show, "new": e.newSession, "send": e.send, "tail": e.tail,
 		"approve": answer("approve"), "deny": answer("deny"), "respond": answer("respond"),
 		"complete": e.complete, "heartbeat": e.heartbeat, "verdict": e.verdict, "guardrails": e.guardrails, "release": e.release, "orphans": e.orphans, "cancel": e.cancel,
-		"raise": e.raise, "wake": e.wake, "schedule": e.schedule, "export": e.export, "delete": e.remove,
+		"raise": e.raise, "wake": e.wake, "schedule": e.schedule, "export": e.export, "delete": e.remove, "replay": e.replay,
 		"completion": func(_ context.Context, args []string) error { return e.completion(args) },
 	}[name]
 	if !ok {

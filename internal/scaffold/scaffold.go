@@ -71,6 +71,7 @@ func Files(o Options) (map[string][]byte, error) {
 	for name, tmpl := range map[string]string{
 		"go.mod": "go.mod.tmpl", "agent.go": "agent.go.tmpl", "agent_test.go": "agent_test.go.tmpl",
 		"cmd/dev/main.go": "dev.go.tmpl", "README.md": "README.md.tmpl", ".gitignore": "gitignore.tmpl",
+		"testdata/session.json": "session.json.tmpl",
 	} {
 		if err := one(name, tmpl, d); err != nil {
 			return nil, err

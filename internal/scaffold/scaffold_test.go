@@ -1,12 +1,14 @@
 package scaffold_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/scaffold"
 )
 
@@ -39,10 +41,18 @@ func TestFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"go.mod", "agent.go", "agent_test.go", "cmd/dev/main.go", "README.md", "template.yaml", "Makefile",
-		"functions/operator/main.go", "functions/resume/main.go", "functions/tick/main.go"} {
+		"functions/operator/main.go", "functions/resume/main.go", "functions/tick/main.go", "testdata/session.json"} {
 		if len(fs[f]) == 0 {
 			t.Errorf("no %s", f)
 		}
+	}
+	// The golden session is an export of a session of the project's agent.
+	var golden api.Export
+	if err := json.Unmarshal(fs["testdata/session.json"], &golden); err != nil || len(golden.Facts) == 0 || golden.Facts[0].Agent != "assistant" || len(golden.Streams) != 1 {
+		t.Errorf("testdata/session.json is not an export of a session of the assistant agent (%v):\n%s", err, fs["testdata/session.json"])
+	}
+	if !strings.Contains(string(fs["agent_test.go"]), "batontest.Replay(") {
+		t.Error("agent_test.go does not replay the golden session")
 	}
 	mod := string(fs["go.mod"])
 	if !strings.Contains(mod, "module example.com/my-agent") || !strings.Contains(mod, "=> /src/baton") {
