@@ -75,6 +75,10 @@ type Session struct {
 	LastFailure *reducer.Failure `json:"lastFailure,omitempty"`
 	// Inbox counts messages waiting for a turn.
 	Inbox int `json:"inbox"`
+	// From, in a fork, is the session it was forked from; Rewinds counts
+	// the times it was rewound or forked to a point (session.rewound).
+	From    string `json:"from,omitempty"`
+	Rewinds int    `json:"rewinds,omitempty"`
 	// Turn is the open turn, null when idle.
 	Turn *Turn `json:"turn"`
 	// Pending are the approvals the open turn waits for.

@@ -576,10 +576,16 @@ func (s *Session) Parts() []Part {
 	defer cancel()
 	var out []Part
 	for _, f := range s.Facts() {
-		if f.Type != reducer.TurnStarted || f.Stream == "" {
+		stream := f.Stream
+		if f.Type == reducer.SessionRewound && f.Rewind != nil && f.Rewind.Turn != nil {
+			stream = f.Rewind.Turn.Stream // a turn reopened at a step (rewind.go)
+		} else if f.Type != reducer.TurnStarted {
 			continue
 		}
-		page, err := s.kit.engine.Sessions.ReadStream(ctx, s.ID, f.Stream, "")
+		if stream == "" {
+			continue
+		}
+		page, err := s.kit.engine.Sessions.ReadStream(ctx, s.ID, stream, "")
 		s.kit.fatal(err)
 		for _, e := range page.Entries {
 			out = append(out, e.Part)

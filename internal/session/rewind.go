@@ -392,7 +392,7 @@ func (s *ops) effects(ctx context.Context, id string, facts []reducer.Fact, pl p
 			}
 			done = map[string]bool{}
 			for _, en := range page.Entries {
-				if p := en.Part; p.ToolCallID != "" && (p.Type == parts.ToolOutputAvailable || p.Type == parts.ToolOutputError) {
+				if p := en.Part; p.ToolCallID != "" && p.Type == parts.ToolOutputAvailable {
 					done[p.ToolCallID] = true
 				}
 			}

@@ -92,8 +92,9 @@ type Effect struct {
 	Execution  string `json:"execution"`
 	ToolCallID string `json:"toolCallId"`
 	Tool       string `json:"tool"`
-	// Completed is set when its result is durable; otherwise it may or
-	// may not have happened.
+	// Completed is set when the tool returned a result; otherwise it
+	// failed, was abandoned or never finished, and may or may not have
+	// done what it does.
 	Completed bool `json:"completed"`
 }
 
