@@ -53,6 +53,13 @@ type Agent struct {
 	// Guardrails check each message a turn answers (OnInput) and each
 	// model step's text (OnOutput), in order within a stage.
 	Guardrails []Guardrail
+	// OnChange is what a turn does when it resumes on a changed definition
+	// (a deploy changed the agent's fingerprint while it waited):
+	// OnChangeContinue (also when empty) runs on the new definition,
+	// OnChangeFail ends the turn with a reason, OnChangePin resumes it on
+	// the build it started on (see docs/operations.md). The policy the
+	// turn started under governs it.
+	OnChange OnChange
 }
 
 // Price is a model's price table in USD per million tokens.
@@ -71,6 +78,18 @@ const (
 	SteerSteer     = reducer.SteerSteer
 	SteerInterrupt = reducer.SteerInterrupt
 	SteerReject    = reducer.SteerReject
+)
+
+// OnChange is an agent's policy for a turn that resumes on a changed
+// definition.
+type OnChange = reducer.OnChange
+
+// OnChange policies: run on the new definition (continue), end the turn
+// with a reason (fail), or resume on the build the turn started on (pin).
+const (
+	OnChangeContinue = reducer.OnChangeContinue
+	OnChangeFail     = reducer.OnChangeFail
+	OnChangePin      = reducer.OnChangePin
 )
 
 // MCPServer is a remote MCP server reached over streamable HTTP: a name, a

@@ -73,6 +73,11 @@ type Session struct {
 	Turns       int64            `json:"turns"`
 	Last        reducer.Type     `json:"last,omitempty"`
 	LastFailure *reducer.Failure `json:"lastFailure,omitempty"`
+	// Stale are the calls the newest turn that found any had waiting
+	// that a deploy changed under it: its tool gone, its input refused by
+	// the new schema (the model got an error result, nothing ran), or
+	// its tool changed since approved (asked again).
+	Stale []reducer.Stale `json:"stale,omitempty"`
 	// Inbox counts messages waiting for a turn.
 	Inbox int `json:"inbox"`
 	// From, in a fork, is the session it was forked from; Rewinds counts

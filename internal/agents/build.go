@@ -125,12 +125,13 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 	}
 	a.Price = c.Pricing
 	a.Steering = c.Steering
+	a.OnChange = c.OnChange
 	var err error
 	if a.Children, err = spawn.Config(c.Children, c.Agents, c.Handoffs, c.MaxDepth, c.MaxChildren); err != nil {
 		bad("children", err)
 	}
 	shared := agentspec.Shared{System: c.System, MaxOutputTokens: c.MaxOutputTokens, MaxToolOutput: c.MaxToolOutput, Children: a.Children,
-		Steering: c.Steering}
+		Steering: c.Steering, OnChange: c.OnChange}
 	if limErr == nil {
 		// Limits that did not parse are refused already.
 		shared.Limits = lim

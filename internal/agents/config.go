@@ -78,6 +78,10 @@ type Config struct {
 	// Steering is the policy for a message that arrives while a turn is
 	// open: enqueue (the default), steer, interrupt or reject.
 	Steering reducer.Steering `json:"steering,omitempty"`
+	// OnChange is what a turn does when it resumes on a changed
+	// definition: continue (the default), fail or pin (see
+	// turn.Agent.OnChange).
+	OnChange reducer.OnChange `json:"onChange,omitempty"`
 	// Agents names the agents this one may call as tools (a tool per
 	// agent, of its name, taking a task): each call runs in a child
 	// session, and the child's final answer is the call's result.

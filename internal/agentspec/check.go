@@ -27,7 +27,7 @@ func Check(s baton.Agent, d mcp.Dialer, bad func(field string, err error)) (*too
 		bad("model", errors.New("missing"))
 	}
 	shared := Shared{System: s.System, MaxOutputTokens: s.MaxOutputTokens, MaxToolOutput: s.MaxToolOutput, Children: s.Children,
-		Limits: s.Limits, Steering: s.Steering}
+		Limits: s.Limits, Steering: s.Steering, OnChange: s.OnChange}
 	if s.Compaction != nil {
 		shared.CompactionPrompt = s.Compaction.Prompt
 	}

@@ -26,11 +26,12 @@ type Shared struct {
 	Children         baton.Children
 	Limits           baton.Limits
 	Steering         reducer.Steering
+	OnChange         reducer.OnChange
 }
 
 // CheckShared checks s, calling bad with the field at fault (named as in
 // an agent file: "system", "maxOutputTokens", "maxDepth",
-// "limits.modelRetry.wakeDelay", "steering") and why, for each problem.
+// "limits.modelRetry.wakeDelay", "steering", "onChange") and why, for each problem.
 func CheckShared(s Shared, bad func(field string, err error)) {
 	if err := CheckPrompt(s.System); err != nil {
 		bad("system", err)
@@ -52,6 +53,9 @@ func CheckShared(s Shared, bad func(field string, err error)) {
 	}
 	if err := CheckSteering(s.Steering); err != nil {
 		bad("steering", err)
+	}
+	if err := s.OnChange.Check(); err != nil {
+		bad("onChange", err)
 	}
 }
 

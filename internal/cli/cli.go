@@ -498,8 +498,11 @@ func (e *env) showTable(s api.Session) {
 			} else if t.Latest.Build != v.Build && t.Latest.Build != "" {
 				line += "; now on build " + t.Latest.Build
 			}
-			fmt.Fprintln(w, line)
+			fmt.Fprintln(w, line+onChangeText(v.OnChange, t.Changed, v.Build, t.Latest.Build))
 		}
+	}
+	for _, c := range s.Stale {
+		fmt.Fprintf(w, "stale    call %s of %s (turn %s): %s\n", c.ToolCallID, c.Tool, c.Turn, staleText(c))
 	}
 	for _, p := range s.Pending {
 		fmt.Fprintf(w, "approval %s: %s(%s)\n         baton approve %s %s   |   baton deny %s %s --reason ...\n",

@@ -14,6 +14,7 @@ func sessionView(id string, st reducer.State) api.Session {
 	s := api.Session{
 		ID: id, Agent: st.Agent, Status: st.Status, Created: st.Created, Updated: st.Updated,
 		LastSeq: st.LastSeq, Usage: st.Usage, Caps: st.Caps, Compactions: st.Compactions, Turns: st.Turns, Last: st.Last, LastFailure: st.LastFailure,
+		Stale: st.Stale,
 		Inbox: len(st.Inbox), Pending: []api.Approval{}, Parent: st.Parent, From: st.From, Rewinds: st.Rewinds,
 	}
 	if sc := st.Schedule; sc != nil {

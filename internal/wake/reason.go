@@ -31,6 +31,7 @@ const (
 	Released         Reason = "released"                    // claims a blocked turn waits for were released (or a waiter ahead withdrew)
 	Timer            Reason = Reason(reducer.CauseTimer)    // a timer's end, as wait_until or an operator set it
 	Callback         Reason = Reason(reducer.CauseCallback) // a tool call's callback ended
+	Pinned           Reason = "pinned"                      // a turn handed to the build it is pinned to (turn.Pins)
 )
 
 // ForCause is the reason for the wake that follows a suspension for c.

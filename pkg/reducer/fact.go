@@ -551,6 +551,9 @@ type Fact struct {
 	// Version is what an invocation runs on (turn.started, turn.resumed;
 	// versions.go).
 	Version *Version `json:"version,omitempty"`
+	// Stale names the calls a deploy changed under a waiting turn
+	// (call.stale; versions.go).
+	Stale []Stale `json:"stale,omitempty"`
 	// Rewind is where session.rewound took the session (rewind.go).
 	Rewind *Rewind `json:"rewind,omitempty"`
 }

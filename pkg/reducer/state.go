@@ -176,6 +176,10 @@ type State struct {
 	Turns       int64    `json:"turns"`
 	Last        Type     `json:"last,omitempty"`
 	LastFailure *Failure `json:"lastFailure,omitempty"`
+	// Stale are the calls the newest turn that found any had waiting
+	// that a deploy changed under it (call.stale; versions.go), kept once
+	// the turn ended.
+	Stale []Stale `json:"stale,omitempty"`
 	// Snapshot is the key of the newest conversation snapshot, taken when
 	// the turn ending at SnapshotSeq ended or by the compaction at it.
 	Snapshot    string `json:"snapshot,omitempty"`
@@ -283,6 +287,7 @@ func (s *State) clone() State {
 	c.Inbox = slices.Clone(s.Inbox)
 	c.Grants = slices.Clone(s.Grants)
 	c.Orphans = slices.Clone(s.Orphans)
+	c.Stale = slices.Clone(s.Stale)
 	if s.Turn != nil {
 		t := *s.Turn
 		t.Messages = slices.Clone(t.Messages)

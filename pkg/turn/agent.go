@@ -56,7 +56,11 @@ type Agent struct {
 	// Guardrails check the turn's input and each step's output (see
 	// guards.go), in order within a stage.
 	Guardrails []guard.Guardrail
-	linked     bool
+	// OnChange is what a turn does when it resumes on a changed
+	// definition: continue (also when empty), fail or pin (onchange.go).
+	// Each turn records the policy it started under, which governs it.
+	OnChange reducer.OnChange
+	linked   bool
 }
 
 // The compaction defaults (see baton.Compaction).

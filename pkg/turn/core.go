@@ -44,6 +44,9 @@ type core struct {
 	trace    string         // the turn's traceparent (see startTrace)
 	// traceRoot: this run minted trace, so its span is the root.
 	traceRoot bool
+	// change is what a resume decided about the definition it runs on
+	// (onchange.go); nil for a start.
+	change *change
 }
 
 // emit buffers parts in the sink and folds them into the run's view of the

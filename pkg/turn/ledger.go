@@ -36,6 +36,9 @@ type ledger struct {
 	callbacks *callbacks
 	wait      time.Time // the earliest time a pending wait_until call waits for (see settle)
 	settled   bool      // settle ran once this invocation
+	// stale are the waiting calls a deploy changed under the turn, found
+	// by the settle under way (onchange.go).
+	stale []reducer.Stale
 }
 
 // settleLast settles the last step's pending calls, if any, and decides
@@ -51,6 +54,9 @@ func (ru *ledger) settleLast(ctx context.Context) (stop bool, out Outcome, err e
 		return false, Outcome{}, nil
 	}
 	approvals, uncertain, err := ru.settle(ctx, pending)
+	if err == nil {
+		err = ru.recordStale(ctx)
+	}
 	fatal, blocked := (*toolFatal)(nil), (*claimsession.Blocked)(nil)
 	switch {
 	case errors.Is(err, errCut):
@@ -135,7 +141,10 @@ func (ru *ledger) settle(ctx context.Context, pending []*conversation.Call) ([]r
 			continue
 		}
 		p := &plan{c: c, t: t}
-		if t.SideEffect() {
+		if _, started := st.Turn.Execution(c.ID); t.SideEffect() || started {
+			// A call with an execution recorded stays in the ledger even
+			// if a deploy made its tool a read since: what it did is
+			// known only from the ledger.
 			if err := ru.flushBilled(ctx); err != nil {
 				return nil, nil, err
 			}
@@ -189,10 +198,13 @@ func (ru *ledger) admit(c *conversation.Call, turn *reducer.Turn, now time.Time)
 	}
 	t, ok := ru.tools.Get(c.Name)
 	if !ok {
-		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: fmt.Sprintf("unknown tool %q", c.Name)})
+		text := fmt.Sprintf("unknown tool %q", c.Name)
+		ru.staleCall(c, reducer.StaleRemoved, text)
+		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: text})
 		return t, false, nil
 	}
 	if err := ru.tools.Check(c.Name, c.Input); err != nil {
+		ru.staleCall(c, reducer.StaleSchema, err.Error())
 		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
 		return t, false, nil
 	}
@@ -248,6 +260,7 @@ func (ru *ledger) answered(c *conversation.Call, t tool.Tool, ans reducer.Answer
 		// Approved for the tool as it was: its schema, effect or rules
 		// changed since (a deploy), so the operator is asked again.
 		if c.ApprovalID != changed {
+			ru.staleCall(c, reducer.StaleChanged, "approved as "+ans.Print+", the tool is now "+ToolPrint(t)+": asked again as "+changed)
 			ru.emit(parts.Part{Type: parts.ToolApprovalRequest, ApprovalID: changed, ToolCallID: c.ID})
 		}
 		*request = ru.approvalFor(c, t, changed, now)

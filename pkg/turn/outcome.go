@@ -36,6 +36,8 @@ type Outcome struct {
 	// Waiting counts the messages waiting for the next turn as this
 	// invocation last wrote the session: a caller may start it at once.
 	Waiting int
+	// Build is the build a Handed turn was handed to.
+	Build string
 }
 
 // log is the runner's logger, or one that discards.

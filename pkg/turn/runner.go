@@ -54,6 +54,10 @@ type Runner struct {
 	// fingerprint (version.go): the Lambda function's version in a
 	// deployment; empty records "local".
 	Build string
+	// Pins hands a turn whose agent's policy is pin to the build it
+	// started on, when that is not this one (onchange.go); nil can hand
+	// none over, as if every other build were gone.
+	Pins Pins
 }
 
 // Start opens a turn answering the session's waiting messages and runs it.
@@ -138,11 +142,19 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session, need r
 	if !ok {
 		return Outcome{}, fmt.Errorf("turn: resume %s: agent %q: %w", id, st.Agent, ErrUnknownAgent)
 	}
+	v := r.version(agent)
+	ch := decideChange(t, agent, v)
+	if ch.pin != "" {
+		handed, err := r.handOff(ctx, id, st, &ch, v)
+		if err != nil || handed {
+			return Outcome{Session: id, Turn: t.ID, Kind: Handed, Build: ch.pin}, err
+		}
+	}
 	lim := agent.Limits.WithDefaults()
 	deadline := deadlineOf(ctx, r.Sessions.Clock(), lim.Budget)
 	next, err := r.Sessions.Append(ctx, id, st, reducer.Fact{
 		Type: reducer.TurnResumed, Actor: agentActor(t.ID), Turn: t.ID, Lease: deadline.Add(lim.LeaseGrace),
-		Version: r.version(agent),
+		Version: v,
 	})
 	if err != nil {
 		if session.LostRace(err) {
@@ -156,7 +168,7 @@ func (r *Runner) ResumeLoaded(ctx context.Context, sess *session.Session, need r
 		return Outcome{}, fmt.Errorf("turn: resume %s: %w", id, err)
 	}
 	ru := newRun(&core{r: r, sess: sess, agent: agent, lim: lim, sink: sink, parts: prior, deadline: deadline,
-		out: Outcome{Session: id, Turn: t.ID}, trace: resumeTrace(ctx, t.Trace)})
+		out: Outcome{Session: id, Turn: t.ID}, trace: resumeTrace(ctx, t.Trace), change: &ch})
 	ru.intercept()
 	return ru.invocation(ctx, true, func(ctx context.Context) (Outcome, error) { return ru.resumed(ctx, prior, next) })
 }
@@ -178,6 +190,9 @@ func (ru *run) resumed(ctx context.Context, prior []parts.Part, next reducer.Sta
 		ru.emit(p)
 	}
 	ru.emit(parts.Part{Type: parts.DataResumed, Data: json.RawMessage(fmt.Sprintf(`{"invocation":%d}`, next.Turn.Invocations))})
+	if c := ru.change; c != nil && c.fail != nil {
+		return ru.finish(ru.end.fail(ctx, reducer.FailChanged, c.fail))
+	}
 	if n := next.Turn.Invocations; n > lim.MaxInvocationsPerTurn {
 		return ru.finish(ru.end.fail(ctx, reducer.FailLimit, fmt.Errorf("the turn was resumed %d times without finishing (cap %d)", n-1, lim.MaxInvocationsPerTurn)))
 	}

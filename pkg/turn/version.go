@@ -74,13 +74,18 @@ func Fingerprint(a *Agent) string {
 	return "fp1-" + hex.EncodeToString(sum[:10])
 }
 
-// version is what an invocation of agent a on r runs on.
+// version is what an invocation of agent a on r runs on, and the agent's
+// policy for a resume on a changed definition.
 func (r *Runner) version(a *Agent) *reducer.Version {
 	build := r.Build
 	if build == "" {
 		build = "local"
 	}
-	return &reducer.Version{Fingerprint: Fingerprint(a), Build: build}
+	policy := a.OnChange
+	if policy == "" {
+		policy = reducer.OnChangeContinue
+	}
+	return &reducer.Version{Fingerprint: Fingerprint(a), Build: build, OnChange: policy}
 }
 
 // ToolPrint digests what an approval of a call of tool t approves: the

@@ -260,7 +260,11 @@ async function sessionPage(id, signal) {
       ...(s.turn?.version?.fingerprint ? [f('Turn version', el('span', { id: 'turn-version', class: s.turn.changed ? 'error' : 'mono',
         title: 'the agent\'s fingerprint and the build the turn started on' + (s.turn.changed ? '; it resumed on a changed agent' : '') },
         `${s.turn.version.fingerprint} · build ${s.turn.version.build}` +
-        (s.turn.changed ? ` → resumed on a changed agent ${s.turn.latest.fingerprint} · build ${s.turn.latest.build}` : '')))] : []),
+        (s.turn.changed ? ` → resumed on a changed agent ${s.turn.latest.fingerprint} · build ${s.turn.latest.build}` : '') +
+        onChangeText(s.turn)))] : []),
+      ...((s.stale || []).map((c, i) => f('Stale call', el('span', { class: 'error', id: 'stale-' + i,
+        title: 'a call the turn had waiting that a deploy changed under it' },
+        `${c.tool} (${c.toolCallId}): ${staleText(c)}`)))),
       ...(capsText(s.caps) ? [f('Session caps', capsText(s.caps))] : []),
       ...(capsText(s.turn?.caps) ? [f('Turn caps', capsText(s.turn.caps))] : []),
       f('Inbox', String(s.inbox)), f('Updated', el('span', { title: s.updated }, ago(s.updated))),
@@ -535,6 +539,25 @@ async function sessionPage(id, signal) {
   await every(1000, signal, refresh);
 }
 
+// onChangeText is the policy a turn runs under when it resumes on a
+// changed agent, and what it did (pin: the build it runs on).
+function onChangeText(t) {
+  const p = t.version?.onChange;
+  if (p === 'pin') return ` · policy pin: runs on build ${t.version.build}`;
+  if (p === 'fail') return ' · policy fail';
+  return t.changed ? ' · policy continue: runs on the new definition' : '';
+}
+
+// staleText says what became of a call a deploy made stale.
+function staleText(c) {
+  switch (c.cause) {
+    case 'removed': return `its tool is gone; not run, the model got: ${c.detail}`;
+    case 'schema': return `its input no longer fits the tool's schema; not run, the model got: ${c.detail}`;
+    case 'changed': return `its tool changed since it was approved; ${c.detail}`;
+  }
+  return `${c.cause}: ${c.detail || ''}`;
+}
+
 function describe(f) {
   const who = f.actor ? `${f.actor.kind}${f.actor.kind === 'operator' ? ' ' + f.actor.id : ''}` : '';
   const parts = [];
@@ -559,6 +582,9 @@ function describe(f) {
     case 'message.steered': parts.push(`${(f.steered || []).length} message(s) steered in`); break;
     case 'turn.started': case 'turn.resumed':
       if (f.version) parts.push(`agent ${f.version.fingerprint}, build ${f.version.build}`);
+      break;
+    case 'call.stale':
+      for (const c of f.stale || []) parts.push(`${c.tool} (${c.toolCallId}): ${c.cause}`);
       break;
     case 'guardrail.decided': {
       const g = f.guard || {};
