@@ -50,8 +50,6 @@ const (
 	AnswerChanged = report.AnswerChanged
 	// OutcomeChanged: a turn now ends otherwise.
 	OutcomeChanged = report.OutcomeChanged
-	// InputChanged: a step's model was not shown a tool it called.
-	InputChanged = report.InputChanged
 )
 
 // ReplayOption tunes a replay.

@@ -94,7 +94,7 @@ func (e *env) replay(ctx context.Context, args []string) error {
 func knownKind(k report.Kind) bool {
 	switch k {
 	case report.AgentGone, report.ToolGone, report.ToolRefused, report.RuleChanged, report.ClaimChanged,
-		report.StepsChanged, report.ResultChanged, report.AnswerChanged, report.OutcomeChanged, report.InputChanged:
+		report.StepsChanged, report.ResultChanged, report.AnswerChanged, report.OutcomeChanged:
 		return true
 	}
 	return false

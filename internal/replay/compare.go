@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/replay/report"
 	"github.com/baton-run/baton/pkg/turn"
@@ -18,7 +17,7 @@ const refusedPrefix = "invalid input for tool "
 
 // compare lists how replayed turn got diverged from recorded turn t, the
 // agent being the one under test (its own tools, not the replay's).
-func compare(agent *turn.Agent, m *recorded, t *recTurn, got *newTurn) []report.Divergence {
+func compare(agent *turn.Agent, t *recTurn, got *newTurn) []report.Divergence {
 	var out []report.Divergence
 	add := func(step int, kind report.Kind, call, tool, format string, args ...any) {
 		out = append(out, report.Divergence{Turn: t.n, Step: step, Kind: kind, Call: call, Tool: tool, Detail: fmt.Sprintf(format, args...)})
@@ -27,13 +26,6 @@ func compare(agent *turn.Agent, m *recorded, t *recTurn, got *newTurn) []report.
 		step := j + 1
 		if len(got.steps) < step {
 			break // StepsChanged says so
-		}
-		if shown, ok := m.shown(step); ok {
-			for _, c := range s.Calls {
-				if !slices.ContainsFunc(shown, func(ts model.ToolSpec) bool { return ts.Name == c.Name }) && has(agent, c.Name) {
-					add(step, report.InputChanged, c.ID, c.Name, "the model was not shown the tool it called")
-				}
-			}
 		}
 		for _, c := range s.Calls {
 			pos := position(t.id, c.ID)

@@ -18,36 +18,23 @@ var errRecordingEnds = errors.New("replay: the recording ends here")
 
 // recorded is the model of a replay: step n of the turn it plays answers
 // what step n of the recorded turn did (its reasoning, text and tool calls,
-// its finish reason and usage). It keeps what each step was shown.
+// its finish reason and usage).
 type recorded struct {
 	mu   sync.Mutex
 	turn *recTurn
-	// tools are the tools each step of the turn was shown, by step.
-	tools map[int][]model.ToolSpec
 }
 
 // play makes t the turn the model plays.
 func (m *recorded) play(t *recTurn) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.turn, m.tools = t, map[int][]model.ToolSpec{}
-}
-
-// shown are the tools step n was shown, and whether it ran.
-func (m *recorded) shown(n int) ([]model.ToolSpec, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ts, ok := m.tools[n]
-	return ts, ok
+	m.turn = t
 }
 
 // Stream plays the recorded step req.Step.
 func (m *recorded) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Event, error] {
 	m.mu.Lock()
 	t := m.turn
-	if req.Step > 0 {
-		m.tools[req.Step] = req.Tools
-	}
 	m.mu.Unlock()
 	return func(yield func(model.Event, error) bool) {
 		if req.Step == 0 {

@@ -83,7 +83,7 @@ func Run(ctx context.Context, exp api.Export, agents turn.AgentMap, o Options) (
 		}
 		rep.Turns = append(rep.Turns, report.Turn{Number: t.n, ID: t.id, Recorded: t.end, Replayed: got.end,
 			RecordedSteps: len(t.steps), ReplayedSteps: len(got.steps), Changed: t.print != "" && t.print != turn.Fingerprint(agent)})
-		rep.Divergences = append(rep.Divergences, compare(agent, r.model, t, got)...)
+		rep.Divergences = append(rep.Divergences, compare(agent, t, got)...)
 		rep.Notes = append(rep.Notes, got.notes...)
 	}
 	return rep, nil

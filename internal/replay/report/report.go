@@ -34,8 +34,6 @@ const (
 	// OutcomeChanged: the turn now ends otherwise (completed, failed,
 	// suspended...).
 	OutcomeChanged Kind = "outcome-changed"
-	// InputChanged: the model is now shown other tools than it was.
-	InputChanged Kind = "input-changed"
 )
 
 // Divergence is one difference between the recording and the replay.

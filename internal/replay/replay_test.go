@@ -1,0 +1,340 @@
+package replay_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/api"
+	"github.com/baton-run/baton/host"
+	"github.com/baton-run/baton/internal/parts"
+	"github.com/baton-run/baton/internal/replay"
+	"github.com/baton-run/baton/internal/replay/report"
+	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/teststack"
+	"github.com/baton-run/baton/internal/wake"
+	"github.com/baton-run/baton/internal/worker"
+	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/turn"
+)
+
+// rig records sessions in memory, on the test's clock, as the resume
+// function runs them.
+type rig struct {
+	mem    *teststack.Memory
+	ss     *session.Store
+	worker *worker.Worker
+}
+
+func newRig(t testing.TB, agents turn.AgentMap) *rig {
+	t.Helper()
+	mem := teststack.NewMemory()
+	ss := mem.Sessions()
+	ss.Steering, ss.CheckInput = agents.Steering, agents.CheckInput
+	runner := &turn.Runner{Sessions: ss, Agents: agents, Waker: ss.Waker}
+	return &rig{mem: mem, ss: ss, worker: &worker.Worker{Sessions: ss, Runner: runner}}
+}
+
+var operator = reducer.Actor{Kind: reducer.ActorOperator, ID: "tester"}
+
+// post posts text to session id, creating it first for agent when it is
+// new, and runs its turn until it ends or waits for an operator.
+func (r *rig) post(t testing.TB, id, agent, text string) reducer.State {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := r.ss.Load(ctx, id); errors.Is(err, session.ErrNotFound) {
+		if _, err := r.ss.Create(ctx, id, "tester", agent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.ss.Post(ctx, id, operator, text); err != nil {
+		t.Fatal(err)
+	}
+	return r.run(t, id)
+}
+
+// run hands session id wakes until its turn ends or waits for an operator.
+func (r *rig) run(t testing.TB, id string) reducer.State {
+	t.Helper()
+	for range 50 {
+		if _, err := r.worker.Handle(t.Context(), wake.Wake{Session: id, Reason: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		st := teststack.Load(t, r.ss, id)
+		if st.Turn == nil || len(st.Turn.Pending) > 0 {
+			return st
+		}
+	}
+	t.Fatalf("session %s still runs after 50 invocations", id)
+	return reducer.State{}
+}
+
+func (r *rig) answer(t testing.TB, id string, a reducer.Answer) {
+	t.Helper()
+	st := teststack.Load(t, r.ss, id)
+	a.ApprovalID = st.Turn.Pending[0].ID
+	if err := r.ss.Answer(t.Context(), id, operator, a); err != nil {
+		t.Fatal(err)
+	}
+	r.run(t, id)
+}
+
+// export is GET /sessions/{id}/export of session id.
+func (r *rig) export(t testing.TB, id string) api.Export {
+	t.Helper()
+	ctx := t.Context()
+	out := api.Export{Session: id, Facts: teststack.Facts(t, r.ss, id)}
+	infos, err := r.ss.Streams(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range infos {
+		ps, st, err := teststack.Parts(ctx, r.ss, id, in.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Streams = append(out.Streams, api.ExportedTurn{Turn: in.ID, Closed: string(st), Parts: ps})
+	}
+	// As it travels: JSON and back.
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back api.Export
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+// byText plays the script whose key the turn's last user text holds.
+type byText map[string]baton.Model
+
+func (m byText) Stream(ctx context.Context, req baton.Request) iter.Seq2[baton.Event, error] {
+	// The last user message with text names the script.
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		msg := req.Messages[i]
+		if msg.Role != "user" {
+			continue
+		}
+		for _, c := range msg.Content {
+			if c.Type != "text" {
+				continue
+			}
+			for k, model := range m {
+				if strings.Contains(c.Text, k) {
+					return model.Stream(ctx, req)
+				}
+			}
+		}
+	}
+	return func(yield func(baton.Event, error) bool) {
+		yield(baton.Event{}, &baton.ModelError{Kind: baton.ModelInvalidRequest, Err: errors.New("no script")})
+	}
+}
+
+func script(t testing.TB, s string) baton.Model {
+	t.Helper()
+	m, err := baton.Script([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+type mail struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+}
+
+// mailAgents is an agent "mail" whose send tool asks for every call, each
+// turn's script chosen by its message: "approve", "deny", "edit" and
+// "respond" send one mail; "three" looks the address up three times.
+func mailAgents(t testing.TB, sent *atomic.Int64, lim baton.Limits) turn.AgentMap {
+	t.Helper()
+	one := `{"steps":[{"text":"Sending.","toolCalls":[{"name":"send","input":{"to":"a@example.com","subject":"hi"}}]},{"text":"Sent, or not."}]}`
+	models := byText{"approve": script(t, one), "deny": script(t, one), "edit": script(t, one), "respond": script(t, one),
+		"three": script(t, `{"steps":[
+		 {"toolCalls":[{"name":"lookup","input":{"name":"a"}}]},
+		 {"toolCalls":[{"name":"lookup","input":{"name":"b"}}]},
+		 {"toolCalls":[{"name":"lookup","input":{"name":"c"}}]},
+		 {"text":"Found three."}]}`),
+		"fails": script(t, `{"steps":[{"toolCalls":[{"name":"lookup","input":{"name":"a"}}]}]}`)}
+	send := baton.Func("send", "Send a mail.", func(ctx context.Context, in mail) (string, error) {
+		sent.Add(1)
+		return "sent to " + in.To, nil
+	}, baton.External(), baton.NeedsApproval())
+	lookup := baton.Func("lookup", "Look an address up.", func(ctx context.Context, in struct {
+		Name string `json:"name"`
+	}) (string, error) {
+		return in.Name + "@example.com", nil
+	}, baton.Read())
+	agents, err := replay.Agents(t.Context(), host.Config{Agents: []baton.Agent{{Name: "mail", Model: models, Tools: []baton.Tool{send, lookup}, Limits: lim}}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agents
+}
+
+// TestReplayGivesRecordedAnswersAgain: turns whose calls were approved,
+// denied, edited and answered by hand replay against their own agent
+// with no divergence, each replayed call getting the recorded answer
+// (the denial's reason, the edit's input, the hand-written result), and
+// the tool never runs in the replay.
+func TestReplayGivesRecordedAnswersAgain(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	agents := mailAgents(t, &sent, baton.Limits{})
+	r := newRig(t, agents)
+	const id = "s_answers"
+	for _, a := range []reducer.Answer{
+		{Decision: reducer.Approve},
+		{Decision: reducer.Deny, Reason: "not today"},
+		{Decision: reducer.Edit, Input: json.RawMessage(`{"to":"b@example.com","subject":"hi"}`)},
+		{Decision: reducer.Respond, Output: json.RawMessage(`"sent by hand"`)},
+	} {
+		if st := r.post(t, id, "mail", string(a.Decision)+" it"); st.Turn == nil || len(st.Turn.Pending) != 1 {
+			t.Fatalf("%s: state %+v; want one approval pending", a.Decision, st)
+		}
+		r.answer(t, id, a)
+	}
+	if sent.Load() != 2 {
+		t.Fatalf("the recording sent %d mails; want 2 (approved, edited)", sent.Load())
+	}
+	exp := r.export(t, id)
+	rep, err := replay.Run(t.Context(), exp, mailAgents(t, &sent, baton.Limits{}), replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || len(rep.Turns) != 4 {
+		t.Fatalf("report:\n%s", rep)
+	}
+	for _, tr := range rep.Turns {
+		if tr.Recorded != "completed" || tr.Replayed != "completed" || tr.ReplayedSteps != 2 {
+			t.Errorf("turn %+v; want completed in 2 steps both times", tr)
+		}
+	}
+	if sent.Load() != 2 {
+		t.Errorf("the replay sent %d mails; want none", sent.Load()-2)
+	}
+}
+
+// TestReplayOpenTurn: a session exported while its call waits for an
+// approval replays up to that wait: the replayed turn waits too, with no
+// divergence; the agent now running the call without asking is one.
+func TestReplayOpenTurn(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	r := newRig(t, mailAgents(t, &sent, baton.Limits{}))
+	r.post(t, "s_open", "mail", "approve it")
+	exp := r.export(t, "s_open")
+	rep, err := replay.Run(t.Context(), exp, mailAgents(t, &sent, baton.Limits{}), replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || len(rep.Turns) != 1 || rep.Turns[0].Recorded != "open" || rep.Turns[0].Replayed != "open" {
+		t.Fatalf("report:\n%s", rep)
+	}
+}
+
+// TestReplayAcrossInvocations: a turn the recording ran in several
+// invocations (one step each) replays whole, with no divergence; read
+// tools run again (RunReads) answer as recorded.
+func TestReplayAcrossInvocations(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	lim := baton.Limits{MaxStepsPerInvocation: 1}
+	r := newRig(t, mailAgents(t, &sent, lim))
+	r.post(t, "s_steps", "mail", "three")
+	exp := r.export(t, "s_steps")
+	if n := teststack.Count(exp.Facts, reducer.TurnResumed); n < 3 {
+		t.Fatalf("the recording resumed %d times; want one step an invocation", n)
+	}
+	rep, err := replay.Run(t.Context(), exp, mailAgents(t, &sent, lim), replay.Options{RunReads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || rep.Turns[0].ReplayedSteps != 4 {
+		t.Fatalf("report:\n%s", rep)
+	}
+	// Against an agent that may take two steps, the replay says so.
+	rep, err = replay.Run(t.Context(), exp, mailAgents(t, &sent, baton.Limits{MaxStepsPerTurn: 2}), replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Kinds(); !slices.Equal(got, []report.Kind{report.StepsChanged, report.OutcomeChanged}) {
+		t.Fatalf("kinds %v; want steps and outcome changed:\n%s", got, rep)
+	}
+}
+
+// TestReplayFailedTurn: a turn whose model failed after its recorded
+// steps fails there in the replay too, with no divergence.
+func TestReplayFailedTurn(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	r := newRig(t, mailAgents(t, &sent, baton.Limits{}))
+	r.post(t, "s_fails", "mail", "fails")
+	exp := r.export(t, "s_fails")
+	rep, err := replay.Run(t.Context(), exp, mailAgents(t, &sent, baton.Limits{}), replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || rep.Turns[0].Recorded != "failed" || rep.Turns[0].Replayed != "failed" {
+		t.Fatalf("report:\n%s", rep)
+	}
+}
+
+// TestReplayRefusesWhatItCannotReplay: an export with no session.created
+// fact, or a turn without its stream, is ErrBadExport; a session whose
+// agent is gone reports agent-gone.
+func TestReplayRefusesWhatItCannotReplay(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	agents := mailAgents(t, &sent, baton.Limits{})
+	r := newRig(t, agents)
+	r.post(t, "s_bad", "mail", "three")
+	exp := r.export(t, "s_bad")
+	if _, err := replay.Run(t.Context(), api.Export{Session: "s_x"}, agents, replay.Options{}); !errors.Is(err, replay.ErrBadExport) {
+		t.Errorf("an empty export: %v; want ErrBadExport", err)
+	}
+	noStream := exp
+	noStream.Streams = nil
+	if _, err := replay.Run(t.Context(), noStream, agents, replay.Options{}); !errors.Is(err, replay.ErrBadExport) {
+		t.Errorf("an export without streams: %v; want ErrBadExport", err)
+	}
+	rep, err := replay.Run(t.Context(), exp, turn.AgentMap{}, replay.Options{})
+	if err != nil || !slices.Equal(rep.Kinds(), []report.Kind{report.AgentGone}) {
+		t.Errorf("no agent: %v, report:\n%s", err, rep)
+	}
+}
+
+// TestReplayedModelPlaysTheRecording: the replayed turn's stream holds the
+// recorded reasoning, text, tool calls and their inputs, in order.
+func TestReplayedModelPlaysTheRecording(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	r := newRig(t, mailAgents(t, &sent, baton.Limits{}))
+	r.post(t, "s_play", "mail", "three")
+	exp := r.export(t, "s_play")
+	var calls []string
+	for _, p := range exp.Streams[0].Parts {
+		if p.Type == parts.ToolInputAvailable {
+			calls = append(calls, fmt.Sprintf("%s%s", p.ToolName, p.Input))
+		}
+	}
+	if want := []string{`lookup{"name":"a"}`, `lookup{"name":"b"}`, `lookup{"name":"c"}`}; !slices.Equal(calls, want) {
+		t.Fatalf("recorded calls %v; want %v", calls, want)
+	}
+	// Its replay, the reads run again, plays the same calls.
+	rep, err := replay.Run(t.Context(), exp, mailAgents(t, &sent, baton.Limits{}), replay.Options{RunReads: true})
+	if err != nil || rep.Failed() || rep.Turns[0].ReplayedSteps != 4 {
+		t.Fatalf("%v, report:\n%s", err, rep)
+	}
+}
