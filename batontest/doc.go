@@ -8,5 +8,7 @@
 // what a session waits for when a Run had nothing to do (Outcome.Idle),
 // answers approvals and verdicts, and reads back the facts, stream parts
 // and tool calls to assert on; Script and Record give the agent a
-// scripted model and show what it was sent.
+// scripted model and show what it was sent. Replay runs an exported
+// session (Session.Export, or a golden file of `baton export`) again
+// against the program's agent and fails the test on each divergence.
 package batontest
