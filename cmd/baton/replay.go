@@ -12,10 +12,10 @@ import (
 )
 
 // replayEngine is `baton replay`'s engine: the agent file's agents built as
-// the dev server builds them (the demo tools, every provider), the export
-// replayed against them in memory.
+// the dev server builds them (the demo tools; any provider, whose model the
+// recording replaces), the export replayed against them in memory.
 func replayEngine(ctx context.Context, r cli.ReplayRequest) (report.Report, error) {
-	cfg := host.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore(), Lambda: providers.Lambda()}
+	cfg := host.Config{Tools: baton.DemoTools(), MCP: providers.MCP(), Lambda: providers.Lambda()}
 	agents, err := replay.Agents(ctx, cfg, r.Agents)
 	if err != nil {
 		return report.Report{}, err

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -336,5 +338,44 @@ func TestReplayedModelPlaysTheRecording(t *testing.T) {
 	rep, err := replay.Run(t.Context(), exp, mailAgents(t, &sent, baton.Limits{}), replay.Options{RunReads: true})
 	if err != nil || rep.Failed() || rep.Turns[0].ReplayedSteps != 4 {
 		t.Fatalf("%v, report:\n%s", err, rep)
+	}
+}
+
+// TestReplayAgainstAnAgentFile: a demo session replays against an agent
+// file whose demo agent is the same but on another provider, whose key is
+// not set: a replay builds no model and reads no key. The report says the
+// agent changed, and nothing diverged.
+func TestReplayAgainstAnAgentFile(t *testing.T) {
+	t.Parallel()
+	demo, err := replay.Agents(t.Context(), host.Config{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, demo)
+	if st := r.post(t, "s_demo", "demo", "Send the team a status update"); st.Turn == nil || len(st.Turn.Pending) != 1 {
+		t.Fatalf("the demo turn: %+v; want its email's approval pending", st)
+	}
+	r.answer(t, "s_demo", reducer.Answer{Decision: reducer.Approve})
+	exp := r.export(t, "s_demo")
+
+	file := filepath.Join(t.TempDir(), "agents.json")
+	const agents = `{"agents": {"demo": {"provider": "anthropic", "model": "claude-sonnet-4-5", "apiKeyEnv": "BATON_REPLAY_TEST_NO_SUCH_KEY",
+	  "system": "You are baton's demo agent.", "tools": ["get_weather", "search_docs", "send_email"]}}}`
+	if err := os.WriteFile(file, []byte(agents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := replay.Agents(t.Context(), host.Config{Tools: baton.DemoTools()}, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Run(t.Context(), exp, fromFile, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || len(rep.Turns) != 1 || !rep.Turns[0].Changed || rep.Turns[0].ReplayedSteps != 3 {
+		t.Fatalf("report:\n%s", rep)
+	}
+	if _, err := replay.Agents(t.Context(), host.Config{}, filepath.Join(t.TempDir(), "nosuch.json")); err == nil {
+		t.Error("a missing agent file: no error")
 	}
 }

@@ -38,8 +38,9 @@ const (
 
 // Divergence is one difference between the recording and the replay.
 type Divergence struct {
-	// Turn numbers the session's turns from 1; Step the turn's model
-	// steps from 1, 0 when the divergence is the turn's as a whole.
+	// Turn numbers the session's turns from 1 (0 for the session as a
+	// whole); Step the turn's model steps from 1, 0 when the divergence is
+	// the turn's as a whole.
 	Turn int  `json:"turn"`
 	Step int  `json:"step,omitempty"`
 	Kind Kind `json:"kind"`
@@ -54,11 +55,14 @@ type Divergence struct {
 // String is the divergence on one line.
 func (d Divergence) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "turn %d", d.Turn)
-	if d.Step > 0 {
-		fmt.Fprintf(&b, " step %d", d.Step)
+	if d.Turn > 0 {
+		fmt.Fprintf(&b, "turn %d", d.Turn)
+		if d.Step > 0 {
+			fmt.Fprintf(&b, " step %d", d.Step)
+		}
+		b.WriteString(": ")
 	}
-	fmt.Fprintf(&b, ": %s", d.Kind)
+	b.WriteString(string(d.Kind))
 	if d.Tool != "" {
 		fmt.Fprintf(&b, " (%s", d.Tool)
 		if d.Call != "" {
