@@ -13,7 +13,12 @@ type ChatRequest struct {
 	// new user message, or the assistant message whose tool parts carry
 	// approval answers (state "approval-responded").
 	Messages []UIMessage `json:"messages"`
-	// Trigger is "submit-message"; "regenerate-message" is refused.
+	// Trigger is "submit-message" or "regenerate-message": answer the
+	// message MessageID (an assistant message, or the user message it
+	// answers; the last answer when empty) again, from its turn's start.
+	// A submit whose last message has the id of one the chat has, with
+	// other text, is an edit: the chat goes back to before that message's
+	// turn and continues with the new text.
 	Trigger   string `json:"trigger"`
 	MessageID string `json:"messageId"`
 	// Agent names the agent of a new chat; empty means the default.

@@ -37,60 +37,38 @@ func (h *handler) messages(w http.ResponseWriter, r *http.Request, caller string
 }
 
 // history builds chat id's messages from its facts and its turns'
-// streams: each turn's user messages, then its reply; the open turn's
-// user messages, but not its reply, which GET /chat/{id}/stream serves
-// from its start (so that an app loading both shows it once); then the
-// messages waiting for a turn. A message steered into a turn follows that
-// turn's reply. It costs one DynamoDB query and one stream read per ended
-// turn.
+// streams, along its branch (branch.go): each turn's user messages, then
+// its reply; the open turn's user messages, but not its reply, which GET
+// /chat/{id}/stream serves from its start (so that an app loading both
+// shows it once); then the messages waiting for a turn. A message steered
+// into a turn follows that turn's reply. It costs one DynamoDB query and
+// one stream read per ended turn of the branch.
 func (h *handler) history(ctx context.Context, id string, v Version) ([]api.ChatMessage, error) {
 	facts, err := h.Sessions.Facts(ctx, id, 0)
 	if err != nil {
 		return nil, fmt.Errorf("chat: history of %s: %w", id, err)
 	}
+	b := branchOf(facts)
 	out := []api.ChatMessage{}
-	var inbox, steered []reducer.Message
-	turn, stream := "", ""
-	endTurn := func() error {
-		if turn == "" {
-			return nil
+	for _, t := range b.turns {
+		out = appendUser(out, t.user)
+		if !t.ended {
+			// The open turn's reply is the resume stream's; its steered
+			// messages follow it there as data-steered parts.
+			break
 		}
-		page, err := h.Sessions.ReadStream(ctx, id, stream, "")
+		page, err := h.Sessions.ReadStream(ctx, id, t.stream, "")
 		if err != nil {
-			return fmt.Errorf("chat: history of %s: turn %s: %w", id, turn, err)
+			return nil, fmt.Errorf("chat: history of %s: turn %s: %w", id, t.id, err)
 		}
 		ps := make([]parts.Part, len(page.Entries))
 		for i, e := range page.Entries {
 			ps[i] = e.Part
 		}
-		out = append(out, Reply(turn, ps, v))
-		out = appendUser(out, steered)
-		turn, stream, steered = "", "", nil
-		return nil
+		out = append(out, Reply(t.id, ps, v))
+		out = appendUser(out, t.steered)
 	}
-	for _, f := range facts {
-		switch f.Type {
-		case reducer.MessageReceived:
-			if f.Message == nil {
-				continue
-			}
-			if f.Message.Delivery == reducer.SteerSteer && turn != "" {
-				steered = append(steered, *f.Message)
-			} else {
-				inbox = append(inbox, *f.Message)
-			}
-		case reducer.TurnStarted:
-			out = appendUser(out, inbox)
-			inbox, turn, stream = nil, f.Turn, f.Stream
-		case reducer.TurnCompleted, reducer.TurnFailed, reducer.TurnCancelled, reducer.TurnInterrupted:
-			if err := endTurn(); err != nil {
-				return nil, err
-			}
-		}
-	}
-	// The open turn's reply is the resume stream's; its steered messages
-	// follow it there as data-steered parts.
-	return appendUser(out, inbox), nil
+	return appendUser(out, b.inbox), nil
 }
 
 func appendUser(out []api.ChatMessage, msgs []reducer.Message) []api.ChatMessage {

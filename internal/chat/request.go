@@ -17,8 +17,11 @@ type answer struct {
 	reason             string
 }
 
+// regenerate is the trigger of a request to answer a message again.
+const regenerate = "regenerate-message"
+
 // decodeRequest reads and checks a chat request. It returns the new user
-// message, or the approval answers, never both.
+// message, or the approval answers, never both; neither for a regenerate.
 func decodeRequest(w http.ResponseWriter, r *http.Request, max int64) (api.ChatRequest, *reducer.Message, []answer, error) {
 	var in api.ChatRequest
 	body, err := httpjson.ReadBody(w, r, max)
@@ -38,10 +41,13 @@ func decodeRequest(w http.ResponseWriter, r *http.Request, max int64) (api.ChatR
 		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "id is required: the chat's id")
 	case !validID(in.ID):
 		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "id %q is not a chat id: 1 to 128 letters, digits, '_' or '-', starting with a letter or digit", httpjson.Clip(in.ID))
-	case in.Trigger == "regenerate-message":
-		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "trigger regenerate-message is not supported: baton keeps the chat's history and an ended turn stays in it; send a new message instead")
-	case in.Trigger != "" && in.Trigger != "submit-message":
-		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "trigger %q is unknown: want submit-message", httpjson.Clip(in.Trigger))
+	case in.Trigger != "" && in.Trigger != "submit-message" && in.Trigger != regenerate:
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "trigger %q is unknown: want submit-message or regenerate-message", httpjson.Clip(in.Trigger))
+	case in.Trigger == regenerate && in.MessageID != "" && !validID(in.MessageID):
+		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "messageId %q is not a message id", httpjson.Clip(in.MessageID))
+	case in.Trigger == regenerate:
+		// The chat's copy is the server's; only messageId counts.
+		return in, nil, nil, nil
 	case len(in.Messages) == 0:
 		return in, nil, nil, httpjson.Refuse(http.StatusBadRequest, "messages is required and must not be empty")
 	}

@@ -21,8 +21,9 @@ import (
 )
 
 // post handles POST /chat: a new user message starts (or joins the queue
-// for) a turn, approval answers resume the suspended one; either way the
-// answer is that turn's stream. Under an Idempotency-Key, a request made
+// for) a turn, approval answers resume the suspended one, a regenerate or
+// an edited message goes back first (branch.go); either way the answer is
+// that turn's stream. Under an Idempotency-Key, a request made
 // before is answered again with its turn's stream (see replay).
 func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) error {
 	ctx, cancel := h.budgeted(r.Context())
@@ -50,8 +51,14 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 		return httpjson.Refuse(http.StatusUnprocessableEntity, "unknown agent %q", httpjson.Clip(agent))
 	}
 	id := SessionID(caller, in.ID)
-	if msg == nil {
+	switch {
+	case in.Trigger == regenerate:
+		return h.regenerate(ctx, w, r, caller, id, in.MessageID, v, key)
+	case msg == nil:
 		return h.answer(ctx, w, r, caller, id, answers, v, key)
+	}
+	if err := h.edit(ctx, id, caller, *msg); err != nil {
+		return err
 	}
 	store := h.writer(key, func(next reducer.State) replayAt { return replayOf(id, msg.ID, next) })
 	st, dup, err := store.Converse(ctx, id, caller, agent, *msg, func(st reducer.State) error {

@@ -138,6 +138,11 @@ func (s *ops) commitRewind(ctx context.Context, sess *Session, to string, actor 
 		return Rewound{}, fmt.Errorf("session: rewind %s: snapshot: %w", to, err)
 	}
 	if t := r.Turn; t != nil {
+		for i, p := range pl.prefix {
+			if p.Type == parts.Start {
+				pl.prefix[i].MessageID = t.ID // the reopened turn's message, not the original's
+			}
+		}
 		sink := s.OpenStream(to, t.Stream)
 		if err := sink.Append(pl.prefix...); err != nil {
 			return Rewound{}, fmt.Errorf("session: rewind %s: copy the turn's steps: %w", to, err)
