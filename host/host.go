@@ -55,6 +55,7 @@ type Config = app.Config
 //	ClaimsPoll       time.Duration         // a blocked turn's poll of the claims broker: BATON_CLAIMS_POLL
 //	CallbackURL      string                // the API's public URL, for callback tools' URLs: BATON_CALLBACK_URL
 //	Build            string                // the code's name each turn records: AWS_LAMBDA_FUNCTION_VERSION
+//	Function         string                // the function's name, to hand pinned turns to its versions: AWS_LAMBDA_FUNCTION_NAME
 //
 // A zero setting takes its default; NewOn refuses a missing table, bucket
 // or queue and a setting out of range, naming its variable.

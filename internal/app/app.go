@@ -119,6 +119,7 @@ func EnvFrom(getenv func(string) string) (Resources, error) {
 		StreamBucket: getenv(EnvStreamBucket),
 		CallbackURL:  getenv(EnvCallbackURL),
 		Build:        getenv("AWS_LAMBDA_FUNCTION_VERSION"),
+		Function:     getenv("AWS_LAMBDA_FUNCTION_NAME"),
 	}
 	for _, d := range []struct {
 		name string
@@ -265,6 +266,12 @@ func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slo
 		Resources: r, Clients: clients, Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Metrics: rec,
 		Runner: &turn.Runner{Sessions: ss, Agents: agentMap, Waker: waker, Log: log, Interceptors: interceptors, Claims: broker,
 			CallbackURL: r.CallbackURL, Build: r.Build},
+	}
+	if c.Lambda != nil && r.Function != "" {
+		// A pinned turn is handed to the version it started on (pins.go).
+		if vi, ok := c.Lambda(clients.Config).(VersionInvoker); ok {
+			a.Runner.Pins = lambdaPins{inv: vi, function: r.Function, now: time.Now}
+		}
 	}
 	for _, f := range c.onBuild {
 		f(a)

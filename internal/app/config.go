@@ -184,6 +184,10 @@ type Resources struct {
 	// (AWS_LAMBDA_FUNCTION_VERSION, which Lambda sets: "$LATEST" or a
 	// published version's number); empty records "local".
 	Build string
+	// Function is the Lambda function's name (AWS_LAMBDA_FUNCTION_NAME,
+	// which Lambda sets): a turn pinned to another of its versions is
+	// handed to that version (pins.go).
+	Function string
 }
 
 // Check reports what is wrong with r, naming each field and its variable:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,6 +57,9 @@ type Deployed struct {
 	// logs keep the functions' output, unless WithFunctionOutput sent it
 	// elsewhere.
 	logs *lockedBuffer
+	// consumer, once set, is the resume function the pump delivers to
+	// instead of Resume (Consume, versions.go).
+	consumer atomic.Pointer[Runtime]
 }
 
 // Output is what the functions logged so far ("" when WithFunctionOutput
@@ -229,7 +233,7 @@ func (d *Deployed) deliver(ctx context.Context, msgs []sqstypes.Message, arn str
 	}
 	ictx, cancel := context.WithTimeout(ctx, 40*time.Second)
 	defer cancel()
-	res, err := d.Resume.Invoke(ictx, payload)
+	res, err := d.resume().Invoke(ictx, payload)
 	if err != nil {
 		return nil, err
 	}
