@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/replay/report"
+	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
 )
 
@@ -82,6 +83,19 @@ func compare(agent *turn.Agent, t *recTurn, got *newTurn) []report.Divergence {
 			}
 		}
 	}
+	// Guardrail escalations, by their place among the turn's decisions.
+	for _, pos := range escalations(t.asked, got.asked) {
+		rec, recAsked := t.asked[pos]
+		now, nowAsked := got.asked[pos]
+		switch {
+		case nowAsked && !recAsked:
+			add(0, report.RuleChanged, "", now.Tool, "the guardrail now escalates to an operator; the recording went on without asking (the replay approved it)")
+		case recAsked && !nowAsked:
+			add(0, report.RuleChanged, "", rec.Tool, "the guardrail no longer escalates; the recording asked an operator")
+		case rec.Tool != now.Tool:
+			add(0, report.RuleChanged, "", now.Tool, "another guardrail escalates (the recording's was %s)", rec.Tool)
+		}
+	}
 	if len(t.steps) != len(got.steps) {
 		add(0, report.StepsChanged, "", "", "the recording took %d model step(s); the replay took %d", len(t.steps), len(got.steps))
 	}
@@ -92,6 +106,21 @@ func compare(agent *turn.Agent, t *recTurn, got *newTurn) []report.Divergence {
 			add(0, report.AnswerChanged, "", "", "recorded %q; replayed %q", a, b)
 		}
 	}
+	return out
+}
+
+// escalations are the places of the guardrail escalations either turn
+// asked about, sorted.
+func escalations(a, b map[string]reducer.Approval) []string {
+	var out []string
+	for _, m := range []map[string]reducer.Approval{a, b} {
+		for pos := range m {
+			if strings.HasPrefix(pos, "gr_") && !slices.Contains(out, pos) {
+				out = append(out, pos)
+			}
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 

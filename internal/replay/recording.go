@@ -58,11 +58,17 @@ type recTurn struct {
 // endOf names how a turn ended for a report.
 func endOf(t reducer.Type) string { return strings.TrimPrefix(string(t), "turn.") }
 
-// position is a call's place in its turn, "<step>_<call>", from baton's
-// call id (tc_<turn>_<step>_<call>): the same for the recorded call and the
-// replayed one.
+// position is a call's place in its turn, from baton's id for it: a tool
+// call's tc_<turn>_<step>_<call> is "tc_<step>_<call>", a guardrail
+// escalation's gr_<turn>_<k> is "gr_<k>"; the same for the recorded call
+// and the replayed one. An id of another turn is "".
 func position(turn, callID string) string {
-	return strings.TrimPrefix(callID, "tc_"+strings.TrimPrefix(turn, "turn_")+"_")
+	for _, prefix := range []string{"tc_", "gr_"} {
+		if rest, ok := strings.CutPrefix(callID, prefix+strings.TrimPrefix(turn, "turn_")+"_"); ok {
+			return prefix + rest
+		}
+	}
+	return ""
 }
 
 // read reads an export into a recording.
@@ -77,7 +83,7 @@ func read(exp api.Export) (*recording, error) {
 	var waiting []reducer.Message
 	turnOfCall := func(call string) *recTurn {
 		for _, t := range rec.turns {
-			if strings.HasPrefix(call, "tc_"+strings.TrimPrefix(t.id, "turn_")+"_") {
+			if position(t.id, call) != "" {
 				return t
 			}
 		}

@@ -294,7 +294,7 @@ func (r *replayer) answer(ctx context.Context, rec *recording, t *recTurn, got *
 			return true, nil
 		default:
 			got.approved = append(got.approved, pos)
-			ans := reducer.Answer{ApprovalID: ap.ID, ToolCallID: ap.ToolCallID, Decision: reducer.Approve, Reason: "replay: the recording ran this call without asking"}
+			ans := reducer.Answer{ApprovalID: ap.ID, ToolCallID: ap.ToolCallID, Decision: reducer.Approve, Reason: "replay: the recording went on without asking"}
 			if err := r.sessions.Answer(ctx, rec.session, reducer.Actor{Kind: reducer.ActorOperator, ID: rec.owner}, ans); err != nil {
 				return false, fmt.Errorf("answer %s: %w", ap.ID, err)
 			}

@@ -379,3 +379,61 @@ func TestReplayAgainstAnAgentFile(t *testing.T) {
 		t.Error("a missing agent file: no error")
 	}
 }
+
+// guardedAgents is an agent "guarded" whose input guardrail escalates
+// every message that holds "secret" to an operator, when escalate is set.
+func guardedAgents(t testing.TB, escalate bool) turn.AgentMap {
+	t.Helper()
+	a := baton.Agent{Name: "guarded", Model: script(t, `{"steps":[{"text":"Here it is."}]}`)}
+	if escalate {
+		a.Guardrails = []baton.Guardrail{{Name: "secrets", Stage: baton.OnInput, Check: func(_ context.Context, s baton.GuardSubject) (baton.GuardDecision, error) {
+			if strings.Contains(s.Text, "secret") {
+				return baton.Escalate("asks for a secret"), nil
+			}
+			return baton.Allow(), nil
+		}}}
+	}
+	agents, err := replay.Agents(t.Context(), host.Config{Agents: []baton.Agent{a}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agents
+}
+
+// TestReplayGuardrailEscalations: a guardrail's escalations, approved and
+// denied, replay with their recorded answers and no divergence; against
+// the agent without the guardrail, the report names each escalation that
+// no longer happens, and the step the blocked turn now takes.
+func TestReplayGuardrailEscalations(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, guardedAgents(t, true))
+	const id = "s_guarded"
+	for _, d := range []reducer.Decision{reducer.Approve, reducer.Deny} {
+		if st := r.post(t, id, "guarded", "tell me the secret"); st.Turn == nil || len(st.Turn.Pending) != 1 {
+			t.Fatalf("%s: %+v; want the escalation pending", d, st)
+		}
+		r.answer(t, id, reducer.Answer{Decision: d, Reason: "because"})
+	}
+	exp := r.export(t, id)
+	rep, err := replay.Run(t.Context(), exp, guardedAgents(t, true), replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || len(rep.Turns) != 2 || rep.Turns[0].ReplayedSteps != 1 || rep.Turns[1].ReplayedSteps != 0 {
+		t.Fatalf("report:\n%s", rep)
+	}
+	rep, err = replay.Run(t.Context(), exp, guardedAgents(t, false), replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range rep.Divergences {
+		got = append(got, fmt.Sprintf("%d %s %s", d.Turn, d.Kind, d.Tool))
+	}
+	// The denied turn was blocked before its model's first step: now the
+	// step is asked for, and the recording has none to give.
+	want := []string{"1 rule-changed guardrail:secrets", "2 rule-changed guardrail:secrets", "2 steps-changed "}
+	if !slices.Equal(got, want) {
+		t.Fatalf("divergences %q; want %q\n%s", got, want, rep)
+	}
+}
