@@ -73,6 +73,9 @@ func (r *rig) run(t testing.TB, id string) reducer.State {
 		if st.Turn == nil || len(st.Turn.Pending) > 0 {
 			return st
 		}
+		if st.Turn.Cause == reducer.CauseTimer {
+			r.mem.Clock.Pass(st.Turn.Wake) // as if the time came
+		}
 	}
 	t.Fatalf("session %s still runs after 50 invocations", id)
 	return reducer.State{}
@@ -435,5 +438,32 @@ func TestReplayGuardrailEscalations(t *testing.T) {
 	want := []string{"1 rule-changed guardrail:secrets", "2 rule-changed guardrail:secrets", "2 steps-changed "}
 	if !slices.Equal(got, want) {
 		t.Fatalf("divergences %q; want %q\n%s", got, want, rep)
+	}
+}
+
+// TestReplayTimer: a turn that slept on wait_until (an agent file's
+// built-in) replays past its timer with no divergence.
+func TestReplayTimer(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "agents.json")
+	const agents = `{"agents": {"sleeper": {"provider": "scripted", "tools": ["wait_until"], "script": {"steps": [
+	  {"text": "Waiting.", "toolCalls": [{"name": "wait_until", "input": {"until": "2031-01-01T00:00:00Z"}}]},
+	  {"text": "Awake."}]}}}}`
+	if err := os.WriteFile(file, []byte(agents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sleeper, err := replay.Agents(t.Context(), host.Config{}, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, sleeper)
+	r.post(t, "s_sleep", "sleeper", "sleep")
+	exp := r.export(t, "s_sleep")
+	if teststack.Count(exp.Facts, reducer.TurnSuspended) == 0 || teststack.Count(exp.Facts, reducer.TurnCompleted) != 1 {
+		t.Fatalf("the recording did not sleep and complete: %+v", exp.Facts)
+	}
+	rep, err := replay.Run(t.Context(), exp, sleeper, replay.Options{})
+	if err != nil || rep.Failed() || rep.Turns[0].Replayed != "completed" || rep.Turns[0].ReplayedSteps != 2 {
+		t.Fatalf("%v, report:\n%s", err, rep)
 	}
 }
