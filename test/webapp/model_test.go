@@ -180,11 +180,62 @@ func newIndexModel(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// newEchoModel is an OpenAI-compatible endpoint for agent "echo": one
+// step that says what the last user message said, numbered by the
+// requests it has answered, so that a regenerated answer differs.
+func newEchoModel(t *testing.T) *httptest.Server {
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, `{"error":{"message":"not a chat completion"}}`, http.StatusBadRequest)
+			return
+		}
+		last := ""
+		for _, msg := range req.Messages {
+			if msg.Role != "user" {
+				continue
+			}
+			var s string
+			if json.Unmarshal(msg.Content, &s) != nil {
+				var blocks []struct {
+					Text string `json:"text"`
+				}
+				_ = json.Unmarshal(msg.Content, &blocks)
+				for _, b := range blocks {
+					s += b.Text
+				}
+			}
+			last = s
+		}
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		writeChunk(w, "echo", map[string]any{"role": "assistant", "content": fmt.Sprintf("You said: %s (answer %d)", last, k)}, nil)
+		writeChunk(w, "echo", map[string]any{}, "stop")
+		writeEnd(w, "echo", 10, 5)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // agentFile writes the agent file: agent "long" on the model server, with
-// the demo tools and a 100 ms live flush, and agent "indexer" on idx.
-func agentFile(t *testing.T, m *modelServer, idx *httptest.Server) string {
+// the demo tools and a 100 ms live flush, agent "indexer" on idx, and
+// agent "echo" on echo.
+func agentFile(t *testing.T, m *modelServer, idx, echo *httptest.Server) string {
 	t.Helper()
-	cfg := map[string]any{"agents": map[string]any{"indexer": map[string]any{
+	cfg := map[string]any{"agents": map[string]any{"echo": map[string]any{
+		"provider": "openai", "model": "echo", "baseURL": echo.URL + "/v1/", "apiKeyEnv": "WEBAPP_MODEL_KEY",
+		"system": "Say what the user said.", "limits": map[string]any{"budget": "60s", "margin": "5s", "liveFlush": "100ms"},
+	}, "indexer": map[string]any{
 		"provider": "openai", "model": "indexer", "baseURL": idx.URL + "/v1/", "apiKeyEnv": "WEBAPP_MODEL_KEY",
 		"system": "Index files.", "tools": []string{"index_files"},
 		"limits": map[string]any{"budget": "60s", "margin": "5s", "liveFlush": "100ms"},

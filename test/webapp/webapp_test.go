@@ -157,7 +157,7 @@ func TestUseChatInChromium(t *testing.T) {
 	static := httptest.NewServer(http.FileServer(http.Dir(dist)))
 	defer static.Close()
 	m := newModelServer(t)
-	tg := start(t, ctx, static.URL, agentFile(t, m, newIndexModel(t)))
+	tg := start(t, ctx, static.URL, agentFile(t, m, newIndexModel(t), newEchoModel(t)))
 	b := newBrowser(t, ctx, static.URL)
 	var lat []time.Duration
 	for _, major := range []int{5, 6, 7} {
@@ -167,6 +167,7 @@ func TestUseChatInChromium(t *testing.T) {
 			lat = append(lat, s.deny()...)
 			s.stop()
 			s.progress()
+			s.branch()
 		})
 	}
 	report(t, lat)
@@ -199,8 +200,11 @@ type scenario struct {
 
 func (s *scenario) url(chat string) string {
 	agent := "long"
-	if strings.HasPrefix(chat, "webapp-p") {
+	switch {
+	case strings.HasPrefix(chat, "webapp-p"):
 		agent = "indexer"
+	case strings.HasPrefix(chat, "webapp-b"):
+		agent = "echo"
 	}
 	q := url.Values{"api": {s.tg.url}, "chat": {chat}, "v": {fmt.Sprint(s.major)}, "who": {"webapp"}, "agent": {agent}}
 	if s.tg.token != "" {
@@ -449,4 +453,36 @@ func (s *scenario) progress() {
 		s.b.fail("after a reload the progress shows %q, want one element at 3 of 3", got)
 	}
 	s.noError("after a reload after the progress")
+}
+
+// branch: regenerate the last answer, edit the first message and resend,
+// and reload: the page shows the new branch, and so does the history.
+func (s *scenario) branch() {
+	chat := fmt.Sprintf("webapp-b%d-%d", s.major, time.Now().UnixNano())
+	s.open(s.b.origin, chat)
+	const msgs = `[...document.querySelectorAll('.msg')].map(m => m.dataset.role + ':' + [...m.querySelectorAll('.text')].map(e => e.textContent.trim()).join(' '))`
+	ready := `document.querySelector('#status').textContent === 'ready'`
+	s.send("first question")
+	s.b.waitFor("the first answer", `document.body.innerText.includes('You said: first question') && `+ready)
+	s.send("second question")
+	s.b.waitFor("the second answer", `document.querySelectorAll('.msg').length === 4 && document.body.innerText.includes('You said: second question') && `+ready)
+	before := eval[string](s.b, assistantText)
+	eval[any](s.b, `(window.app.regenerate(), null)`)
+	s.b.waitFor("the regenerated answer", fmt.Sprintf(`document.querySelectorAll('.msg').length === 4 && %s !== %q && %s.startsWith('You said: second question') && %s`, assistantText, before, assistantText, ready))
+	s.noError("after the regenerate")
+	s.b.shot(fmt.Sprintf("v%d-09-regenerated", s.major))
+	regenerated := eval[[]string](s.b, msgs)
+	first := eval[string](s.b, `document.querySelector('.msg.user').dataset.id`)
+	eval[any](s.b, fmt.Sprintf(`(window.app.edit(%q, 'edited question'), null)`, first))
+	s.b.waitFor("the edited answer", `document.querySelectorAll('.msg').length === 2 && document.body.innerText.includes('You said: edited question') && `+ready)
+	s.noError("after the edit")
+	edited := eval[[]string](s.b, msgs)
+	s.b.shot(fmt.Sprintf("v%d-10-edited", s.major))
+	s.open(s.b.origin, chat) // reload
+	s.b.waitFor("the history", `document.querySelectorAll('.msg').length === 2`)
+	if got := eval[[]string](s.b, msgs); !slices.Equal(got, edited) || !strings.HasPrefix(got[0], "user:edited question") {
+		s.b.fail("after a reload the chat shows %q, want the edited branch %q (before the edit: %q)", got, edited, regenerated)
+	}
+	s.noError("after a reload after the edit")
+	s.t.Logf("regenerated: %q; edited and reloaded: %q", regenerated, edited)
 }

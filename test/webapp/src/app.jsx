@@ -13,7 +13,8 @@
 //   turn's reply without repeating it: history leaves it to the stream);
 // - stop: stop() aborts the fetch; POST /chat/{id}/stop stops the turn;
 // - major 5 approves through the operator route, then resumes;
-// - a response that ends at the server's hold, mid-turn, is resumed.
+// - a response that ends at the server's hold, mid-turn, is resumed;
+// - regenerate and edit are the stock calls (window.app.regenerate, edit).
 import React, { useEffect, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { useChat } from '@ai-sdk/react';
@@ -108,7 +109,13 @@ function Chat({ initial }) {
     await chat.resumeStream();
   };
   resumeRef.current = resume;
-  window.app = { send: (text) => chat.sendMessage({ text }), stop, resume };
+  // Regenerate an answer (the last without an id), and edit an earlier
+  // user message: the AI SDK's own calls, which baton answers by going back.
+  window.app = {
+    send: (text) => chat.sendMessage({ text }), stop, resume,
+    regenerate: (messageId) => chat.regenerate(messageId ? { messageId } : undefined),
+    edit: (messageId, text) => chat.sendMessage({ text, messageId }),
+  };
 
   useEffect(() => {
     window.probe.statuses.push(status);
