@@ -137,6 +137,9 @@ func has(agent *turn.Agent, name string) bool {
 // recording ends (errRecordingEnds) ended as its recording did: cancelled,
 // interrupted, or failed there.
 func endsAlike(t *recTurn, got *newTurn) bool {
+	if t.end == "interrupted" && got.end == "cancelled" {
+		return true // stopped where the recording's message ended it
+	}
 	return got.end == "failed" && got.failure != nil && strings.Contains(got.failure.Error, errRecordingEnds.Error()) &&
 		(t.end == "cancelled" || t.end == "interrupted" || t.end == "failed" || t.end == "open")
 }

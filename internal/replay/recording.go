@@ -121,7 +121,7 @@ func read(exp api.Export) (*recording, error) {
 			if f.Answer != nil {
 				if t := turnOfCall(f.Answer.ToolCallID); t != nil {
 					a := *f.Answer
-					a.By = f.Actor.ID
+					a.By, a.ByKind = f.Actor.ID, f.Actor.Kind
 					t.answers[position(t.id, f.Answer.ToolCallID)] = a
 				}
 			}

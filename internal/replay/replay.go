@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/baton-run/baton/api"
@@ -175,10 +174,8 @@ type newTurn struct {
 	results map[string]parts.Part
 	asked   map[string]reducer.Approval
 	grants  map[string][]json.RawMessage
-	// approved are the calls the replay approved for want of a recorded
-	// answer; notes what it could not replay.
-	approved []string
-	notes    []string
+	// notes say what the replay could not replay.
+	notes []string
 }
 
 // turn posts recorded turn t's messages and runs the turn until it ends or
@@ -221,7 +218,7 @@ func (r *replayer) turn(ctx context.Context, rec *recording, t *recTurn) (*newTu
 				return nil, err
 			}
 			if stop {
-				return r.collect(ctx, rec.session, got)
+				return r.stop(ctx, rec, t, got)
 			}
 		case tr.Cause == reducer.CauseTimer || tr.Cause.Known() && !tr.Wake.IsZero():
 			r.clock.Pass(tr.Wake)
@@ -239,6 +236,20 @@ func (r *replayer) turn(ctx context.Context, rec *recording, t *recTurn) (*newTu
 				got.notes = append(got.notes, fmt.Sprintf("turn %d: the replay stopped where the turn waits (%s), which it does not replay", t.n, tr.Cause))
 			}
 			return r.collect(ctx, rec.session, got)
+		}
+	}
+	return r.collect(ctx, rec.session, got)
+}
+
+// stop ends the replay of turn t where its recording ends, waiting for an
+// answer it never got: a turn the recording ended there (cancelled, or
+// ended by a message) is cancelled, so that the next turn can start; an
+// open one is left waiting.
+func (r *replayer) stop(ctx context.Context, rec *recording, t *recTurn, got *newTurn) (*newTurn, error) {
+	if t.end != "open" {
+		owner := reducer.Actor{Kind: reducer.ActorOperator, ID: rec.owner}
+		if err := r.sessions.Cancel(ctx, rec.session, owner, "replay: the recorded turn ended here ("+t.end+")"); err != nil {
+			return nil, fmt.Errorf("cancel: %w", err)
 		}
 	}
 	return r.collect(ctx, rec.session, got)
@@ -270,14 +281,13 @@ func (r *replayer) answer(ctx context.Context, rec *recording, t *recTurn, got *
 		_, asked := t.asked[pos]
 		switch {
 		case answered:
+			// As the operator who answered (or the owner, for the tick's
+			// denial of an expired request).
 			by := a.By
-			if by == "" {
+			if by == "" || a.ByKind != reducer.ActorOperator {
 				by = rec.owner
 			}
 			kind := reducer.ActorOperator
-			if a.ByKind != "" && a.ByKind != reducer.ActorAgent {
-				kind = a.ByKind
-			}
 			ans := reducer.Answer{ApprovalID: ap.ID, ToolCallID: ap.ToolCallID, Decision: a.Decision, Reason: a.Reason, Input: a.Input, Output: a.Output}
 			err := r.sessions.Answer(ctx, rec.session, reducer.Actor{Kind: kind, ID: by}, ans)
 			if errors.Is(err, reducer.ErrBadAnswer) && a.Decision == reducer.Edit {
@@ -293,7 +303,6 @@ func (r *replayer) answer(ctx context.Context, rec *recording, t *recTurn, got *
 		case asked:
 			return true, nil
 		default:
-			got.approved = append(got.approved, pos)
 			ans := reducer.Answer{ApprovalID: ap.ID, ToolCallID: ap.ToolCallID, Decision: reducer.Approve, Reason: "replay: the recording went on without asking"}
 			if err := r.sessions.Answer(ctx, rec.session, reducer.Actor{Kind: reducer.ActorOperator, ID: rec.owner}, ans); err != nil {
 				return false, fmt.Errorf("answer %s: %w", ap.ID, err)
@@ -350,6 +359,5 @@ func (r *replayer) collect(ctx context.Context, id string, got *newTurn) (*newTu
 			got.results[position(got.id, p.ToolCallID)] = p
 		}
 	}
-	slices.Sort(got.approved)
 	return got, nil
 }

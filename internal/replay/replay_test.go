@@ -467,3 +467,25 @@ func TestReplayTimer(t *testing.T) {
 		t.Fatalf("%v, report:\n%s", err, rep)
 	}
 }
+
+// TestReplayCancelledTurn: a turn cancelled while its call waited for an
+// approval is cancelled at the same place in the replay, and the next turn
+// replays after it, with no divergence.
+func TestReplayCancelledTurn(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	r := newRig(t, mailAgents(t, &sent, baton.Limits{}))
+	const id = "s_cancel"
+	r.post(t, id, "mail", "approve it")
+	if err := r.ss.Cancel(t.Context(), id, operator, "changed my mind"); err != nil {
+		t.Fatal(err)
+	}
+	r.post(t, id, "mail", "three")
+	rep, err := replay.Run(t.Context(), r.export(t, id), mailAgents(t, &sent, baton.Limits{}), replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || len(rep.Turns) != 2 || rep.Turns[0].Replayed != "cancelled" || rep.Turns[1].Replayed != "completed" || rep.Turns[1].ReplayedSteps != 4 {
+		t.Fatalf("report:\n%s", rep)
+	}
+}
