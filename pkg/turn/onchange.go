@@ -68,10 +68,17 @@ func decideChange(t *reducer.Turn, a *Agent, v *reducer.Version) change {
 				start.Fingerprint, start.Build, v.Fingerprint, v.Build)
 		}
 	case reducer.OnChangePin:
-		// Pinned to its build whether or not the fingerprint changed: a
-		// tool's code is not in the fingerprint.
-		if pinnable(start.Build) && start.Build != v.Build {
+		switch {
+		case pinnable(start.Build) && start.Build != v.Build:
+			// Pinned to its build whether or not the fingerprint
+			// changed: a tool's code is not in the fingerprint.
 			c.pin = start.Build
+		case c.changed:
+			// Its build runs another definition (an agent file read
+			// from S3, a build that is not a published version): the
+			// definition it started on is nowhere to run.
+			c.fail = fmt.Errorf("the turn is pinned to build %s, which now runs a changed agent (%s, now %s on build %s): the definition it started on is gone",
+				start.Build, start.Fingerprint, v.Fingerprint, v.Build)
 		}
 	}
 	return c

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/baton-run/baton/internal/callback"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/internal/wake"
@@ -279,6 +281,22 @@ func TestPinnedBuildGone(t *testing.T) {
 	}
 }
 
+// A pinned turn whose own build now runs a changed definition (an agent
+// file read from S3, or a build that is not a published version, such as
+// "local") fails: the definition it started on runs nowhere.
+func TestPinnedDefinitionGone(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	b, id := newBuilds(t, reducer.OnChangePin, deployChanges[1].change)
+	b.two.runner.Build = "1"
+	out, err := b.two.runner.Resume(ctx, id)
+	st, _ := reducer.Reduce(facts(t, b.two, id))
+	if err != nil || out.Kind != turn.Failed || st.LastFailure == nil || st.LastFailure.Kind != reducer.FailChanged ||
+		!strings.Contains(st.LastFailure.Error, "pinned to build 1, which now runs a changed agent") || len(b.handed) != 0 || b.ran[1].Load()+b.ran[2].Load() != 0 {
+		t.Fatalf("resume: %+v %v, failure %+v, handed %v: want it failed, nothing handed or run", out, err, st.LastFailure, b.handed)
+	}
+}
+
 // A store error handing the turn over is the wake's to retry: nothing is
 // written.
 func TestPinHandOffErrorIsRetried(t *testing.T) {
@@ -298,3 +316,104 @@ func TestPinHandOffErrorIsRetried(t *testing.T) {
 type pinsFunc func(context.Context, string, wake.Wake) error
 
 func (f pinsFunc) Hand(ctx context.Context, build string, w wake.Wake) error { return f(ctx, build, w) }
+
+// An uncertain execution (a side effect cut short by a kill) of a tool a
+// deploy changed never runs as it was: a tool gone gives the model an
+// error result (recorded stale), and a tool that became a read stays in
+// the execution ledger, waiting for an operator's verdict, instead of
+// running again as a read.
+func TestUncertainExecutionOfAChangedTool(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		idempotent bool
+		change     func(*tool.Tool)
+		kind       turn.Kind
+		stale      string
+	}{
+		"removed":              {change: func(tl *tool.Tool) { tl.Name = "charge_card" }, kind: turn.Completed, stale: reducer.StaleRemoved},
+		"removed, idempotent":  {idempotent: true, change: func(tl *tool.Tool) { tl.Name = "charge_card" }, kind: turn.Completed, stale: reducer.StaleRemoved},
+		"now a read":           {change: func(tl *tool.Tool) { tl.Effect = tool.Read }, kind: turn.Suspended},
+		"now requires a field": {idempotent: true, change: func(tl *tool.Tool) { tl.Schema = json.RawMessage(`{"type":"object","required":["amount","card"]}`) }, kind: turn.Completed, stale: reducer.StaleSchema},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxT(t)
+			agent, ch, inv, id := killMidExecution(t, c.idempotent)
+			ts := agent.Tools.Tools()
+			c.change(&ts[0])
+			reg, err := tool.NewRegistry(ts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			deployed := *agent
+			deployed.Tools = reg
+			out, err := fresh(t, &deployed).runner.Resume(ctx, id)
+			if err != nil || out.Kind != c.kind {
+				t.Fatalf("resume on the changed agent: %+v %v, want %s", out, err, c.kind)
+			}
+			if len(ch.keys) != 1 {
+				t.Fatalf("the charge ran %d times, want once (before the kill)", len(ch.keys))
+			}
+			st, _ := reducer.Reduce(facts(t, inv, id))
+			if c.kind == turn.Suspended && (st.Turn == nil || st.Turn.Cause != reducer.CauseUncertain) {
+				t.Fatalf("state %+v, want suspended for a verdict", st.Turn)
+			}
+			if c.stale != "" && (len(st.Stale) != 1 || st.Stale[0].Cause != c.stale) {
+				t.Fatalf("stale %+v, want %s", st.Stale, c.stale)
+			}
+		})
+	}
+}
+
+// A callback handed out before a deploy removed its tool belongs to the
+// outside system that holds it: its result, when it comes, is the call's
+// (the effect ran once, before the deploy), and nothing runs again.
+func TestCallbackOfARemovedTool(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	var runs atomic.Int32
+	build := tool.Tool{
+		Name: "start_build", Description: "Start a CI build.", Effect: tool.External,
+		Schema:   json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string"}},"required":["ref"]}`),
+		Callback: &callback.Policy{Timeout: time.Hour},
+		Run: func(ctx context.Context, _ tool.Call) (json.RawMessage, error) {
+			runs.Add(1)
+			if _, err := callback.Open(ctx); err != nil {
+				return nil, err
+			}
+			return nil, callback.ErrPending
+		},
+	}
+	reg, err := tool.NewRegistry(build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &turn.Agent{Name: "demo", System: "You start builds.", Tools: reg, Model: script(t, `{"steps":[
+	 {"text":"Building.","toolCalls":[{"name":"start_build","input":{"ref":"main"}}]},
+	 {"text":"Built."}]}`)}
+	inv := fresh(t, agent)
+	id := newSession(t, inv, "Build main.")
+	out, err := inv.runner.Start(ctx, id)
+	if err != nil || out.Cause != reducer.CauseCallback {
+		t.Fatalf("start: %+v %v, want suspended for the callback", out, err)
+	}
+	// The deploy removes the tool; the outside system then completes.
+	build.Name = "start_ci_build"
+	if reg, err = tool.NewRegistry(build); err != nil {
+		t.Fatal(err)
+	}
+	deployed := *agent
+	deployed.Tools = reg
+	st, _ := reducer.Reduce(facts(t, inv, id))
+	call := st.Turn.Callbacks[0].ToolCallID
+	if err := inv.sessions.CompleteCall(ctx, id, call, operator, callback.Result{Output: json.RawMessage(`{"status":"passed"}`)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = fresh(t, &deployed).runner.Resume(ctx, id); err != nil || out.Kind != turn.Completed {
+		t.Fatalf("resume on the changed agent: %+v %v", out, err)
+	}
+	ps, _ := readParts(t, inv, id, out.Turn)
+	if got := outputsFor(ps, call); len(got) != 1 || got[0].Type != parts.ToolOutputAvailable || string(got[0].Output) != `{"status":"passed"}` || runs.Load() != 1 {
+		t.Fatalf("results %+v after %d run(s), want the callback's result and one run", got, runs.Load())
+	}
+}
