@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/baton-run/baton/internal/guard"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/replay/report"
-	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
 )
 
@@ -83,18 +83,17 @@ func compare(agent *turn.Agent, t *recTurn, got *newTurn) []report.Divergence {
 			}
 		}
 	}
-	// Guardrail escalations, by their place among the turn's decisions.
-	for _, pos := range escalations(t.asked, got.asked) {
-		rec, recAsked := t.asked[pos]
-		now, nowAsked := got.asked[pos]
-		switch {
-		case nowAsked && !recAsked:
-			add(0, report.RuleChanged, "", now.Tool, "the guardrail now escalates to an operator; the recording went on without asking (the replay approved it)")
-		case recAsked && !nowAsked:
-			add(0, report.RuleChanged, "", rec.Tool, "the guardrail no longer escalates; the recording asked an operator")
-		case rec.Tool != now.Tool:
-			add(0, report.RuleChanged, "", now.Tool, "another guardrail escalates (the recording's was %s)", rec.Tool)
+	// The guardrails' decisions (allow, block, redact, escalate), in turn.
+	for k := range max(len(t.guards), len(got.guards)) {
+		rec, now := at(t.guards, k), at(got.guards, k)
+		if rec == now {
+			continue
 		}
+		name, _, _ := strings.Cut(now, " ")
+		if now == "" {
+			name, _, _ = strings.Cut(rec, " ")
+		}
+		add(0, report.RuleChanged, "", guard.ToolPrefix+name, "guardrail decision %d: the recording's was %s; now %s", k+1, or(rec, "none"), or(now, "none"))
 	}
 	if len(t.steps) != len(got.steps) {
 		add(0, report.StepsChanged, "", "", "the recording took %d model step(s); the replay took %d", len(t.steps), len(got.steps))
@@ -109,19 +108,19 @@ func compare(agent *turn.Agent, t *recTurn, got *newTurn) []report.Divergence {
 	return out
 }
 
-// escalations are the places of the guardrail escalations either turn
-// asked about, sorted.
-func escalations(a, b map[string]reducer.Approval) []string {
-	var out []string
-	for _, m := range []map[string]reducer.Approval{a, b} {
-		for pos := range m {
-			if strings.HasPrefix(pos, "gr_") && !slices.Contains(out, pos) {
-				out = append(out, pos)
-			}
-		}
+// at is ss[k], "" past its end.
+func at(ss []string, k int) string {
+	if k < len(ss) {
+		return ss[k]
 	}
-	slices.Sort(out)
-	return out
+	return ""
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // has reports whether the agent has the named tool.

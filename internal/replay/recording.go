@@ -48,6 +48,8 @@ type recTurn struct {
 	// or "open".
 	end     string
 	failure *reducer.Failure
+	// guards are the turn's guardrail decisions, in order (see decision).
+	guards []string
 	// print is the agent's fingerprint as the turn started.
 	print string
 	// aborted is set when the recorded model failed after its last step:
@@ -131,6 +133,10 @@ func read(exp api.Export) (*recording, error) {
 					t.grants[position(t.id, f.Grant.ToolCall)] = f.Grant.Claims
 				}
 			}
+		case reducer.GuardDecided:
+			if t := byID[f.Turn]; t != nil && f.Guard != nil {
+				t.guards = append(t.guards, decision(f))
+			}
 		case reducer.LimitsRaised:
 			if open != nil && f.Raise != nil {
 				open.raises = append(open.raises, *f.Raise)
@@ -164,6 +170,12 @@ func read(exp api.Export) (*recording, error) {
 		}
 	}
 	return rec, nil
+}
+
+// decision is a guardrail.decided fact's decision as the report names
+// it: "<guardrail> <stage> <action>".
+func decision(f reducer.Fact) string {
+	return f.Guard.Guardrail + " " + string(f.Guard.Stage) + " " + string(f.Guard.Action)
 }
 
 // answer is the recorded text of a turn: the text of its last step.

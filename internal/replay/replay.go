@@ -174,6 +174,7 @@ type newTurn struct {
 	results map[string]parts.Part
 	asked   map[string]reducer.Approval
 	grants  map[string][]json.RawMessage
+	guards  []string
 	// notes say what the replay could not replay.
 	notes []string
 }
@@ -327,6 +328,8 @@ func (r *replayer) collect(ctx context.Context, id string, got *newTurn) (*newTu
 			stream = f.Stream
 		case f.Type == reducer.ApprovalRequested && f.Approval != nil:
 			got.asked[position(got.id, f.Approval.ToolCallID)] = *f.Approval
+		case f.Type == reducer.GuardDecided && f.Turn == got.id && f.Guard != nil:
+			got.guards = append(got.guards, decision(f))
 		case f.Type == reducer.ClaimGranted && f.Grant != nil && f.Grant.Turn == got.id:
 			for _, c := range f.Grant.Claims {
 				b, _ := json.Marshal(c)

@@ -405,8 +405,9 @@ func guardedAgents(t testing.TB, escalate bool) turn.AgentMap {
 
 // TestReplayGuardrailEscalations: a guardrail's escalations, approved and
 // denied, replay with their recorded answers and no divergence; against
-// the agent without the guardrail, the report names each escalation that
-// no longer happens, and the step the blocked turn now takes.
+// the agent without the guardrail, the report names each decision that no
+// longer happens (the escalations, the denial's block), and the step the
+// blocked turn now takes.
 func TestReplayGuardrailEscalations(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, guardedAgents(t, true))
@@ -433,9 +434,10 @@ func TestReplayGuardrailEscalations(t *testing.T) {
 	for _, d := range rep.Divergences {
 		got = append(got, fmt.Sprintf("%d %s %s", d.Turn, d.Kind, d.Tool))
 	}
-	// The denied turn was blocked before its model's first step: now the
-	// step is asked for, and the recording has none to give.
-	want := []string{"1 rule-changed guardrail:secrets", "2 rule-changed guardrail:secrets", "2 steps-changed "}
+	// The denied turn's escalation and the block it ended in are gone,
+	// and it was blocked before its model's first step: now the step is
+	// asked for, and the recording has none to give.
+	want := []string{"1 rule-changed guardrail:secrets", "2 rule-changed guardrail:secrets", "2 rule-changed guardrail:secrets", "2 steps-changed "}
 	if !slices.Equal(got, want) {
 		t.Fatalf("divergences %q; want %q\n%s", got, want, rep)
 	}
