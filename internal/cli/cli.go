@@ -31,7 +31,7 @@ const (
 )
 
 // Commands are the subcommands Run knows, besides help.
-var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "respond", "complete", "heartbeat", "verdict", "guardrails", "release", "orphans", "cancel", "export", "delete", "replay", "completion"}
+var Commands = []string{"sessions", "show", "new", "send", "tail", "approve", "deny", "respond", "complete", "heartbeat", "verdict", "guardrails", "release", "orphans", "cancel", "turns", "rewind", "fork", "export", "delete", "replay", "completion"}
 
 // Usage is the text `baton help` prints.
 const Usage = `usage: baton [--api URL] COMMAND [ARGS] [FLAGS]
@@ -97,6 +97,15 @@ Client of the operator API:
   baton schedule SESSION --cron "M H DoM Mon DoW" --text TEXT
                                             post TEXT at each occurrence (UTC); replaces any schedule
   baton schedule SESSION --clear            remove the schedule
+  baton turns SESSION [--json]              the session's turns: id, how each ended, steps (the points below)
+  baton rewind SESSION --turn T [--step N] | --before T [--cancel] [--json]
+                                            take the session back: just after turn T, within it after N
+                                            steps (0 answers its messages afresh), or just before it; the
+                                            facts after stay; lists the side effects after the point
+                                            (refused while a turn is open, unless --cancel)
+  baton fork SESSION --turn T [--step N] | --before T [--cancel] [--json]
+                                            a new session holding SESSION's conversation at that point;
+                                            prints its id; SESSION is unchanged
   baton export SESSION [-f FILE]            every fact and turn stream of the session, one JSON bundle,
                                             to stdout or FILE
   baton delete SESSION                      delete the session: facts, streams, snapshots, receipts
@@ -277,6 +286,7 @@ func (e *env) command(ctx context.Context, name string, args []string) (known bo
 		"approve": answer("approve"), "deny": answer("deny"), "respond": answer("respond"),
 		"complete": e.complete, "heartbeat": e.heartbeat, "verdict": e.verdict, "guardrails": e.guardrails, "release": e.release, "orphans": e.orphans, "cancel": e.cancel,
 		"raise": e.raise, "wake": e.wake, "schedule": e.schedule, "export": e.export, "delete": e.remove, "replay": e.replay,
+		"turns": e.turns, "rewind": e.rewind, "fork": e.fork,
 		"completion": func(_ context.Context, args []string) error { return e.completion(args) },
 	}[name]
 	if !ok {
