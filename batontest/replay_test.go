@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -263,5 +265,39 @@ func TestReplayFailsUnlessAccepted(t *testing.T) {
 	batontest.Replay(tb, exp, cfg, batontest.AcceptIf(only))
 	if tb.failed == "" {
 		t.Errorf("accepting turn 2's divergences passed turn 1's")
+	}
+}
+
+// TestReplayAgentFile: a session of an agent file's agent (its tools the
+// program's) replays with the file (AgentFile) with no divergence, and
+// against a file whose agent lost the tool, the report names it.
+func TestReplayAgentFile(t *testing.T) {
+	t.Parallel()
+	lookup := baton.Func("lookup", "Look an order up.", func(ctx context.Context, in deskOrder) (string, error) {
+		return "found " + in.Order, nil
+	}, baton.Read())
+	cfg := host.Config{Tools: []baton.Tool{lookup}}
+	dir := t.TempDir()
+	file := func(name, tools string) string {
+		p := filepath.Join(dir, name)
+		body := `{"agents": {"clerk": {"provider": "scripted", "tools": ` + tools + `, "script": {"steps": [
+		  {"toolCalls": [{"name": "lookup", "input": {"order": "C-3"}}]}, {"text": "Found it."}]}}}}`
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	with, without := file("with.json", `["lookup"]`), file("without.json", `[]`)
+	kit := batontest.NewWith(t, cfg, batontest.Options{Agents: with})
+	s := kit.Session("clerk")
+	s.Post("Find C-3.")
+	if out := s.Run(); out.Kind != batontest.Completed {
+		t.Fatalf("turn: %+v", out)
+	}
+	exp := s.Export()
+	batontest.Replay(t, exp, cfg, batontest.AgentFile(with))
+	r := batontest.ReplayReport(t, exp, cfg, batontest.AgentFile(without))
+	if len(r.Divergences) != 1 || r.Divergences[0].Kind != batontest.ToolGone || r.Divergences[0].Tool != "lookup" {
+		t.Fatalf("report:\n%s", r)
 	}
 }
