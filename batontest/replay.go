@@ -90,9 +90,10 @@ func AgentFile(path string) ReplayOption { return func(c *replayConfig) { c.file
 // step said (text, reasoning, tool calls, finish reason, usage), every
 // tool answers with the call's recorded result (a side effect never runs
 // again; a read does with RunReads), and each recorded approval's answer
-// is given again to the call at the same place. The report names each
-// change: a tool gone, a call its schema now refuses, an approval rule that
-// now asks or no longer does, other claims, another number of steps, answer,
+// is given again to the call at the same place (a guardrail's escalation
+// too). The report names each change: a tool gone, a call its schema now
+// refuses, an approval rule that now asks or no longer does, a guardrail
+// that decides otherwise, other claims, another number of steps, answer,
 // result or ending.
 func Replay(tb TB, export api.Export, c host.Config, opts ...ReplayOption) Report {
 	tb.Helper()
