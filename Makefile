@@ -4,6 +4,9 @@
 #   make run      the local dev server: emulator, demo agent, API on :8080
 #   make build    the three Lambda bootstraps under build/
 #   make deploy   sam build && sam deploy --guided
+#   make prune-versions STACK=name KEEP=5
+#                 delete all but the newest KEEP published versions of the
+#                 stack's resume function (a turn pinned to a deleted one fails)
 #   make lint     gofmt and go vet
 
 GO        ?= go
@@ -17,7 +20,7 @@ export FUNCTIONS_DIR
 LDFLAGS   := -s -w
 BUILD     := CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags "$(LDFLAGS)"
 
-.PHONY: build test run deploy lint bench clean \
+.PHONY: build test run deploy prune-versions lint bench clean \
 	build-OperatorFunction build-ResumeFunction build-TickFunction
 
 build: $(FUNCTIONS:%=build/%/bootstrap)
@@ -55,6 +58,17 @@ run:
 
 deploy:
 	sam build && sam deploy --guided
+
+# Every deploy publishes a version of the resume function (template.yaml,
+# AutoPublishAlias) and SAM deletes none; turns of agents whose onChange is
+# pin resume on theirs. This keeps the newest KEEP; Lambda refuses to delete
+# the version the alias points at.
+KEEP ?= 5
+prune-versions:
+	@test -n "$(STACK)" || (echo "make prune-versions STACK=<stack name> [KEEP=5]"; exit 1)
+	aws lambda list-versions-by-function --function-name $(STACK)-resume \
+		--query 'Versions[?Version!=`$$LATEST`].Version' --output text | tr '\t' '\n' | sort -n | head -n -$(KEEP) | \
+		xargs -r -n1 aws lambda delete-function --function-name $(STACK)-resume --qualifier
 
 lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)

@@ -107,6 +107,10 @@ func TestDeployedPinnedTurn(t *testing.T) {
 	if resumed.Build != "1" || resumed.Fingerprint != started.Fingerprint {
 		t.Fatalf("turn.resumed records %+v, want build 1 and the definition the turn started on (%s)", resumed, started.Fingerprint)
 	}
+	// The hand-off's cost: from the answer to the pinned build's resume
+	// (the wake's delivery, build 2's look, the Invoke, build 1's start),
+	// against the same span of the turn resumed where it landed (below).
+	handed := answeredToResumed(t, d, ids[0])
 	if got := versions.Invoked(); !slices.Equal(got, []string{"1"}) {
 		t.Fatalf("qualified invocations %v, want one of version 1", got)
 	}
@@ -129,6 +133,7 @@ func TestDeployedPinnedTurn(t *testing.T) {
 	if sess, err = d.Store.Load(t.Context(), ids[1]); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("answer to turn.resumed: %v handed to build 1; %v for the resume that found build 1 gone", handed, answeredToResumed(t, d, ids[1]))
 	f := sess.State.LastFailure
 	if sess.State.Last != reducer.TurnFailed || f == nil || f.Kind != reducer.FailChanged || !strings.Contains(f.Error, "pinned to build 1, which is gone") {
 		t.Fatalf("the turn whose build is gone ended with %s (%+v), want failed naming build 1", sess.State.Last, f)
@@ -176,4 +181,25 @@ func turnVersion(t *testing.T, d *harness.Deployed, id string, typ reducer.Type)
 	}
 	t.Fatalf("session %s has no %s with a version", id, typ)
 	return reducer.Version{}
+}
+
+// answeredToResumed is the time from the session's last approval.answered
+// to the turn.resumed after it.
+func answeredToResumed(t *testing.T, d *harness.Deployed, id string) time.Duration {
+	t.Helper()
+	fs, err := d.Store.Facts(t.Context(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answered time.Time
+	for _, f := range fs {
+		switch {
+		case f.Type == reducer.ApprovalAnswered:
+			answered = f.Time
+		case f.Type == reducer.TurnResumed && !answered.IsZero():
+			return f.Time.Sub(answered)
+		}
+	}
+	t.Fatalf("session %s has no turn.resumed after an answer", id)
+	return 0
 }
