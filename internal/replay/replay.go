@@ -236,18 +236,23 @@ func (r *replayer) turn(ctx context.Context, rec *recording, t *recTurn) (*newTu
 			if tr.Cause != reducer.CauseLimit {
 				got.notes = append(got.notes, fmt.Sprintf("turn %d: the replay stopped where the turn waits (%s), which it does not replay", t.n, tr.Cause))
 			}
-			return r.collect(ctx, rec.session, got)
+			return r.stop(ctx, rec, t, got)
 		}
 	}
-	return r.collect(ctx, rec.session, got)
+	return r.stop(ctx, rec, t, got)
 }
 
-// stop ends the replay of turn t where its recording ends, waiting for an
-// answer it never got: a turn the recording ended there (cancelled, or
-// ended by a message) is cancelled, so that the next turn can start; an
-// open one is left waiting.
+// stop ends the replay of turn t where it waits for what the recording
+// does not give (an answer it never got, an operator's raise): when the
+// recorded turn ended (cancelled there, or ended by a message), the
+// replayed one is cancelled, so that the next turn can start; when the
+// recording left it open too, it is left waiting.
 func (r *replayer) stop(ctx context.Context, rec *recording, t *recTurn, got *newTurn) (*newTurn, error) {
-	if t.end != "open" {
+	sess, err := r.sessions.Load(ctx, rec.session)
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	if open := sess.State.Turn; open != nil && open.ID == got.id && t.end != "open" {
 		owner := reducer.Actor{Kind: reducer.ActorOperator, ID: rec.owner}
 		if err := r.sessions.Cancel(ctx, rec.session, owner, "replay: the recorded turn ended here ("+t.end+")"); err != nil {
 			return nil, fmt.Errorf("cancel: %w", err)

@@ -62,7 +62,8 @@ func (r *rig) post(t testing.TB, id, agent, text string) reducer.State {
 	return r.run(t, id)
 }
 
-// run hands session id wakes until its turn ends or waits for an operator.
+// run hands session id wakes until its turn ends or waits for an operator
+// (an answer, a raise of its cap).
 func (r *rig) run(t testing.TB, id string) reducer.State {
 	t.Helper()
 	for range 50 {
@@ -70,7 +71,7 @@ func (r *rig) run(t testing.TB, id string) reducer.State {
 			t.Fatal(err)
 		}
 		st := teststack.Load(t, r.ss, id)
-		if st.Turn == nil || len(st.Turn.Pending) > 0 {
+		if st.Turn == nil || len(st.Turn.Pending) > 0 || (st.Turn.Cause == reducer.CauseLimit && !st.Turn.Raised) {
 			return st
 		}
 		if st.Turn.Cause == reducer.CauseTimer {
@@ -489,5 +490,41 @@ func TestReplayCancelledTurn(t *testing.T) {
 	}
 	if rep.Failed() || len(rep.Turns) != 2 || rep.Turns[0].Replayed != "cancelled" || rep.Turns[1].Replayed != "completed" || rep.Turns[1].ReplayedSteps != 4 {
 		t.Fatalf("report:\n%s", rep)
+	}
+}
+
+// TestReplaySpendLimit: a turn suspended at its output-token cap, raised by
+// an operator and then completed, replays with the recorded raise; a turn
+// at the cap that the recording cancelled is cancelled in the replay too,
+// and the turn after it replays, to the cap it was exported waiting at.
+func TestReplaySpendLimit(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	lim := baton.Limits{Spend: baton.Spend{Turn: baton.Caps{OutputTokens: 1}}}
+	r := newRig(t, mailAgents(t, &sent, lim))
+	const id = "s_limit"
+	if st := r.post(t, id, "mail", "three"); st.Turn == nil || st.Turn.Cause != reducer.CauseLimit {
+		t.Fatalf("state %+v; want the turn at its cap", st)
+	}
+	if err := r.ss.Raise(t.Context(), id, operator, reducer.Raise{Turn: reducer.Caps{OutputTokens: 1000}}); err != nil {
+		t.Fatal(err)
+	}
+	r.run(t, id)
+	r.post(t, id, "mail", "three again")
+	if err := r.ss.Cancel(t.Context(), id, operator, "too dear"); err != nil {
+		t.Fatal(err)
+	}
+	r.post(t, id, "mail", "fails")
+	exp := r.export(t, id)
+	rep, err := replay.Run(t.Context(), exp, mailAgents(t, &sent, lim), replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []string
+	for _, tr := range rep.Turns {
+		ends = append(ends, tr.Recorded+"/"+tr.Replayed)
+	}
+	if rep.Failed() || !slices.Equal(ends, []string{"completed/completed", "cancelled/cancelled", "open/open"}) {
+		t.Fatalf("turns %v; want each ending as recorded:\n%s", ends, rep)
 	}
 }
