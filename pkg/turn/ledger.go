@@ -199,13 +199,18 @@ func (ru *ledger) admit(c *conversation.Call, turn *reducer.Turn, now time.Time)
 	t, ok := ru.tools.Get(c.Name)
 	if !ok {
 		text := fmt.Sprintf("unknown tool %q", c.Name)
-		ru.staleCall(c, reducer.StaleRemoved, text)
+		if ru.staleCall(c, reducer.StaleRemoved, text) {
+			text += ": the agent was changed since the call was made, and no longer has it; the call did not run"
+		}
 		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: text})
 		return t, false, nil
 	}
 	if err := ru.tools.Check(c.Name, c.Input); err != nil {
-		ru.staleCall(c, reducer.StaleSchema, err.Error())
-		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: err.Error()})
+		text := err.Error()
+		if ru.staleCall(c, reducer.StaleSchema, text) {
+			text += " (the tool was changed since the call was made; the call did not run)"
+		}
+		ru.emit(parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: text})
 		return t, false, nil
 	}
 	if c.Name == tool.WaitUntilName {

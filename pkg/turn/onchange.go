@@ -117,14 +117,16 @@ func (r *Runner) handOff(ctx context.Context, id string, st reducer.State, c *ch
 }
 
 // staleCall records that waiting call c is stale for cause, with detail
-// (what the model is told, or why the operator is asked again), when the
-// turn resumed on a definition other than the one the call was made on.
-// Only the calls settled first in the invocation were made before it.
-func (ru *ledger) staleCall(c *conversation.Call, cause, detail string) {
+// (why the call does not run, or why the operator is asked again), and
+// reports whether it is: the turn resumed on a definition other than the
+// one the call was made on. Only the calls settled first in the
+// invocation were made before it.
+func (ru *ledger) staleCall(c *conversation.Call, cause, detail string) bool {
 	if ru.change == nil || !ru.change.drifted || ru.settled {
-		return
+		return false
 	}
 	ru.stale = append(ru.stale, reducer.Stale{ToolCallID: c.ID, Tool: c.Name, Cause: cause, Detail: detail})
+	return true
 }
 
 // recordStale appends the call.stale fact of the calls settle found
