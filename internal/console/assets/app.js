@@ -221,7 +221,7 @@ async function sessionPage(id, signal) {
     live = new AbortController();
     signal.addEventListener('abort', () => live.abort(), { once: true });
     $.turn.replaceChildren();
-    $.turnHead.replaceChildren(el('span', { class: 'mono' }, t));
+    $.turnHead.replaceChildren(el('span', { class: 'mono' }, t), goBack(t));
     tv = new TurnView($.turn);
     tv.onPart = p => {
       if ($.parts.open) $.parts.append(partLine(p));
@@ -231,6 +231,37 @@ async function sessionPage(id, signal) {
     stream(id, t, p => tv.add(p), live.signal).catch(e => {
       if (!live.signal.aborted) $.turn.append(el('div', { class: 'marker bad' }, 'Stream: ' + e.message));
     });
+  };
+
+  const turnEnded = t => facts.some(f => f.turn === t && ['turn.completed', 'turn.failed', 'turn.cancelled', 'turn.interrupted'].includes(f.type));
+  // Going back to a turn: fork a new session from its end, rewind this
+  // one to its end, or answer its messages again (a regenerate). Each
+  // lists the side effects after the point, which it does not undo.
+  const goBack = t => {
+    const note = el('span', { class: 'muted', id: 'goback-note' });
+    const run = (btn, path, point, fork) => async () => {
+      btn.disabled = true;
+      note.textContent = '';
+      try {
+        const r = await call('POST', sessionPath(id, path), point);
+        const effects = r.effects.map(e => `${e.tool} ${e.execution}${e.completed ? '' : ' (may not have happened)'}`).join(', ');
+        note.textContent = effects ? 'Side effects after that point, not undone: ' + effects : 'No side effect ran after that point.';
+        if (fork) location.hash = '#/s/' + encodeURIComponent(r.session);
+        else await refresh();
+      } catch (e) { note.textContent = e.message; note.className = 'error'; }
+      btn.disabled = false;
+    };
+    const b = (label, bid, title) => el('button', { type: 'button', id: bid, title }, label);
+    const fork = b('Fork from here', 'fork-turn', 'a new session holding the conversation as this turn ended');
+    const rewind = b('Go back to here', 'rewind-turn', 'this session continues from the end of this turn; later turns stay in the timeline');
+    const again = b('Answer again', 'regenerate-turn', 'go back to the start of this turn and answer its messages afresh');
+    fork.onclick = run(fork, '/fork', { turn: t }, true);
+    rewind.onclick = run(rewind, '/rewind', { turn: t }, false);
+    again.onclick = run(again, '/rewind', { turn: t, step: 0 }, false);
+    const box = el('span', { class: 'row goback' }, fork, rewind, again, note);
+    box.hidden = !turnEnded(t);
+    box.dataset.turn = t;
+    return box;
   };
 
   const act = async (btn, note, method, path, body) => {
@@ -252,6 +283,7 @@ async function sessionPage(id, signal) {
     const f = (k, v) => el('div', {}, el('span', {}, k), v);
     $.facts.replaceChildren(
       f('Agent', s.agent), f('Turns', String(s.turns)),
+      ...(s.from ? [f('Forked from', el('a', { href: '#/s/' + encodeURIComponent(s.from), class: 'mono', id: 'from-link' }, s.from))] : []),
       ...(s.parent ? [f('Parent', el('a', { href: '#/s/' + encodeURIComponent(s.parent.session), class: 'mono', id: 'parent-link' }, s.parent.session))] : []),
       f('Usage', el('span', { id: 'usage', title: s.usageStale ? 'the running turn\'s stream could not be read: its steps as its last suspension recorded them' : '' },
         usageText(s.usage) + (s.usageStale ? ' (as last recorded)' : ''))),
@@ -515,6 +547,7 @@ async function sessionPage(id, signal) {
       lastSeq = Math.max(lastSeq, f.seq);
       facts.push(f);
       if (f.type === 'turn.started') turns.push(f.turn);
+      if (f.type === 'session.rewound' && f.rewind?.turn) turns.push(f.rewind.turn.id);
       $.timeline.prepend(el('li', { 'data-type': f.type, 'data-seq': f.seq },
         el('span', { class: 'muted' }, '#' + f.seq), el('span', { class: 'muted', title: f.time }, time(f.time)),
         el('strong', {}, f.type), el('span', {}, describe(f)),
@@ -532,6 +565,7 @@ async function sessionPage(id, signal) {
     renderState(s);
     const t = pinned || s.turn?.id || turns[turns.length - 1];
     if (t) showTurn(t);
+    for (const b of $.turnHead.querySelectorAll('.goback')) b.hidden = !turnEnded(b.dataset.turn);
     renderTurns();
     if (tv) renderWaterfall($.waterfall, tv.steps, facts, shown);
     else if (!shown) $.turn.replaceChildren(el('p', { class: 'muted' }, 'No turn yet.'));
@@ -579,6 +613,13 @@ function describe(f) {
     case 'schedule.set': parts.push(`${f.schedule?.cron}: “${f.schedule?.text ?? ''}”`); break;
     case 'context.compacted': parts.push(`${f.compaction?.turns} turns summarised, ${f.compaction?.before} → ${f.compaction?.after} input tokens`); break;
     case 'usage.recorded': parts.push(usageText(f.usage) + ' billed after the turn ended'); break;
+    case 'session.rewound': {
+      const r = f.rewind || {}, p = r.point || {};
+      parts.push((r.from ? `forked from ${r.from} at ` : 'back to ') +
+        (p.before ? `before turn ${p.before}` : p.step !== undefined ? `turn ${p.turn} after step ${p.step}` : `the end of turn ${p.turn}`));
+      if ((r.effects || []).length) parts.push(`${r.effects.length} side effect(s) after it, not undone`);
+      break;
+    }
     case 'message.steered': parts.push(`${(f.steered || []).length} message(s) steered in`); break;
     case 'turn.started': case 'turn.resumed':
       if (f.version) parts.push(`agent ${f.version.fingerprint}, build ${f.version.build}`);
