@@ -25,7 +25,7 @@ import (
 //	Tools        []baton.Tool    // Go tools the agent file's agents may name
 //	Providers    []Provider      // model providers: providers.All(), or the few used
 //	MCP          MCPDialer       // reaches MCP servers: providers.MCP()
-//	Lambda       Lambda          // invokes lambda tools: providers.Lambda()
+//	Lambda       Lambda          // invokes lambda tools, hands pinned turns to their versions: providers.Lambda()
 //	Interceptors []Interceptor   // wrap model, tool, step and store calls, first outermost
 //	KeyStore     KeyStore        // model keys by secret: providers.KeyStore()
 //	Metrics      io.Writer       // CloudWatch EMF lines (os.Stderr in Lambda); nil records none

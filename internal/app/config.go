@@ -41,6 +41,9 @@ type Config struct {
 	// baton's, on the AWS SDK's Lambda client. Only a program that sets it
 	// links that client; a function that runs no tool (the operator, the
 	// tick) sets none. Without one, a call of a lambda tool fails its turn.
+	// baton's also hands a turn pinned to another version of the resume
+	// function to that version (pins.go); without it, such a turn is
+	// treated as if its version were gone.
 	Lambda Lambda
 	// Interceptors wrap every model call, tool call, step and store call,
 	// the first outermost: the seam for tracing and metrics (see

@@ -31,6 +31,12 @@
 // execution's grant is quarantined until the verdict (package
 // claimsession's Calls, wired in claims.go through its port).
 //
+// Each invocation records the agent's fingerprint and build
+// (version.go); a resume on a changed definition does what the turn's
+// policy says, decided once as it starts (onchange.go): continue, fail,
+// or hand the turn to the build it started on (Runner.Pins). A waiting
+// call a deploy made stale never runs as it was (call.stale).
+//
 // The runner is a thin loop (run.loop, loop.go) over collaborators that
 // own their state, each built on the invocation's shared core (core.go:
 // the session, the stream, the parts folded so far, the outcome) and on
