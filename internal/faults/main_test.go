@@ -128,6 +128,16 @@ func (s *stack) awaitingApproval(t *testing.T) string {
 	return id
 }
 
+// ended is awaitingApproval's session with turn "t1" cancelled.
+func (s *stack) ended(t *testing.T) string {
+	t.Helper()
+	id := s.awaitingApproval(t)
+	if err := s.sessions.Cancel(t.Context(), id, reducer.Actor{Kind: reducer.ActorOperator, ID: "alice"}, "setup"); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func (s *stack) facts(t *testing.T, id string) []reducer.Fact {
 	t.Helper()
 	fs := teststack.Facts(t, s.sessions, id)

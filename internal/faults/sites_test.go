@@ -3,6 +3,7 @@ package faults_test
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,6 +141,7 @@ var (
 	created = []reducer.Type{reducer.SessionCreated, reducer.MessageReceived}
 	running = append(created, reducer.TurnStarted)
 	waiting = append(running, reducer.ApprovalRequested, reducer.TurnSuspended)
+	ended   = slices.Concat(waiting, []reducer.Type{reducer.TurnCancelled})
 )
 
 var sites = []site{
@@ -306,6 +308,31 @@ var sites = []site{
 		setup: (*stack).awaitingApproval, act: post("/sessions/{id}/cancel", ``),
 		landed: once(reducer.TurnCancelled, "", http.StatusAccepted),
 		down:   unavailable(waiting...),
+	},
+	{
+		name: "operator: rewind", op: putItems, body: `"session.rewound"`,
+		setup: (*stack).ended, act: post("/sessions/{id}/rewind", `{"before":"t1"}`),
+		landed: once(reducer.SessionRewound, "", http.StatusOK),
+		down:   unavailable(ended...),
+	},
+	{
+		name: "operator: rewind snapshot", op: putS3, path: "/snapshots/",
+		setup: (*stack).ended, act: post("/sessions/{id}/rewind", `{"turn":"t1"}`),
+		landed: once(reducer.SessionRewound, "", http.StatusOK),
+		down:   unavailable(ended...),
+	},
+	{
+		name: "operator: fork", op: putItems, body: `"session.rewound"`,
+		setup: (*stack).ended, act: post("/sessions/{id}/fork", `{"turn":"t1"}`),
+		landed: func(t *testing.T, s *stack, id string, r result) {
+			var out struct{ Session string }
+			if r.status != http.StatusCreated || json.Unmarshal([]byte(r.body), &out) != nil {
+				t.Fatalf("%v; want 201", r)
+			}
+			wantTypes(t, s.facts(t, out.Session), reducer.SessionCreated, reducer.SessionRewound)
+			wantTypes(t, s.facts(t, id), ended...)
+		},
+		down: unavailable(ended...),
 	},
 	{
 		name: "operator: verdict", op: putItems, body: `"execution.verdict"`,
