@@ -22,8 +22,8 @@ import (
 // `baton dev --agents` and a deploy read it), which may name c's tools.
 // With neither, the embedded demo agent. No model is made and no key
 // read: a replay's model is the recording, so an agent of any provider
-// builds without its key (an apiKeyEnv that is not set reads as set). No
-// AWS client is made either.
+// builds without its key, and the environment is not read. No AWS client
+// is made either.
 func Agents(ctx context.Context, c app.Config, file string) (turn.AgentMap, error) {
 	clients := &awsenv.Clients{}
 	if file == "" {
@@ -48,11 +48,14 @@ func Agents(ctx context.Context, c app.Config, file string) (turn.AgentMap, erro
 	deps := app.Deps(clients, nil, c.Lambda)
 	deps.Tools, deps.MCP = c.Tools, c.MCP
 	deps.Keys = apikey.NewCache(noKeys{})
+	// The environment is not read: no key is needed. A provider's secret
+	// reference (BATON_<PROVIDER>_KEY_SECRET) is none, and any other
+	// variable (an apiKeyEnv, an MCP header's) is set, never used.
 	deps.Getenv = func(name string) string {
-		if v := os.Getenv(name); v != "" || strings.HasSuffix(name, "_KEY_SECRET") {
-			return v
+		if strings.HasSuffix(name, "_KEY_SECRET") {
+			return ""
 		}
-		return "replay" // an apiKeyEnv, or a header's variable: never used
+		return "replay"
 	}
 	for _, a := range f.Agents {
 		if a.Provider != "" && a.Provider != "scripted" {
