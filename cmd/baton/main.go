@@ -40,7 +40,7 @@ func main() {
 	if args := os.Args[1:]; len(args) > 0 && args[0] == "replay" {
 		// The client commands' CLI, with the engine only this binary links.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := cli.Replay(ctx, args[1:], os.Stdout, os.Stderr, os.Getenv, replayEngine)
+		code := cli.Replay(ctx, args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv, replayEngine)
 		stop()
 		os.Exit(code)
 	}

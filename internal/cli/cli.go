@@ -48,8 +48,8 @@ Local:
                                             from a checkout uses that checkout (no flag needed)
   baton template [--diff | -w]              a project's template.yaml and Makefile as this baton derives them
   baton replay EXPORT [--agents FILE] [--json] [--accept KIND,...] [--run-reads]
-                                            replay an exported session (baton export -f) against the agents of
-                                            FILE (default $BATON_AGENTS, else the demo agent): the recording is
+                                            replay an exported session (baton export -f; "-" reads stdin) against
+                                            the agents of FILE (default $BATON_AGENTS, else the demo agent): the recording is
                                             the model and gives every tool its result (nothing runs again);
                                             prints each divergence (tool-gone, tool-refused, rule-changed,
                                             claim-changed, steps-changed, result-changed, answer-changed,

@@ -28,9 +28,10 @@ type Replayer func(ctx context.Context, r ReplayRequest) (report.Report, error)
 
 // Replay runs `baton replay ARGS` with engine and returns its exit code:
 // 0 when the replay found no divergence it was not told to accept, 1 when
-// it did (the report is printed either way), 2 for bad arguments.
-func Replay(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string, engine Replayer) int {
-	e := &env{stdout: stdout, stderr: stderr, stdin: strings.NewReader(""), getenv: getenv, replayer: engine}
+// it did (the report is printed either way), 2 for bad arguments. An
+// EXPORT of "-" is read from stdin.
+func Replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, engine Replayer) int {
+	e := &env{stdout: stdout, stderr: stderr, stdin: stdin, getenv: getenv, replayer: engine}
 	return e.exit("replay", e.replay(ctx, args))
 }
 
@@ -63,7 +64,12 @@ func (e *env) replay(ctx context.Context, args []string) error {
 	if e.replayer == nil {
 		return errors.New("this program has no replay engine: run the baton command")
 	}
-	b, err := os.ReadFile(pos[0])
+	var b []byte
+	if pos[0] == "-" {
+		b, err = io.ReadAll(e.stdin)
+	} else {
+		b, err = os.ReadFile(pos[0])
+	}
 	if err != nil {
 		return err
 	}

@@ -30,8 +30,13 @@ func engine(ctx context.Context, r cli.ReplayRequest) (report.Report, error) {
 
 // replayCLI runs baton replay in-process.
 func replayCLI(ctx context.Context, env vars, args ...string) result {
+	return replayIn(ctx, env, "", args...)
+}
+
+// replayIn is replayCLI with stdin.
+func replayIn(ctx context.Context, env vars, stdin string, args ...string) result {
 	var out, errb bytes.Buffer
-	code := cli.Replay(ctx, args, &out, &errb, env.get, engine)
+	code := cli.Replay(ctx, args, strings.NewReader(stdin), &out, &errb, env.get, engine)
 	return result{code, out.String(), errb.String()}
 }
 
@@ -73,6 +78,11 @@ func TestReplayCommand(t *testing.T) {
 	r := replayCLI(ctx, env, file)
 	if r.code != 0 || !strings.Contains(r.out, "recorded completed in 3 step(s), replayed completed in 3 step(s)") || !strings.HasSuffix(r.out, "no divergence\n") {
 		t.Fatalf("replay against the demo agent: exit %d, stderr %q, out:\n%s", r.code, r.stderr, r.out)
+	}
+
+	// "-" reads the export from stdin, as baton export prints it.
+	if r := replayIn(ctx, env, must(t, ctx, env, "export", id), "-"); r.code != 0 || !strings.HasSuffix(r.out, "no divergence\n") {
+		t.Fatalf("replay - : exit %d, stderr %q, out:\n%s", r.code, r.stderr, r.out)
 	}
 
 	agents := filepath.Join(dir, "agents.json")
