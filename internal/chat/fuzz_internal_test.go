@@ -55,6 +55,11 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("%q accepted: not one JSON object in UTF-8", body)
 		case !validID(in.ID) || len(SessionID("caller", in.ID)) > 128:
 			t.Fatalf("chat id %q accepted", in.ID)
+		case in.Trigger == regenerate:
+			if msg != nil || answers != nil || (in.MessageID != "" && !validID(in.MessageID)) {
+				t.Fatalf("a regenerate of %q decoded message %v and answers %v", in.MessageID, msg, answers)
+			}
+			return
 		case (msg == nil) == (answers == nil):
 			t.Fatalf("message %v and answers %v: want exactly one", msg, answers)
 		case in.Trigger != "" && in.Trigger != "submit-message":

@@ -170,6 +170,7 @@ async function sessionPage(id, signal) {
     claims: el('div', { id: 'claims' }),
     schedule: el('div', { id: 'schedule' }),
     turnHead: el('div', { class: 'row muted' }),
+    goBack: el('div', { id: 'goback' }),
     turns: el('ul', { id: 'turns', 'aria-label': 'Turns of this session' }),
     turn: el('div', { id: 'turn', 'aria-live': 'polite', 'aria-relevant': 'additions text' }),
     waterfall: el('div', { id: 'waterfall' }),
@@ -184,7 +185,7 @@ async function sessionPage(id, signal) {
     $.actions,
     $.approvals, $.callbacks, $.guardrails, $.uncertain, $.limit, $.timer, $.claims,
     el('div', { class: 'split' },
-      el('div', {}, el('h2', {}, 'Turns'), $.turns, $.turnHead, $.turn,
+      el('div', {}, el('h2', {}, 'Turns'), $.turns, $.turnHead, $.goBack, $.turn,
         el('form', { class: 'row', onsubmit: async ev => {
           ev.preventDefault();
           if (!msg.value.trim()) return;
@@ -221,7 +222,8 @@ async function sessionPage(id, signal) {
     live = new AbortController();
     signal.addEventListener('abort', () => live.abort(), { once: true });
     $.turn.replaceChildren();
-    $.turnHead.replaceChildren(el('span', { class: 'mono' }, t), goBack(t));
+    $.turnHead.replaceChildren(el('span', { class: 'mono' }, t));
+    $.goBack.replaceChildren(goBack(t));
     tv = new TurnView($.turn);
     tv.onPart = p => {
       if ($.parts.open) $.parts.append(partLine(p));
@@ -565,7 +567,7 @@ async function sessionPage(id, signal) {
     renderState(s);
     const t = pinned || s.turn?.id || turns[turns.length - 1];
     if (t) showTurn(t);
-    for (const b of $.turnHead.querySelectorAll('.goback')) b.hidden = !turnEnded(b.dataset.turn);
+    for (const b of $.goBack.querySelectorAll('.goback')) b.hidden = !turnEnded(b.dataset.turn);
     renderTurns();
     if (tv) renderWaterfall($.waterfall, tv.steps, facts, shown);
     else if (!shown) $.turn.replaceChildren(el('p', { class: 'muted' }, 'No turn yet.'));
