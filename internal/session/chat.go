@@ -26,7 +26,7 @@ import (
 // appended again: Converse returns the state with dup true. The state
 // returned is the one after the write.
 func (s *ops) Converse(ctx context.Context, id, owner, agent string, msg reducer.Message, check func(reducer.State) error) (st reducer.State, dup bool, err error) {
-	if err := reducer.CheckText("text", msg.Text); err != nil {
+	if err := reducer.CheckMessage("text", msg); err != nil {
 		return reducer.State{}, false, fmt.Errorf("session: converse in %s: %w", id, err)
 	}
 	actor := reducer.Actor{Kind: reducer.ActorOperator, ID: owner}

@@ -48,10 +48,17 @@ func (s *ops) Create(ctx context.Context, id, owner, agent string) (reducer.Stat
 // ErrRejected and nothing is written. Posts to one session from this store take turns; a post that
 // cannot commit within RetryBudget (or ctx's deadline) fails with ErrBusy.
 func (s *ops) Post(ctx context.Context, id string, actor reducer.Actor, text string) (string, error) {
-	if err := reducer.CheckText("text", text); err != nil {
+	return s.PostMessage(ctx, id, actor, reducer.Message{Text: text})
+}
+
+// PostMessage is Post of a message that may carry files (msg.Files, whose
+// bytes are stored already: internal/files' Ingest); a message with files
+// may have no text. Its id is assigned here.
+func (s *ops) PostMessage(ctx context.Context, id string, actor reducer.Actor, msg reducer.Message) (string, error) {
+	if err := reducer.CheckMessage("text", msg); err != nil {
 		return "", fmt.Errorf("session: post to %s: %w", id, err)
 	}
-	msg := reducer.Message{ID: ids.New("msg"), Text: text}
+	msg = reducer.Message{ID: ids.New("msg"), Text: msg.Text, Files: msg.Files}
 	// The budget covers the wait for this process's earlier posts too.
 	bctx, cancel := context.WithTimeout(ctx, RetryBudget)
 	defer cancel()

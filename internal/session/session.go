@@ -14,6 +14,7 @@ import (
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/clock"
 	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -113,6 +114,13 @@ type Config struct {
 	// Retry bounds how a write that lost its race tries again, here and
 	// in the runner's commits; zero is DefaultRetry.
 	Retry retrypkg.Policy
+	// Files keeps the files of messages (internal/files), in the stream
+	// store's bucket under files/<session>/; nil keeps none, and a
+	// message with files cannot be recorded.
+	Files *files.Store
+	// FilePolicy is what an agent accepts in a message's files; nil is
+	// files.Policy's zero value (images and PDF, 20 MB, 5 a message).
+	FilePolicy func(agent string) files.Policy
 }
 
 // stores are the two stores a session store is built on, and their reads.

@@ -80,6 +80,10 @@ func checkSnapshot(id string, f reducer.Fact, sn Snapshot) error {
 		for j, c := range m.Content {
 			switch c.Type {
 			case conversation.Text, conversation.Reasoning, conversation.ToolCall, conversation.ToolResult:
+			case conversation.File:
+				if c.File == nil || c.File.SHA256 == "" {
+					return bad("message %d, content %d is a file without its reference", i, j)
+				}
 			default:
 				return bad("message %d, content %d has type %q", i, j, c.Type)
 			}

@@ -1,6 +1,10 @@
 package conversation
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/baton-run/baton/pkg/reducer"
+)
 
 // Role says who a message is from.
 type Role string
@@ -22,6 +26,10 @@ const (
 	Reasoning  ContentType = "reasoning"
 	ToolCall   ContentType = "tool-call"
 	ToolResult ContentType = "tool-result"
+	// File is a file of a user message, by reference (Content.File); its
+	// bytes are loaded into Content.Data just before a model call
+	// (internal/files' Load), never stored with the conversation.
+	File ContentType = "file"
 )
 
 // Content is one block of a message. Only the fields its Type uses are set.
@@ -39,6 +47,11 @@ type Content struct {
 	Input      json.RawMessage `json:"input,omitempty"`
 	Output     json.RawMessage `json:"output,omitempty"`
 	IsError    bool            `json:"isError,omitempty"`
+	// File is the reference of a File block.
+	File *reducer.File `json:"file,omitempty"`
+	// Data is a File block's bytes, loaded for one model call; it is not
+	// part of the conversation's JSON (snapshots, facts).
+	Data []byte `json:"-"`
 }
 
 // Message is one entry of the model's input.

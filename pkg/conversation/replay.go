@@ -104,15 +104,16 @@ type steeredData struct {
 }
 
 type steeredMessage struct {
-	ID   string `json:"id"`
-	Text string `json:"text"`
+	ID    string         `json:"id"`
+	Text  string         `json:"text"`
+	Files []reducer.File `json:"files,omitempty"`
 }
 
 // SteeredData encodes the payload of a data-steered part delivering msgs.
 func SteeredData(msgs []reducer.Message) json.RawMessage {
 	d := steeredData{Messages: make([]steeredMessage, len(msgs))}
 	for i, m := range msgs {
-		d.Messages[i] = steeredMessage{ID: m.ID, Text: m.Text}
+		d.Messages[i] = steeredMessage{ID: m.ID, Text: m.Text, Files: m.Files}
 	}
 	b, _ := json.Marshal(d) // plain struct: cannot fail
 	return b
@@ -366,7 +367,7 @@ func (r *Replayer) steered(p parts.Part) {
 	}
 	msgs := make([]reducer.Message, len(d.Messages))
 	for i, m := range d.Messages {
-		msgs[i] = reducer.Message{ID: m.ID, Text: m.Text}
+		msgs[i] = reducer.Message{ID: m.ID, Text: m.Text, Files: m.Files}
 	}
 	if len(r.steps) == 0 {
 		r.before = append(r.before, msgs...)
@@ -692,7 +693,13 @@ func (t Turn) wireIDs(history []Message) map[*Call]string {
 func UserMessage(msgs []reducer.Message) Message {
 	m := Message{Role: User}
 	for _, x := range msgs {
-		m.Content = append(m.Content, Content{Type: Text, Text: x.Text})
+		if x.Text != "" || len(x.Files) == 0 {
+			m.Content = append(m.Content, Content{Type: Text, Text: x.Text})
+		}
+		for i := range x.Files {
+			f := x.Files[i]
+			m.Content = append(m.Content, Content{Type: File, File: &f})
+		}
 	}
 	return m
 }
@@ -737,7 +744,7 @@ func (r *Replayer) Build(history []Message, user []reducer.Message) []Message {
 	in := &r.input
 	// The user messages are compared by value: the runner's state is
 	// copied on every commit, they are not.
-	if in.out == nil || !same(in.history, history) || !slices.Equal(in.user, user) || in.before != len(r.before) {
+	if in.out == nil || !same(in.history, history) || !slices.EqualFunc(in.user, user, sameMessage) || in.before != len(r.before) {
 		r.reset(history, user)
 	}
 	// Wire ids for the new steps' calls. A new call's baton id that an
@@ -842,4 +849,9 @@ func Unknown(outcome string) json.RawMessage {
 	out, _ := json.Marshal("The tool call was started, but the turn was " + outcome +
 		" before its result was recorded: it may or may not have taken effect.") // a string: cannot fail
 	return out
+}
+
+// sameMessage reports whether two user messages are equal, files and all.
+func sameMessage(a, b reducer.Message) bool {
+	return a.ID == b.ID && a.Text == b.Text && a.Delivery == b.Delivery && a.Trace == b.Trace && slices.Equal(a.Files, b.Files)
 }

@@ -195,6 +195,20 @@ type Message struct {
 	// message, when it carried one: the turn the message starts is traced
 	// under it (Turn.Trace).
 	Trace string `json:"trace,omitempty"`
+	// Files are the files the message carries, by reference: their bytes
+	// are in S3 (internal/files), never in a fact.
+	Files []File `json:"files,omitempty"`
+}
+
+// File is a reference to a file's bytes in S3: its object key, media
+// type, size, SHA-256 (hex) and the name it was given. A session keeps
+// each digest once (internal/files).
+type File struct {
+	Key       string `json:"key"`
+	MediaType string `json:"mediaType"`
+	Size      int64  `json:"size"`
+	SHA256    string `json:"sha256"`
+	Name      string `json:"name,omitempty"`
 }
 
 // Approval is a tool call waiting for an operator's decision.

@@ -53,3 +53,12 @@ func CheckText(field, text string) error {
 	}
 	return nil
 }
+
+// CheckMessage checks a message's text as CheckText does, but a message
+// that carries files may have no text.
+func CheckMessage(field string, m Message) error {
+	if len(m.Files) > 0 && m.Text == "" {
+		return nil
+	}
+	return CheckText(field, m.Text)
+}

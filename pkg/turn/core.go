@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/internal/retry"
@@ -47,6 +48,36 @@ type core struct {
 	// change is what a resume decided about the definition it runs on
 	// (onchange.go); nil for a start.
 	change *change
+	// files loads the bytes of the model input's files (nil until the
+	// first step that has some; internal/files).
+	files *files.Loader
+}
+
+// loadFiles sets the bytes of msgs' file blocks, read from the session
+// store's files (Config.Files), just before a model call: the
+// conversation holds only their references.
+func (ru *core) loadFiles(ctx context.Context, msgs []conversation.Message) ([]conversation.Message, error) {
+	if ru.files == nil {
+		if !hasFiles(msgs) {
+			return msgs, nil
+		}
+		if ru.r.Sessions.Files == nil {
+			return nil, fmt.Errorf("turn %s: the conversation has files and the store keeps none", ru.out.Turn)
+		}
+		ru.files = ru.r.Sessions.Files.Loader(ru.out.Session)
+	}
+	return ru.files.Load(ctx, msgs)
+}
+
+func hasFiles(msgs []conversation.Message) bool {
+	for _, m := range msgs {
+		for _, c := range m.Content {
+			if c.Type == conversation.File {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // emit buffers parts in the sink and folds them into the run's view of the

@@ -47,6 +47,11 @@ func (ru *stepper) step(ctx context.Context) ([]parts.Part, error) {
 	ctx, cancel := ru.until(ctx, ru.deadline.Add(-ru.lim.Margin))
 	defer cancel()
 	req := ru.request(ru.sess.History)
+	msgs, err := ru.loadFiles(ctx, req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	req.Messages = msgs
 	so := ru.turn.Usage() // the turn's usage before this step
 	so.Steps++
 	sp := &stepParts{n: len(ru.turn.Steps), turn: ru.out.Turn, so: so, price: ru.agent.Price,

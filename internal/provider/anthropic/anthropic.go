@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -374,6 +375,21 @@ func contentBlock(i int, c conversation.Content) (sdk.ContentBlockParamUnion, er
 			tr.IsError = sdk.Bool(true)
 		}
 		return sdk.ContentBlockParamUnion{OfToolResult: tr}, nil
+	case conversation.File:
+		data, err := provider.FileData("anthropic", i, c)
+		if err != nil {
+			return sdk.ContentBlockParamUnion{}, err
+		}
+		enc := base64.StdEncoding.EncodeToString(data)
+		switch {
+		case provider.IsImage(c.File.MediaType):
+			return sdk.NewImageBlockBase64(c.File.MediaType, enc), nil
+		case c.File.MediaType == "application/pdf":
+			return sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: enc}), nil
+		case strings.HasPrefix(c.File.MediaType, "text/"):
+			return sdk.NewDocumentBlock(sdk.PlainTextSourceParam{Data: string(data)}), nil
+		}
+		return sdk.ContentBlockParamUnion{}, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("anthropic: message %d: a file of type %s: Anthropic takes images, PDF and text", i, c.File.MediaType)}
 	default:
 		return sdk.ContentBlockParamUnion{}, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("anthropic: message %d: unknown content type %q", i, c.Type)}
 	}

@@ -368,6 +368,8 @@ func contentBlock(i int, c conversation.Content) (types.ContentBlock, error) {
 			tr.Status = types.ToolResultStatusError
 		}
 		return &types.ContentBlockMemberToolResult{Value: tr}, nil
+	case conversation.File:
+		return fileBlock(i, c)
 	default:
 		return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("bedrock: message %d: unknown content type %q", i, c.Type)}
 	}
@@ -413,4 +415,35 @@ func toolSchema(schema json.RawMessage) (any, error) {
 		return nil, errors.New("schema: not a JSON object")
 	}
 	return v, nil
+}
+
+// fileBlock is the Converse image or document block of file block c.
+func fileBlock(i int, c conversation.Content) (types.ContentBlock, error) {
+	data, err := provider.FileData("bedrock", i, c)
+	if err != nil {
+		return nil, err
+	}
+	mt := c.File.MediaType
+	if f, ok := imageFormats[mt]; ok {
+		return &types.ContentBlockMemberImage{Value: types.ImageBlock{Format: f, Source: &types.ImageSourceMemberBytes{Value: data}}}, nil
+	}
+	if f, ok := documentFormats[mt]; ok {
+		return &types.ContentBlockMemberDocument{Value: types.DocumentBlock{Format: f, Name: aws.String(provider.FileName(c)),
+			Source: &types.DocumentSourceMemberBytes{Value: data}}}, nil
+	}
+	return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("bedrock: message %d: a file of type %s, which Converse does not take", i, mt)}
+}
+
+var imageFormats = map[string]types.ImageFormat{
+	"image/png": types.ImageFormatPng, "image/jpeg": types.ImageFormatJpeg,
+	"image/gif": types.ImageFormatGif, "image/webp": types.ImageFormatWebp,
+}
+
+var documentFormats = map[string]types.DocumentFormat{
+	"application/pdf": types.DocumentFormatPdf, "text/csv": types.DocumentFormatCsv, "text/html": types.DocumentFormatHtml,
+	"text/plain": types.DocumentFormatTxt, "text/markdown": types.DocumentFormatMd,
+	"application/msword": types.DocumentFormatDoc,
+	"application/vnd.openxmlformats-officedocument.wordprocessingml.document": types.DocumentFormatDocx,
+	"application/vnd.ms-excel": types.DocumentFormatXls,
+	"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": types.DocumentFormatXlsx,
 }

@@ -3,6 +3,7 @@ package openai
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -331,6 +332,7 @@ func Messages(system string, msgs []conversation.Message, echo bool) ([]sdk.Chat
 	for i, m := range msgs {
 		var text, thought []string
 		var calls []sdk.ChatCompletionMessageToolCallParam
+		var files []sdk.ChatCompletionContentPartUnionParam
 		for _, c := range m.Content {
 			switch c.Type {
 			case conversation.Text:
@@ -352,6 +354,12 @@ func Messages(system string, msgs []conversation.Message, echo bool) ([]sdk.Chat
 					body = "Error: " + body
 				}
 				out = append(out, sdk.ToolMessage(body, c.ToolCallID))
+			case conversation.File:
+				part, err := filePart(i, m.Role, c)
+				if err != nil {
+					return nil, err
+				}
+				files = append(files, part)
 			default:
 				return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("openai: message %d: unknown content type %q", i, c.Type)}
 			}
@@ -359,7 +367,13 @@ func Messages(system string, msgs []conversation.Message, echo bool) ([]sdk.Chat
 		joined := strings.Join(text, "\n\n")
 		switch m.Role {
 		case conversation.User:
-			if joined != "" {
+			if len(files) > 0 {
+				var content []sdk.ChatCompletionContentPartUnionParam
+				if joined != "" {
+					content = append(content, sdk.TextContentPart(joined))
+				}
+				out = append(out, sdk.UserMessage(append(content, files...)))
+			} else if joined != "" {
 				out = append(out, sdk.UserMessage(joined))
 			}
 		case conversation.Assistant:
@@ -383,4 +397,26 @@ func Messages(system string, msgs []conversation.Message, echo bool) ([]sdk.Chat
 		}
 	}
 	return out, nil
+}
+
+// filePart is the content part of file block c of message i: an image
+// input (image_url, a data URL) or a file input (file_data, a data URL,
+// and its filename). Only a user message carries files.
+func filePart(i int, role conversation.Role, c conversation.Content) (sdk.ChatCompletionContentPartUnionParam, error) {
+	if role != conversation.User {
+		return sdk.ChatCompletionContentPartUnionParam{}, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("openai: message %d: a file in a %s message", i, role)}
+	}
+	data, err := provider.FileData("openai", i, c)
+	if err != nil {
+		return sdk.ChatCompletionContentPartUnionParam{}, err
+	}
+	url := "data:" + c.File.MediaType + ";base64," + base64.StdEncoding.EncodeToString(data)
+	if provider.IsImage(c.File.MediaType) {
+		return sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: url}), nil
+	}
+	name := c.File.Name
+	if name == "" {
+		name = provider.FileName(c)
+	}
+	return sdk.FileContentPart(sdk.ChatCompletionContentPartFileFileParam{FileData: param.NewOpt(url), Filename: param.NewOpt(name)}), nil
 }
