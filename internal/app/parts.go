@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/internal/tick"
+	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/internal/worker"
 )
 
@@ -21,7 +22,13 @@ import (
 // Worker returns the resume worker: it takes wakes and starts, resumes or
 // skips turns.
 func (a *App) Worker() *worker.Worker {
-	return &worker.Worker{Sessions: a.Sessions, Runner: a.Runner, Log: a.Log, Metrics: a.Metrics}
+	w := &worker.Worker{Sessions: a.Sessions, Runner: a.Runner, Log: a.Log, Metrics: a.Metrics}
+	if a.Clients != nil && a.Resources.QueueURL != "" {
+		// A wake its handler could not finish comes back after a short
+		// backoff, not the queue's visibility timeout.
+		w.GiveBack = wake.NewSQS(a.Clients.SQS, a.Resources.QueueURL).GiveBack
+	}
+	return w
 }
 
 // Tick returns the tick: it reaps dead invocations, expires approvals and

@@ -75,6 +75,22 @@ func (q *SQS) Wake(ctx context.Context, w Wake, delay time.Duration) error {
 	return nil
 }
 
+// GiveBack makes a message received from the queue visible again after
+// after (clamped to 0..MaxDelay, whole seconds), so that a wake its
+// handler could not finish is delivered again then, not after the queue's
+// visibility timeout.
+func (q *SQS) GiveBack(ctx context.Context, receiptHandle string, after time.Duration) error {
+	_, err := q.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl:          aws.String(q.url),
+		ReceiptHandle:     aws.String(receiptHandle),
+		VisibilityTimeout: delaySeconds(after),
+	})
+	if err != nil {
+		return fmt.Errorf("wake: give back a message: %w", err)
+	}
+	return nil
+}
+
 // delaySeconds clamps d to what SQS accepts, rounding up so a wake is never
 // delivered before it was asked for.
 func delaySeconds(d time.Duration) int32 {

@@ -145,3 +145,31 @@ func TestParseRejectsBadBodies(t *testing.T) {
 		t.Fatalf("Parse of a good body = %+v, %v", w, err)
 	}
 }
+
+// TestGiveBack: a received wake is invisible for the receive's visibility
+// timeout; given back with no delay, the next receive gets it again.
+func TestGiveBack(t *testing.T) {
+	t.Parallel()
+	url := newQueue(t)
+	client := testenv.Emulator().Clients.SQS
+	waker := NewSQS(client, url)
+	if err := waker.Wake(t.Context(), Wake{Session: ids.New("s"), Reason: "message"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	out, err := client.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), VisibilityTimeout: 600, WaitTimeSeconds: 2})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("receive: %v, %d messages", err, len(out.Messages))
+	}
+	if msgs := receive(t, url, 0); len(msgs) != 0 {
+		t.Fatalf("a received message is visible: %d", len(msgs))
+	}
+	if err := waker.GiveBack(t.Context(), aws.ToString(out.Messages[0].ReceiptHandle), 0); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := receive(t, url, 2); len(msgs) != 1 || aws.ToString(msgs[0].MessageId) != aws.ToString(out.Messages[0].MessageId) {
+		t.Fatalf("after the give-back: %d messages, want the same one again", len(msgs))
+	}
+	if err := waker.GiveBack(t.Context(), "not-a-receipt", 0); err == nil {
+		t.Fatal("a give-back of an unknown receipt handle succeeded")
+	}
+}

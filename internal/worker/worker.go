@@ -18,8 +18,9 @@ import (
 
 // Defaults for the Worker's optional fields.
 const (
-	// DefaultConcurrency bounds how many sessions of one SQS batch run at once.
-	DefaultConcurrency = 4
+	// MaxBackoff is the longest a failed wake given back waits before it
+	// is delivered again (see Worker.GiveBack).
+	MaxBackoff = 5 * time.Minute
 	// DefaultReserve is the least time left before the invocation's deadline
 	// for Handle to start another turn after the one it ran.
 	DefaultReserve = 30 * time.Second
@@ -40,9 +41,16 @@ type Worker struct {
 	Sessions *session.Store
 	Runner   *turn.Runner
 	Log      *slog.Logger
-	// Concurrency bounds the sessions of one batch handled at once; 0 means
-	// DefaultConcurrency.
+	// Concurrency bounds the sessions of one batch handled at once; 0
+	// handles them all at once: the worker is as wide as its batch, each
+	// wake under the invocation's deadline.
 	Concurrency int
+	// GiveBack, when set, makes a record the batch reports failed visible
+	// again after a backoff (at once for a wake the invocation ran out of
+	// time for; else 1 s, doubling with each receive, at most MaxBackoff),
+	// instead of after the queue's visibility timeout. wake.SQS.GiveBack
+	// is one; an error is logged, and the record waits out the timeout.
+	GiveBack func(ctx context.Context, receiptHandle string, after time.Duration) error
 	// Reserve is the least time that must be left before the context's
 	// deadline to run again after a run; 0 means DefaultReserve.
 	Reserve time.Duration
