@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -60,7 +61,15 @@ type Agent struct {
 	// the build it started on (see docs/operations.md). The policy the
 	// turn started under governs it.
 	OnChange OnChange
+	// Files is what a message to the agent may carry: media types, the
+	// largest file, files per message, and whether https URLs are
+	// fetched. The zero value accepts images (PNG, JPEG, GIF, WebP) and
+	// PDF up to 20 MB, 5 a message, and fetches no URL.
+	Files Files
 }
+
+// Files is what an agent accepts in a message's files (see Agent.Files).
+type Files = files.Policy
 
 // Price is a model's price table in USD per million tokens.
 type Price = reducer.Price

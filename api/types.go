@@ -291,6 +291,9 @@ type CreateRequest struct {
 // MessageRequest is the body of POST /sessions/{id}/messages.
 type MessageRequest struct {
 	Text string `json:"text"`
+	// Files are the message's files (see FilePart); with files the text
+	// may be empty.
+	Files []FilePart `json:"files,omitempty"`
 }
 
 // AnswerRequest is the body of POST /sessions/{id}/approvals/{approvalId}:

@@ -126,6 +126,10 @@ func (b *builder) agent(ctx context.Context, an string, c Config, bad func(strin
 	a.Price = c.Pricing
 	a.Steering = c.Steering
 	a.OnChange = c.OnChange
+	a.Files = c.Files
+	if err := c.Files.Check(); err != nil {
+		bad("files", err)
+	}
 	var err error
 	if a.Children, err = spawn.Config(c.Children, c.Agents, c.Handoffs, c.MaxDepth, c.MaxChildren); err != nil {
 		bad("children", err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-run/baton/internal/callback"
 	"github.com/baton-run/baton/internal/claims"
+	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/tool"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/turn"
@@ -82,6 +83,10 @@ type Config struct {
 	// definition: continue (the default), fail or pin (see
 	// turn.Agent.OnChange).
 	OnChange reducer.OnChange `json:"onChange,omitempty"`
+	// Files is what a message to the agent may carry: {"types":
+	// ["image/*", "application/pdf"], "maxBytes": N, "maxFiles": N,
+	// "fetchURLs": true}; absent, images and PDF up to 20 MB, 5 a message.
+	Files files.Policy `json:"files,omitzero"`
 	// Agents names the agents this one may call as tools (a tool per
 	// agent, of its name, taking a task): each call runs in a child
 	// session, and the child's final answer is the call's result.

@@ -32,6 +32,9 @@ func Check(s baton.Agent, d mcp.Dialer, bad func(field string, err error)) (*too
 		shared.CompactionPrompt = s.Compaction.Prompt
 	}
 	CheckShared(shared, bad)
+	if err := s.Files.Check(); err != nil {
+		bad("files", err)
+	}
 	if p := s.Price; p != nil && (p.InputPerMTok < 0 || p.OutputPerMTok < 0) {
 		bad("price", errors.New("negative"))
 	}

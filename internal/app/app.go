@@ -25,6 +25,7 @@ import (
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/claims/claimsdb"
 	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/metrics"
 	"github.com/baton-run/baton/internal/session"
@@ -255,6 +256,10 @@ func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slo
 	// Edits are checked against the tool's schema before they are written.
 	ss.CheckInput = agentMap.CheckInput
 	ss = intercept.Store(ss, interceptors)
+	// Files live in the stream bucket under files/<session>/, so a
+	// session's delete takes them; each agent says what it accepts.
+	ss.Files = files.New(clients.S3, r.streamBucket(), s3.NewPresignClient(clients.S3))
+	ss.FilePolicy = agentMap.FilePolicy
 	// The claims broker shares the session table (a key space of its own).
 	// The store withdraws the waiter of a blocked turn it ends.
 	dynamoBroker := claimsdb.New(clients.DynamoDB, r.Table)

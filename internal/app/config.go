@@ -126,7 +126,7 @@ func GoAgent(a baton.Agent, d mcp.Dialer) (*turn.Agent, error) {
 	return &turn.Agent{Name: a.Name, System: a.System, Model: a.Model, Tools: reg, Remote: remote,
 		MaxTokens: a.MaxOutputTokens, MaxToolOutput: a.MaxToolOutput, Limits: a.Limits, Price: a.Price,
 		Compaction: a.Compaction, Steering: a.Steering, Children: a.Children, Guardrails: a.Guardrails,
-		OnChange: a.OnChange}, nil
+		OnChange: a.OnChange, Files: a.Files}, nil
 }
 
 // Resources are what an App runs on: the resources template.yaml creates

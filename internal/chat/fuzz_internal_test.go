@@ -67,7 +67,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		last := in.Messages[len(in.Messages)-1]
 		if msg != nil {
-			if last.Role != "user" || msg.ID != last.ID || !validID(msg.ID) || strings.TrimSpace(msg.Text) == "" || len(msg.Text) > MaxText {
+			if last.Role != "user" || msg.msg.ID != last.ID || !validID(msg.msg.ID) || (strings.TrimSpace(msg.msg.Text) == "" && len(msg.files) == 0) || len(msg.msg.Text) > MaxText {
 				t.Fatalf("message %+v accepted from %+v", msg, last)
 			}
 			return

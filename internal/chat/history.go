@@ -51,7 +51,7 @@ func (h *handler) history(ctx context.Context, id string, v Version) ([]api.Chat
 	b := branchOf(facts)
 	out := []api.ChatMessage{}
 	for _, t := range b.turns {
-		out = appendUser(out, t.user)
+		out = h.appendUser(ctx, id, out, t.user)
 		if !t.ended {
 			// The open turn's reply is the resume stream's; its steered
 			// messages follow it there as data-steered parts.
@@ -66,15 +66,31 @@ func (h *handler) history(ctx context.Context, id string, v Version) ([]api.Chat
 			ps[i] = e.Part
 		}
 		out = append(out, Reply(t.id, ps, v))
-		out = appendUser(out, t.steered)
+		out = h.appendUser(ctx, id, out, t.steered)
 	}
-	return appendUser(out, b.inbox), nil
+	return h.appendUser(ctx, id, out, b.inbox), nil
 }
 
-func appendUser(out []api.ChatMessage, msgs []reducer.Message) []api.ChatMessage {
+// appendUser appends msgs, user messages of chat id: a text part, and a
+// file part for each file, its URL a short-lived presigned GET (the
+// caller is the chat's owner: the chat id is derived from them).
+func (h *handler) appendUser(ctx context.Context, id string, out []api.ChatMessage, msgs []reducer.Message) []api.ChatMessage {
 	for _, m := range msgs {
-		text := m.Text
-		out = append(out, api.ChatMessage{ID: m.ID, Role: "user", Parts: []api.ChatPart{{Type: "text", Text: &text}}})
+		var ps []api.ChatPart
+		if m.Text != "" || len(m.Files) == 0 {
+			text := m.Text
+			ps = append(ps, api.ChatPart{Type: "text", Text: &text})
+		}
+		for _, f := range m.Files {
+			p := api.ChatPart{Type: "file", MediaType: f.MediaType, Filename: f.Name}
+			if h.Sessions.Files != nil {
+				// A presign is computed, not asked for: it fails only
+				// on a store without a presigner, which leaves no URL.
+				p.URL, _ = h.Sessions.Files.URL(ctx, id, f)
+			}
+			ps = append(ps, p)
+		}
+		out = append(out, api.ChatMessage{ID: m.ID, Role: "user", Parts: ps})
 	}
 	return out
 }

@@ -1,12 +1,16 @@
 package chat
 
 import (
+	"context"
+	"errors"
 	"mime"
 	"net/http"
 	"strings"
 
 	"github.com/baton-run/baton/api"
+	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/httpjson"
+	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -21,8 +25,9 @@ type answer struct {
 const regenerate = "regenerate-message"
 
 // decodeRequest reads and checks a chat request. It returns the new user
-// message, or the approval answers, never both; neither for a regenerate.
-func decodeRequest(w http.ResponseWriter, r *http.Request, max int64) (api.ChatRequest, *reducer.Message, []answer, error) {
+// message (whose file parts are in in.files, to check and store: see
+// ingest), or the approval answers, never both; neither for a regenerate.
+func decodeRequest(w http.ResponseWriter, r *http.Request, max int64) (api.ChatRequest, *userInput, []answer, error) {
 	var in api.ChatRequest
 	body, err := httpjson.ReadBody(w, r, max)
 	if err != nil {
@@ -55,7 +60,10 @@ func decodeRequest(w http.ResponseWriter, r *http.Request, max int64) (api.ChatR
 	switch last.Role {
 	case "user":
 		msg, err := userMessage(last)
-		return in, msg, nil, err
+		if err != nil {
+			return in, nil, nil, err
+		}
+		return in, msg, nil, nil
 	case "assistant":
 		answers, err := approvalAnswers(last)
 		return in, nil, answers, err
@@ -64,26 +72,38 @@ func decodeRequest(w http.ResponseWriter, r *http.Request, max int64) (api.ChatR
 	}
 }
 
-func userMessage(m api.UIMessage) (*reducer.Message, error) {
+// userInput is a new user message and the files it names, not yet
+// checked against the agent's policy nor stored.
+type userInput struct {
+	msg   reducer.Message
+	files []files.Input
+}
+
+func userMessage(m api.UIMessage) (*userInput, error) {
 	if !validID(m.ID) {
 		return nil, httpjson.Refuse(http.StatusBadRequest, "the last message's id %q is not a message id: 1 to 128 letters, digits, '_' or '-'", httpjson.Clip(m.ID))
 	}
 	var text []string
+	var fs []files.Input
 	for _, p := range m.Parts {
 		switch {
 		case p.Type == "text":
 			text = append(text, p.Text)
+		case p.Type == "file":
+			fs = append(fs, files.Input{MediaType: p.MediaType, URL: p.URL, Name: p.Filename})
 		case strings.HasPrefix(p.Type, "data-"):
 			// Application data the client keeps; the model does not see it.
 		default:
-			return nil, httpjson.Refuse(http.StatusBadRequest, "the last message has a part of type %q: only text parts are accepted", httpjson.Clip(p.Type))
+			return nil, httpjson.Refuse(http.StatusBadRequest, "the last message has a part of type %q: only text and file parts are accepted", httpjson.Clip(p.Type))
 		}
 	}
 	joined := strings.Join(text, "\n")
-	if err := reducer.CheckText("the last message's text", joined); err != nil {
-		return nil, httpjson.Refuse(http.StatusBadRequest, "%v", err)
+	if len(fs) == 0 || joined != "" {
+		if err := reducer.CheckText("the last message's text", joined); err != nil {
+			return nil, httpjson.Refuse(http.StatusBadRequest, "%v", err)
+		}
 	}
-	return &reducer.Message{ID: m.ID, Text: joined}, nil
+	return &userInput{msg: reducer.Message{ID: m.ID, Text: joined}, files: fs}, nil
 }
 
 func approvalAnswers(m api.UIMessage) ([]answer, error) {
@@ -108,4 +128,37 @@ func approvalAnswers(m api.UIMessage) ([]answer, error) {
 		return nil, httpjson.Refuse(http.StatusBadRequest, "the last message is an assistant message with no tool part in state approval-responded: nothing to send")
 	}
 	return out, nil
+}
+
+// ingest checks the files of u against agent's policy and stores them in
+// session id: the message to record, with their references. A refused
+// file is a 4xx naming it (413 too big, 415 a type not accepted or one
+// its bytes belie, 400 the rest) and nothing is stored.
+func (h *handler) ingest(ctx context.Context, id, agent string, u *userInput) (*reducer.Message, error) {
+	msg := u.msg
+	if len(u.files) == 0 {
+		return &msg, nil
+	}
+	refs, err := ingestFiles(ctx, h.Sessions, id, agent, u.files)
+	if err != nil {
+		return nil, err
+	}
+	msg.Files = refs
+	return &msg, nil
+}
+
+// ingestFiles is ingest on a session store: its Files and FilePolicy.
+func ingestFiles(ctx context.Context, ss *session.Store, id, agent string, in []files.Input) ([]reducer.File, error) {
+	if ss.Files == nil {
+		return nil, httpjson.Refuse(http.StatusBadRequest, "this server keeps no files: send text only")
+	}
+	var p files.Policy
+	if ss.FilePolicy != nil {
+		p = ss.FilePolicy(agent)
+	}
+	refs, _, err := ss.Files.Ingest(ctx, id, p, in)
+	if fe := (*files.Error)(nil); errors.As(err, &fe) {
+		return nil, httpjson.Refuse(fe.Status(), "%v", fe)
+	}
+	return refs, err
 }

@@ -16,6 +16,7 @@ func (h *handler) routes() map[string]httpjson.Handler {
 		"GET /chat/{id}/stream":   h.resume,
 		"POST /chat/{id}/stop":    h.stop,
 		"GET /chat/{id}/messages": h.messages,
+		"POST /chat/{id}/uploads": h.upload,
 	}
 }
 

@@ -36,7 +36,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 	if done || err != nil {
 		return err
 	}
-	in, msg, answers, err := decodeRequest(w, r, h.MaxBody)
+	in, user, answers, err := decodeRequest(w, r, h.MaxBody)
 	if err != nil {
 		return err
 	}
@@ -54,8 +54,15 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, caller string) er
 	switch {
 	case in.Trigger == regenerate:
 		return h.regenerate(ctx, w, r, caller, id, in.MessageID, v, key)
-	case msg == nil:
+	case user == nil:
 		return h.answer(ctx, w, r, caller, id, answers, v, key)
+	}
+	// The files are checked, then stored, before the message is written
+	// (see files.Ingest: bytes a message refused after all leaves are
+	// named by no fact, and go with the session).
+	msg, err := h.ingest(ctx, id, agent, user)
+	if err != nil {
+		return err
 	}
 	if err := h.edit(ctx, id, caller, *msg); err != nil {
 		return err

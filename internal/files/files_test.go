@@ -26,7 +26,9 @@ var (
 	gifBytes = []byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;")
 )
 
-func data(mt string, b []byte) string { return "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(b) }
+func data(mt string, b []byte) string {
+	return "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(b)
+}
 
 type fixture struct {
 	bucket *memstore.Bucket

@@ -153,7 +153,7 @@ func TestPostMessageRecordsFactAndWakes(t *testing.T) {
 	fs := e.facts(s.ID)
 	last := fs[len(fs)-1]
 	if len(fs) != 2 || last.Type != reducer.MessageReceived || last.Message == nil ||
-		*last.Message != (reducer.Message{ID: acc.MessageID, Text: text, Delivery: reducer.SteerEnqueue}) ||
+		!reflect.DeepEqual(*last.Message, reducer.Message{ID: acc.MessageID, Text: text, Delivery: reducer.SteerEnqueue}) ||
 		last.Actor != (reducer.Actor{Kind: reducer.ActorOperator, ID: alice}) {
 		t.Errorf("facts %+v", fs)
 	}

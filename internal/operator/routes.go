@@ -38,6 +38,8 @@ func (g groups) routes() map[string]func(http.ResponseWriter, *http.Request, str
 		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule, idempotency.WriteFirst),
 		"DELETE /sessions/{id}/schedule":               a.idempotent(a.clearSchedule, idempotency.WriteFirst),
 	}
+		"POST /sessions/{id}/uploads":                  s.upload,
+		"GET /sessions/{id}/files/{sha256}":            s.file,
 }
 
 // Route is one route the operator API serves, as a deployment declares it:

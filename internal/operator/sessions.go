@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/baton-run/baton/api"
+	"github.com/baton-run/baton/internal/chat"
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/ids"
@@ -120,7 +121,11 @@ func (a *sessionRoutes) facts(w http.ResponseWriter, r *http.Request, caller str
 }
 
 func (a *sessionRoutes) message(w http.ResponseWriter, r *http.Request, caller string) error {
-	id, err := a.ownedID(r, caller)
+	id, err := pathID(r, "id", "session")
+	if err != nil {
+		return err
+	}
+	id, head, err := a.owned(r.Context(), id, caller)
 	if err != nil {
 		return err
 	}
@@ -128,8 +133,13 @@ func (a *sessionRoutes) message(w http.ResponseWriter, r *http.Request, caller s
 	if err := decode(w, r, a.maxBody, &in, false); err != nil {
 		return err
 	}
-	if err := reducer.CheckText("text", in.Text); err != nil {
+	if err := reducer.CheckMessage("text", reducer.Message{Text: in.Text, Files: make([]reducer.File, len(in.Files))}); err != nil {
 		return httpjson.Refuse(http.StatusBadRequest, "%v", err)
+	}
+	// The files are checked, then stored, before the message is written.
+	refs, err := chat.Ingest(r.Context(), a.sessions, id, head.Agent, in.Files)
+	if err != nil {
+		return err
 	}
 	accepted := func(msg string) (idempotency.Reply, error) {
 		return idempotency.NewReply(http.StatusAccepted, "", api.MessageAccepted{MessageID: msg})
@@ -137,7 +147,7 @@ func (a *sessionRoutes) message(w http.ResponseWriter, r *http.Request, caller s
 	store, built := a.writer(r, func(_ reducer.State, written []reducer.Fact) (idempotency.Reply, error) {
 		return accepted(written[0].Message.ID)
 	})
-	msg, err := store.Post(r.Context(), id, operatorActor(caller), in.Text)
+	msg, err := store.PostMessage(r.Context(), id, operatorActor(caller), reducer.Message{Text: in.Text, Files: refs})
 	if err != nil {
 		return err
 	}

@@ -14,23 +14,27 @@ const snapshotRoot = "snapshots/"
 
 func snapshotPrefix(session string) string { return snapshotRoot + session + "/" }
 
+// filePrefix is where the session's files are (internal/files keeps them
+// in the stream bucket, files/<session>/<sha256>).
+func filePrefix(session string) string { return "files/" + session + "/" }
+
 // Object is one object a session stored: a chunk of one of its turn
 // streams, or one of its snapshots.
 type Object struct {
 	Key string
 	// Stream is the turn stream the object is a chunk of; empty for a
-	// snapshot.
+	// snapshot or a file.
 	Stream string
 }
 
 // SessionObjects lists every object of session: its turn streams' chunks,
-// then its snapshots, each in key order.
+// then its snapshots, then its files, each in key order.
 func (s *Store) SessionObjects(ctx context.Context, session string) ([]Object, error) {
 	if err := checkID("session", session); err != nil {
 		return nil, fmt.Errorf("streams: list the objects of %s: %w", session, err)
 	}
 	var out []Object
-	for _, prefix := range []string{sessionPrefix(session), snapshotPrefix(session)} {
+	for _, prefix := range []string{sessionPrefix(session), snapshotPrefix(session), filePrefix(session)} {
 		keys, err := s.listKeys(ctx, prefix, "", 0)
 		if err != nil {
 			return nil, fmt.Errorf("streams: list the objects of %s: %w", session, err)

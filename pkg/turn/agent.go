@@ -3,6 +3,7 @@ package turn
 import (
 	"encoding/json"
 	baton "github.com/baton-run/baton"
+	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/guard"
 	"github.com/baton-run/baton/internal/model"
 	"github.com/baton-run/baton/internal/tool"
@@ -50,6 +51,10 @@ type Agent struct {
 	// Steering); a run of a steer or interrupt agent looks for such
 	// messages at each step boundary.
 	Steering reducer.Steering
+	// Files is what a message to the agent may carry (internal/files);
+	// the session store checks a message's files against it as it is
+	// posted (session.Store's FilePolicy).
+	Files files.Policy
 	// Children are the agents it may call as tools and hand off to (see
 	// children.go); AgentMap.Link adds their tools.
 	Children Children
@@ -117,6 +122,15 @@ func (m AgentMap) Steering(name string) reducer.Steering {
 		return a.Steering
 	}
 	return ""
+}
+
+// FilePolicy returns the named agent's file policy, the default for an
+// unknown agent; it is what session.Store's FilePolicy wants.
+func (m AgentMap) FilePolicy(name string) files.Policy {
+	if a, ok := m[name]; ok {
+		return a.Files
+	}
+	return files.Policy{}
 }
 
 // CheckInput checks input against the schema of the named agent's tool,
