@@ -41,6 +41,12 @@ type UIPart struct {
 	ToolCallID string      `json:"toolCallId,omitempty"`
 	State      string      `json:"state,omitempty"`
 	Approval   *UIApproval `json:"approval,omitempty"`
+	// MediaType, URL and Filename are a file part's: a data URL, an
+	// https URL (for an agent that fetches them) or the baton-file: URL
+	// of a presigned upload (POST /sessions/{id}/uploads).
+	MediaType string `json:"mediaType,omitempty"`
+	URL       string `json:"url,omitempty"`
+	Filename  string `json:"filename,omitempty"`
 }
 
 // UIApproval is a tool part's approval: its id, and the answer once given.
@@ -81,4 +87,10 @@ type ChatPart struct {
 	Approval *UIApproval `json:"approval,omitempty"`
 
 	Data json.RawMessage `json:"data,omitempty"`
+
+	// MediaType, URL and Filename are a file part's: URL is a
+	// short-lived presigned GET of the file, made for the chat's owner.
+	MediaType string `json:"mediaType,omitempty"`
+	URL       string `json:"url,omitempty"`
+	Filename  string `json:"filename,omitempty"`
 }
