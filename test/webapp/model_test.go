@@ -1,6 +1,8 @@
 package webapp_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -205,11 +207,19 @@ func newEchoModel(t *testing.T) *httptest.Server {
 			var s string
 			if json.Unmarshal(msg.Content, &s) != nil {
 				var blocks []struct {
-					Text string `json:"text"`
+					Text     string `json:"text"`
+					ImageURL struct {
+						URL string `json:"url"`
+					} `json:"image_url"`
 				}
 				_ = json.Unmarshal(msg.Content, &blocks)
 				for _, b := range blocks {
 					s += b.Text
+					if u := b.ImageURL.URL; u != "" {
+						// An image input: said back by its type and digest,
+						// so the page shows what the model got.
+						s += " " + imageSeen(u)
+					}
 				}
 			}
 			last = s
@@ -254,4 +264,16 @@ func agentFile(t *testing.T, m *modelServer, idx, echo *httptest.Server) string 
 		t.Fatal(err)
 	}
 	return path
+}
+
+// imageSeen names the image of data URL u as the echo model says it
+// back: "[image <media type> sha256:<first 12 hex>]".
+func imageSeen(u string) string {
+	meta, payload, _ := strings.Cut(strings.TrimPrefix(u, "data:"), ",")
+	b, err := base64.StdEncoding.DecodeString(payload)
+	if err != nil {
+		return "[image that does not decode]"
+	}
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("[image %s sha256:%x]", strings.TrimSuffix(meta, ";base64"), sum[:6])
 }

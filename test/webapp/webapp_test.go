@@ -4,9 +4,14 @@
 package webapp_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"log/slog"
 	"net/http"
@@ -168,6 +173,7 @@ func TestUseChatInChromium(t *testing.T) {
 			s.stop()
 			s.progress()
 			s.branch()
+			s.image()
 		})
 	}
 	report(t, lat)
@@ -485,4 +491,43 @@ func (s *scenario) branch() {
 	}
 	s.noError("after a reload after the edit")
 	s.t.Logf("regenerated: %q; edited and reloaded: %q", regenerated, edited)
+}
+
+// image: attach an image (a file part with a data URL, as useChat sends
+// it) to a message of the echo agent, whose model says back the type and
+// digest of each image input its request holds: the page shows the
+// image's, so the request the model server got held the image, byte for
+// byte. After a reload the history shows the image, an <img> whose src is
+// baton's presigned URL of its copy, loaded.
+func (s *scenario) image() {
+	chat := fmt.Sprintf("webapp-b%d-img-%d", s.major, time.Now().UnixNano())
+	s.open(s.b.origin, chat)
+	u := pngDataURL(s.t)
+	want := imageSeen(u)
+	ready := `document.querySelector('#status').textContent === 'ready'`
+	eval[any](s.b, fmt.Sprintf(`(window.app.sendFile('What is this?', 'image/png', %q, 'dot.png'), null)`, u))
+	s.b.waitFor("the answer about the image", fmt.Sprintf(`document.body.innerText.includes(%q) && %s`, want, ready))
+	s.noError("after sending an image")
+	s.open(s.b.origin, chat) // reload
+	s.b.waitFor("the image in the history", `[...document.querySelectorAll('.msg.user img.file')].some(i => i.complete && i.naturalWidth === 8 && !i.src.startsWith('data:'))`)
+	if got := eval[string](s.b, assistantText); !strings.Contains(got, want) {
+		s.b.fail("after a reload the answer is %q, want it to name %s", got, want)
+	}
+	s.noError("after a reload after the image")
+	s.b.shot(fmt.Sprintf("v%d-11-image", s.major))
+	s.t.Logf("the model got %s; the history shows it from %.60s…", want, eval[string](s.b, `document.querySelector('.msg.user img.file').src`))
+}
+
+// pngDataURL is an 8×8 PNG as a data URL.
+func pngDataURL(t *testing.T) string {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	for x := range 8 {
+		img.Set(x, 7-x, color.RGBA{B: 220, A: 255})
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(b.Bytes())
 }

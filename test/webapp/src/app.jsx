@@ -14,7 +14,8 @@
 // - stop: stop() aborts the fetch; POST /chat/{id}/stop stops the turn;
 // - major 5 approves through the operator route, then resumes;
 // - a response that ends at the server's hold, mid-turn, is resumed;
-// - regenerate and edit are the stock calls (window.app.regenerate, edit).
+// - regenerate and edit are the stock calls (window.app.regenerate, edit);
+// - a file is the stock file part (window.app.sendFile), shown as an image.
 import React, { useEffect, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { useChat } from '@ai-sdk/react';
@@ -113,6 +114,8 @@ function Chat({ initial }) {
   // user message: the AI SDK's own calls, which baton answers by going back.
   window.app = {
     send: (text) => chat.sendMessage({ text }), stop, resume,
+    // A file attached as the AI SDK sends it: a file part with a data URL.
+    sendFile: (text, mediaType, url, filename) => chat.sendMessage({ text, files: [{ type: 'file', mediaType, url, filename }] }),
     regenerate: (messageId) => chat.regenerate(messageId ? { messageId } : undefined),
     edit: (messageId, text) => chat.sendMessage({ text, messageId }),
   };
@@ -155,6 +158,12 @@ function Chat({ initial }) {
 function Part({ part, answer }) {
   if (part.type === 'text') return <p className="text">{part.text}</p>;
   if (part.type === 'reasoning') return <p className="reasoning"><i>{part.text}</i></p>;
+  // A file: the history's is a short-lived presigned URL of baton's copy.
+  if (part.type === 'file') {
+    return part.mediaType?.startsWith('image/')
+      ? <img className="file" src={part.url} alt={part.filename ?? 'image'} data-media-type={part.mediaType} />
+      : <a className="file" href={part.url} data-media-type={part.mediaType}>{part.filename ?? 'file'}</a>;
+  }
   // A tool's data parts (baton.Emit): one element per type and id, which
   // useChat updates in place as later parts of the same id arrive.
   if (part.type.startsWith('data-') && part.data?.of !== undefined) {
