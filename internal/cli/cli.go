@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -564,7 +566,9 @@ func (e *env) newSession(ctx context.Context, args []string) error {
 
 func (e *env) send(ctx context.Context, args []string) error {
 	c := e.flags("send", true)
-	pos, err := c.parse(args, 2, true, "SESSION TEXT...")
+	var paths fileFlags
+	c.fs.Var(&paths, "file", "attach the file at PATH (repeatable): an image or a PDF, as the agent accepts")
+	pos, err := c.parse(args, 1, true, "SESSION [TEXT...]")
 	if err != nil {
 		return err
 	}
@@ -576,14 +580,28 @@ func (e *env) send(ctx context.Context, args []string) error {
 		}
 		text = string(b)
 	}
-	if err := reducer.CheckText("TEXT", text); err != nil {
-		return usagef("%v", err)
+	if len(paths) == 0 || text != "" {
+		if err := reducer.CheckText("TEXT", text); err != nil {
+			return usagef("%v", err)
+		}
 	}
 	cl, err := e.client(c)
 	if err != nil {
 		return err
 	}
-	out, err := cl.Send(ctx, pos[0], text)
+	in := api.MessageRequest{Text: text}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return usagef("--file: %v", err)
+		}
+		part, err := cl.Attach(ctx, pos[0], filepath.Base(p), mediaTypeOf(p, data), data)
+		if err != nil {
+			return err
+		}
+		in.Files = append(in.Files, part)
+	}
+	out, err := cl.SendMessage(ctx, pos[0], in)
 	if err != nil {
 		return err
 	}
@@ -703,4 +721,24 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// fileFlags are the paths of repeated --file flags.
+type fileFlags []string
+
+func (f *fileFlags) String() string { return strings.Join(*f, ",") }
+
+func (f *fileFlags) Set(p string) error {
+	*f = append(*f, p)
+	return nil
+}
+
+// mediaTypeOf is the media type of the file at path p holding data: by its
+// extension, else by its bytes. The server checks it against the bytes.
+func mediaTypeOf(p string, data []byte) string {
+	if mt, _, err := mime.ParseMediaType(mime.TypeByExtension(filepath.Ext(p))); err == nil && mt != "" {
+		return mt
+	}
+	mt, _, _ := mime.ParseMediaType(http.DetectContentType(data))
+	return mt
 }
