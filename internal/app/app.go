@@ -93,7 +93,7 @@ const MaxRetentionDays = 36500
 // AWS SDK's own (AWS_REGION, AWS_ENDPOINT_URL, credentials).
 func Vars() []string {
 	return []string{EnvTable, EnvBucket, EnvQueueURL, EnvAgents, EnvLogFormat, EnvWakeGrace, EnvChatAgent, EnvChatOrigins,
-		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold, EnvStreamBucket, EnvStreamBucketType, EnvRetentionDays, EnvClaimsPoll, EnvCallbackURL}
+		EnvJWTIssuer, EnvJWTAudience, EnvJWKSURL, EnvHold, EnvStreamBucket, EnvStreamBucketType, EnvRetentionDays, EnvClaimsPoll, EnvCallbackURL, EnvMCPAgents}
 }
 
 // AgentsFrom is the agent file the functions read from the variables
@@ -119,6 +119,7 @@ func EnvFrom(getenv func(string) string) (Resources, error) {
 		JWKSURL:      getenv(EnvJWKSURL),
 		StreamBucket: getenv(EnvStreamBucket),
 		CallbackURL:  getenv(EnvCallbackURL),
+		MCPAgents:    getenv(EnvMCPAgents),
 		Build:        getenv("AWS_LAMBDA_FUNCTION_VERSION"),
 		Function:     getenv("AWS_LAMBDA_FUNCTION_NAME"),
 	}
@@ -277,6 +278,9 @@ func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slo
 		if vi, ok := c.Lambda(clients.Config).(VersionInvoker); ok {
 			a.Runner.Pins = lambdaPins{inv: vi, function: r.Function, now: time.Now}
 		}
+	}
+	if _, err := a.mcpAgents(); err != nil {
+		return nil, err
 	}
 	for _, f := range c.onBuild {
 		f(a)

@@ -42,6 +42,10 @@ type Head struct {
 	// and "" when nothing is due (see reducer.State.Next).
 	Due time.Time
 	Why reducer.Reason
+	// Rewoken is when the tick last re-sent the wake the session waits for
+	// (Store.Rewoke), zero when it has not since the session's last fact;
+	// Due is then when the tick may re-send it again.
+	Rewoken time.Time
 	// Usage is the session's recorded usage: its ended turns' billed
 	// steps, and the open turn's as its last suspension recorded them.
 	Usage reducer.Usage
@@ -132,6 +136,13 @@ func decodeHead(item map[string]types.AttributeValue) (Head, error) {
 			return Head{}, fmt.Errorf("head of %s: %w", h.Session, err)
 		}
 		h.Due = time.UnixMilli(ms).UTC()
+	}
+	if _, ok := item[attrRewoken]; ok {
+		ms, err := numAttr(item, attrRewoken)
+		if err != nil {
+			return Head{}, fmt.Errorf("head of %s: %w", h.Session, err)
+		}
+		h.Rewoken = time.UnixMilli(ms).UTC()
 	}
 	if err := checkHead(item, h); err != nil {
 		return Head{}, fmt.Errorf("head of %q: %w", h.Session, err)

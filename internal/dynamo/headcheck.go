@@ -17,7 +17,7 @@ var ErrCorruptHead = errors.New("dynamo: corrupt head item")
 // headAttrs are the attributes headItem may write.
 var headAttrs = map[string]bool{
 	attrPK: true, attrSK: true, attrLastSeq: true, attrStatus: true, attrAgent: true, attrOwner: true,
-	attrCreated: true, attrUpdated: true, attrTurn: true, attrCause: true, attrDueShard: true, attrDue: true, attrWhy: true,
+	attrCreated: true, attrUpdated: true, attrTurn: true, attrCause: true, attrDueShard: true, attrDue: true, attrWhy: true, attrRewoken: true,
 	attrInputTokens: true, attrOutputTokens: true, attrSteps: true, attrCost: true,
 }
 
@@ -130,6 +130,8 @@ func checkHeadDue(item map[string]types.AttributeValue, h Head) error {
 		return corruptHead("%s %q is not the session's shard", attrDueShard, strAttr(item, attrDueShard))
 	case hasWhy && !dueWhys[h.Why]:
 		return corruptHead("unknown %s %q", attrWhy, h.Why)
+	case !h.Rewoken.IsZero() && !h.Why.Wake():
+		return corruptHead("%s with %s %q: only a session waiting for a wake has it re-sent", attrRewoken, attrWhy, h.Why)
 	case (h.Status == reducer.Running) != (h.Why == reducer.ReasonLease):
 		return corruptHead("%s with %s %q: a running session, and only one, is due for its lease", h.Status, attrWhy, h.Why)
 	case h.Why == reducer.ReasonApproval && h.Cause != reducer.CauseApproval,

@@ -13,7 +13,8 @@ import (
 // Fact items: pk = session, sk = seq (1..n), type, fact (JSON of reducer.Fact),
 // writer.
 // Head item:  pk = session, sk = 0, lastSeq, status, agent, owner, created,
-// updated, turn, cause, and — only while something is due — dueShard, due, why.
+// updated, turn, cause, and — only while something is due — dueShard, due, why,
+// and rewoken once the tick has re-sent a lost wake (Store.Rewoke).
 // Receipt items: pk = "receipt#" + key, sk = -1, request, answer, expires
 // (the table's TTL attribute); they carry no index attribute, and their sk
 // is outside every fact and head query.
@@ -44,6 +45,7 @@ const (
 	attrDueShard = "dueShard" // S, byDue hash key while due: the session's shard, dueShardKey(DueShardOf(pk))
 	attrDue      = "due"      // N, byDue range key: unix milliseconds
 	attrWhy      = "why"      // S: why the session is due
+	attrRewoken  = "rewoken"  // N: unix milliseconds the tick last re-sent the session's wake; absent until it does, dropped by the next append
 	// The session's recorded usage (reducer.State.Usage); each N, absent when 0.
 	attrInputTokens  = "inputTokens"
 	attrOutputTokens = "outputTokens"

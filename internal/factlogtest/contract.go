@@ -46,6 +46,7 @@ var cases = []struct {
 	{"DueInOrder", true, dueInOrder},
 	{"BuryPurgeReuse", false, buryPurgeReuse},
 	{"SweepFindsIdleAndUnpurged", true, sweep},
+	{"RewokeOnceOnTheSameHead", true, rewoke},
 }
 
 // sess builds a session's facts: numbered, timed and folded by the
@@ -589,5 +590,43 @@ func sweep(t *testing.T, l session.FactLog, _ *clock.Fake) {
 	if err := l.Sweep(ctx, start.Add(30*time.Minute), func(dynamo.Head) error { return stop },
 		func(dynamo.Tombstone) error { return nil }); !errors.Is(err, stop) {
 		t.Fatalf("sweep passes the callback's error back: %v", err)
+	}
+}
+
+// rewoke records a re-sent wake on a head: once on the head it was read
+// as, moving the head in the due index, and never on a head that moved on.
+func rewoke(t *testing.T, l session.FactLog, _ *clock.Fake) {
+	ctx := t.Context()
+	s := newSess(t, l, ids.New("o"), start)
+	s.append(message("waiting"))
+	mine := map[string]bool{s.id: true}
+	h, err := l.Head(ctx, s.id)
+	if err != nil || h.Why != reducer.ReasonInbox || !h.Rewoken.IsZero() {
+		t.Fatalf("head = %+v, %v", h, err)
+	}
+	at := h.Due.Add(3 * time.Minute)
+	next := at.Add(2 * time.Minute)
+	if err := l.Rewoke(ctx, h, at, next); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Rewoke(ctx, h, at, next); !errors.Is(err, dynamo.ErrConflict) {
+		t.Fatalf("a second record on the head as first read: %v, want a conflict", err)
+	}
+	got, err := l.Head(ctx, s.id)
+	if err != nil || !got.Rewoken.Equal(at) || !got.Due.Equal(next) || got.Why != h.Why || got.LastSeq != h.LastSeq {
+		t.Fatalf("head after the record = %+v, %v; want rewoken %v, due %v", got, err, at, next)
+	}
+	if d := due(t, l, next.Add(-time.Millisecond), 0, mine); len(d) != 0 {
+		t.Fatalf("due before the next re-send: %+v", d)
+	}
+	if d := due(t, l, next, 0, mine); len(d) != 1 || !d[0].Rewoken.Equal(at) {
+		t.Fatalf("due at the next re-send: %+v", d)
+	}
+	s.append(message("more"))
+	if err := l.Rewoke(ctx, got, at, next); !errors.Is(err, dynamo.ErrConflict) {
+		t.Fatalf("a record on a head that moved on: %v, want a conflict", err)
+	}
+	if got, err := l.Head(ctx, s.id); err != nil || !got.Rewoken.IsZero() || got.LastSeq != h.LastSeq+1 {
+		t.Fatalf("head after the next append = %+v, %v; want the record gone", got, err)
 	}
 }

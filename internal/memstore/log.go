@@ -196,6 +196,28 @@ func (l *Log) Head(ctx context.Context, session string) (dynamo.Head, error) {
 	return h, nil
 }
 
+// Rewoke records on the session's head that its wake was re-sent at at and
+// moves its due time to next, provided the head still has h's last seq,
+// due time and reason; otherwise it returns an error matching
+// dynamo.ErrConflict (see dynamo.Store.Rewoke).
+func (l *Log) Rewoke(ctx context.Context, h dynamo.Head, at, next time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: record the re-sent wake of %s: %w", h.Session, err)
+	}
+	if !h.Why.Wake() || h.Due.IsZero() {
+		return fmt.Errorf("memstore: record the re-sent wake of %s: it waits for no wake (%q)", h.Session, h.Why)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur, ok := l.heads[h.Session]
+	if !ok || cur.LastSeq != h.LastSeq || cur.Why != h.Why || cur.Due.UnixMilli() != h.Due.UnixMilli() {
+		return fmt.Errorf("memstore: record the re-sent wake of %s at seq %d: %w", h.Session, h.LastSeq, dynamo.ErrConflict)
+	}
+	cur.Due, cur.Rewoken = time.UnixMilli(next.UnixMilli()).UTC(), time.UnixMilli(at.UnixMilli()).UTC()
+	l.heads[h.Session] = cur
+	return nil
+}
+
 // ownerCursor is where a page of ByOwner ended.
 type ownerCursor struct {
 	Owner   string    `json:"o"`

@@ -29,6 +29,11 @@ type FactLog interface {
 	AppendWithReceipt(ctx context.Context, session string, next reducer.State, rc *dynamo.Receipt, facts ...reducer.Fact) error
 	Head(ctx context.Context, session string) (dynamo.Head, error)
 	Due(ctx context.Context, shard int, before time.Time, limit int32, fn func(dynamo.Head) error) (int, error)
+	// Rewoke records on the head h, if it is still h, that the tick
+	// re-sent its session's wake at at, and moves its due time to next
+	// (dynamo.Store.Rewoke); a head that changed fails it with an error
+	// matching dynamo.ErrConflict.
+	Rewoke(ctx context.Context, h dynamo.Head, at, next time.Time) error
 	ByOwner(ctx context.Context, owner string, limit int32, cursor string) ([]dynamo.Head, string, error)
 	Receipt(ctx context.Context, key string) (dynamo.Receipt, bool, error)
 

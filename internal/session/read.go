@@ -9,7 +9,9 @@ import (
 )
 
 // This file holds the store's reads of the fact log: facts after a seq,
-// head items by session, by owner and as the due index, and receipts.
+// head items by session, by owner and as the due index, and receipts; and
+// the one write to a head outside an append, the tick's record of a
+// re-sent wake (Rewoke).
 // Callers above the session layer read storage only through these and
 // the stream methods (stream.go).
 
@@ -34,6 +36,13 @@ func (s *stores) ByOwner(ctx context.Context, owner string, limit int32, cursor 
 // of limit, and returns the number of pages read.
 func (s *stores) Due(ctx context.Context, shard int, before time.Time, limit int32, fn func(dynamo.Head) error) (int, error) {
 	return s.facts.Due(ctx, shard, before, limit, fn)
+}
+
+// Rewoke records on head h, if it is still h, that the tick re-sent its
+// session's wake at at, and moves its due time to next; a head that moved
+// on fails it with an error matching dynamo.ErrConflict.
+func (s *stores) Rewoke(ctx context.Context, h dynamo.Head, at, next time.Time) error {
+	return s.facts.Rewoke(ctx, h, at, next)
 }
 
 // Receipt returns the receipt stored under idempotency key key, if any.

@@ -323,8 +323,8 @@ func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *count
 		// written in the same transaction as every fact, so a consistent
 		// read of it says whether the session still waits, at a fraction
 		// of a Load; and a stale head from the index only understates Due.
-		if !(reducer.Need{Reason: h.Why, Due: h.Due}).Lost(now, grace) {
-			return nil // its wake is recent enough to be in flight
+		if !h.Lost(now, grace) {
+			return nil // its wake, or the tick's re-send, is recent enough to be in flight
 		}
 		return t.rewake(ctx, h.Session, now, grace, c)
 	}
@@ -344,18 +344,20 @@ func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *count
 	case reducer.Post:
 		return t.post(ctx, h.Session, st, n.Due, c)
 	case reducer.Rewake:
-		if err := t.waker().Wake(ctx, wake.Wake{Session: h.Session, Reason: wake.Rewake, Seq: st.LastSeq}, 0); err != nil {
-			return err
-		}
-		c.add(func(r *Report) { r.Rewoken++ })
-		t.log().InfoContext(ctx, "tick: lost wake re-sent", "session", h.Session, "status", st.Status,
-			"why", n.Reason, "due", n.Due)
+		// The index's head was stale: decide from the head itself, which
+		// knows whether the wake was re-sent already.
+		return t.rewake(ctx, h.Session, now, grace, c)
 	}
 	return nil
 }
 
 // rewake re-sends the wake of a session whose head, read consistently, still
-// says it waits for one and has for longer than grace.
+// says it waits for one and has for longer than grace, or for a grace since
+// the tick last re-sent it (dynamo.Head.Lost). It records the re-send on the
+// head first, moving the head's due time a grace on (Sessions.Rewoke), and
+// sends only if that conditional write won: any number of runs re-send a
+// wake once per grace, not once per run, and a session that moved on is
+// not re-sent. A re-send that is lost in turn is re-sent a grace later.
 func (t *Tick) rewake(ctx context.Context, id string, now time.Time, grace time.Duration, c *counts) error {
 	h, err := t.Sessions.Head(ctx, id)
 	if errors.Is(err, dynamo.ErrNotFound) {
@@ -364,14 +366,23 @@ func (t *Tick) rewake(ctx context.Context, id string, now time.Time, grace time.
 	if err != nil {
 		return err
 	}
-	if !(reducer.Need{Reason: h.Why, Due: h.Due}).Lost(now, grace) {
+	if !h.Lost(now, grace) {
 		return nil
 	}
-	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: wake.Rewake, Seq: h.LastSeq}, 0); err != nil {
+	err = t.Sessions.Rewoke(ctx, h, now, now.Add(grace))
+	if errors.Is(err, dynamo.ErrConflict) {
+		t.log().InfoContext(ctx, "tick: the session moved on, or another run re-sent its wake", "session", id, "err", err)
+		return nil
+	}
+	if err != nil {
 		return err
 	}
+	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: wake.Rewake, Seq: h.LastSeq}, 0); err != nil {
+		// The re-send is recorded: the run a grace from now sends it.
+		return fmt.Errorf("re-send the wake of %s: %w", id, err)
+	}
 	c.add(func(r *Report) { r.Rewoken++ })
-	t.log().InfoContext(ctx, "tick: lost wake re-sent", "session", id, "status", h.Status, "cause", h.Cause, "updated", h.Updated)
+	t.log().InfoContext(ctx, "tick: lost wake re-sent", "session", id, "status", h.Status, "cause", h.Cause, "updated", h.Updated, "rewoken", h.Rewoken)
 	return nil
 }
 
