@@ -182,6 +182,10 @@ type Resources struct {
 	// that complete by callback get their URLs (/callbacks/{token}); empty
 	// hands out tokens without URLs (BATON_CALLBACK_URL).
 	CallbackURL string
+	// MCPAgents chooses the agents served as MCP tools at /mcp: agent
+	// names, comma-separated, or "*" for all; empty serves none
+	// (BATON_MCP_AGENTS).
+	MCPAgents string
 	// Build names the code each turn's invocation records with its
 	// agent's fingerprint: the Lambda function's version
 	// (AWS_LAMBDA_FUNCTION_VERSION, which Lambda sets: "$LATEST" or a

@@ -51,7 +51,7 @@ func (a *App) Retention() *tick.Retention {
 // BATON_CHAT_AGENT is unset.
 func (a *App) Operator(identity func(*http.Request) (string, bool), hold time.Duration, chatAgent string) http.Handler {
 	return operator.New(operator.Config{Sessions: a.Sessions, Agents: a.Agents.Has, Identity: identity, StreamHold: hold,
-		Chat: a.Resources.chatOptions(chatAgent), Log: a.Log})
+		Chat: a.Resources.chatOptions(chatAgent), Log: a.Log, MCP: a.MCP(identity, hold)})
 }
 
 // Verifier returns the verifier of callers' bearer JWTs the environment

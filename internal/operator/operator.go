@@ -11,6 +11,7 @@ import (
 	"github.com/baton-run/baton/internal/chat"
 	"github.com/baton-run/baton/internal/console"
 	"github.com/baton-run/baton/internal/httpjson"
+	"github.com/baton-run/baton/internal/mcpserve"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/sessionhttp"
 )
@@ -67,6 +68,10 @@ type Config struct {
 	// AllowedOrigins are the origins the session routes' CORS allows too
 	// (see corsPolicy).
 	Chat chat.Options
+	// MCP serves the MCP endpoint and its protected-resource metadata
+	// (internal/mcpserve: mcpserve.Path, mcpserve.MetadataPath); it checks
+	// the caller itself. Nil serves the endpoint with no agents.
+	MCP http.Handler
 }
 
 // server is the handler New returns: it routes each request to its route
@@ -112,6 +117,8 @@ type groups struct {
 //	POST /callbacks/{token}                          complete a tool call by its callback token {output} or {error} (no JWT: the token is the credential)
 //	POST /callbacks/{token}/heartbeat                renew the callback's heartbeat timeout (no JWT)
 //	GET  /console/                                   the web console (static, unauthenticated)
+//	POST /mcp, GET /.well-known/oauth-protected-resource[/mcp]
+//	                                                 the agents over MCP (internal/mcpserve), with Config.MCP
 //
 // Every answer but an event stream is JSON; failures are {"error": "..."}.
 // A session of another caller is answered 404, like one that does not exist.
@@ -163,6 +170,13 @@ func New(c Config) http.Handler {
 	web := console.Handler()
 	a.mux.Handle("GET "+console.Path, web)
 	a.mux.Handle("GET "+console.Path+"/", web)
+	m := c.MCP
+	if m == nil { // the endpoint, with no agents
+		m = mcpserve.New(mcpserve.Config{Sessions: c.Sessions, Identity: identity, Log: log})
+	}
+	for _, p := range []string{mcpserve.Path, mcpserve.MetadataPath, mcpserve.MetadataPath + mcpserve.Path} {
+		a.mux.Handle(p, m)
+	}
 	return a
 }
 

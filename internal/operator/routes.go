@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-run/baton/internal/chat"
 	"github.com/baton-run/baton/internal/console"
+	"github.com/baton-run/baton/internal/mcpserve"
 )
 
 // routes is the operator API's one table of session routes, each served
@@ -37,9 +38,9 @@ func (g groups) routes() map[string]func(http.ResponseWriter, *http.Request, str
 		"POST /sessions/{id}/wake":                     a.idempotent(a.setTimer, idempotency.WriteFirst),
 		"PUT /sessions/{id}/schedule":                  a.idempotent(a.setSchedule, idempotency.WriteFirst),
 		"DELETE /sessions/{id}/schedule":               a.idempotent(a.clearSchedule, idempotency.WriteFirst),
-	}
 		"POST /sessions/{id}/uploads":                  s.upload,
 		"GET /sessions/{id}/files/{sha256}":            s.file,
+	}
 }
 
 // Route is one route the operator API serves, as a deployment declares it:
@@ -70,6 +71,9 @@ func Routes() []Route {
 	}
 	for p := range (&callbackRoutes{}).routes() {
 		add(p, true)
+	}
+	for p, public := range mcpserve.Routes() {
+		add(p, public)
 	}
 	for _, p := range []string{
 		"GET " + console.Path, "GET " + console.Path + "/{proxy+}",

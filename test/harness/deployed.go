@@ -78,7 +78,22 @@ type deployConfig struct {
 	agents string
 	env    map[string]string
 	output io.Writer
+	issuer *authtest.Issuer
+	pumps  int
 }
+
+// WithPollers delivers the wake queue with n pollers at once, each
+// invoking the resume function with its own batches, as Lambda's event
+// source mapping does (it starts with five); default one, so that
+// deliveries are serial. A test whose turn waits on another turn's (an
+// agent calling an agent over MCP) needs two or more.
+func WithPollers(n int) DeployOption { return func(c *deployConfig) { c.pumps = n } }
+
+// WithIssuer makes is the deployment's JWT issuer (started with
+// DeployedAudience), so that a test mints tokens before the functions
+// start, such as one an agent file's MCP server header reads from the
+// environment; the test closes it. Default: a fresh issuer.
+func WithIssuer(is *authtest.Issuer) DeployOption { return func(c *deployConfig) { c.issuer = is } }
 
 // WithAgents sets BATON_AGENTS, an agent file's absolute path ("" is the
 // embedded demo agent).
@@ -111,11 +126,13 @@ func StartDeployed(t testing.TB, l Limits, opts ...DeployOption) *Deployed {
 	if err != nil {
 		t.Fatalf("harness: %v", err)
 	}
-	is, err := authtest.Start(DeployedAudience)
-	if err != nil {
-		t.Fatal(err)
+	is := c.issuer
+	if is == nil {
+		if is, err = authtest.Start(DeployedAudience); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(is.Close)
 	}
-	t.Cleanup(is.Close)
 	res := fresh.Resources
 	d := &Deployed{
 		Limits: l, Issuer: is, Resources: res, Emulator: emu,
@@ -164,7 +181,11 @@ func StartDeployed(t testing.TB, l Limits, opts ...DeployOption) *Deployed {
 	srv.Start()
 	pctx, pcancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
-	go func() { defer close(stopped); d.pump(pctx, t) }()
+	var pumps sync.WaitGroup
+	for range max(c.pumps, 1) {
+		pumps.Go(func() { d.pump(pctx, t) })
+	}
+	go func() { pumps.Wait(); close(stopped) }()
 	t.Cleanup(func() { pcancel(); <-stopped })
 	return d
 }
