@@ -369,6 +369,10 @@ func (l leveled) Enabled(ctx context.Context, level slog.Level) bool {
 	return level >= l.min && l.Handler.Enabled(ctx, level)
 }
 
-func (l leveled) WithAttrs(as []slog.Attr) slog.Handler { return leveled{l.Handler.WithAttrs(as), l.min} }
+func (l leveled) WithAttrs(as []slog.Attr) slog.Handler {
+	return leveled{l.Handler.WithAttrs(as), l.min}
+}
 
-func (l leveled) WithGroup(name string) slog.Handler { return leveled{l.Handler.WithGroup(name), l.min} }
+func (l leveled) WithGroup(name string) slog.Handler {
+	return leveled{l.Handler.WithGroup(name), l.min}
+}
