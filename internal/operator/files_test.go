@@ -8,16 +8,20 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/baton-run/baton/api"
+	"github.com/baton-run/baton/internal/chat"
 	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/ids"
+	"github.com/baton-run/baton/internal/operator"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -173,4 +177,65 @@ func mustMarshal(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestChatFiles: POST /chat takes the AI SDK's file parts; the chat's
+// history shows them as file parts whose URL is a presigned GET of
+// baton's copy, to the chat's owner only (another caller's history of the
+// same chat id is []); a bad file is refused with nothing written.
+func TestChatFiles(t *testing.T) {
+	t.Parallel()
+	alice, bob := ids.New("alice"), ids.New("bob")
+	e := newEnv(t, func(c *operator.Config) { c.Chat = chat.Options{DefaultAgent: "demo"} })
+	withFiles(e, files.Policy{})
+	chatID := ids.New("chat")
+	post := func(user, body string, timeout time.Duration) (int, string) {
+		ctx, cancel := context.WithTimeout(t.Context(), timeout)
+		defer cancel()
+		hr, _ := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/chat", strings.NewReader(body))
+		hr.Header.Set(userHeader, user)
+		hr.Header.Set("Content-Type", "application/json")
+		resp, err := e.client.Do(hr)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	request := func(msgID string, parts ...string) string {
+		return fmt.Sprintf(`{"id":%q,"messages":[{"id":%q,"role":"user","parts":[%s]}]}`, chatID, msgID, strings.Join(parts, ","))
+	}
+	img := fmt.Sprintf(`{"type":"file","mediaType":"image/png","url":%q,"filename":"dot.png"}`, dataURLOf("image/png", tinyPNG))
+	lying := fmt.Sprintf(`{"type":"file","mediaType":"image/jpeg","url":%q}`, dataURLOf("image/jpeg", tinyPNG))
+	html := fmt.Sprintf(`{"type":"file","mediaType":"text/html","url":%q}`, dataURLOf("text/html", []byte("<html>")))
+	sid := chat.SessionID(alice, chatID)
+	for _, bad := range []string{lying, html} {
+		if status, body := post(alice, request("m0", `{"type":"text","text":"Look."}`, bad), 5*time.Second); status != http.StatusUnsupportedMediaType {
+			t.Fatalf("a bad file: %d %s, want 415", status, body)
+		}
+	}
+	if _, err := e.store.Head(t.Context(), sid); err == nil || len(e.mem.Bucket.Keys("")) != 0 {
+		t.Fatalf("a refused chat message created the session (%v) or stored %v", err, e.mem.Bucket.Keys(""))
+	}
+	// The answer is the turn's stream, which no runner here starts: the
+	// message is recorded before it waits.
+	post(alice, request("m1", `{"type":"text","text":"What is this?"}`, img), 500*time.Millisecond)
+	var hist []api.ChatMessage
+	e.must(http.StatusOK, req{method: "GET", path: "/chat/" + chatID + "/messages", user: alice}).json(t, &hist)
+	if len(hist) != 1 || len(hist[0].Parts) != 2 || hist[0].Parts[1].Type != "file" || hist[0].Parts[1].MediaType != "image/png" ||
+		hist[0].Parts[1].Filename != "dot.png" || !strings.Contains(hist[0].Parts[1].URL, "files/"+sid+"/") || !strings.Contains(hist[0].Parts[1].URL, "X-Amz-Signature=") {
+		t.Fatalf("history %+v", hist)
+	}
+	var theirs []api.ChatMessage
+	e.must(http.StatusOK, req{method: "GET", path: "/chat/" + chatID + "/messages", user: bob}).json(t, &theirs)
+	if len(theirs) != 0 {
+		t.Fatalf("another caller's history of the chat id: %+v", theirs)
+	}
+	var up api.Upload
+	e.must(http.StatusOK, req{method: "POST", path: "/chat/" + chatID + "/uploads", user: alice,
+		body: fmt.Sprintf(`{"mediaType":"image/png","size":100,"sha256":%q}`, strings.Repeat("cd", 32))}).json(t, &up)
+	if !strings.Contains(up.URL, "files/"+sid+"/") {
+		t.Errorf("the chat's upload goes to %s, not the chat's session", up.URL)
+	}
 }
