@@ -223,3 +223,30 @@ func TestLoaderCopies(t *testing.T) {
 		t.Fatalf("loaded %q, input left %q", out[0].Content[1].Data, msgs[0].Content[1].Data)
 	}
 }
+
+// TestCopySession: a fork's copy of the files outlives the original's
+// delete, and its loads read the copy.
+func TestCopySession(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	refs, _, err := f.store.Ingest(t.Context(), "s_1", Policy{}, []Input{{MediaType: "image/png", URL: data("image/png", pngBytes)}, {MediaType: "application/pdf", URL: data("application/pdf", pdfBytes)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.store.CopySession(t.Context(), "s_1", "s_2"); err != nil || n != 2 {
+		t.Fatalf("CopySession: %d, %v", n, err)
+	}
+	for _, k := range f.bucket.Keys(Prefix("s_1")) {
+		if _, err := f.bucket.DeleteObject(t.Context(), &s3.DeleteObjectInput{Key: aws.String(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := []conversation.Message{conversation.UserMessage([]reducer.Message{{Text: "look", Files: refs}})}
+	out, err := f.store.Loader("s_2").Load(t.Context(), msgs)
+	if err != nil || !bytes.Equal(out[0].Content[2].Data, pdfBytes) {
+		t.Fatalf("the fork's load: %v", err)
+	}
+	if _, err := f.store.Loader("s_1").Load(t.Context(), msgs); err == nil {
+		t.Fatal("the deleted original still loads its files")
+	}
+}

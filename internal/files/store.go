@@ -312,15 +312,12 @@ func (s *Store) URL(ctx context.Context, session string, f reducer.File) (string
 }
 
 // Read returns the bytes of session's file f, checked against its digest.
+// A session reads only its own copy (files/<session>/<sha256>), also in a
+// fork, whose facts name the key the file was first stored at: a fork
+// copies its files (CopySession).
 func (s *Store) Read(ctx context.Context, session string, f reducer.File) ([]byte, error) {
 	key := Key(session, f.SHA256)
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
-	if notFound(err) && f.Key != "" && f.Key != key {
-		// A fork's conversation names the files of the session it came
-		// from, where they were stored.
-		key = f.Key
-		out, err = s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
-	}
 	if err != nil {
 		return nil, fmt.Errorf("files: read %s: %w", key, err)
 	}
@@ -333,4 +330,64 @@ func (s *Store) Read(ctx context.Context, session string, f reducer.File) ([]byt
 		return nil, fmt.Errorf("files: read %s: the bytes do not match their sha256", key)
 	}
 	return data, nil
+}
+
+// lister lists keys; *s3.Client and internal/memstore's Bucket have it.
+type lister interface {
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+// copier copies an object within S3, server-side; *s3.Client has it.
+type copier interface {
+	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+}
+
+// CopySession copies every file of session from into session to (a
+// fork): the fork's conversation names them, and it must keep them when
+// from is deleted. S3 copies them server-side (a client without
+// CopyObject reads and writes them). It is run before the fork's facts
+// are written; copying again what is there is no error.
+func (s *Store) CopySession(ctx context.Context, from, to string) (int, error) {
+	l, ok := s.client.(lister)
+	if !ok {
+		return 0, errors.New("files: this store cannot list files")
+	}
+	n := 0
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(Prefix(from))}
+	for {
+		page, err := l.ListObjectsV2(ctx, in)
+		if err != nil {
+			return n, fmt.Errorf("files: list the files of %s: %w", from, err)
+		}
+		for _, o := range page.Contents {
+			src := aws.ToString(o.Key)
+			dst := Prefix(to) + strings.TrimPrefix(src, Prefix(from))
+			if err := s.copy(ctx, src, dst); err != nil {
+				return n, fmt.Errorf("files: copy %s to %s: %w", src, dst, err)
+			}
+			n++
+		}
+		if !aws.ToBool(page.IsTruncated) {
+			return n, nil
+		}
+		in.ContinuationToken = page.NextContinuationToken
+	}
+}
+
+func (s *Store) copy(ctx context.Context, src, dst string) error {
+	if c, ok := s.client.(copier); ok {
+		_, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(dst), CopySource: aws.String(s.bucket + "/" + src)})
+		return err
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(src)})
+	if err != nil {
+		return err
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(out.Body)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(dst), Body: bytes.NewReader(data), ContentType: out.ContentType})
+	return err
 }

@@ -91,6 +91,13 @@ func (s *ops) rewind(ctx context.Context, id, to string, actor reducer.Actor, p 
 		}
 		if to != id {
 			pl.rewind.From = id
+			// The fork keeps its own copy of the files its
+			// conversation names (internal/files), written first.
+			if s.Files != nil {
+				if _, err := s.Files.CopySession(ctx, id, to); err != nil {
+					return fmt.Errorf("session: fork %s: %w", id, err)
+				}
+			}
 		}
 		out, err = s.commitRewind(ctx, sess, to, actor, pl)
 		return err
