@@ -2,6 +2,7 @@ package batontest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/host"
+	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/internal/tick"
@@ -239,6 +241,45 @@ func (s *Session) Post(text string) {
 	defer cancel()
 	_, err := s.kit.engine.Sessions.Post(ctx, s.ID, operatorActor(Owner), text)
 	s.kit.fatal(err)
+}
+
+// File is a file a message carries: its media type ("image/png"), name
+// and bytes.
+type File struct {
+	MediaType, Name string
+	Data            []byte
+}
+
+// PostFiles posts a message with files as Owner, checked and stored as
+// the API does (the agent's Files policy, the bytes sniffed, S3 once per
+// digest); a refusal fails the test (TryPostFiles returns it). text may
+// be empty.
+func (s *Session) PostFiles(text string, fs ...File) {
+	s.kit.tb.Helper()
+	s.kit.fatal(s.TryPostFiles(text, fs...))
+}
+
+// TryPostFiles is PostFiles returning the refusal (an error that names
+// the file and why: a type the agent does not take, too big, too many, a
+// file its bytes belie), when nothing is written.
+func (s *Session) TryPostFiles(text string, fs ...File) error {
+	ctx, cancel := s.kit.ctx()
+	defer cancel()
+	st, err := s.kit.engine.Sessions.Load(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	in := make([]files.Input, len(fs))
+	for i, f := range fs {
+		in[i] = files.Input{MediaType: f.MediaType, Name: f.Name, URL: "data:" + f.MediaType + ";base64," + base64.StdEncoding.EncodeToString(f.Data)}
+	}
+	ss := s.kit.engine.Sessions
+	refs, _, err := ss.Files.Ingest(ctx, s.ID, ss.FilePolicy(st.State.Agent), in)
+	if err != nil {
+		return err
+	}
+	_, err = ss.PostMessage(ctx, s.ID, operatorActor(Owner), reducer.Message{Text: text, Files: refs})
+	return err
 }
 
 // Run is one fresh invocation of the resume function for the session, and
