@@ -2,6 +2,7 @@ package app
 
 import (
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/baton-run/baton/internal/mcpserve"
@@ -30,4 +31,14 @@ func (a *App) MCP(identity func(*http.Request) (string, bool), hold time.Duratio
 	}
 	return mcpserve.New(mcpserve.Config{Sessions: a.Sessions, Agents: agents, Identity: identity,
 		Issuer: a.Resources.JWTIssuer, Hold: hold, Log: a.Log})
+}
+
+// SetMCPFromOS sets the dev server's BATON_MCP_AGENTS in vars from the
+// process environment: every agent ("*") when it is unset, so that
+// /mcp serves the local agents; a deployment serves none unless told.
+func SetMCPFromOS(vars map[string]string) {
+	vars[EnvMCPAgents] = "*"
+	if v, ok := os.LookupEnv(EnvMCPAgents); ok {
+		vars[EnvMCPAgents] = v
+	}
 }

@@ -195,6 +195,8 @@ func functionEnv(tmpl []byte, res provision.Resources, agentFile string) (map[st
 	// The chat's settings are the template's parameters: locally, the
 	// process environment's.
 	app.SetChatFromOS(vars)
+	// /mcp serves every local agent unless BATON_MCP_AGENTS says which.
+	app.SetMCPFromOS(vars)
 	// The retention sweep runs on the deployed daily schedule only: locally
 	// every session is kept.
 	vars[app.EnvRetentionDays] = ""
