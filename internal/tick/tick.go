@@ -22,11 +22,12 @@ import (
 // Defaults for the Tick's zero fields.
 const (
 	DefaultGrace       = 2 * time.Minute
-	DefaultConcurrency = 16
+	DefaultConcurrency = 64
 	DefaultMargin      = 5 * time.Second
 	DefaultPageSize    = 100
-	// DefaultShardConcurrency bounds the byDue shards read at once.
-	DefaultShardConcurrency = 4
+	// DefaultShardConcurrency bounds the byDue shards read at once: all
+	// of them.
+	DefaultShardConcurrency = dynamo.DueShards
 )
 
 // actor is who the tick's facts name.
@@ -44,8 +45,12 @@ type Tick struct {
 	// Grace is how long a session that waits for a wake may go without
 	// one resuming it before the wake is taken as lost; 0 means 2 minutes.
 	Grace time.Duration
-	// Concurrency bounds the sessions looked at once; 0 means 16.
+	// Concurrency bounds the sessions looked at once; 0 means 64.
 	Concurrency int
+	// Senders bounds the batches of wakes sent at once, when the waker
+	// sends batches (wake.Batcher: SendMessageBatch, wake.MaxBatch wakes
+	// a request); 0 means 8.
+	Senders int
 	// Margin is how long before the context's deadline the run stops
 	// taking sessions; 0 means 5 seconds. It never exceeds a quarter of
 	// the time left when the run starts, so a short deadline still leaves
@@ -54,7 +59,8 @@ type Tick struct {
 	// PageSize is the number of heads read per index page; 0 means 100.
 	PageSize int32
 	// ShardConcurrency bounds the byDue index's shards (dynamo.DueShards)
-	// read at once; 0 means 4. Visits still run Concurrency at a time.
+	// read at once; 0 means all of them. Visits still run Concurrency at
+	// a time.
 	ShardConcurrency int
 	// Now is the clock deciding what is due; nil means Sessions' clock.
 	Now clock.Clock
@@ -206,6 +212,7 @@ func (t *Tick) Run(ctx context.Context) (Report, error) {
 		exhausted, pageErr = t.page(soft, now, heads, &c)
 	}()
 
+	send := t.newSender(ctx, &c)
 	var wg sync.WaitGroup
 	var abandoned atomic.Bool // a worker stopped with heads left
 	for range orDefault(t.Concurrency, DefaultConcurrency) {
@@ -218,7 +225,7 @@ func (t *Tick) Run(ctx context.Context) (Report, error) {
 					return
 				}
 				c.add(func(r *Report) { r.Seen++ })
-				if err := t.visit(ctx, h, now, &c); err != nil {
+				if err := t.visit(ctx, h, now, &c, send); err != nil {
 					c.add(func(r *Report) { r.Errors++ })
 					t.log().WarnContext(ctx, "tick: session not handled; the next run tries again", "session", h.Session, "why", h.Why, "err", err)
 				}
@@ -231,6 +238,7 @@ func (t *Tick) Run(ctx context.Context) (Report, error) {
 	for range heads {
 		abandoned.Store(true)
 	}
+	send.close()
 
 	rep := c.rep
 	t.Metrics.Tick(rep.Reaped, rep.Expired, rep.Rewoken, rep.Errors)
@@ -306,7 +314,7 @@ func (t *Tick) page(ctx context.Context, now time.Time, out chan<- dynamo.Head, 
 }
 
 // visit does what one due session needs, as reducer.State.Next decides it.
-func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *counts) error {
+func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *counts, send *sender) error {
 	grace := orDefault(t.Grace, DefaultGrace)
 	if h.Why == dynamo.WhyPurge {
 		// A deleted session's tombstone: the invocation its purge waited
@@ -326,7 +334,7 @@ func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *count
 		if !h.Lost(now, grace) {
 			return nil // its wake, or the tick's re-send, is recent enough to be in flight
 		}
-		return t.rewake(ctx, h.Session, now, grace, c)
+		return t.rewake(ctx, h.Session, now, grace, c, send)
 	}
 	sess, err := t.Sessions.Load(ctx, h.Session)
 	if errors.Is(err, session.ErrNotFound) {
@@ -338,15 +346,15 @@ func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *count
 	st := sess.State
 	switch n := st.Next(now, grace); n.Action {
 	case reducer.Reap:
-		return t.reap(ctx, h.Session, st, c)
+		return t.reap(ctx, h.Session, st, c, send)
 	case reducer.Expire:
 		return t.expire(ctx, h.Session, st, now, c)
 	case reducer.Post:
-		return t.post(ctx, h.Session, st, n.Due, c)
+		return t.post(ctx, h.Session, st, n.Due, c, send)
 	case reducer.Rewake:
 		// The index's head was stale: decide from the head itself, which
 		// knows whether the wake was re-sent already.
-		return t.rewake(ctx, h.Session, now, grace, c)
+		return t.rewake(ctx, h.Session, now, grace, c, send)
 	}
 	return nil
 }
@@ -358,7 +366,7 @@ func (t *Tick) visit(ctx context.Context, h dynamo.Head, now time.Time, c *count
 // sends only if that conditional write won: any number of runs re-send a
 // wake once per grace, not once per run, and a session that moved on is
 // not re-sent. A re-send that is lost in turn is re-sent a grace later.
-func (t *Tick) rewake(ctx context.Context, id string, now time.Time, grace time.Duration, c *counts) error {
+func (t *Tick) rewake(ctx context.Context, id string, now time.Time, grace time.Duration, c *counts, send *sender) error {
 	h, err := t.Sessions.Head(ctx, id)
 	if errors.Is(err, dynamo.ErrNotFound) {
 		return nil
@@ -377,12 +385,11 @@ func (t *Tick) rewake(ctx context.Context, id string, now time.Time, grace time.
 	if err != nil {
 		return err
 	}
-	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: wake.Rewake, Seq: h.LastSeq}, 0); err != nil {
+	t.log().InfoContext(ctx, "tick: lost wake re-sent", "session", id, "status", h.Status, "cause", h.Cause, "updated", h.Updated, "rewoken", h.Rewoken)
+	if err := send.send(ctx, wake.Wake{Session: id, Reason: wake.Rewake, Seq: h.LastSeq}, func() { c.add(func(r *Report) { r.Rewoken++ }) }); err != nil {
 		// The re-send is recorded: the run a grace from now sends it.
 		return fmt.Errorf("re-send the wake of %s: %w", id, err)
 	}
-	c.add(func(r *Report) { r.Rewoken++ })
-	t.log().InfoContext(ctx, "tick: lost wake re-sent", "session", id, "status", h.Status, "cause", h.Cause, "updated", h.Updated, "rewoken", h.Rewoken)
 	return nil
 }
 
@@ -391,7 +398,7 @@ func (t *Tick) rewake(ctx context.Context, id string, now time.Time, grace time.
 // left in the stream, as the runner's own suspensions do; when the stream
 // cannot be read it keeps what the turn last recorded, and the resumed
 // run records the rest.
-func (t *Tick) reap(ctx context.Context, id string, st reducer.State, c *counts) error {
+func (t *Tick) reap(ctx context.Context, id string, st reducer.State, c *counts, send *sender) error {
 	f := reducer.Fact{Type: reducer.TurnSuspended, Actor: actor(), Turn: st.Turn.ID, Cause: reducer.CauseLease}
 	u, ok, err := t.Sessions.StreamUsage(ctx, id, st.Turn.Stream)
 	if err != nil {
@@ -410,7 +417,7 @@ func (t *Tick) reap(ctx context.Context, id string, st reducer.State, c *counts)
 	}
 	c.add(func(r *Report) { r.Reaped++ })
 	t.log().InfoContext(ctx, "tick: reaped a turn past its lease", "session", id, "turn", st.Turn.ID, "lease", st.Turn.Lease)
-	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: wake.Lease, Seq: next.LastSeq}, 0); err != nil {
+	if err := send.send(ctx, wake.Wake{Session: id, Reason: wake.Lease, Seq: next.LastSeq}, nil); err != nil {
 		// The suspension is durable: a later run re-sends the wake.
 		return fmt.Errorf("wake reaped %s: %w", id, err)
 	}
@@ -448,7 +455,7 @@ func (t *Tick) expire(ctx context.Context, id string, st reducer.State, now time
 
 // post posts the message of the schedule occurrence at due and wakes the
 // session; the compare-and-set makes it once however many runs try.
-func (t *Tick) post(ctx context.Context, id string, st reducer.State, due time.Time, c *counts) error {
+func (t *Tick) post(ctx context.Context, id string, st reducer.State, due time.Time, c *counts, send *sender) error {
 	msg := reducer.Message{ID: reducer.OccurrenceID(due), Text: st.Schedule.Text}
 	next, err := t.Sessions.Append(ctx, id, st,
 		reducer.Fact{Type: reducer.ScheduleFired, Actor: actor(), Wake: due},
@@ -461,7 +468,7 @@ func (t *Tick) post(ctx context.Context, id string, st reducer.State, due time.T
 		return fmt.Errorf("post schedule of %s: %w", id, err)
 	}
 	c.add(func(r *Report) { r.Posted++ })
-	if err := t.waker().Wake(ctx, wake.Wake{Session: id, Reason: wake.Message, Seq: next.LastSeq}, 0); err != nil {
+	if err := send.send(ctx, wake.Wake{Session: id, Reason: wake.Message, Seq: next.LastSeq}, nil); err != nil {
 		// The message is durable: the inbox is due, and a later run re-sends the wake.
 		return fmt.Errorf("wake scheduled %s: %w", id, err)
 	}
