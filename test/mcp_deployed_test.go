@@ -365,7 +365,9 @@ func mcpGo(t *testing.T, d *mcpDeployment) {
 	}
 	params := &mcp.CallToolParams{Name: "helper", Arguments: map[string]any{"message": "What is the weather in Paris?"}}
 	params.SetProgressToken("p1")
+	began := time.Now()
 	res, err := cs.CallTool(ctx, params)
+	plainTook := time.Since(began)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +406,9 @@ func mcpGo(t *testing.T, d *mcpDeployment) {
 	// A task that waits for an approval, over the SDK's transport; the
 	// client goes away after creating it and comes back with the id.
 	c := d.rpc(t, alice)
+	began = time.Now()
 	task := c.newTask(t, "approver", "Send the team a note")
+	createTook := time.Since(began)
 	c.conn.Close()
 	c = d.rpc(t, alice)
 	waiting := c.until(t, task, "input_required")
@@ -424,17 +428,21 @@ func mcpGo(t *testing.T, d *mcpDeployment) {
 	if after, _ := d.Store.Facts(ctx, strings.Split(task, ".")[0], 0); len(after) != len(before) {
 		t.Fatalf("a refused answer wrote %d facts", len(after)-len(before))
 	}
+	answered := time.Now()
 	if _, err := c.call(t, "tasks/update", map[string]any{"taskId": task, "inputResponses": map[string]any{
 		key: map[string]any{"action": "accept", "content": map[string]any{"decision": "edit",
 			"input": `{"to":"ops@example.com","subject":"Note","body":"Edited."}`}}}}); err != nil {
 		t.Fatalf("tasks/update: %v", err)
 	}
 	raw, err := c.call(t, "tasks/result", map[string]string{"taskId": task})
+	resultTook := time.Since(answered)
 	var result mcp.CallToolResult
 	if err != nil || json.Unmarshal(raw, &result) != nil || result.IsError || result.Content[0].(*mcp.TextContent).Text != "The note is sent." {
 		t.Fatalf("tasks/result: %v %s", err, raw)
 	}
 	checkTurnEnd(t, d, task, reducer.TurnCompleted, alice)
+	t.Logf("through the door: a plain call to its answer %v; a task created in %v; tasks/update to the tasks/result answer %v",
+		plainTook.Round(time.Millisecond), createTook.Round(time.Millisecond), resultTook.Round(time.Millisecond))
 
 	// Cancel a working task; bob cannot see or cancel alice's.
 	doomed := c.newTask(t, "approver", "Send another")
