@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/baton-run/baton/api"
+	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -65,7 +66,7 @@ func (h *handler) history(ctx context.Context, id string, v Version) ([]api.Chat
 		for i, e := range page.Entries {
 			ps[i] = e.Part
 		}
-		out = append(out, Reply(t.id, ps, v))
+		out = append(out, h.toolFiles(ctx, id, Reply(t.id, ps, v)))
 		out = h.appendUser(ctx, id, out, t.steered)
 	}
 	return h.appendUser(ctx, id, out, b.inbox), nil
@@ -93,4 +94,30 @@ func (h *handler) appendUser(ctx context.Context, id string, out []api.ChatMessa
 		out = append(out, api.ChatMessage{ID: m.ID, Role: "user", Parts: ps})
 	}
 	return out
+}
+
+// toolFiles adds after each tool part whose output carries files (a tool
+// that returned some: internal/files' ToolKey) a file part for each, its
+// URL a short-lived presigned GET, as for the user's files.
+func (h *handler) toolFiles(ctx context.Context, id string, m api.ChatMessage) api.ChatMessage {
+	if h.Sessions.Files == nil {
+		return m
+	}
+	out := make([]api.ChatPart, 0, len(m.Parts))
+	for _, p := range m.Parts {
+		out = append(out, p)
+		if p.State != "output-available" {
+			continue
+		}
+		_, refs, ok := files.ToolFiles(p.Output)
+		if !ok {
+			continue
+		}
+		for _, f := range refs {
+			u, _ := h.Sessions.Files.URL(ctx, id, f) // computed, not asked for
+			out = append(out, api.ChatPart{Type: "file", MediaType: f.MediaType, Filename: f.Name, URL: u})
+		}
+	}
+	m.Parts = out
+	return m
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/baton-run/baton/pkg/conversation"
+	"github.com/baton-run/baton/pkg/reducer"
 )
 
 // Loader loads the bytes of a session's files into model inputs, keeping
@@ -29,28 +30,55 @@ func (l *Loader) Load(ctx context.Context, msgs []conversation.Message) ([]conve
 	var out []conversation.Message
 	for i, m := range msgs {
 		for j, c := range m.Content {
-			if c.Type != conversation.File || c.File == nil || c.Data != nil {
-				continue
-			}
-			data, ok := l.cache[c.File.SHA256]
-			if !ok {
-				var err error
-				if data, err = l.store.Read(ctx, l.session, *c.File); err != nil {
-					return nil, fmt.Errorf("files: load %s for the model: %w", c.File.SHA256, err)
+			change := func() *conversation.Content {
+				if out == nil {
+					out = slices.Clone(msgs)
 				}
-				l.cache[c.File.SHA256] = data
+				if &out[i].Content[0] == &msgs[i].Content[0] {
+					out[i].Content = slices.Clone(m.Content)
+				}
+				return &out[i].Content[j]
 			}
-			if out == nil {
-				out = slices.Clone(msgs)
+			switch {
+			case c.Type == conversation.File && c.File != nil && c.Data == nil:
+				data, err := l.read(ctx, *c.File)
+				if err != nil {
+					return nil, err
+				}
+				change().Data = data
+			case c.Type == conversation.ToolResult && c.Attached == nil:
+				output, refs, ok := ToolFiles(c.Output)
+				if !ok {
+					continue
+				}
+				att := make([]conversation.Attachment, len(refs))
+				for k, f := range refs {
+					data, err := l.read(ctx, f)
+					if err != nil {
+						return nil, err
+					}
+					att[k] = conversation.Attachment{File: f, Data: data}
+				}
+				cc := change()
+				cc.Output, cc.Attached = output, att
 			}
-			if &out[i].Content[0] == &msgs[i].Content[0] {
-				out[i].Content = slices.Clone(m.Content)
-			}
-			out[i].Content[j].Data = data
 		}
 	}
 	if out == nil {
 		return msgs, nil
 	}
 	return out, nil
+}
+
+// read is file f's bytes, read once per digest.
+func (l *Loader) read(ctx context.Context, f reducer.File) ([]byte, error) {
+	if data, ok := l.cache[f.SHA256]; ok {
+		return data, nil
+	}
+	data, err := l.store.Read(ctx, l.session, f)
+	if err != nil {
+		return nil, fmt.Errorf("files: load %s for the model: %w", f.SHA256, err)
+	}
+	l.cache[f.SHA256] = data
+	return data, nil
 }

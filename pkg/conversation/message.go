@@ -52,6 +52,16 @@ type Content struct {
 	// Data is a File block's bytes, loaded for one model call; it is not
 	// part of the conversation's JSON (snapshots, facts).
 	Data []byte `json:"-"`
+	// Attached are the files of a ToolResult whose tool returned some,
+	// split from its Output and loaded for one model call (internal/files'
+	// Load); not part of the conversation's JSON either.
+	Attached []Attachment `json:"-"`
+}
+
+// Attachment is a file and its bytes, loaded for one model call.
+type Attachment struct {
+	File reducer.File
+	Data []byte
 }
 
 // Message is one entry of the model's input.

@@ -58,7 +58,7 @@ type core struct {
 // conversation holds only their references.
 func (ru *core) loadFiles(ctx context.Context, msgs []conversation.Message) ([]conversation.Message, error) {
 	if ru.files == nil {
-		if !hasFiles(msgs) {
+		if !files.HasFiles(msgs) {
 			return msgs, nil
 		}
 		if ru.r.Sessions.Files == nil {
@@ -67,17 +67,6 @@ func (ru *core) loadFiles(ctx context.Context, msgs []conversation.Message) ([]c
 		ru.files = ru.r.Sessions.Files.Loader(ru.out.Session)
 	}
 	return ru.files.Load(ctx, msgs)
-}
-
-func hasFiles(msgs []conversation.Message) bool {
-	for _, m := range msgs {
-		for _, c := range m.Content {
-			if c.Type == conversation.File {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // emit buffers parts in the sink and folds them into the run's view of the

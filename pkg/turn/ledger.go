@@ -507,6 +507,15 @@ func (ru *ledger) runTool(ctx context.Context, t tool.Tool, c tool.Call) (parts.
 	if len(out) == 0 || !json.Valid(out) {
 		out = mustJSON(string(out))
 	}
+	if fs := ru.r.Sessions.Files; fs != nil {
+		// Files the tool returned go to S3 first; the output recorded
+		// names them (internal/files), and the model gets them natively.
+		stored, err := fs.StoreToolOutput(ctx, ru.out.Session, ru.agent.Files, out)
+		if err != nil {
+			return parts.Part{Type: parts.ToolOutputError, ToolCallID: c.ID, ErrorText: "the tool's files were not kept: " + err.Error()}, nil
+		}
+		out = stored
+	}
 	out, _ = tool.Truncate(out, ru.agent.maxToolOutput())
 	return parts.Part{Type: parts.ToolOutputAvailable, ToolCallID: c.ID, Output: out}, nil
 }

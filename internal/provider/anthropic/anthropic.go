@@ -371,6 +371,19 @@ func contentBlock(i int, c conversation.Content) (sdk.ContentBlockParamUnion, er
 		if text := provider.ResultText(c.Output); text != "" {
 			tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: text}}}
 		}
+		// Files the tool returned, in the tool_result's content.
+		for _, a := range c.Attached {
+			b, err := contentBlock(i, conversation.Content{Type: conversation.File, File: &a.File, Data: a.Data})
+			if err != nil {
+				return sdk.ContentBlockParamUnion{}, err
+			}
+			switch {
+			case b.OfImage != nil:
+				tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfImage: b.OfImage})
+			case b.OfDocument != nil:
+				tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfDocument: b.OfDocument})
+			}
+		}
 		if c.IsError {
 			tr.IsError = sdk.Bool(true)
 		}

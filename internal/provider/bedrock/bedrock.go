@@ -364,6 +364,19 @@ func contentBlock(i int, c conversation.Content) (types.ContentBlock, error) {
 			ToolUseId: aws.String(c.ToolCallID),
 			Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}},
 		}
+		// Files the tool returned, in the toolResult's content.
+		for _, a := range c.Attached {
+			b, err := fileBlock(i, conversation.Content{Type: conversation.File, File: &a.File, Data: a.Data})
+			if err != nil {
+				return nil, err
+			}
+			switch x := b.(type) {
+			case *types.ContentBlockMemberImage:
+				tr.Content = append(tr.Content, &types.ToolResultContentBlockMemberImage{Value: x.Value})
+			case *types.ContentBlockMemberDocument:
+				tr.Content = append(tr.Content, &types.ToolResultContentBlockMemberDocument{Value: x.Value})
+			}
+		}
 		if c.IsError {
 			tr.Status = types.ToolResultStatusError
 		}

@@ -333,6 +333,9 @@ func Messages(system string, msgs []conversation.Message, echo bool) ([]sdk.Chat
 		var text, thought []string
 		var calls []sdk.ChatCompletionMessageToolCallParam
 		var files []sdk.ChatCompletionContentPartUnionParam
+		// returned are the files of this message's tool results: a tool
+		// message holds text only, so they follow as a user message.
+		var returned []sdk.ChatCompletionContentPartUnionParam
 		for _, c := range m.Content {
 			switch c.Type {
 			case conversation.Text:
@@ -354,6 +357,16 @@ func Messages(system string, msgs []conversation.Message, echo bool) ([]sdk.Chat
 					body = "Error: " + body
 				}
 				out = append(out, sdk.ToolMessage(body, c.ToolCallID))
+				for _, a := range c.Attached {
+					part, err := filePart(i, conversation.User, conversation.Content{Type: conversation.File, File: &a.File, Data: a.Data})
+					if err != nil {
+						return nil, err
+					}
+					if len(returned) == 0 {
+						returned = append(returned, sdk.TextContentPart("The files the tool calls above returned:"))
+					}
+					returned = append(returned, part)
+				}
 			case conversation.File:
 				part, err := filePart(i, m.Role, c)
 				if err != nil {
@@ -391,6 +404,9 @@ func Messages(system string, msgs []conversation.Message, echo bool) ([]sdk.Chat
 		case conversation.ToolRole:
 			if joined != "" {
 				return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("openai: message %d: text in a tool message", i)}
+			}
+			if len(returned) > 0 {
+				out = append(out, sdk.UserMessage(returned))
 			}
 		default:
 			return nil, &model.Error{Kind: model.InvalidRequest, Err: fmt.Errorf("openai: message %d: unknown role %q", i, m.Role)}

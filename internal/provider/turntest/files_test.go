@@ -298,3 +298,71 @@ func emptySession(t *testing.T, inv *invocation) string {
 	}
 	return id
 }
+
+// TestToolFilesOnTheWire: a tool returns an image (baton.WithFiles); the
+// runner stores it in S3 and records its reference in the tool's output.
+// The next request holds it natively, live and rebuilt byte for byte:
+// Anthropic in the tool_result's content, Bedrock in the toolResult's,
+// OpenAI in a user message after the tool messages. Neither the stream
+// nor the snapshot holds its bytes.
+func TestToolFilesOnTheWire(t *testing.T) {
+	for _, w := range byteWires {
+		t.Run(w.name, func(t *testing.T) { toolFilesWire(t, w) })
+	}
+}
+
+func toolFilesWire(t *testing.T, w byteWire) {
+	ctx := ctxT(t)
+	img := testPNG(t)
+	out, err := files.ToolOutput(map[string]any{"chart": "drawn"}, files.ToolFile{MediaType: "image/png", Name: "chart.png", Data: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := pt.NewServer(t,
+		w.call(t, 1, "call_probe_1", "probe", `{"draw": "chart"}`),
+		w.text(t, 2, "A chart."))
+	rendered := pt.NewServer(t, w.text(t, 0, "unused"))
+	p := &probe{outputs: []string{string(out)}}
+	sh := &fileShadow{Model: w.model(t, srv.URL), render: w.model(t, rendered.URL)}
+	inv := freshFiles(p.agent(t, sh))
+	sid := emptySession(t, inv)
+	sh.session = sid
+	teststack.Post(t, inv.sessions, sid, teststack.Load(t, inv.sessions, sid), "Draw a chart.")
+	if out, err := inv.runner.Start(ctx, sid); err != nil || out.Kind != turn.Completed {
+		t.Fatalf("turn: %+v, %v", out, err)
+	}
+	if len(sh.errs) > 0 {
+		t.Fatal(sh.errs)
+	}
+	live, again := srv.Requests(), rendered.Requests()
+	if len(live) != 2 || len(again) != 2 {
+		t.Fatalf("%d requests live, %d rebuilt", len(live), len(again))
+	}
+	for i := range live {
+		if !bytes.Equal(live[i].Body, again[i].Body) {
+			t.Errorf("request %d live and rebuilt differ:\nlive:\n%.3000s\nrebuilt:\n%.3000s", i+1, live[i].Body, again[i].Body)
+		}
+	}
+	body := live[1].Body
+	var want string
+	switch w.name {
+	case "anthropic":
+		want = `"tool_use_id":"call_probe_1","content":[{"text":"{\"chart\":\"drawn\"}","type":"text"},` + imageBlock(w.name, img) + `]`
+	case "bedrock":
+		want = `"toolResult":{"content":[{"text":"{\"chart\":\"drawn\"}"},` + imageBlock(w.name, img) + `]`
+	default:
+		want = `"tool_call_id":"call_probe_1","role":"tool"},{"content":[{"text":"The files the tool calls above returned:","type":"text"},` + imageBlock(w.name, img) + `],"role":"user"}`
+	}
+	if !bytes.Contains(body, []byte(want)) {
+		t.Errorf("the request after the tool holds no %s image as the tool's:\nwant %.400s…\nin %.4000s", w.name, want, body)
+	}
+	enc := base64.StdEncoding.EncodeToString(img)[:40]
+	for _, k := range append(keysUnder(t, "streams/"+sid+"/"), keysUnder(t, "snapshots/"+sid+"/")...) {
+		if bytes.Contains(getObject(t, k), []byte(enc)) {
+			t.Errorf("%s holds the image's bytes", k)
+		}
+	}
+	if got := keysUnder(t, files.Prefix(sid)); len(got) != 1 {
+		t.Errorf("files stored: %v, want the chart", got)
+	}
+}
