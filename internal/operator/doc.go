@@ -3,7 +3,8 @@
 // uncertain executions, cancel turns, export and delete sessions, and read
 // turn streams as JSON or as
 // Server-Sent Events; it mounts internal/chat's AI SDK chat endpoint under /chat
-// and serves the web console (package console) at /console. A session is
+// and serves the web console (package console) at /console and the agents
+// over MCP (internal/mcpserve) at /mcp. A session is
 // visible only to the identity that created it, every request is checked
 // before anything is written, and a POST retried under its Idempotency-Key
 // is answered again without writing. A request the session store does not
