@@ -26,6 +26,9 @@ func TestDevServerServesMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	if ir := cs.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Extensions["io.modelcontextprotocol/tasks"] == nil {
+		t.Errorf("the handshake does not name the tasks extension: %+v", ir)
+	}
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

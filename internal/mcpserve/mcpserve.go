@@ -114,7 +114,11 @@ func New(c Config) http.Handler {
 	// The SDK logs every stateless request's session at Info: only its
 	// warnings and errors reach the log.
 	quiet := slog.New(leveled{h.log.Handler(), slog.LevelWarn})
-	srv := mcp.NewServer(&mcp.Implementation{Name: "baton", Version: "1"}, &mcp.ServerOptions{Logger: quiet})
+	// The SDK answers server/discover (its 2026 handshake): it names the
+	// tasks extension there too.
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+	caps.AddExtension(taskExtension, map[string]any{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "baton", Version: "1"}, &mcp.ServerOptions{Logger: quiet, Capabilities: caps})
 	for _, a := range c.Agents {
 		srv.AddTool(h.tool(a), h.call(a))
 	}
