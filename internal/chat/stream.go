@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/children"
+	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/httpjson"
 	"github.com/baton-run/baton/internal/idempotency"
 	"github.com/baton-run/baton/internal/parts"
@@ -246,7 +247,10 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, id, stream strin
 	ev := httpjson.StartUIStream(w, h.Heartbeat, "Connection", "keep-alive")
 	defer ev.Close()
 	write := func(bw *bufio.Writer, cursor streams.Cursor, p parts.Part) error {
-		return writePart(bw, v, cursor, p)
+		if err := writePart(bw, v, cursor, p); err != nil {
+			return err
+		}
+		return h.writeToolFiles(ctx, bw, id, p)
 	}
 	end := func(err error) {
 		if err == nil {
@@ -324,6 +328,32 @@ func writePart(bw *bufio.Writer, v Version, cursor streams.Cursor, p parts.Part)
 		fmt.Fprintf(bw, "id: %s\n", cursor)
 	}
 	fmt.Fprintf(bw, "data: %s\n\n", data)
+	return nil
+}
+
+// writeToolFiles writes, after a tool's output that carries files (a
+// tool that returned some: internal/files' ToolKey), a file chunk for
+// each, its URL a short-lived presigned GET for the chat's owner, which
+// useChat adds to the message as a file part.
+func (h *handler) writeToolFiles(ctx context.Context, bw *bufio.Writer, id string, p parts.Part) error {
+	if p.Type != parts.ToolOutputAvailable || h.Sessions.Files == nil {
+		return nil
+	}
+	_, refs, ok := files.ToolFiles(p.Output)
+	if !ok {
+		return nil
+	}
+	for _, f := range refs {
+		u, err := h.Sessions.Files.URL(ctx, id, f)
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(map[string]string{"type": "file", "url": u, "mediaType": f.MediaType})
+		if err != nil {
+			return fmt.Errorf("encode a tool's file: %w", err)
+		}
+		fmt.Fprintf(bw, "data: %s\n\n", data)
+	}
 	return nil
 }
 

@@ -22,7 +22,9 @@ import (
 	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/operator"
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/reducer"
+	"github.com/baton-run/baton/pkg/streams"
 )
 
 var (
@@ -237,5 +239,47 @@ func TestChatFiles(t *testing.T) {
 		body: fmt.Sprintf(`{"mediaType":"image/png","size":100,"sha256":%q}`, strings.Repeat("cd", 32))}).json(t, &up)
 	if !strings.Contains(up.URL, "files/"+sid+"/") {
 		t.Errorf("the chat's upload goes to %s, not the chat's session", up.URL)
+	}
+}
+
+// TestChatToolFiles: a tool's output that names a file (stored as the
+// runner stores it) is followed, in the chat's stream, by a file chunk
+// whose URL is a presigned GET, and in the history by a file part.
+func TestChatToolFiles(t *testing.T) {
+	t.Parallel()
+	alice := ids.New("alice")
+	e := newEnv(t, func(c *operator.Config) { c.Chat = chat.Options{DefaultAgent: "demo"} })
+	withFiles(e, files.Policy{})
+	chatID := ids.New("chat")
+	sid := chat.SessionID(alice, chatID)
+	if _, err := e.store.Create(t.Context(), sid, alice, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	turn, stream := e.startTurn(sid)
+	raw, _ := files.ToolOutput("drawn", files.ToolFile{MediaType: "image/png", Name: "chart.png", Data: tinyPNG})
+	out, err := e.store.Files.StoreToolOutput(t.Context(), sid, files.Policy{}, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeStream(t, e, sid, stream, streams.Completed, []parts.Part{{Type: parts.Start, MessageID: turn}, {Type: parts.StartStep},
+		{Type: parts.ToolInputAvailable, ToolCallID: "call_1", ToolName: "chart", Input: json.RawMessage(`{}`)},
+		{Type: parts.ToolOutputAvailable, ToolCallID: "call_1", Output: out}, {Type: parts.FinishStep}, {Type: parts.Finish}})
+	sse := e.must(http.StatusOK, req{method: "GET", path: "/chat/" + chatID + "/stream", user: alice, header: map[string]string{"x-ai-sdk-version": "6"}})
+	if !bytes.Contains(sse.body, []byte(`"type":"file"`)) || !bytes.Contains(sse.body, []byte("files/"+sid+"/")) {
+		t.Fatalf("the stream has no file chunk for the tool's file:\n%s", sse.body)
+	}
+	e.append(sid, reducer.Fact{Type: reducer.TurnCompleted, Actor: reducer.Actor{Kind: reducer.ActorAgent, ID: turn}, Turn: turn})
+	var hist []api.ChatMessage
+	e.must(http.StatusOK, req{method: "GET", path: "/chat/" + chatID + "/messages", user: alice}).json(t, &hist)
+	var found bool
+	for _, m := range hist {
+		for i, p := range m.Parts {
+			if p.Type == "file" && m.Role == "assistant" && i > 0 && m.Parts[i-1].Type == "tool-chart" && strings.Contains(p.URL, "files/"+sid+"/") {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the history shows no file part after the tool's: %+v", hist)
 	}
 }
