@@ -2,6 +2,7 @@ package mcpserve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -34,7 +35,7 @@ func (h *handler) call(agent string) mcp.ToolHandler {
 		}
 		r, err := h.start(ctx, caller, agent, in)
 		if err != nil {
-			if re, ok := err.(*rpcError); ok {
+			if re, ok := errors.AsType[*rpcError](err); ok {
 				return failure(re.Message), nil
 			}
 			return nil, err

@@ -188,7 +188,9 @@ func (h *handler) resolve(ctx context.Context, caller, id string) (*view, error)
 		return nil, fmt.Errorf("mcpserve: load task %s: %w", id, err)
 	}
 	st := sess.State
-	if st.Owner != caller {
+	if st.Owner != caller || !slices.Contains(h.c.Agents, st.Agent) {
+		// Another caller's session, or one of an agent not served here
+		// (the caller's chats): no task of this endpoint.
 		return nil, errUnknownTask(id)
 	}
 	facts, err := h.c.Sessions.Facts(ctx, r.session, 0)
