@@ -169,8 +169,10 @@ func (c *counts) add(f func(*Report)) {
 //   - Post, a schedule's occurrence is due: post its message, with an ID
 //     of the occurrence, in one write with schedule.fired, and wake it.
 //   - Rewake, waiting for a wake (suspended with nothing pending, or idle
-//     with messages) for longer than Grace past when it was due: the wake
-//     was lost; send it again.
+//     with messages) for longer than Grace past when it was due, or for
+//     Grace since the tick last re-sent it: the wake was lost; record the
+//     re-send on the head, then send it again (once per Grace however
+//     many runs; see rewake).
 //
 // A session someone else changed meanwhile is left to them. Run stops
 // taking sessions Margin before the context's deadline and reports Stopped;
