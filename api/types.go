@@ -251,6 +251,16 @@ type Export struct {
 	Exported time.Time      `json:"exported"`
 	Facts    []reducer.Fact `json:"facts"`
 	Streams  []ExportedTurn `json:"streams"`
+	// Files are the files its messages and tools' outputs name, once per
+	// digest, each with a short-lived presigned GET of its bytes.
+	Files []ExportedFile `json:"files,omitempty"`
+}
+
+// ExportedFile is a file of an export: its reference and a presigned
+// GET (15 minutes) of its bytes.
+type ExportedFile struct {
+	reducer.File
+	URL string `json:"url"`
 }
 
 // ExportedTurn is one turn stream of an export.

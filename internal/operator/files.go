@@ -1,13 +1,16 @@
 package operator
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/baton-run/baton/api"
 	"github.com/baton-run/baton/internal/chat"
+	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/httpjson"
+	"github.com/baton-run/baton/internal/parts"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -66,4 +69,41 @@ func (a *sessionRoutes) file(w http.ResponseWriter, r *http.Request, caller stri
 		}
 	}
 	return httpjson.Refuse(http.StatusNotFound, "file not found")
+}
+
+// exportFiles are the files export ex names (its messages' and its tools'
+// outputs'), once per digest, each with a presigned GET.
+func (a *sessionRoutes) exportFiles(ctx context.Context, id string, ex api.Export) ([]api.ExportedFile, error) {
+	if a.sessions.Files == nil {
+		return nil, nil
+	}
+	var refs []reducer.File
+	for _, f := range ex.Facts {
+		if f.Message != nil {
+			refs = append(refs, f.Message.Files...)
+		}
+	}
+	for _, t := range ex.Streams {
+		for _, p := range t.Parts {
+			if p.Type == parts.ToolOutputAvailable {
+				if _, fs, ok := files.ToolFiles(p.Output); ok {
+					refs = append(refs, fs...)
+				}
+			}
+		}
+	}
+	var out []api.ExportedFile
+	seen := map[string]bool{}
+	for _, f := range refs {
+		if seen[f.SHA256] {
+			continue
+		}
+		seen[f.SHA256] = true
+		u, err := a.sessions.Files.URL(ctx, id, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, api.ExportedFile{File: f, URL: u})
+	}
+	return out, nil
 }

@@ -134,6 +134,13 @@ func TestMessageFiles(t *testing.T) {
 	e.must(http.StatusNotFound, req{method: "POST", path: "/sessions/" + s.ID + "/uploads", user: bob,
 		body: fmt.Sprintf(`{"mediaType":"image/png","size":10,"sha256":%q}`, sha)})
 
+	// The export names each file once, with a presigned GET.
+	var ex api.Export
+	e.must(http.StatusOK, req{method: "GET", path: "/sessions/" + s.ID + "/export", user: alice}).json(t, &ex)
+	if len(ex.Files) != 2 || ex.Files[0].SHA256 != sha || !strings.Contains(ex.Files[0].URL, "X-Amz-Signature=") {
+		t.Errorf("the export's files: %+v", ex.Files)
+	}
+
 	// Delete removes the session's files (the bucket listed).
 	e.must(http.StatusNoContent, req{method: "DELETE", path: "/sessions/" + s.ID, user: alice})
 	if left := e.mem.Bucket.Keys(files.Prefix(s.ID)); len(left) != 0 {

@@ -68,6 +68,9 @@ func (a *sessionRoutes) export(w http.ResponseWriter, r *http.Request, caller st
 		}
 		out.Streams = append(out.Streams, t)
 	}
+	if out.Files, err = a.exportFiles(r.Context(), id, out); err != nil {
+		return fmt.Errorf("operator: export %s: %w", id, err)
+	}
 	httpjson.Write(w, http.StatusOK, out)
 	return nil
 }
