@@ -366,3 +366,63 @@ func toolFilesWire(t *testing.T, w byteWire) {
 		t.Errorf("files stored: %v, want the chart", got)
 	}
 }
+
+// TestFileRequestCounts counts what files cost in AWS requests: storing
+// a message's two files is two PutObjects; a turn of two steps on them
+// reads each once (the invocation keeps what it read), two GetObjects more
+// than the same turn without files; a fresh invocation reads them again.
+func TestFileRequestCounts(t *testing.T) {
+	ctx := ctxT(t)
+	w := byteWires[0]
+	img, pdf := testPNG(t), testPDF(3000)
+	run := func(withFiles bool) (ingest, turn1, turn2 map[string]int64) {
+		srv := pt.NewServer(t, w.call(t, 1, "call_probe_1", "probe", `{}`), w.text(t, 2, "Seen."), w.text(t, 3, "Again."))
+		p := &probe{outputs: []string{`{"ok":true}`}}
+		ctr := &awsenv.Counter{}
+		c := awsenv.Counted(env.URL(), ctr)
+		ss := teststack.Sessions(c, env)
+		ss.Files = filesOf(c)
+		runner := &turn.Runner{Sessions: ss, Agents: turn.AgentMap{"demo": p.agent(t, w.model(t, srv.URL))}, Waker: ss.Waker}
+		sid := ids.New("s")
+		if _, err := ss.Create(ctx, sid, teststack.Alice.ID, "demo"); err != nil {
+			t.Fatal(err)
+		}
+		ctr.Reset()
+		msg := reducer.Message{Text: "Look."}
+		if withFiles {
+			refs, _, err := ss.Files.Ingest(ctx, sid, files.Policy{}, []files.Input{
+				{MediaType: "image/png", URL: dataURL("image/png", img)}, {MediaType: "application/pdf", URL: dataURL("application/pdf", pdf)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg.Files = refs
+		}
+		ingest = ctr.Counts()
+		if _, err := ss.PostMessage(ctx, sid, teststack.Alice, msg); err != nil {
+			t.Fatal(err)
+		}
+		ctr.Reset()
+		if out, err := runner.Start(ctx, sid); err != nil || out.Kind != turn.Completed {
+			t.Fatalf("turn: %+v, %v", out, err)
+		}
+		turn1 = ctr.Counts()
+		teststack.Post(t, ss, sid, teststack.Load(t, ss, sid), "Again.")
+		ctr.Reset()
+		fresh := &turn.Runner{Sessions: ss, Agents: runner.Agents, Waker: ss.Waker}
+		if out, err := fresh.Start(ctx, sid); err != nil || out.Kind != turn.Completed {
+			t.Fatalf("turn two: %+v, %v", out, err)
+		}
+		turn2 = ctr.Counts()
+		return ingest, turn1, turn2
+	}
+	fi, f1, f2 := run(true)
+	_, p1, p2 := run(false)
+	get := "s3:GetObject"
+	t.Logf("storing two files: %v; a two-step turn on them: %d GetObjects (%d without files); the next turn in a fresh runner: %d (%d)", fi, f1[get], p1[get], f2[get], p2[get])
+	if fi["s3:PutObject"] != 2 || len(fi) != 1 {
+		t.Errorf("storing two files made %v, want 2 PutObjects", fi)
+	}
+	if f1[get]-p1[get] != 2 || f2[get]-p2[get] != 2 {
+		t.Errorf("files cost %d and %d GetObjects a turn, want 2 (each file once an invocation)", f1[get]-p1[get], f2[get]-p2[get])
+	}
+}
