@@ -32,8 +32,9 @@ type mcpDeployment struct {
 	*harness.Deployed
 }
 
-// mcpAgents writes the agent file: boss's MCP server is peer's /mcp.
-func mcpAgents(t testing.TB, peer string) string {
+// mcpAgents writes the agent file: boss's MCP server is peer's /mcp;
+// builder's start_build is an HTTP tool on ci that completes by callback.
+func mcpAgents(t testing.TB, peer, ci string) string {
 	t.Helper()
 	dir := t.TempDir()
 	// boss's budget covers its call to helper, whose turn may need a
@@ -43,12 +44,18 @@ func mcpAgents(t testing.TB, peer string) string {
 		"helper.script.json":   `{"steps":[{"delay":"50ms","text":"It is sunny in Paris, 21 degrees."}]}`,
 		"approver.script.json": `{"steps":[{"delay":"50ms","text":"I will email the team; an operator approves that.","toolCalls":[{"name":"send_email","input":{"to":"team@example.com","subject":"Note","body":"Hello."}}]},{"delay":"50ms","text":"The note is sent."}]}`,
 		"boss.script.json":     `{"steps":[{"delay":"20ms","text":"Let me ask the helper.","toolCalls":[{"name":"helper","input":{"message":"What is the weather in Paris?"}}]},{"delay":"20ms","text":"The helper has answered."}]}`,
+		"builder.script.json":  `{"steps":[{"delay":"20ms","text":"Starting the build.","toolCalls":[{"name":"start_build","input":{"ref":"main"}}]},{"delay":"20ms","text":"The build is done."}]}`,
 		"agents.json": fmt.Sprintf(`{"agents":{
 		 "helper":{"provider":"scripted","script":"helper.script.json","system":"You answer questions about the weather.",%[1]s},
 		 "approver":{"provider":"scripted","script":"approver.script.json","system":"You send notes; an operator approves each.","tools":["send_email"],%[1]s},
 		 "boss":{"provider":"scripted","script":"boss.script.json","system":"You ask other agents.",
 		   "mcp":[{"name":"baton","url":%[2]q,"headerEnv":{"Authorization":"PEER_TOKEN"},"allow":["helper"]}],
-		   "approvals":{"helper":"never"},%[3]s}}}`, limits, peer+"/mcp", strings.Replace(limits, `"budget":"1500ms"`, `"budget":"7s"`, 1)),
+		   "approvals":{"helper":"never"},%[3]s},
+		 "builder":{"provider":"scripted","script":"builder.script.json","system":"You start builds.",
+		   "tools":[{"name":"start_build","kind":"http","description":"Start a CI build; its result comes when it ends.",
+		     "schema":{"type":"object","properties":{"ref":{"type":"string"}},"required":["ref"]},
+		     "effect":"external","url":%[4]q,"timeout":"5s","callback":{"timeout":"10m"}}],%[1]s}}}`,
+			limits, peer+"/mcp", strings.Replace(limits, `"budget":"1500ms"`, `"budget":"7s"`, 1), ci),
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
@@ -76,8 +83,11 @@ func startMCP(t *testing.T) *mcpDeployment {
 		t.Fatal(err)
 	}
 	t.Cleanup(is.Close)
-	d := harness.StartDeployed(t, frontLimits(), harness.WithIssuer(is), harness.WithAgents(mcpAgents(t, proxy.URL)), harness.WithPollers(2),
-		harness.WithEnv(map[string]string{"BATON_MCP_AGENTS": "helper,approver", "PEER_TOKEN": "Bearer " + is.Token("carol")}))
+	// builder's CI takes the build and never calls back: the task waits.
+	ci := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
+	t.Cleanup(ci.Close)
+	d := harness.StartDeployed(t, frontLimits(), harness.WithIssuer(is), harness.WithAgents(mcpAgents(t, proxy.URL, ci.URL)), harness.WithPollers(2),
+		harness.WithEnv(map[string]string{"BATON_MCP_AGENTS": "helper,approver,builder", "PEER_TOKEN": "Bearer " + is.Token("carol")}))
 	u, err := url.Parse(d.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +128,46 @@ func TestMCPDeployed(t *testing.T) {
 	t.Run("typescript", func(t *testing.T) { mcpTypeScript(t, d) })
 	t.Run("go", func(t *testing.T) { mcpGo(t, d) })
 	t.Run("agent", func(t *testing.T) { mcpAgentCallsAgent(t, d) })
+	t.Run("callback", func(t *testing.T) { mcpCallback(t, d) })
+}
+
+// mcpCallback: a task whose tool waits for its callback is input_required,
+// naming the tool; tasks/update completes the call by hand, and the turn
+// completes with the model's answer.
+func mcpCallback(t *testing.T, d *mcpDeployment) {
+	c := d.rpc(t, alice)
+	task := c.newTask(t, "builder", "Build main")
+	waiting := c.until(t, task, "input_required")
+	if !strings.Contains(waiting.StatusMessage, "the callback of tool start_build") || len(waiting.InputRequests) != 1 {
+		t.Fatalf("waiting task %+v", waiting)
+	}
+	var key string
+	for k := range waiting.InputRequests {
+		key = k
+	}
+	if !strings.HasPrefix(key, "callback:") {
+		t.Fatalf("input request key %q, want callback:CALL", key)
+	}
+	if _, err := c.call(t, "tasks/update", map[string]any{"taskId": task, "inputResponses": map[string]any{
+		key: map[string]any{"action": "accept", "content": map[string]any{"output": `{"build":7,"status":"passed"}`}}}}); err != nil {
+		t.Fatalf("tasks/update: %v", err)
+	}
+	raw, err := c.call(t, "tasks/result", map[string]string{"taskId": task})
+	var result mcp.CallToolResult
+	if err != nil || json.Unmarshal(raw, &result) != nil || result.IsError || result.Content[0].(*mcp.TextContent).Text != "The build is done." {
+		t.Fatalf("tasks/result: %v %s", err, raw)
+	}
+	id, _, _ := strings.Cut(task, ".")
+	facts, _ := d.Store.Facts(t.Context(), id, 0)
+	ended := 0
+	for _, f := range facts {
+		if f.Type == reducer.CallbackEnded {
+			ended++
+		}
+	}
+	if ended != 1 {
+		t.Fatalf("%d callback.ended facts, want 1", ended)
+	}
 }
 
 func mcpUnauthorized(t *testing.T, d *mcpDeployment) {
@@ -224,8 +274,8 @@ func mcpTypeScript(t *testing.T, d *mcpDeployment) {
 	if got.ServerCapabilities.Tasks.Requests.Tools.Call == nil {
 		t.Error("the server does not declare tasks.requests.tools.call")
 	}
-	if len(got.Tools) != 2 || got.Tools[0].Name != "helper" || got.Tools[1].Name != "approver" && got.Tools[0].TaskSupport != "optional" {
-		t.Errorf("tools %+v: want helper and approver (BATON_MCP_AGENTS), tasks optional", got.Tools)
+	if len(got.Tools) != 3 || got.Tools[0].Name != "helper" || got.Tools[1].Name != "approver" || got.Tools[0].TaskSupport != "optional" {
+		t.Errorf("tools %+v: want helper, approver and builder (BATON_MCP_AGENTS), tasks optional", got.Tools)
 	}
 	if got.Plain.IsError || !strings.Contains(got.Plain.Text, "sunny in Paris") || len(got.Plain.Progress) == 0 {
 		t.Errorf("plain call %+v: want the helper's answer after progress", got.Plain)
@@ -360,7 +410,7 @@ func mcpGo(t *testing.T, d *mcpDeployment) {
 		t.Fatal(err)
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 2 {
+	if err != nil || len(tools.Tools) != 3 {
 		t.Fatalf("tools/list: %v %+v", err, tools)
 	}
 	params := &mcp.CallToolParams{Name: "helper", Arguments: map[string]any{"message": "What is the weather in Paris?"}}
