@@ -55,7 +55,7 @@ func mcpAgents(t testing.TB, peer, ci string) string {
 		   "tools":[{"name":"start_build","kind":"http","description":"Start a CI build; its result comes when it ends.",
 		     "schema":{"type":"object","properties":{"ref":{"type":"string"}},"required":["ref"]},
 		     "effect":"external","url":%[4]q,"timeout":"5s","callback":{"timeout":"10m"}}],%[1]s}}}`,
-			limits, peer+"/mcp", strings.Replace(limits, `"budget":"1500ms"`, `"budget":"7s"`, 1), ci),
+			limits, peer+"/mcp", strings.Replace(limits, `"budget":"1500ms"`, `"budget":"20s"`, 1), ci),
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
@@ -86,7 +86,9 @@ func startMCP(t *testing.T) *mcpDeployment {
 	// builder's CI takes the build and never calls back: the task waits.
 	ci := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
 	t.Cleanup(ci.Close)
-	d := harness.StartDeployed(t, frontLimits(), harness.WithIssuer(is), harness.WithAgents(mcpAgents(t, proxy.URL, ci.URL)), harness.WithPollers(2),
+	// A 45 s door and a 42 s hold: a plain call waits for its turn even
+	// on a loaded machine.
+	d := harness.StartDeployed(t, harness.AWSLimits().Scaled(0.05), harness.WithIssuer(is), harness.WithAgents(mcpAgents(t, proxy.URL, ci.URL)), harness.WithPollers(2),
 		harness.WithEnv(map[string]string{"BATON_MCP_AGENTS": "helper,approver,builder", "PEER_TOKEN": "Bearer " + is.Token("carol")}))
 	u, err := url.Parse(d.URL)
 	if err != nil {
