@@ -496,6 +496,28 @@ func mcpGo(t *testing.T, d *mcpDeployment) {
 	t.Logf("through the door: a plain call to its answer %v; a task created in %v; tasks/update to the tasks/result answer %v",
 		plainTook.Round(time.Millisecond), createTook.Round(time.Millisecond), resultTook.Round(time.Millisecond))
 
+	// Declining the approval denies the call, with the reason.
+	denied := c.newTask(t, "approver", "Send a third note")
+	waiting = c.until(t, denied, "input_required")
+	for k := range waiting.InputRequests {
+		key = k
+	}
+	if _, err := c.call(t, "tasks/update", map[string]any{"taskId": denied, "inputResponses": map[string]any{
+		key: map[string]any{"action": "decline", "content": map[string]any{"reason": "not today"}}}}); err != nil {
+		t.Fatalf("tasks/update decline: %v", err)
+	}
+	if _, err := c.call(t, "tasks/result", map[string]string{"taskId": denied}); err != nil {
+		t.Fatalf("tasks/result of the denied task: %v", err)
+	}
+	facts, _ := d.Store.Facts(ctx, strings.Split(denied, ".")[0], 0)
+	deny := false
+	for _, f := range facts {
+		deny = deny || f.Type == reducer.ApprovalAnswered && f.Answer != nil && f.Answer.Decision == reducer.Deny && f.Answer.Reason == "not today"
+	}
+	if !deny {
+		t.Fatal("a declined approval was not recorded as a deny with its reason")
+	}
+
 	// Cancel a working task; bob cannot see or cancel alice's.
 	doomed := c.newTask(t, "approver", "Send another")
 	bob := d.rpc(t, "bob")
