@@ -30,8 +30,10 @@ func (h Head) Lost(now time.Time, grace time.Duration) bool {
 // only from then. It is one conditional update, made only if the head is
 // still h, with the same last seq, due time and reason; otherwise, when the
 // session moved on or another run recorded its own re-send first, it
-// returns an error matching ErrConflict and changes nothing. The session's
-// next append writes the head whole, which drops the record.
+// returns an error matching ErrConflict and changes nothing. A write whose
+// answer was lost and whose resend failed the condition is read back: the
+// head as this call would leave it is success. The session's next append
+// writes the head whole, which drops the record.
 func (s *Store) Rewoke(ctx context.Context, h Head, at, next time.Time) error {
 	if !h.Why.Wake() || h.Due.IsZero() {
 		return fmt.Errorf("dynamo: record the re-sent wake of %s: it waits for no wake (%q)", h.Session, h.Why)
@@ -50,6 +52,12 @@ func (s *Store) Rewoke(ctx context.Context, h Head, at, next time.Time) error {
 		},
 	}, s.count...)
 	if conditionFailed(err) {
+		// A lost answer the SDK sent again fails on the write it made
+		// itself: the head as this call left it is success.
+		if cur, rerr := s.Head(ctx, h.Session); rerr == nil && cur.LastSeq == h.LastSeq && cur.Why == h.Why &&
+			cur.Rewoken.UnixMilli() == at.UnixMilli() && cur.Due.UnixMilli() == next.UnixMilli() {
+			return nil
+		}
 		return fmt.Errorf("dynamo: record the re-sent wake of %s at seq %d: %w", h.Session, h.LastSeq, ErrConflict)
 	}
 	if err != nil {

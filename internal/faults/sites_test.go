@@ -25,6 +25,10 @@ const (
 	putItems = "dynamodb:TransactWriteItems"
 	putS3    = "s3:PutObject"
 	send     = "sqs:SendMessage"
+	// sendBatch is the tick's: it sends its wakes ten a request.
+	sendBatch = "sqs:SendMessageBatch"
+	// update is a write of one item; the tick's record of a re-sent wake.
+	update = "dynamodb:UpdateItem"
 )
 
 // site is one durable write of the runner, the operator API or the tick.
@@ -370,7 +374,23 @@ var sites = []site{
 		down: tickFailed(waiting...),
 	},
 	{
-		name: "tick: re-wake", op: send,
+		name: "tick: record the re-wake", op: update, body: `"rewoken"`,
+		setup: (*stack).session, act: runTick,
+		landed: func(t *testing.T, s *stack, id string, r result) {
+			if r.err != nil || r.rep.Rewoken != 1 || r.rep.Errors != 0 || s.queued(t) != 1 {
+				t.Fatalf("%v, %d queued; want the re-send recorded and one wake sent", r, s.queued(t))
+			}
+			wantTypes(t, s.facts(t, id), created...)
+		},
+		down: func(t *testing.T, s *stack, id string, r result) {
+			tickFailed(created...)(t, s, id, r)
+			if n := s.queued(t); n != 0 {
+				t.Fatalf("%d wakes queued without the re-send recorded", n)
+			}
+		},
+	},
+	{
+		name: "tick: re-wake", op: sendBatch,
 		setup: (*stack).session, act: runTick,
 		landed: func(t *testing.T, s *stack, id string, r result) {
 			// A lost answer may leave a second copy on the queue: the
