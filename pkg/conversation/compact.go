@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -68,6 +69,12 @@ func Transcript(msgs []Message) string {
 					out = s
 				}
 				b.WriteString("[" + c.ToolName + " " + verb + "]\n" + out)
+			case File:
+				// The summary names a file; its bytes are not summarised.
+				if c.File == nil {
+					continue
+				}
+				b.WriteString(fmt.Sprintf("[%s attached %q: %s, %d bytes]", m.Role, c.File.Name, c.File.MediaType, c.File.Size))
 			default:
 				continue
 			}
