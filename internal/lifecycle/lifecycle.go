@@ -364,6 +364,9 @@ type SweepReport struct {
 	Finished int
 	// Orphans is the snapshots deleted that no fact names.
 	Orphans int
+	// Files is the files deleted whose session does not exist: uploads
+	// into a chat whose first message never came.
+	Files int
 }
 
 // Sweep is the retention sweep: it deletes (as "retention") every idle
@@ -403,8 +406,45 @@ func (s *Lifecycle) Sweep(ctx context.Context, retention, grace time.Duration) (
 	if err != nil {
 		return rep, fmt.Errorf("lifecycle: sweep: %w", err)
 	}
-	rep.Orphans, err = s.sweepSnapshots(ctx, now.Add(-grace))
+	if rep.Orphans, err = s.sweepSnapshots(ctx, now.Add(-grace)); err != nil {
+		return rep, err
+	}
+	rep.Files, err = s.sweepFiles(ctx, now.Add(-grace))
 	return rep, err
+}
+
+// sweepFiles deletes the files written before cutoff whose session has
+// no head: a chat's upload whose first message never came (a session's
+// delete removes its own), and returns how many. It reads one head per
+// session that has files.
+func (s *Lifecycle) sweepFiles(ctx context.Context, cutoff time.Time) (int, error) {
+	n := 0
+	var session string
+	var gone bool
+	err := s.objects.Files(ctx, func(o streams.SnapshotObject) error {
+		if !o.Modified.Before(cutoff) {
+			return nil
+		}
+		if o.Session != session {
+			_, err := s.facts.Head(ctx, o.Session)
+			if err != nil && !errors.Is(err, dynamo.ErrNotFound) {
+				return err
+			}
+			session, gone = o.Session, err != nil
+		}
+		if !gone {
+			return nil
+		}
+		if err := s.objects.DeleteObject(ctx, o.Key); err != nil {
+			return err
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("lifecycle: sweep files: %w", err)
+	}
+	return n, nil
 }
 
 // sweepSnapshots deletes the snapshots written before cutoff that no fact

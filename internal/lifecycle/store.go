@@ -33,12 +33,14 @@ type Log interface {
 }
 
 // Objects is what it needs of the stream store: list a session's objects,
-// delete one, and list every snapshot. *streams.Store implements it; which
+// delete one, and list every snapshot and every file. *streams.Store implements it; which
 // objects go is decided here (deleteObjects).
 type Objects interface {
 	SessionObjects(ctx context.Context, session string) ([]streams.Object, error)
 	DeleteObject(ctx context.Context, key string) error
 	Snapshots(ctx context.Context, fn func(streams.SnapshotObject) error) error
+	// Files lists every file (internal/files: files/<session>/<sha256>).
+	Files(ctx context.Context, fn func(streams.SnapshotObject) error) error
 }
 
 // Sessions is what it needs of the session store over those stores: its

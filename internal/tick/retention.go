@@ -42,7 +42,7 @@ func (r *Retention) Run(ctx context.Context) (lifecycle.SweepReport, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("expired", rep.Expired, "finished", rep.Finished, "orphans", rep.Orphans, "retention", r.After)
+	log = log.With("expired", rep.Expired, "finished", rep.Finished, "orphans", rep.Orphans, "files", rep.Files, "retention", r.After)
 	if err != nil {
 		log.ErrorContext(ctx, "retention sweep failed", "err", err)
 		return rep, err

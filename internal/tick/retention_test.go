@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/baton-run/baton/internal/dynamo"
+	"github.com/baton-run/baton/internal/ids"
 	"github.com/baton-run/baton/internal/lifecycle"
 	"github.com/baton-run/baton/internal/tick"
 	"github.com/baton-run/baton/pkg/reducer"
@@ -67,6 +68,12 @@ func TestRetentionSweep(t *testing.T) {
 	if err := streams.New(s.Clients().S3, s.Bucket).PutSnapshot(ctx, orphan, map[string]string{"orphan": "yes"}); err != nil {
 		t.Fatal(err)
 	}
+	// An upload into a chat whose first message never came: a file of no
+	// session.
+	upload := "files/" + ids.New("chat") + "/" + strings.Repeat("ab", 32)
+	if _, err := s.Clients().S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(upload), Body: strings.NewReader("%PDF-")}); err != nil {
+		t.Fatal(err)
+	}
 	// A delete cut short: buried, never purged.
 	cut := newSession(t, inv, "Bye.")
 	h, err := inv.sessions.Head(ctx, cut)
@@ -85,8 +92,11 @@ func TestRetentionSweep(t *testing.T) {
 	sweeper := s.fresh(nil)
 	sweeper.sessions.Now = func() time.Time { return time.Now().Add(2 * time.Hour) } // past the snapshot grace
 	rep, err := (&tick.Retention{Sessions: sweeper.sessions, After: 30 * 24 * time.Hour}).Run(ctx)
-	if err != nil || rep.Expired != 1 || rep.Finished != 1 || rep.Orphans != 1 {
-		t.Fatalf("sweep: %+v, %v; want 1 expired, 1 finished, 1 orphan", rep, err)
+	if err != nil || rep.Expired != 1 || rep.Finished != 1 || rep.Orphans != 1 || rep.Files != 1 {
+		t.Fatalf("sweep: %+v, %v; want 1 expired, 1 finished, 1 orphan, 1 file of no session", rep, err)
+	}
+	if _, err := s.Clients().S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(upload)}); err == nil {
+		t.Errorf("the sweep kept %s, a file of no session", upload)
 	}
 	for _, id := range []string{stale, cut} {
 		if items, objects := s.leftOf(t, id); len(items) != 1 || items[0] != id+"/-2" || len(objects) != 0 {

@@ -68,15 +68,27 @@ type SnapshotObject struct {
 // Snapshots calls fn with every snapshot in the bucket, in key order (so a
 // session's snapshots come together), one ListObjectsV2 request per 1000.
 func (s *Store) Snapshots(ctx context.Context, fn func(SnapshotObject) error) error {
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(snapshotRoot)}
+	return s.listRoot(ctx, snapshotRoot, fn)
+}
+
+// Files calls fn with every file in the bucket (internal/files keeps them
+// under files/<session>/), in key order, one ListObjectsV2 request per
+// 1000.
+func (s *Store) Files(ctx context.Context, fn func(SnapshotObject) error) error {
+	return s.listRoot(ctx, "files/", fn)
+}
+
+// listRoot calls fn with every object under root/<session>/.
+func (s *Store) listRoot(ctx context.Context, root string, fn func(SnapshotObject) error) error {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(root)}
 	for {
 		out, err := s.client.ListObjectsV2(ctx, in)
 		if err != nil {
-			return fmt.Errorf("streams: list snapshots: %w", err)
+			return fmt.Errorf("streams: list %s: %w", root, err)
 		}
 		for _, o := range out.Contents {
 			key := aws.ToString(o.Key)
-			session, _, ok := strings.Cut(strings.TrimPrefix(key, snapshotRoot), "/")
+			session, _, ok := strings.Cut(strings.TrimPrefix(key, root), "/")
 			if !ok {
 				continue
 			}
