@@ -14,6 +14,7 @@ import (
 	"github.com/baton-run/baton/host"
 	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/devserver"
+	"github.com/baton-run/baton/internal/mcpserve/sdkserve"
 )
 
 // Options configure the dev server.
@@ -53,6 +54,10 @@ func Run(ctx context.Context, c host.Config, o Options) error {
 		o.Out = os.Stdout
 	}
 
+	if c.MCPServer == nil {
+		// The dev server serves the agents at /mcp, as the operator does.
+		c.MCPServer = sdkserve.New
+	}
 	err := devserver.Run(ctx, devserver.Options{
 		Addr: o.Addr, DataDir: o.DataDir, Agents: o.AgentFile, Tick: o.Tick, Out: o.Out, Ready: o.Ready,
 		Template: baton.Template(),

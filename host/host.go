@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/lambdahttp"
 	"github.com/baton-run/baton/internal/mcp"
+	"github.com/baton-run/baton/internal/mcpserve"
 	"github.com/baton-run/baton/internal/tick"
 )
 
@@ -25,6 +26,7 @@ import (
 //	Tools        []baton.Tool    // Go tools the agent file's agents may name
 //	Providers    []Provider      // model providers: providers.All(), or the few used
 //	MCP          MCPDialer       // reaches MCP servers: providers.MCP()
+//	MCPServer    MCPServer       // serves the agents over MCP at /mcp: providers.MCPServer() (the operator's)
 //	Lambda       Lambda          // invokes lambda tools, hands pinned turns to their versions: providers.Lambda()
 //	Interceptors []Interceptor   // wrap model, tool, step and store calls, first outermost
 //	KeyStore     KeyStore        // model keys by secret: providers.KeyStore()
@@ -75,6 +77,11 @@ type Lambda = app.Lambda
 // MCPDialer reaches MCP servers (Config.MCP); providers.MCP() returns
 // baton's.
 type MCPDialer = mcp.Dialer
+
+// MCPServer serves the agents over MCP at /mcp (Config.MCPServer);
+// providers.MCPServer() returns baton's, which the operator function
+// registers.
+type MCPServer = mcpserve.Server
 
 // Interceptor wraps the calls a turn makes: model calls, tool calls,
 // steps and store calls (Config.Interceptors); package providers/otel

@@ -17,11 +17,13 @@ package providers
 import (
 	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/mcp"
+	"github.com/baton-run/baton/internal/mcpserve"
 	"github.com/baton-run/baton/providers/anthropic"
 	"github.com/baton-run/baton/providers/awslambda"
 	"github.com/baton-run/baton/providers/bedrock"
 	"github.com/baton-run/baton/providers/keystore"
 	pmcp "github.com/baton-run/baton/providers/mcp"
+	pmcpserve "github.com/baton-run/baton/providers/mcpserve"
 	"github.com/baton-run/baton/providers/openai"
 )
 
@@ -43,6 +45,10 @@ func Bedrock() app.Provider { return bedrock.Provider() }
 // MCP is baton's MCP client, for host.Config.MCP; see package
 // providers/mcp.
 func MCP() mcp.Dialer { return pmcp.Client() }
+
+// MCPServer is baton's MCP endpoint, serving agents at /mcp, for
+// host.Config.MCPServer; see package providers/mcpserve.
+func MCPServer() mcpserve.Server { return pmcpserve.Server() }
 
 // KeyStore is baton's store of model keys, on Secrets Manager and SSM
 // Parameter Store, for host.Config.KeyStore; see package

@@ -542,6 +542,7 @@ func TestFunctionEnv(t *testing.T) {
 		"LOG_FORMAT":         "json",
 		"BATON_CHAT_AGENT":   "!Ref ChatAgent",
 		"BATON_CHAT_ORIGINS": "!Ref ChatOrigins",
+		"BATON_MCP_AGENTS":   "!Ref McpAgents",
 		// The HTTP API's authorizer's own (TestOperatorRoutes).
 		"BATON_JWT_ISSUER":     `!If ["OwnUserPool","!Sub https://cognito-idp.${AWS::Region}.amazonaws.com/${UserPool}","!Ref JwtIssuer"]`,
 		"BATON_JWT_AUDIENCE":   `!If ["OwnUserPool","!Ref UserPoolClient","!Ref JwtAudience"]`,

@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		opts.Out = stdout
 		// The same Config as the functions': the repository's functions
 		// and its dev server are programs of the public API.
-		cfg := host.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP(), KeyStore: providers.KeyStore(), Lambda: providers.Lambda()}
+		cfg := host.Config{Tools: baton.DemoTools(), Providers: providers.All(), MCP: providers.MCP(), MCPServer: providers.MCPServer(), KeyStore: providers.KeyStore(), Lambda: providers.Lambda()}
 		if *emf {
 			cfg.Metrics = os.Stderr
 		}

@@ -9,8 +9,9 @@ import (
 
 	baton "github.com/baton-run/baton"
 	"github.com/baton-run/baton/host"
+	"github.com/baton-run/baton/providers/mcpserve"
 )
 
 func main() {
-	host.Main(host.OperatorFunction, host.Config{Tools: baton.DemoTools(), Metrics: os.Stderr})
+	host.Main(host.OperatorFunction, host.Config{Tools: baton.DemoTools(), Metrics: os.Stderr, MCPServer: mcpserve.Server()})
 }

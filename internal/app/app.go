@@ -27,6 +27,7 @@ import (
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/files"
 	"github.com/baton-run/baton/internal/intercept"
+	"github.com/baton-run/baton/internal/mcpserve"
 	"github.com/baton-run/baton/internal/metrics"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/tool"
@@ -195,6 +196,8 @@ type App struct {
 	Log       *slog.Logger
 	// Metrics is the App's metrics recorder, nil when it records none.
 	Metrics *metrics.Recorder
+	// mcpServer makes the MCP endpoint (Config.MCPServer), nil for none.
+	mcpServer mcpserve.Server
 }
 
 // chatOptions are the chat endpoint's settings from the environment;
@@ -279,6 +282,7 @@ func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slo
 			a.Runner.Pins = lambdaPins{inv: vi, function: r.Function, now: time.Now}
 		}
 	}
+	a.mcpServer = c.MCPServer
 	if _, err := a.mcpAgents(); err != nil {
 		return nil, err
 	}

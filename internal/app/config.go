@@ -14,6 +14,7 @@ import (
 	"github.com/baton-run/baton/internal/claims"
 	"github.com/baton-run/baton/internal/intercept"
 	"github.com/baton-run/baton/internal/mcp"
+	"github.com/baton-run/baton/internal/mcpserve"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/pkg/turn"
 )
@@ -37,6 +38,12 @@ type Config struct {
 	// (the operator, the tick) sets none. Without one, a turn of an agent
 	// with MCP servers fails to list their tools.
 	MCP mcp.Dialer
+	// MCPServer serves the agents over MCP at /mcp (BATON_MCP_AGENTS
+	// chooses which): providers.MCPServer() is baton's, on the official
+	// MCP Go SDK. Only a program that sets it links that SDK: the
+	// operator function and the dev server; without one, /mcp answers
+	// 501.
+	MCPServer mcpserve.Server
 	// Lambda invokes the agent file's lambda tools: providers.Lambda() is
 	// baton's, on the AWS SDK's Lambda client. Only a program that sets it
 	// links that client; a function that runs no tool (the operator, the

@@ -20,7 +20,8 @@ func (a *App) mcpAgents() ([]string, error) {
 }
 
 // MCP returns the MCP endpoint (/mcp and its protected-resource
-// metadata) for the operator API: the agents BATON_MCP_AGENTS chooses,
+// metadata) for the operator API, made by the Config's MCPServer (none:
+// mcpserve.Unserved, which answers 501): the agents BATON_MCP_AGENTS chooses,
 // callers named by identity, the issuer the metadata names
 // (BATON_JWT_ISSUER), and hold, how long a call without a task waits for
 // its turn (0: mcpserve.DefaultHold).
@@ -29,8 +30,12 @@ func (a *App) MCP(identity func(*http.Request) (string, bool), hold time.Duratio
 	if err != nil { // New refused it already; keep serving none
 		a.Log.Error("mcp: serving no agents", "err", err)
 	}
-	return mcpserve.New(mcpserve.Config{Sessions: a.Sessions, Agents: agents, Identity: identity,
-		Issuer: a.Resources.JWTIssuer, Hold: hold, Log: a.Log})
+	c := mcpserve.Config{Sessions: a.Sessions, Agents: agents, Identity: identity,
+		Issuer: a.Resources.JWTIssuer, Hold: hold, Log: a.Log}
+	if a.mcpServer == nil {
+		return mcpserve.Unserved(c)
+	}
+	return a.mcpServer(c)
 }
 
 // SetMCPFromOS sets the dev server's BATON_MCP_AGENTS in vars from the

@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/internal/app"
 	"github.com/baton-run/baton/internal/awsenv"
 	"github.com/baton-run/baton/internal/emulator"
+	"github.com/baton-run/baton/internal/mcpserve/sdkserve"
 	"github.com/baton-run/baton/internal/provision"
 	"github.com/baton-run/baton/internal/tick"
 	"github.com/baton-run/baton/internal/worker"
@@ -54,13 +55,14 @@ type App interface {
 	AgentNames() []string
 }
 
-// build is Build's default: the agent file's agents, no Go extras.
+// build is Build's default: the agent file's agents, no Go extras but
+// the MCP endpoint.
 func build(ctx context.Context, vars map[string]string, cfg aws.Config, log *slog.Logger) (App, error) {
 	r, err := app.FromVars(vars)
 	if err != nil {
 		return nil, fmt.Errorf("template: %w", err) // Run prefixes "devserver: "
 	}
-	return app.New(ctx, r, awsenv.FromConfig(cfg), log)
+	return app.NewWith(ctx, r, awsenv.FromConfig(cfg), log, app.Config{MCPServer: sdkserve.New})
 }
 
 // Run serves until ctx is done.

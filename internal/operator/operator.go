@@ -70,7 +70,7 @@ type Config struct {
 	Chat chat.Options
 	// MCP serves the MCP endpoint and its protected-resource metadata
 	// (internal/mcpserve: mcpserve.Path, mcpserve.MetadataPath); it checks
-	// the caller itself. Nil serves the endpoint with no agents.
+	// the caller itself. Nil answers 501 (mcpserve.Unserved).
 	MCP http.Handler
 }
 
@@ -171,8 +171,8 @@ func New(c Config) http.Handler {
 	a.mux.Handle("GET "+console.Path, web)
 	a.mux.Handle("GET "+console.Path+"/", web)
 	m := c.MCP
-	if m == nil { // the endpoint, with no agents
-		m = mcpserve.New(mcpserve.Config{Sessions: c.Sessions, Identity: identity, Log: log})
+	if m == nil { // no endpoint: 401 without an identity, else 501
+		m = mcpserve.Unserved(mcpserve.Config{Identity: identity})
 	}
 	for _, p := range []string{mcpserve.Path, mcpserve.MetadataPath, mcpserve.MetadataPath + mcpserve.Path} {
 		a.mux.Handle(p, m)

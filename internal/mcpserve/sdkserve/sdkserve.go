@@ -1,4 +1,4 @@
-package mcpserve
+package sdkserve
 
 import (
 	"bytes"
@@ -15,98 +15,30 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/baton-run/baton/internal/session"
+	"github.com/baton-run/baton/internal/mcpserve"
 )
-
-// The paths the handler serves.
-const (
-	// Path is the MCP endpoint (Streamable HTTP).
-	Path = "/mcp"
-	// MetadataPath is the OAuth protected-resource metadata (RFC 9728)
-	// that names the deployment's JWT issuer; it is served at
-	// MetadataPath+Path too, the form clients try first.
-	MetadataPath = "/.well-known/oauth-protected-resource"
-)
-
-// Env is the environment variable that chooses the agents served
-// (Select): a comma-separated list of agent names, or "*" for all; unset
-// or empty serves none.
-const Env = "BATON_MCP_AGENTS"
-
-// DefaultHold is how long a call without a task, and a tasks/result,
-// waits for the turn when Config.Hold is 0.
-const DefaultHold = 25 * time.Second
 
 // maxBody bounds a JSON-RPC request's body.
 const maxBody = 1 << 20
 
-// Config configures the MCP endpoint.
-type Config struct {
-	// Sessions commits and loads the sessions each call runs in.
-	Sessions *session.Store
-	// Agents are the agents served, each as a tool of its name.
-	Agents []string
-	// Describe gives an agent's tool description; nil or "" describes it
-	// generically.
-	Describe func(agent string) string
-	// Identity names a request's caller; false answers 401 with the
-	// WWW-Authenticate header that points to the metadata.
-	Identity func(*http.Request) (string, bool)
-	// Issuer is the authorization server the metadata names (the
-	// deployment's JWT issuer); empty names none.
-	Issuer string
-	// Hold is how long a call without a task, or a tasks/result, waits
-	// for its turn before answering with how to follow it; 0 means
-	// DefaultHold. Keep it within the front door's time.
-	Hold time.Duration
-	// Log receives failures; nil discards them.
-	Log *slog.Logger
-}
-
-// Select returns the agents spec names among all (Env's syntax): none
-// for "", all for "*", else each comma-separated name, which must be one
-// of all.
-func Select(spec string, all []string) ([]string, error) {
-	spec = strings.TrimSpace(spec)
-	switch spec {
-	case "":
-		return nil, nil
-	case "*":
-		return slices.Clone(all), nil
-	}
-	var out []string
-	for name := range strings.SplitSeq(spec, ",") {
-		name = strings.TrimSpace(name)
-		if name == "" {
-			continue
-		}
-		if !slices.Contains(all, name) {
-			return nil, fmt.Errorf("mcpserve: %s names agent %q, which the deployment does not have (it has %s)", Env, name, strings.Join(all, ", "))
-		}
-		if !slices.Contains(out, name) {
-			out = append(out, name)
-		}
-	}
-	return out, nil
-}
-
 // handler serves Path and the metadata.
 type handler struct {
-	c    Config
+	c    mcpserve.Config
 	log  *slog.Logger
 	hold time.Duration
 	sdk  http.Handler
 	mux  *http.ServeMux
 }
 
-// New returns the handler of Path, MetadataPath and MetadataPath+Path.
-func New(c Config) http.Handler {
+// New returns the handler of mcpserve.Path, MetadataPath and
+// MetadataPath+Path: an mcpserve.Server.
+func New(c mcpserve.Config) http.Handler {
 	h := &handler{c: c, log: c.Log, hold: c.Hold}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	if h.hold <= 0 {
-		h.hold = DefaultHold
+		h.hold = mcpserve.DefaultHold
 	}
 	if h.c.Identity == nil {
 		h.c.Identity = func(*http.Request) (string, bool) { return "", false }
@@ -125,52 +57,10 @@ func New(c Config) http.Handler {
 	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, Logger: quiet})
 	h.mux = http.NewServeMux()
-	h.mux.Handle(Path, h.authed(http.HandlerFunc(h.front)))
-	h.mux.HandleFunc(MetadataPath, h.metadata)
-	h.mux.HandleFunc(MetadataPath+Path, h.metadata)
+	h.mux.Handle(mcpserve.Path, h.authed(http.HandlerFunc(h.front)))
+	h.mux.HandleFunc(mcpserve.MetadataPath, mcpserve.Metadata(c.Issuer))
+	h.mux.HandleFunc(mcpserve.MetadataPath+mcpserve.Path, mcpserve.Metadata(c.Issuer))
 	return h.mux
-}
-
-// Routes are the method and path patterns New serves, and whether each
-// answers without the caller's identity.
-func Routes() map[string]bool {
-	return map[string]bool{
-		"POST " + Path: false, "GET " + Path: false, "DELETE " + Path: false,
-		"GET " + MetadataPath: true, "GET " + MetadataPath + Path: true,
-	}
-}
-
-// base is the URL the request reached the deployment at, without a path.
-func base(r *http.Request) string {
-	scheme := r.Header.Get("X-Forwarded-Proto")
-	if scheme == "" {
-		scheme = "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-	}
-	return scheme + "://" + r.Host
-}
-
-// metadata serves the protected-resource metadata: the resource is Path
-// at the address the request came to, and its authorization server the
-// deployment's JWT issuer.
-func (h *handler) metadata(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if r.Method == http.MethodOptions {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	if r.Method != http.MethodGet {
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use GET"})
-		return
-	}
-	doc := map[string]any{"resource": base(r) + Path, "bearer_methods_supported": []string{"header"},
-		"resource_name": "baton agents"}
-	if h.c.Issuer != "" {
-		doc["authorization_servers"] = []string{h.c.Issuer}
-	}
-	writeJSON(w, http.StatusOK, doc)
 }
 
 // authed answers 401, pointing to the metadata, without the caller's
@@ -180,8 +70,7 @@ func (h *handler) authed(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, ok := h.c.Identity(r)
 		if !ok || caller == "" {
-			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer resource_metadata=%q", base(r)+MetadataPath+Path))
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "a bearer token is required; see " + base(r) + MetadataPath + Path})
+			mcpserve.Challenge(w, r)
 			return
 		}
 		if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
@@ -236,11 +125,11 @@ func (h *handler) front(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "read the body: " + err.Error()})
+		mcpserve.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "read the body: " + err.Error()})
 		return
 	}
 	if len(body) > maxBody {
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("the body is over %d bytes", maxBody)})
+		mcpserve.WriteJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("the body is over %d bytes", maxBody)})
 		return
 	}
 	var req rpcRequest
@@ -288,18 +177,7 @@ func answer(w http.ResponseWriter, id json.RawMessage, res any, err *rpcError) {
 	} else {
 		msg["result"] = res
 	}
-	writeJSON(w, http.StatusOK, msg)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		data = []byte(`{"error":"encode the answer"}`)
-		status = http.StatusInternalServerError
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(data, '\n'))
+	mcpserve.WriteJSON(w, http.StatusOK, msg)
 }
 
 // protocolVersions are the revisions the front's initialize accepts,

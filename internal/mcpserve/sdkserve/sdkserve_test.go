@@ -1,4 +1,4 @@
-package mcpserve_test
+package sdkserve_test
 
 import (
 	"context"
@@ -10,30 +10,18 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/internal/mcpserve"
+	"github.com/baton-run/baton/internal/mcpserve/sdkserve"
 	"github.com/baton-run/baton/internal/memstore"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/pkg/streams"
 )
-
-func TestSelect(t *testing.T) {
-	all := []string{"desk", "helper", "ops"}
-	for spec, want := range map[string][]string{"": nil, " ": nil, "*": all, "helper": {"helper"}, "ops, desk,ops": {"ops", "desk"}} {
-		got, err := mcpserve.Select(spec, all)
-		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("Select(%q) = %v, %v; want %v", spec, got, err, want)
-		}
-	}
-	if _, err := mcpserve.Select("desk,nobody", all); err == nil || !strings.Contains(err.Error(), `"nobody"`) {
-		t.Errorf("an unknown agent: %v, want an error naming it", err)
-	}
-}
 
 // server is the endpoint on a store in memory, serving agent desk, with
 // the caller named by the X-Caller header.
 func server(t *testing.T) (*httptest.Server, *session.Store) {
 	t.Helper()
 	store := session.New(memstore.NewLog(nil), streams.New(memstore.NewBucket(nil), "b"))
-	h := mcpserve.New(mcpserve.Config{Sessions: store, Agents: []string{"desk"}, Issuer: "https://issuer.example",
+	h := sdkserve.New(mcpserve.Config{Sessions: store, Agents: []string{"desk"}, Issuer: "https://issuer.example",
 		Identity: func(r *http.Request) (string, bool) { c := r.Header.Get("X-Caller"); return c, c != "" }})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
