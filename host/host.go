@@ -56,6 +56,7 @@ type Config = app.Config
 //	RetentionDays    int                   // days an idle session is kept, 0 for ever: BATON_RETENTION_DAYS
 //	ClaimsPoll       time.Duration         // a blocked turn's poll of the claims broker: BATON_CLAIMS_POLL
 //	CallbackURL      string                // the API's public URL, for callback tools' URLs: BATON_CALLBACK_URL
+//	MCPAgents        string                // the agents served as MCP tools at /mcp ("*": all; "": none): BATON_MCP_AGENTS
 //	Build            string                // the code's name each turn records: AWS_LAMBDA_FUNCTION_VERSION
 //	Function         string                // the function's name, to hand pinned turns to its versions: AWS_LAMBDA_FUNCTION_NAME
 //
