@@ -20,4 +20,3 @@ func TestSelect(t *testing.T) {
 		t.Errorf("an unknown agent: %v, want an error naming it", err)
 	}
 }
-
