@@ -45,6 +45,7 @@ import (
 	"github.com/baton-run/baton/internal/dynamo"
 	"github.com/baton-run/baton/internal/session"
 	"github.com/baton-run/baton/internal/tick"
+	"github.com/baton-run/baton/internal/wake"
 	"github.com/baton-run/baton/pkg/reducer"
 	"github.com/baton-run/baton/pkg/streams"
 	"github.com/baton-run/baton/test/harness"
@@ -193,6 +194,13 @@ type manyRun struct {
 	tickTime time.Duration
 	// reaped and rewoken by those runs
 	tickReaped, tickRewoken int
+
+	// Re-sent wakes (reason rewake) that reached a resume process, and
+	// those after which the session's head had not moved: no-ops, the
+	// wake they re-sent was not lost, only slow.
+	resentMu                    sync.Mutex
+	resentDelivered, resentNoop int
+	resentSessions              map[string]int
 }
 
 func TestManySessions(t *testing.T) {
@@ -453,6 +461,7 @@ func (r *manyRun) pump(ctx context.Context, m *fleetMember) {
 			r.t.Errorf("pump: %v", err)
 			return
 		}
+		resent := r.resentHeads(ctx, out.Messages)
 		m.busy.Store(true)
 		ictx, cancel := context.WithTimeout(ctx, resumeTimeout+5*time.Second)
 		res, err := f.Invoke(ictx, payload)
@@ -461,6 +470,7 @@ func (r *manyRun) pump(ctx context.Context, m *fleetMember) {
 		if err != nil {
 			continue // the batch stays in flight, as on AWS
 		}
+		r.countResent(ctx, resent)
 		var resp events.SQSEventResponse
 		if err := json.Unmarshal(res, &resp); err != nil {
 			r.t.Errorf("pump: resume answered %s: %v", res, err)
@@ -477,6 +487,43 @@ func (r *manyRun) pump(ctx context.Context, m *fleetMember) {
 			}
 		}
 		dcancel()
+	}
+}
+
+// resentHeads is the last seq of each session a re-sent wake among msgs
+// is for, read before the batch is handled.
+func (r *manyRun) resentHeads(ctx context.Context, msgs []sqstypes.Message) map[string]int64 {
+	out := map[string]int64{}
+	for _, msg := range msgs {
+		w, err := wake.Parse(aws.ToString(msg.Body))
+		if err != nil || w.Reason != wake.Rewake {
+			continue
+		}
+		if h, err := r.s.store.Head(ctx, w.Session); err == nil {
+			out[w.Session] = h.LastSeq
+		}
+	}
+	return out
+}
+
+// countResent counts the re-sent wakes of a handled batch, and those after
+// which their session's head had not moved.
+func (r *manyRun) countResent(ctx context.Context, before map[string]int64) {
+	for id, seq := range before {
+		h, err := r.s.store.Head(ctx, id)
+		if err != nil {
+			continue
+		}
+		r.resentMu.Lock()
+		r.resentDelivered++
+		if h.LastSeq == seq {
+			r.resentNoop++
+		}
+		if r.resentSessions == nil {
+			r.resentSessions = map[string]int{}
+		}
+		r.resentSessions[id]++
+		r.resentMu.Unlock()
 	}
 }
 
@@ -604,6 +651,10 @@ func (r *manyRun) check(ids []string, took time.Duration) {
 		quantile(wakeToResume, 0.5), quantile(wakeToResume, 0.99), len(wakeToResume), quantile(postToStart, 0.5), quantile(postToStart, 0.99))
 	t.Logf("ticks during the run: %d runs looked at %d due heads in %v (%.0f sessions/s), reaped %d, re-sent %d wakes",
 		r.tickRuns, r.tickSeen, r.tickTime.Round(time.Millisecond), rate, r.tickReaped, r.tickRewoken)
+	r.resentMu.Lock()
+	t.Logf("re-sent wakes handled: %d, for %d sessions; no-ops (the session's head did not move) %d",
+		r.resentDelivered, len(r.resentSessions), r.resentNoop)
+	r.resentMu.Unlock()
 	if completed != len(ids) {
 		t.Errorf("%d of %d sessions completed (%d lost, %d doubled)", completed, len(ids), lost, doubled)
 	}
