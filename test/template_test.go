@@ -473,8 +473,8 @@ func TestResumeAndTickEvents(t *testing.T) {
 	if timeout != 900 || visibility < 6*timeout {
 		t.Errorf("ResumeFunction Timeout %d, WakeQueue VisibilityTimeout %d: want 900 and at least six times it", timeout, visibility)
 	}
-	if got := at(tr, "Resources", "WakeQueue", "Properties", "RedrivePolicy", "maxReceiveCount"); got != 5 {
-		t.Errorf("WakeQueue maxReceiveCount %v, want 5", got)
+	if got := at(tr, "Resources", "WakeQueue", "Properties", "RedrivePolicy", "maxReceiveCount"); got != 10 {
+		t.Errorf("WakeQueue maxReceiveCount %v, want 10", got)
 	}
 
 	var schedules []any

@@ -90,7 +90,7 @@ QUEUE_ATTRIBUTES_JSON=$(cat <<QUEUE_ATTRIBUTES_JSON
   "VisibilityTimeout": "5400",
   "MessageRetentionPeriod": "345600",
   "SqsManagedSseEnabled": "true",
-  "RedrivePolicy": "{\"deadLetterTargetArn\":\"${DLQ_ARN}\",\"maxReceiveCount\":5}"
+  "RedrivePolicy": "{\"deadLetterTargetArn\":\"${DLQ_ARN}\",\"maxReceiveCount\":10}"
 }
 QUEUE_ATTRIBUTES_JSON
 )
