@@ -259,11 +259,11 @@ func NewWith(ctx context.Context, r Resources, clients *awsenv.Clients, log *slo
 	ss.Steering = agentMap.Steering
 	// Edits are checked against the tool's schema before they are written.
 	ss.CheckInput = agentMap.CheckInput
-	ss = intercept.Store(ss, interceptors)
 	// Files live in the stream bucket under files/<session>/, so a
 	// session's delete takes them; each agent says what it accepts.
 	ss.Files = files.New(clients.S3, r.streamBucket(), s3.NewPresignClient(clients.S3))
 	ss.FilePolicy = agentMap.FilePolicy
+	ss = intercept.Store(ss, interceptors)
 	// The claims broker shares the session table (a key space of its own).
 	// The store withdraws the waiter of a blocked turn it ends.
 	dynamoBroker := claimsdb.New(clients.DynamoDB, r.Table)
