@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/baton-run/baton/internal/files"
+	"github.com/baton-run/baton/internal/files/spec"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
@@ -69,7 +69,7 @@ type Agent struct {
 }
 
 // Files is what an agent accepts in a message's files (see Agent.Files).
-type Files = files.Policy
+type Files = spec.Policy
 
 // Price is a model's price table in USD per million tokens.
 type Price = reducer.Price

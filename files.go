@@ -3,12 +3,12 @@ package baton
 import (
 	"encoding/json"
 
-	"github.com/baton-run/baton/internal/files"
+	"github.com/baton-run/baton/internal/files/spec"
 )
 
 // ToolFile is a file a tool returns (a screenshot, a generated chart):
 // its media type, name and bytes.
-type ToolFile = files.ToolFile
+type ToolFile = spec.ToolFile
 
 // WithFiles is a tool's output that carries files besides output (any
 // JSON value, nil for none): return it from a tool's Run (or a Func's
@@ -20,5 +20,5 @@ type ToolFile = files.ToolFile
 // the chat shows them as file parts. A file the policy refuses makes the
 // call an error the model sees.
 func WithFiles(output any, fs ...ToolFile) (json.RawMessage, error) {
-	return files.ToolOutput(output, fs...)
+	return spec.ToolOutput(output, fs...)
 }

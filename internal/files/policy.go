@@ -5,17 +5,16 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"slices"
 	"strings"
+
+	"github.com/baton-run/baton/internal/files/spec"
 )
 
-// Defaults of a Policy's zero fields.
+// The policy's defaults and its type (package spec, which the authoring
+// package names without this one's runtime).
 const (
-	// DefaultMaxBytes is the largest file an agent accepts unless it says
-	// otherwise: 20 MB.
-	DefaultMaxBytes = 20 << 20
-	// DefaultMaxFiles is how many files a message may carry.
-	DefaultMaxFiles = 5
+	DefaultMaxBytes = spec.DefaultMaxBytes
+	DefaultMaxFiles = spec.DefaultMaxFiles
 	// MaxInline is the largest file a request may carry inline (a data
 	// URL, a fetched URL); larger files go through a presigned upload,
 	// as a request body is at most 1 MiB anyway.
@@ -23,63 +22,11 @@ const (
 )
 
 // DefaultTypes are the media types an agent accepts unless it says
-// otherwise: the images every provider takes, and PDF.
-var DefaultTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"}
+// otherwise.
+var DefaultTypes = spec.DefaultTypes
 
-// Policy is what an agent accepts in a message's files. Its zero value is
-// the safe default: DefaultTypes, DefaultMaxBytes, DefaultMaxFiles, and no
-// fetching of URLs.
-type Policy struct {
-	// Types are the accepted media types ("image/png"); "image/*" accepts
-	// every image type. Empty is DefaultTypes.
-	Types []string `json:"types,omitempty"`
-	// MaxBytes is the largest file accepted; 0 is DefaultMaxBytes.
-	MaxBytes int64 `json:"maxBytes,omitempty"`
-	// MaxFiles is how many files one message may carry; 0 is
-	// DefaultMaxFiles, and a negative value accepts none.
-	MaxFiles int `json:"maxFiles,omitempty"`
-	// FetchURLs lets a message name a file by an https URL, which baton
-	// fetches (from a public address only).
-	FetchURLs bool `json:"fetchURLs,omitempty"`
-}
-
-// Resolved is p with its defaults filled in.
-func (p Policy) Resolved() Policy {
-	if len(p.Types) == 0 {
-		p.Types = DefaultTypes
-	}
-	if p.MaxBytes <= 0 {
-		p.MaxBytes = DefaultMaxBytes
-	}
-	if p.MaxFiles == 0 {
-		p.MaxFiles = DefaultMaxFiles
-	}
-	return p
-}
-
-// Check reports what is wrong with p as an agent declared it.
-func (p Policy) Check() error {
-	for _, t := range p.Types {
-		if mt, _, err := mime.ParseMediaType(t); err != nil || mt != strings.ToLower(t) || !strings.Contains(t, "/") {
-			return fmt.Errorf("files: type %q is not a media type such as image/png or image/*", t)
-		}
-	}
-	if p.MaxBytes < 0 {
-		return fmt.Errorf("files: maxBytes %d is negative", p.MaxBytes)
-	}
-	return nil
-}
-
-// Accepts reports whether p accepts media type mt.
-func (p Policy) Accepts(mt string) bool {
-	p = p.Resolved()
-	return slices.ContainsFunc(p.Types, func(t string) bool {
-		if prefix, ok := strings.CutSuffix(t, "/*"); ok {
-			return strings.HasPrefix(mt, prefix+"/")
-		}
-		return t == mt
-	})
-}
+// Policy is what an agent accepts in a message's files (spec.Policy).
+type Policy = spec.Policy
 
 // Reason says why a file was refused.
 type Reason string
@@ -128,7 +75,7 @@ func refuse(r Reason, file, format string, args ...any) *Error {
 }
 
 // checkDeclared checks a file's declared media type and size against p.
-func (p Policy) checkDeclared(name, mt string, size int64) error {
+func checkDeclared(p Policy, name, mt string, size int64) error {
 	p = p.Resolved()
 	if !p.Accepts(mt) {
 		return refuse(WrongType, name, "media type %q is not accepted: the agent accepts %s", mt, strings.Join(p.Types, ", "))
@@ -142,8 +89,8 @@ func (p Policy) checkDeclared(name, mt string, size int64) error {
 	return nil
 }
 
-// CheckCount refuses more files than a message may carry.
-func (p Policy) CheckCount(n int) error {
+// checkCount refuses more files than a message may carry.
+func checkCount(p Policy, n int) error {
 	p = p.Resolved()
 	max := max(p.MaxFiles, 0)
 	if n > max {

@@ -94,7 +94,7 @@ func (s *Store) Ingest(ctx context.Context, session string, p Policy, ins []Inpu
 		return nil, noop, nil
 	}
 	p = p.Resolved()
-	if err := p.CheckCount(len(ins)); err != nil {
+	if err := checkCount(p, len(ins)); err != nil {
 		return nil, noop, err
 	}
 	var todo []pending
@@ -158,7 +158,7 @@ func (s *Store) check(ctx context.Context, session string, p Policy, i int, in I
 	if err != nil {
 		return pending{}, err
 	}
-	if err := p.checkDeclared(name, mt, int64(len(data))); err != nil {
+	if err := checkDeclared(p, name, mt, int64(len(data))); err != nil {
 		return pending{}, err
 	}
 	if err := sniff(name, mt, data[:min(len(data), 512)]); err != nil {
@@ -190,7 +190,7 @@ func (s *Store) uploaded(ctx context.Context, session string, p Policy, name str
 		mt = ct
 	}
 	size := aws.ToInt64(h.ContentLength)
-	if err := p.checkDeclared(name, mt, size); err != nil {
+	if err := checkDeclared(p, name, mt, size); err != nil {
 		return pending{}, err
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), Range: aws.String("bytes=0-511")})
@@ -267,7 +267,7 @@ func (s *Store) PresignUpload(ctx context.Context, session string, p Policy, u U
 	if len(u.Name) > 255 {
 		return Presigned{}, refuse(BadFile, name, "filename is longer than 255 bytes")
 	}
-	if err := p.checkDeclared(name, u.MediaType, u.Size); err != nil {
+	if err := checkDeclared(p, name, u.MediaType, u.Size); err != nil {
 		return Presigned{}, err
 	}
 	if s.presign == nil {

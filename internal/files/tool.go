@@ -8,32 +8,22 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/baton-run/baton/internal/files/spec"
 	"github.com/baton-run/baton/pkg/conversation"
 	"github.com/baton-run/baton/pkg/reducer"
 )
 
-// ToolKey is the key of the files in a tool's output that carries some:
-// {"baton.files": [ToolFile…], "output": <the output>}. The runner stores
-// them (StoreToolOutput) before the output is recorded, so the recorded
-// output holds their references ({"baton.files": [reducer.File…],
-// "output": …}) and never their bytes.
-const ToolKey = "baton.files"
+// ToolKey is the key of the files in a tool's output that carries some
+// (spec.ToolKey): {"baton.files": [ToolFile…], "output": …} as the tool
+// returns it, {"baton.files": [reducer.File…], "output": …} as recorded.
+const ToolKey = spec.ToolKey
 
-// ToolFile is a file a tool returns: a screenshot, a chart.
-type ToolFile struct {
-	MediaType string `json:"mediaType"`
-	Name      string `json:"filename,omitempty"`
-	Data      []byte `json:"data"`
-}
+// ToolFile is a file a tool returns (spec.ToolFile).
+type ToolFile = spec.ToolFile
 
-// ToolOutput is a tool's output that carries files besides output (any
-// JSON value; nil for none).
+// ToolOutput is a tool's output that carries files besides output.
 func ToolOutput(output any, fs ...ToolFile) (json.RawMessage, error) {
-	out, err := json.Marshal(output)
-	if err != nil {
-		return nil, fmt.Errorf("files: tool output: %w", err)
-	}
-	return json.Marshal(map[string]any{ToolKey: fs, "output": json.RawMessage(out)})
+	return spec.ToolOutput(output, fs...)
 }
 
 // envelope is a tool output with files, as the tool returns it (Data set)
@@ -64,7 +54,7 @@ func (s *Store) StoreToolOutput(ctx context.Context, session string, p Policy, o
 		return out, nil
 	}
 	p = p.Resolved()
-	if err := p.CheckCount(len(e.Files)); err != nil {
+	if err := checkCount(p, len(e.Files)); err != nil {
 		return nil, err
 	}
 	refs := make([]reducer.File, len(e.Files))
@@ -74,7 +64,7 @@ func (s *Store) StoreToolOutput(ctx context.Context, session string, p Policy, o
 			return nil, refuse(BadFile, fmt.Sprint(i+1), "a tool's file must be {mediaType, filename, data (base64)}")
 		}
 		name := Input{Name: f.Name}.label(i)
-		if err := p.checkDeclared(name, f.MediaType, int64(len(f.Data))); err != nil {
+		if err := checkDeclared(p, name, f.MediaType, int64(len(f.Data))); err != nil {
 			return nil, err
 		}
 		if err := sniff(name, f.MediaType, f.Data[:min(len(f.Data), 512)]); err != nil {
