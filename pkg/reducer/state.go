@@ -195,13 +195,13 @@ type State struct {
 	// Orphans are the children ended turns left running, until
 	// child.cancelled records each cancelled (children.go).
 	Orphans []Orphan `json:"orphans,omitempty"`
-	// Held: Grants, the resource claims the session's calls hold,
-	// quarantined or not, and Grant(id) (claims.go).
-	claims.Held
 	// From, in a fork, is the session it was forked from; Rewinds counts
 	// its session.rewound facts (rewind.go).
 	From    string `json:"from,omitempty"`
 	Rewinds int    `json:"rewinds,omitempty"`
+	// Held: Grants, the resource claims the session's calls hold,
+	// quarantined or not, and Grant(id) (claims.go).
+	claims.Held
 }
 
 // ErrIllegal is matched (with errors.Is) by every *TransitionError.
