@@ -105,12 +105,19 @@ func ToolFiles(out json.RawMessage) (json.RawMessage, []reducer.File, bool) {
 	return e.Output, refs, true
 }
 
+// recorded is how every recorded tool output with files begins: the
+// runner records only what StoreToolOutput marshals, whose first key is
+// ToolKey.
+var recorded = []byte(`{"` + ToolKey + `":`)
+
 // HasFiles reports whether msgs hold a file block or a tool result with
-// files: what Load has to load.
+// files: what Load has to load. The runner asks before every model call,
+// over the whole conversation, so it looks at a tool result's first bytes
+// only (recorded), not its whole output.
 func HasFiles(msgs []conversation.Message) bool {
 	for _, m := range msgs {
 		for _, c := range m.Content {
-			if c.Type == conversation.File || (c.Type == conversation.ToolResult && bytes.Contains(c.Output, []byte(`"`+ToolKey+`"`))) {
+			if c.Type == conversation.File || (c.Type == conversation.ToolResult && bytes.HasPrefix(c.Output, recorded)) {
 				return true
 			}
 		}
