@@ -467,7 +467,8 @@ func (s *scenario) branch() {
 	chat := fmt.Sprintf("webapp-b%d-%d", s.major, time.Now().UnixNano())
 	s.open(s.b.origin, chat)
 	const msgs = `[...document.querySelectorAll('.msg')].map(m => m.dataset.role + ':' + [...m.querySelectorAll('.text')].map(e => e.textContent.trim()).join(' '))`
-	ready := `document.querySelector('#status').textContent === 'ready'`
+	// ready: and no resume of an answer cut at the hold is still reading.
+	ready := `document.querySelector('#status').textContent === 'ready' && !window.probe.reading`
 	s.send("first question")
 	s.b.waitFor("the first answer", `document.body.innerText.includes('You said: first question') && `+ready)
 	s.send("second question")

@@ -72,7 +72,8 @@ function Chat({ initial }) {
       const waits = message?.parts?.some((p) => p.type.startsWith('tool-') && ['input-available', 'approval-requested'].includes(p.state));
       if (!finishReason && !isAbort && !isError && !waits) {
         window.probe.resumes = (window.probe.resumes ?? 0) + 1;
-        setTimeout(() => resumeRef.current(), 0);
+        window.probe.reading = (window.probe.reading ?? 0) + 1; // until the resume below takes over
+        setTimeout(() => resumeRef.current().finally(() => { window.probe.reading -= 1; }), 0);
       }
     },
   });
@@ -104,10 +105,18 @@ function Chat({ initial }) {
   };
   // resume reads the rest of an open turn: the history up to it, then its
   // stream from the start (a major-5 app after an approval).
+  // window.probe.reading counts the resumes under way, so a test sends
+  // its next message only once none is (a resume's setMessages would
+  // otherwise land on top of the new message).
   const resume = async () => {
-    const history = await call('GET', `/chat/${chatId}/messages`);
-    chat.setMessages(history.body);
-    await chat.resumeStream();
+    window.probe.reading = (window.probe.reading ?? 0) + 1;
+    try {
+      const history = await call('GET', `/chat/${chatId}/messages`);
+      chat.setMessages(history.body);
+      await chat.resumeStream();
+    } finally {
+      window.probe.reading -= 1;
+    }
   };
   resumeRef.current = resume;
   // Regenerate an answer (the last without an id), and edit an earlier
