@@ -461,16 +461,28 @@ func (s *scenario) progress() {
 	s.noError("after a reload after the progress")
 }
 
+// settle waits, up to 10 s, until no resume of an answer cut at the hold
+// is still reading (window.probe.reading), so the next message is not
+// overwritten by a late resume's history; past that it goes on.
+func (s *scenario) settle() {
+	for range 100 {
+		if eval[bool](s.b, `!window.probe.reading`) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // branch: regenerate the last answer, edit the first message and resend,
 // and reload: the page shows the new branch, and so does the history.
 func (s *scenario) branch() {
 	chat := fmt.Sprintf("webapp-b%d-%d", s.major, time.Now().UnixNano())
 	s.open(s.b.origin, chat)
 	const msgs = `[...document.querySelectorAll('.msg')].map(m => m.dataset.role + ':' + [...m.querySelectorAll('.text')].map(e => e.textContent.trim()).join(' '))`
-	// ready: and no resume of an answer cut at the hold is still reading.
-	ready := `document.querySelector('#status').textContent === 'ready' && !window.probe.reading`
+	ready := `document.querySelector('#status').textContent === 'ready'`
 	s.send("first question")
 	s.b.waitFor("the first answer", `document.body.innerText.includes('You said: first question') && `+ready)
+	s.settle()
 	s.send("second question")
 	s.b.waitFor("the second answer", `document.querySelectorAll('.msg').length === 4 && document.body.innerText.includes('You said: second question') && `+ready)
 	before := eval[string](s.b, assistantText)
